@@ -1,0 +1,1 @@
+//! cl-mem (shell).

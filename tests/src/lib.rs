@@ -1,0 +1,1 @@
+//! The device test harness (shell).
