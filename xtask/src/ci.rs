@@ -1,0 +1,52 @@
+//! `cargo xtask ci`: everything CI checks, in order, stopping at the first failure.
+
+use crate::matrix;
+use crate::util::{self, Result, StepLog};
+
+/// fmt check, clippy and docs with warnings denied, host tests, then the device matrix.
+pub(crate) fn run() -> Result {
+    let mut log = StepLog::new();
+    log.step("setup (if no platform)", || {
+        crate::setup::ensure_platform().map(|()| "ok".into())
+    })?;
+    log.step("cargo fmt --check", || {
+        util::run(util::cargo().args(["fmt", "--all", "--check"])).map(|()| "ok".into())
+    })?;
+    log.step("clippy (default features)", || {
+        util::run(util::cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+        .map(|()| "ok".into())
+    })?;
+    log.step("clippy (all features)", || {
+        util::run(util::cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+        .map(|()| "ok".into())
+    })?;
+    log.step("docs -D warnings", || {
+        util::run(util::cargo().env("RUSTDOCFLAGS", "-Dwarnings").args([
+            "doc",
+            "--workspace",
+            "--no-deps",
+        ]))
+        .map(|()| "ok".into())
+    })?;
+    log.step("host tests", || matrix::host_tests().map(|()| "ok".into()))?;
+    log.step("device matrix", || {
+        matrix::device_matrix(&matrix::Options::default()).map(|()| "ok".into())
+    })?;
+    log.print("ci summary");
+    Ok(())
+}

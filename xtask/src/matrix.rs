@@ -1,0 +1,328 @@
+//! `cargo xtask test-devices`: the host-only tests, then the device suites once per selected device, each
+//! device in its own process, and a closing matrix.
+//!
+//! Protocol with the harness (`cl-tests`' `device_tests` binary, see docs/TESTING.md):
+//! - `device_tests --list-devices` prints one `device\t<platform index>\t<device index>\t<platform>\t<device>\t<version>`
+//!   line per device that `CL_TEST` (or `PYOPENCL_TEST`) selects;
+//! - each device then runs as `CL_TEST=<platform index>:<device index> device_tests --json <file> [test args]`
+//!   (the selection grammar's index form pins exactly one device), with `CL_TEST_REQUIRE_DEVICES=1`;
+//! - the JSON file holds the counts; a process that crashes or times out writes none, and its row says so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::setup;
+use crate::util::{self, Ended, Result};
+
+/// Default per-device limit: a hung driver must not stall the matrix forever.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Parsed `test-devices` arguments.
+#[derive(Debug, Default)]
+pub(crate) struct Options {
+    /// `--device SELECTOR`, repeated; joined with `;` into `CL_TEST`.
+    pub(crate) devices: Vec<String>,
+    /// `--timeout SECS` per device.
+    pub(crate) timeout: Option<Duration>,
+    /// `--no-host`: skip the host-only tests.
+    pub(crate) no_host: bool,
+    /// Everything after `--`, passed to the test binary (a name filter, `--exact`, ...).
+    pub(crate) test_args: Vec<String>,
+}
+
+impl Options {
+    /// Parses the arguments after `test-devices`.
+    pub(crate) fn parse(args: &[String]) -> Result<Self> {
+        let mut o = Options::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--device" | "-d" => o
+                    .devices
+                    .push(it.next().ok_or("--device needs a SELECTOR")?.clone()),
+                "--timeout" => {
+                    let v = it.next().ok_or("--timeout needs SECS")?;
+                    let s: u64 = v
+                        .parse()
+                        .map_err(|_| format!("--timeout: `{v}` is not a number of seconds"))?;
+                    o.timeout = Some(Duration::from_secs(s));
+                }
+                "--no-host" => o.no_host = true,
+                "--" => {
+                    o.test_args = it.by_ref().cloned().collect();
+                }
+                s if s.starts_with("--device=") => {
+                    o.devices.push(s["--device=".len()..].to_owned())
+                }
+                other => {
+                    return Err(format!(
+                        "test-devices: unexpected argument `{other}` (test args go after `--`)"
+                    )
+                    .into())
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// The host-only tests: every package's unit, integration and doc tests, except the device matrix target.
+pub(crate) fn host_tests() -> Result {
+    println!("==> host-only tests");
+    util::run(util::cargo().args(["test", "--workspace", "--exclude", "cl-tests"]))?;
+    util::run(util::cargo().args(["test", "-p", "cl-tests", "--lib", "--bins"]))?;
+    util::run(util::cargo().args(["test", "-p", "cl-tests", "--doc"]))
+}
+
+/// Builds the device test binary once and returns its path.
+pub(crate) fn build_device_tests(release: bool) -> Result<PathBuf> {
+    let mut cmd = util::cargo();
+    cmd.args([
+        "test",
+        "-p",
+        "cl-tests",
+        "--test",
+        "device_tests",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
+    if release {
+        cmd.arg("--release");
+    }
+    executable(&mut cmd, "device_tests")
+}
+
+/// Runs a `--message-format=json` cargo build and returns the executable of the target named `name`.
+pub(crate) fn executable(cmd: &mut Command, name: &str) -> Result<PathBuf> {
+    println!("  $ {}", util::show(cmd));
+    let out = cmd.stderr(std::process::Stdio::inherit()).output()?;
+    if !out.status.success() {
+        return Err(format!("building `{name}` failed").into());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == name)
+        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| format!("cargo built no executable named `{name}`").into())
+}
+
+/// One selected device, as the harness lists it.
+#[derive(Debug, Clone)]
+struct Listed {
+    platform_index: usize,
+    device_index: usize,
+    platform: String,
+    device: String,
+    version: String,
+}
+
+fn list_devices(bin: &Path, selection: Option<&str>) -> Result<Vec<Listed>> {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--list-devices");
+    if let Some(sel) = selection {
+        cmd.env("CL_TEST", sel);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "device selection failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into());
+    }
+    let mut v: Vec<Listed> = Vec::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        if let ["device", p, d, platform, device, version] = f[..] {
+            let item = Listed {
+                platform_index: p.parse()?,
+                device_index: d.parse()?,
+                platform: platform.to_owned(),
+                device: device.to_owned(),
+                version: version.to_owned(),
+            };
+            // The grammar keeps duplicates ("1:0,0"); one process per distinct device is enough.
+            if !v.iter().any(|x| {
+                (x.platform_index, x.device_index) == (item.platform_index, item.device_index)
+            }) {
+                v.push(item);
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// One row of the matrix.
+#[derive(Debug)]
+struct Row {
+    dev: Listed,
+    counts: Option<[u64; 5]>,
+    status: String,
+    ok: bool,
+    took: Duration,
+}
+
+/// Runs the matrix; an error if any device failed or none was selected.
+pub(crate) fn run(o: &Options) -> Result {
+    setup::ensure_platform()?;
+    if !o.no_host {
+        host_tests()?;
+    }
+    device_matrix(o)
+}
+
+/// The per-device part of [`run`].
+pub(crate) fn device_matrix(o: &Options) -> Result {
+    println!("==> device matrix");
+    let bin = build_device_tests(false)?;
+    let selection = (!o.devices.is_empty()).then(|| o.devices.join(";"));
+    if let Some(s) = &selection {
+        println!("  CL_TEST={s}");
+    } else if let Some(s) = std::env::var("CL_TEST")
+        .ok()
+        .or_else(|| std::env::var("PYOPENCL_TEST").ok())
+    {
+        println!("  selection from the environment: {s}");
+    }
+    let devices = list_devices(&bin, selection.as_deref())?;
+    if devices.is_empty() {
+        return Err(
+            "no OpenCL device selected: nothing was tested (see `cargo xtask devices`)".into(),
+        );
+    }
+    let out_dir = util::root().join("target/test-devices");
+    std::fs::create_dir_all(&out_dir)?;
+    let limit = o.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let mut rows = Vec::new();
+    for dev in devices {
+        println!(
+            "\n==> [{}/{}] ({}:{}, {})",
+            dev.platform, dev.device, dev.platform_index, dev.device_index, dev.version
+        );
+        let json = out_dir.join(format!("{}-{}.json", dev.platform_index, dev.device_index));
+        let _ = std::fs::remove_file(&json);
+        let mut cmd = Command::new(&bin);
+        cmd.env(
+            "CL_TEST",
+            format!("{}:{}", dev.platform_index, dev.device_index),
+        )
+        .env("CL_TEST_REQUIRE_DEVICES", "1")
+        .arg("--json")
+        .arg(&json)
+        .args(&o.test_args);
+        let start = Instant::now();
+        let ended = util::run_with_timeout(&mut cmd, limit)?;
+        let took = start.elapsed();
+        let counts = read_counts(&json);
+        let (status, ok) = match (&ended, counts) {
+            (Ended::TimedOut, _) => (format!("TIMED OUT after {}", util::secs(limit)), false),
+            (Ended::Exited(s), Some(c)) if s.success() && c[1] == 0 && c[4] == 0 => {
+                ("ok".to_owned(), true)
+            }
+            (Ended::Exited(s), Some(_)) if s.success() => ("FAILED".to_owned(), false),
+            (Ended::Exited(_), Some(_)) => ("FAILED".to_owned(), false),
+            (Ended::Exited(s), None) => (format!("CRASHED ({s}), no summary"), false),
+        };
+        rows.push(Row {
+            dev,
+            counts,
+            status,
+            ok,
+            took,
+        });
+    }
+    print_table(&rows);
+    let bad = rows.iter().filter(|r| !r.ok).count();
+    if bad > 0 {
+        Err(format!("{bad} of {} device(s) failed", rows.len()).into())
+    } else {
+        Ok(())
+    }
+}
+
+/// `[passed, failed, skipped, expected failures, unexpected passes]` from the harness's JSON summary.
+fn read_counts(path: &Path) -> Option<[u64; 5]> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let t = &v["totals"];
+    let n = |k: &str| t[k].as_u64();
+    Some([
+        n("passed")?,
+        n("failed")?,
+        n("skipped")?,
+        n("expected_failures")?,
+        n("unexpected_passes")?,
+    ])
+}
+
+fn print_table(rows: &[Row]) {
+    let head = [
+        "platform", "device", "OpenCL", "passed", "failed", "skipped", "xfail", "xpass", "time",
+        "status",
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let c = |i: usize| {
+                r.counts
+                    .map_or_else(|| "-".to_owned(), |c| c[i].to_string())
+            };
+            let version = r
+                .dev
+                .version
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ");
+            vec![
+                r.dev.platform.clone(),
+                r.dev.device.clone(),
+                version,
+                c(0),
+                c(1),
+                c(2),
+                c(3),
+                c(4),
+                util::secs(r.took),
+                r.status.clone(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|row| row[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |row: &[String]| {
+        let parts: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("| {} |", parts.join(" | "))
+    };
+    println!("\ndevice matrix:");
+    println!("{}", line(&head.map(str::to_owned)));
+    println!(
+        "|{}|",
+        widths
+            .iter()
+            .map(|w| "-".repeat(w + 2))
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for row in &cells {
+        println!("{}", line(row));
+    }
+}

@@ -1,0 +1,241 @@
+//! Small process helpers shared by the xtask commands: run a command while saying what it does, time a
+//! step, run with a wall-clock limit, and run privileged commands through `sudo` when not root.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The error type of every xtask command: a message for the person at the terminal.
+pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
+/// Result with [`Error`].
+pub(crate) type Result<T = ()> = std::result::Result<T, Error>;
+
+/// The workspace root (the directory holding the virtual `Cargo.toml`).
+pub(crate) fn root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
+}
+
+/// `cargo` as invoked by the user (respects `$CARGO` set by `cargo run`).
+pub(crate) fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// A shell-like rendering of a command, for "running: ..." lines.
+pub(crate) fn show(cmd: &Command) -> String {
+    let mut s = String::new();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            let _ = write!(s, "{}={} ", k.to_string_lossy(), v.to_string_lossy());
+        }
+    }
+    s.push_str(&cmd.get_program().to_string_lossy());
+    for a in cmd.get_args() {
+        let a = a.to_string_lossy();
+        if a.is_empty() || a.contains([' ', '"', '\'', ';', '$']) {
+            let _ = write!(s, " '{}'", a.replace('\'', "'\\''"));
+        } else {
+            let _ = write!(s, " {a}");
+        }
+    }
+    s
+}
+
+/// Prints and runs `cmd` with inherited stdio; an error if it cannot start or exits non-zero.
+pub(crate) fn run(cmd: &mut Command) -> Result {
+    println!("  $ {}", show(cmd));
+    let _ = std::io::stdout().flush();
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed: {status}", show(cmd)).into())
+    }
+}
+
+/// Runs `cmd` quietly and returns its stdout if it exits zero; `None` if it cannot start or fails.
+pub(crate) fn output(cmd: &mut Command) -> Option<String> {
+    let out = cmd.stderr(Stdio::null()).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether `program` is found on `PATH`.
+pub(crate) fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// How a finished child process ended when run under [`run_with_timeout`].
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// It exited (or was killed by a signal) on its own.
+    Exited(ExitStatus),
+    /// It ran past the limit and was killed.
+    TimedOut,
+}
+
+/// Runs `cmd` with inherited stdio, killing it after `limit`.
+pub(crate) fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Result<Ended> {
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", show(cmd)))?;
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Ended::Exited(status));
+        }
+        if start.elapsed() > limit {
+            // The child is our own process; kill only it, by its handle.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(Ended::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Formats a duration as seconds with one decimal.
+pub(crate) fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// How privileged commands are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Privilege {
+    /// We are root: run directly.
+    Root,
+    /// Not root, `sudo` exists: prefix privileged commands with `sudo`.
+    Sudo,
+    /// Not root and no `sudo`: privileged steps must be refused.
+    None,
+}
+
+impl Privilege {
+    /// Detects whether we are root (from `/proc/self/status`, falling back to `id -u`) and whether `sudo` exists.
+    pub(crate) fn detect() -> Self {
+        let uid = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Uid:"))
+                    .and_then(|rest| rest.split_whitespace().nth(1).map(str::to_owned))
+            })
+            .or_else(|| output(Command::new("id").arg("-u")).map(|s| s.trim().to_owned()));
+        if uid.as_deref() == Some("0") {
+            Privilege::Root
+        } else if on_path("sudo") {
+            Privilege::Sudo
+        } else {
+            Privilege::None
+        }
+    }
+
+    /// A command that runs `program` with root rights; an error (naming `why`) when that is impossible.
+    pub(crate) fn command(self, program: &str, why: &str) -> Result<Command> {
+        match self {
+            Privilege::Root => Ok(Command::new(program)),
+            Privilege::Sudo => {
+                let mut c = Command::new("sudo");
+                c.arg(program);
+                Ok(c)
+            }
+            Privilege::None => Err(format!(
+                "cannot {why}: this needs root, and we are neither root nor is `sudo` installed; \
+                 run `cargo xtask setup` as root (or install sudo) once"
+            )
+            .into()),
+        }
+    }
+
+    /// Writes `contents` to the root-owned file `path` (creating its directory), unless it already holds
+    /// exactly that. Returns whether it wrote.
+    pub(crate) fn write_file(self, path: &Path, contents: &str) -> Result<bool> {
+        if std::fs::read_to_string(path).ok().as_deref() == Some(contents) {
+            return Ok(false);
+        }
+        let why = format!("write {}", path.display());
+        if let Some(dir) = path.parent() {
+            if !dir.is_dir() {
+                run(self.command("mkdir", &why)?.arg("-p").arg(dir))?;
+            }
+        }
+        println!("  writing {} <- {:?}", path.display(), contents.trim_end());
+        if self == Privilege::Root {
+            std::fs::write(path, contents)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        } else {
+            let mut cmd = self.command("tee", &why)?;
+            cmd.arg(path).stdin(Stdio::piped()).stdout(Stdio::null());
+            let mut child = cmd.spawn()?;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(contents.as_bytes())?;
+            }
+            let status = child.wait()?;
+            if !status.success() {
+                return Err(format!("`sudo tee {}` failed: {status}", path.display()).into());
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// One timed step of a multi-step command, for the closing summary.
+#[derive(Debug)]
+pub(crate) struct StepLog {
+    rows: Vec<(String, String, Duration)>,
+}
+
+impl StepLog {
+    /// An empty log.
+    pub(crate) fn new() -> Self {
+        Self { rows: Vec::new() }
+    }
+
+    /// Runs `f` as the step `name`, printing a header, timing it and recording its one-line outcome.
+    pub(crate) fn step(&mut self, name: &str, f: impl FnOnce() -> Result<String>) -> Result {
+        println!("==> {name}");
+        let start = Instant::now();
+        let res = f();
+        let took = start.elapsed();
+        match res {
+            Ok(outcome) => {
+                println!("    {outcome} ({})", secs(took));
+                self.rows.push((name.to_owned(), outcome, took));
+                Ok(())
+            }
+            Err(e) => {
+                self.rows
+                    .push((name.to_owned(), format!("FAILED: {e}"), took));
+                self.print("summary");
+                Err(e)
+            }
+        }
+    }
+
+    /// Prints the steps as a table.
+    pub(crate) fn print(&self, title: &str) {
+        let w = self
+            .rows
+            .iter()
+            .map(|r| r.0.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        println!("\n{title}:");
+        for (name, outcome, took) in &self.rows {
+            println!("  {name:<w$}  {:>7}  {outcome}", secs(*took));
+        }
+        let total: Duration = self.rows.iter().map(|r| r.2).sum();
+        println!("  {:<w$}  {:>7}", "total", secs(total));
+    }
+}
