@@ -1,0 +1,293 @@
+//! Allocation traces: record a pool's requests, store them as JSON lines, replay them against a
+//! simulated upstream, and generate RMM-shaped random traces.
+//!
+//! Fragmentation regressions become unit tests without a GPU: record a real workload once
+//! ([`MemoryPool::start_recording`](crate::MemoryPool::start_recording)), save it with
+//! [`to_json_lines`], and assert on [`replay`]'s [`ReplayReport`] under any policy.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::allocator::SimulatedAllocator;
+use crate::bins::DEFAULT_LEADING_BITS;
+use crate::pool::{MemoryPool, PoolBlock, Policy};
+
+/// One event of an allocation trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum TraceEvent {
+    /// A request of `size` bytes; `id` names it for its `Free`.
+    Alloc {
+        /// Unique within the trace.
+        id: u64,
+        /// Requested bytes.
+        size: usize,
+    },
+    /// The block of request `id` comes back.
+    Free {
+        /// The `Alloc` it returns.
+        id: u64,
+    },
+}
+
+/// A line of a JSON-lines trace that does not parse.
+#[derive(Debug)]
+pub struct TraceParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What serde said.
+    pub message: String,
+}
+
+impl fmt::Display for TraceParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "trace line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for TraceParseError {}
+
+/// Writes a trace as JSON lines (`{"op":"alloc","id":1,"size":100}` / `{"op":"free","id":1}`).
+#[must_use]
+pub fn to_json_lines(trace: &[TraceEvent]) -> String {
+    let mut out = String::new();
+    for e in trace {
+        // Serialising these plain enums cannot fail.
+        if let Ok(line) = serde_json::to_string(e) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Reads a JSON-lines trace (blank lines are skipped).
+///
+/// # Errors
+///
+/// [`TraceParseError`] for the first line that is not an event.
+pub fn from_json_lines(text: &str) -> Result<Vec<TraceEvent>, TraceParseError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| TraceParseError {
+                line: i + 1,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// How to replay a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayConfig {
+    /// Capacity of the simulated upstream in bytes (`usize::MAX`: unlimited).
+    pub capacity: usize,
+    /// The pool's `leading_bits_in_bin_id`.
+    pub leading_bits: u32,
+    /// The pool's policy (default: PyOpenCL's behaviour).
+    pub policy: Policy,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        Self {
+            capacity: usize::MAX,
+            leading_bits: DEFAULT_LEADING_BITS,
+            policy: Policy::default(),
+        }
+    }
+}
+
+/// What a replay measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplayReport {
+    /// Alloc events replayed.
+    pub requests: u64,
+    /// Requests served from held blocks.
+    pub hits: u64,
+    /// Requests that failed (out of memory even after reclaiming).
+    pub failures: u64,
+    /// Blocks obtained from the upstream.
+    pub upstream_allocations: u64,
+    /// Blocks given back to the upstream (out-of-memory reclaims, caps, idle release).
+    pub upstream_frees: u64,
+    /// Held blocks freed because of out-of-memory (or the limit).
+    pub oom_frees: u64,
+    /// Highest managed bytes.
+    pub peak_managed_bytes: usize,
+    /// Highest active (requested) bytes.
+    pub peak_active_bytes: usize,
+    /// Highest held bytes observed after any event.
+    pub peak_held_bytes: usize,
+}
+
+impl ReplayReport {
+    /// `hits / requests`.
+    #[must_use]
+    pub fn hit_rate(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            ratio(self.hits, self.requests)
+        }
+    }
+
+    /// `peak managed / peak active`: how much memory the pool holds at its peak per byte in use.
+    #[must_use]
+    pub fn managed_to_active_at_peak(&self) -> f64 {
+        ratio(self.peak_managed_bytes as u64, self.peak_active_bytes as u64)
+    }
+}
+
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "ratios of counts; 52 bits of mantissa are plenty"
+)]
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Replays `trace` on a fresh pool over a [`SimulatedAllocator`].
+///
+/// Frees of requests that failed, or of unknown ids, are ignored.
+///
+/// # Errors
+///
+/// [`crate::InvalidLeadingBits`] for a bad `leading_bits`.
+pub fn replay(
+    trace: &[TraceEvent],
+    config: &ReplayConfig,
+) -> Result<ReplayReport, crate::InvalidLeadingBits> {
+    let pool = MemoryPool::builder(SimulatedAllocator::new(config.capacity))
+        .leading_bits(config.leading_bits)
+        .policy(config.policy)
+        .shards(1)
+        .build()?;
+    let mut live: HashMap<u64, PoolBlock<SimulatedAllocator>> = HashMap::new();
+    let mut report = ReplayReport::default();
+    for event in trace {
+        match *event {
+            TraceEvent::Alloc { id, size } => {
+                report.requests += 1;
+                match pool.allocate(size) {
+                    Ok(block) => {
+                        live.insert(id, block);
+                    }
+                    Err(_) => report.failures += 1,
+                }
+            }
+            TraceEvent::Free { id } => {
+                live.remove(&id);
+            }
+        }
+        report.peak_held_bytes = report.peak_held_bytes.max(pool.held_bytes());
+    }
+    let s = pool.stats();
+    report.hits = s.hits;
+    report.upstream_allocations = s.upstream_allocations;
+    report.upstream_frees = s.upstream_frees;
+    report.oom_frees = s.reclaims;
+    report.peak_managed_bytes = s.peak_managed_bytes;
+    report.peak_active_bytes = s.peak_active_bytes;
+    drop(live);
+    Ok(report)
+}
+
+/// The shape of RMM's `random_allocations` benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RandomTraceShape {
+    /// Allocation requests to make.
+    pub allocations: usize,
+    /// Sizes are uniform in `1..=max_size`.
+    pub max_size: usize,
+    /// Percent of steps that try to allocate (RMM: 73).
+    pub allocation_percent: u32,
+    /// Active bytes never exceed this (RMM: 16,000 MiB); a step that would, frees instead.
+    pub active_cap: usize,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+impl Default for RandomTraceShape {
+    fn default() -> Self {
+        Self {
+            allocations: 10_000,
+            max_size: 256 << 20,
+            allocation_percent: 73,
+            active_cap: 16_000 << 20,
+            seed: 1,
+        }
+    }
+}
+
+/// splitmix64: deterministic, dependency-free.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), by rejection.
+    fn below(&mut self, n: u64) -> u64 {
+        let zone = u64::MAX - u64::MAX % n;
+        loop {
+            let r = self.next();
+            if r < zone {
+                return r % n;
+            }
+        }
+    }
+}
+
+/// A random trace in the shape of RMM's `random_allocations` benchmark: at each step, allocate
+/// with probability `allocation_percent` (while allocations remain and the active cap allows),
+/// otherwise free a uniformly chosen live allocation; everything still live is freed at the end.
+#[must_use]
+pub fn random_trace(shape: &RandomTraceShape) -> Vec<TraceEvent> {
+    if shape.active_cap == 0 {
+        return Vec::new();
+    }
+    let mut rng = Rng(shape.seed);
+    let mut live: Vec<(u64, usize)> = Vec::new();
+    let mut active = 0usize;
+    let mut made = 0usize;
+    let mut next_id = 1u64;
+    let mut out = Vec::with_capacity(shape.allocations * 2);
+    let max = u64::try_from(shape.max_size.max(1)).unwrap_or(u64::MAX);
+    while made < shape.allocations {
+        let size = usize::try_from(1 + rng.below(max)).unwrap_or(usize::MAX);
+        let want_alloc =
+            live.is_empty() || rng.below(100) < u64::from(shape.allocation_percent);
+        if want_alloc && active.saturating_add(size) <= shape.active_cap {
+            out.push(TraceEvent::Alloc { id: next_id, size });
+            live.push((next_id, size));
+            next_id += 1;
+            made += 1;
+            active += size;
+        } else if !live.is_empty() {
+            let n = u64::try_from(live.len()).unwrap_or(u64::MAX);
+            let idx = usize::try_from(rng.below(n)).unwrap_or(0);
+            let (id, size) = live.swap_remove(idx);
+            out.push(TraceEvent::Free { id });
+            active -= size;
+        }
+    }
+    for (id, _) in live {
+        out.push(TraceEvent::Free { id });
+    }
+    out
+}
