@@ -1,0 +1,125 @@
+//! Context entry points (`clCreateContext`, `clGetContextInfo`, retain/release, callbacks).
+
+use std::ffi::{c_char, c_void};
+
+use crate::error::{check, ClError};
+use crate::info::{query, InfoValue};
+use crate::{count, sys};
+
+/// Callback type of `clCreateContext`'s `pfn_notify` (error reports from the driver).
+pub type NotifyCallback = extern "C" fn(
+    errinfo: *const c_char,
+    private_info: *const c_void,
+    cb: usize,
+    user_data: *mut c_void,
+);
+
+/// [`clCreateContext`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateContext.html):
+/// a context over `devices`. `properties` is empty or a 0-terminated property list.
+///
+/// # Errors
+///
+/// The driver's status; `CL_INVALID_VALUE` for an empty device list or a non-terminated property
+/// list (checked before the call).
+///
+/// # Safety
+///
+/// 1. Every device id is valid and all belong to one platform.
+/// 2. `pfn_notify`, when given, may be called from any driver thread until the context is
+///    destroyed, with `user_data`; both must stay valid that long.
+/// 3. The caller owns (and must release) the returned context.
+pub unsafe fn create(
+    properties: &[sys::cl_context_properties],
+    devices: &[sys::cl_device_id],
+    pfn_notify: Option<NotifyCallback>,
+    user_data: *mut c_void,
+) -> Result<sys::cl_context, ClError> {
+    if devices.is_empty() || properties.last().is_some_and(|&p| p != 0) {
+        return Err(ClError::InvalidValue);
+    }
+    let props = if properties.is_empty() {
+        std::ptr::null()
+    } else {
+        properties.as_ptr()
+    };
+    let mut err = 0;
+    // SAFETY: valid devices (1), terminated properties, callback contract (2).
+    let ctx = unsafe {
+        sys::clCreateContext(
+            props,
+            count(devices.len())?,
+            devices.as_ptr(),
+            pfn_notify,
+            user_data,
+            &mut err,
+        )
+    };
+    check(err).map(|()| ctx)
+}
+
+/// [`clGetContextInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetContextInfo.html).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `context` is a valid context.
+pub unsafe fn get_info<T: InfoValue>(
+    context: sys::cl_context,
+    param: sys::cl_context_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetContextInfo with the caller's valid handle.
+    unsafe { query(|size, value, ret| sys::clGetContextInfo(context, param, size, value, ret)) }
+}
+
+/// [`clRetainContext`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainContext.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `context` is a valid context.
+pub unsafe fn retain(context: sys::cl_context) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clRetainContext(context) })
+}
+
+/// [`clReleaseContext`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseContext.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `context` is a valid context and the caller gives up one reference it owns.
+pub unsafe fn release(context: sys::cl_context) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clReleaseContext(context) })
+}
+
+/// [`clSetContextDestructorCallback`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetContextDestructorCallback.html)
+/// (OpenCL 3.0): `pfn_notify(context, user_data)` runs when the context is destroyed.
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `context` is a valid context of an OpenCL 3.0 platform (older platforms may hang).
+/// 2. `user_data` stays valid until the callback has run; the callback may run on any thread.
+pub unsafe fn set_destructor_callback(
+    context: sys::cl_context,
+    pfn_notify: crate::extra::ContextDestructorCallback,
+    user_data: *mut c_void,
+) -> Result<(), ClError> {
+    // SAFETY: obligations 1 and 2.
+    check(unsafe {
+        crate::extra::clSetContextDestructorCallback(context, Some(pfn_notify), user_data)
+    })
+}

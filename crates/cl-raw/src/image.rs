@@ -1,0 +1,133 @@
+//! Image entry points (`clCreateImage`, formats, `clGetImageInfo`). Image transfers are in
+//! [`crate::queue`]; retain/release are the memory-object ones in [`crate::mem`].
+
+use std::ffi::c_void;
+
+use crate::error::{check, ClError};
+use crate::extra;
+use crate::info::{query, InfoValue};
+use crate::sys;
+
+/// [`clCreateImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage.html)
+/// (OpenCL 1.2).
+///
+/// # Errors
+///
+/// The driver's status (`CL_IMAGE_FORMAT_NOT_SUPPORTED`, `CL_INVALID_IMAGE_DESCRIPTOR`,
+/// `CL_INVALID_IMAGE_SIZE`, ...).
+///
+/// # Safety
+///
+/// 1. `context` is valid, of an OpenCL 1.2 or newer platform.
+/// 2. `desc.buffer`, when non-null, is a valid buffer (1-D image buffers) or image (2-D from
+///    buffer/image, 2.0) of the context.
+/// 3. `host_ptr` as in [`crate::mem::create_buffer`], covering the image with the descriptor's
+///    pitches.
+/// 4. The caller owns (and must release) the returned image.
+pub unsafe fn create(
+    context: sys::cl_context,
+    flags: sys::cl_mem_flags,
+    format: &sys::cl_image_format,
+    desc: &sys::cl_image_desc,
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem, ClError> {
+    let mut err = 0;
+    // SAFETY: obligations 1-4; `format` and `desc` live for the call.
+    let m = unsafe { sys::clCreateImage(context, flags, format, desc, host_ptr, &mut err) };
+    check(err).map(|()| m)
+}
+
+/// [`clCreateImageWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImageWithProperties.html)
+/// (OpenCL 3.0): as [`create`] with a 0-terminated property list (empty = none).
+///
+/// # Errors
+///
+/// The driver's status; `CL_INVALID_VALUE` for a non-terminated list (checked first).
+///
+/// # Safety
+///
+/// 1. `context` is valid and its platform is OpenCL 3.0 or newer (older platforms may hang).
+/// 2. to 4. as [`create`].
+pub unsafe fn create_with_properties(
+    context: sys::cl_context,
+    properties: &[extra::cl_mem_properties],
+    flags: sys::cl_mem_flags,
+    format: &sys::cl_image_format,
+    desc: &sys::cl_image_desc,
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem, ClError> {
+    if properties.last().is_some_and(|&p| p != 0) {
+        return Err(ClError::InvalidValue);
+    }
+    let props = if properties.is_empty() {
+        std::ptr::null()
+    } else {
+        properties.as_ptr()
+    };
+    let mut err = 0;
+    // SAFETY: obligations 1-4; `props` is null or 0-terminated.
+    let m = unsafe {
+        extra::clCreateImageWithProperties(context, props, flags, format, desc, host_ptr, &mut err)
+    };
+    check(err).map(|()| m)
+}
+
+/// [`clGetSupportedImageFormats`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetSupportedImageFormats.html):
+/// the formats every device of the context supports for `image_type` and `flags`.
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `context` is valid.
+pub unsafe fn get_supported_formats(
+    context: sys::cl_context,
+    flags: sys::cl_mem_flags,
+    image_type: sys::cl_mem_object_type,
+) -> Result<Vec<sys::cl_image_format>, ClError> {
+    let mut n: sys::cl_uint = 0;
+    // SAFETY: count query on a valid context.
+    check(unsafe {
+        sys::clGetSupportedImageFormats(context, flags, image_type, 0, std::ptr::null_mut(), &mut n)
+    })?;
+    let mut formats: Vec<sys::cl_image_format> = (0..n)
+        .map(|_| sys::cl_image_format {
+            image_channel_order: 0,
+            image_channel_data_type: 0,
+        })
+        .collect();
+    if n > 0 {
+        // SAFETY: `formats` has room for `n` entries.
+        check(unsafe {
+            sys::clGetSupportedImageFormats(
+                context,
+                flags,
+                image_type,
+                n,
+                formats.as_mut_ptr(),
+                &mut n,
+            )
+        })?;
+        formats.truncate(n as usize);
+    }
+    Ok(formats)
+}
+
+/// [`clGetImageInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetImageInfo.html).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `image` is a valid image.
+pub unsafe fn get_info<T: InfoValue>(
+    image: sys::cl_mem,
+    param: sys::cl_image_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetImageInfo with a valid handle.
+    unsafe { query(|size, value, ret| sys::clGetImageInfo(image, param, size, value, ret)) }
+}

@@ -1,0 +1,181 @@
+//! Kernel entry points (create, arguments, info, work-group info).
+
+use std::ffi::{c_void, CStr};
+
+use crate::error::{check, ClError};
+use crate::info::{query, InfoValue};
+use crate::sys;
+
+/// [`clCreateKernel`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateKernel.html).
+///
+/// # Errors
+///
+/// The driver's status (`CL_INVALID_KERNEL_NAME`, `CL_INVALID_PROGRAM_EXECUTABLE` if unbuilt).
+///
+/// # Safety
+///
+/// 1. `program` is valid.
+/// 2. The caller owns (and must release) the returned kernel.
+pub unsafe fn create(program: sys::cl_program, name: &CStr) -> Result<sys::cl_kernel, ClError> {
+    let mut err = 0;
+    // SAFETY: obligation 1; `name` is NUL-terminated.
+    let k = unsafe { sys::clCreateKernel(program, name.as_ptr(), &mut err) };
+    check(err).map(|()| k)
+}
+
+/// [`clSetKernelArg`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetKernelArg.html):
+/// `size` bytes at `value` (the driver copies them). A null `value` with a non-zero size declares a
+/// `__local` argument of `size` bytes; a `cl_mem` argument passes a pointer to the handle.
+///
+/// # Errors
+///
+/// The driver's status (`CL_INVALID_ARG_INDEX`, `CL_INVALID_ARG_SIZE`, `CL_INVALID_ARG_VALUE`, ...).
+///
+/// # Safety
+///
+/// 1. `kernel` is valid and no other thread uses it during the call (the spec exempts
+///    `clSetKernelArg` from thread safety for one kernel object).
+/// 2. `value` is null or readable for `size` bytes; for memory-object arguments it points at a
+///    valid `cl_mem` (or a null handle) of the kernel's context.
+pub unsafe fn set_arg(
+    kernel: sys::cl_kernel,
+    index: u32,
+    size: usize,
+    value: *const c_void,
+) -> Result<(), ClError> {
+    // SAFETY: obligations 1 and 2.
+    check(unsafe { sys::clSetKernelArg(kernel, index, size, value) })
+}
+
+/// [`clSetKernelArgSVMPointer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetKernelArgSVMPointer.html)
+/// (OpenCL 2.0): an SVM pointer (possibly into the middle of an allocation) as a pointer argument.
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `kernel` is valid, of an OpenCL 2.0 or newer platform with SVM, and no other thread uses it
+///    during the call.
+/// 2. `ptr` points into an SVM allocation of the kernel's context that outlives every enqueue of the
+///    kernel with this argument.
+pub unsafe fn set_arg_svm_pointer(
+    kernel: sys::cl_kernel,
+    index: u32,
+    ptr: *const c_void,
+) -> Result<(), ClError> {
+    // SAFETY: obligations 1 and 2.
+    check(unsafe { sys::clSetKernelArgSVMPointer(kernel, index, ptr) })
+}
+
+/// [`clSetKernelExecInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetKernelExecInfo.html)
+/// (OpenCL 2.0): e.g. `CL_KERNEL_EXEC_INFO_SVM_PTRS`, the SVM pointers a kernel reaches
+/// indirectly.
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `kernel` is valid, of an OpenCL 2.0 or newer platform, and no other thread uses it meanwhile.
+/// 2. `value` is readable for `size` bytes and holds what `param` prescribes.
+pub unsafe fn set_exec_info(
+    kernel: sys::cl_kernel,
+    param: sys::cl_kernel_exec_info,
+    size: usize,
+    value: *const c_void,
+) -> Result<(), ClError> {
+    // SAFETY: obligations 1 and 2.
+    check(unsafe { sys::clSetKernelExecInfo(kernel, param, size, value) })
+}
+
+/// [`clGetKernelInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelInfo.html).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `kernel` is valid.
+pub unsafe fn get_info<T: InfoValue>(
+    kernel: sys::cl_kernel,
+    param: sys::cl_kernel_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetKernelInfo with a valid handle.
+    unsafe { query(|size, value, ret| sys::clGetKernelInfo(kernel, param, size, value, ret)) }
+}
+
+/// [`clGetKernelWorkGroupInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelWorkGroupInfo.html).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `kernel` is valid and `device` belongs to its context.
+pub unsafe fn get_work_group_info<T: InfoValue>(
+    kernel: sys::cl_kernel,
+    device: sys::cl_device_id,
+    param: sys::cl_kernel_work_group_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetKernelWorkGroupInfo with valid handles.
+    unsafe {
+        query(|size, value, ret| {
+            sys::clGetKernelWorkGroupInfo(kernel, device, param, size, value, ret)
+        })
+    }
+}
+
+/// [`clGetKernelArgInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelArgInfo.html)
+/// (OpenCL 1.2): needs the program built with `-cl-kernel-arg-info` on some drivers.
+///
+/// # Errors
+///
+/// The driver's status (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE`), or `CL_INVALID_VALUE` when the value
+/// does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `kernel` is valid, of an OpenCL 1.2 or newer platform.
+pub unsafe fn get_arg_info<T: InfoValue>(
+    kernel: sys::cl_kernel,
+    index: u32,
+    param: sys::cl_kernel_arg_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetKernelArgInfo with a valid handle.
+    unsafe {
+        query(|size, value, ret| sys::clGetKernelArgInfo(kernel, index, param, size, value, ret))
+    }
+}
+
+/// [`clRetainKernel`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainKernel.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `kernel` is valid.
+pub unsafe fn retain(kernel: sys::cl_kernel) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clRetainKernel(kernel) })
+}
+
+/// [`clReleaseKernel`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseKernel.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `kernel` is valid and the caller gives up one reference it owns.
+pub unsafe fn release(kernel: sys::cl_kernel) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clReleaseKernel(kernel) })
+}

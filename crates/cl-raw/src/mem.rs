@@ -1,0 +1,172 @@
+//! Memory-object entry points shared by buffers, images and pipes (`clCreateBuffer`,
+//! sub-buffers, `clGetMemObjectInfo`, retain/release, destructor callbacks).
+
+use std::ffi::c_void;
+
+use crate::error::{check, ClError};
+use crate::extra;
+use crate::info::{query, InfoValue};
+use crate::sys;
+
+/// Callback type of [`set_destructor_callback`].
+pub type DestructorCallback = extern "C" fn(memobj: sys::cl_mem, user_data: *mut c_void);
+
+/// [`clCreateBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateBuffer.html).
+///
+/// # Errors
+///
+/// The driver's status (`CL_INVALID_BUFFER_SIZE` for 0 or more than the max allocation,
+/// `CL_INVALID_HOST_PTR`, `CL_MEM_OBJECT_ALLOCATION_FAILURE`, ...).
+///
+/// # Safety
+///
+/// 1. `context` is valid.
+/// 2. `host_ptr` is null unless `flags` has `CL_MEM_USE_HOST_PTR` or `CL_MEM_COPY_HOST_PTR`; with
+///    `COPY` it is readable for `size` bytes during the call; with `USE` it stays valid, and is
+///    accessed only as the spec allows, until the buffer is destroyed.
+/// 3. The caller owns (and must release) the returned buffer.
+pub unsafe fn create_buffer(
+    context: sys::cl_context,
+    flags: sys::cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem, ClError> {
+    let mut err = 0;
+    // SAFETY: obligations 1-3.
+    let m = unsafe { sys::clCreateBuffer(context, flags, size, host_ptr, &mut err) };
+    check(err).map(|()| m)
+}
+
+/// [`clCreateBufferWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateBufferWithProperties.html)
+/// (OpenCL 3.0): as [`create_buffer`] with a 0-terminated property list (empty = none).
+///
+/// # Errors
+///
+/// The driver's status; `CL_INVALID_VALUE` for a non-terminated list (checked first).
+///
+/// # Safety
+///
+/// 1. `context` is valid and its platform is OpenCL 3.0 or newer (older platforms may hang).
+/// 2. and 3. as [`create_buffer`].
+pub unsafe fn create_buffer_with_properties(
+    context: sys::cl_context,
+    properties: &[extra::cl_mem_properties],
+    flags: sys::cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem, ClError> {
+    if properties.last().is_some_and(|&p| p != 0) {
+        return Err(ClError::InvalidValue);
+    }
+    let props = if properties.is_empty() {
+        std::ptr::null()
+    } else {
+        properties.as_ptr()
+    };
+    let mut err = 0;
+    // SAFETY: obligations 1-3; `props` is null or 0-terminated.
+    let m = unsafe {
+        extra::clCreateBufferWithProperties(context, props, flags, size, host_ptr, &mut err)
+    };
+    check(err).map(|()| m)
+}
+
+/// [`clCreateSubBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSubBuffer.html)
+/// (OpenCL 1.1): a view of `size` bytes at `origin` (`CL_BUFFER_CREATE_TYPE_REGION`).
+///
+/// # Errors
+///
+/// The driver's status (`CL_MISALIGNED_SUB_BUFFER_OFFSET` when `origin` is not a multiple of the
+/// device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN` bits / 8, `CL_INVALID_VALUE` out of bounds, ...).
+///
+/// # Safety
+///
+/// 1. `buffer` is a valid buffer that is not itself a sub-buffer.
+/// 2. The caller owns (and must release) the returned sub-buffer.
+pub unsafe fn create_sub_buffer(
+    buffer: sys::cl_mem,
+    flags: sys::cl_mem_flags,
+    origin: usize,
+    size: usize,
+) -> Result<sys::cl_mem, ClError> {
+    let region = sys::cl_buffer_region { origin, size };
+    let mut err = 0;
+    // SAFETY: obligations 1-2; `region` lives for the call.
+    let m = unsafe {
+        sys::clCreateSubBuffer(
+            buffer,
+            flags,
+            sys::CL_BUFFER_CREATE_TYPE_REGION,
+            (&region as *const sys::cl_buffer_region).cast(),
+            &mut err,
+        )
+    };
+    check(err).map(|()| m)
+}
+
+/// [`clGetMemObjectInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetMemObjectInfo.html).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `mem` is a valid memory object.
+pub unsafe fn get_info<T: InfoValue>(
+    mem: sys::cl_mem,
+    param: sys::cl_mem_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetMemObjectInfo with a valid handle.
+    unsafe { query(|size, value, ret| sys::clGetMemObjectInfo(mem, param, size, value, ret)) }
+}
+
+/// [`clRetainMemObject`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainMemObject.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `mem` is a valid memory object.
+pub unsafe fn retain(mem: sys::cl_mem) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clRetainMemObject(mem) })
+}
+
+/// [`clReleaseMemObject`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseMemObject.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `mem` is a valid memory object and the caller gives up one reference it owns.
+pub unsafe fn release(mem: sys::cl_mem) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clReleaseMemObject(mem) })
+}
+
+/// [`clSetMemObjectDestructorCallback`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetMemObjectDestructorCallback.html)
+/// (OpenCL 1.1): `pfn_notify(mem, user_data)` runs when the object is destroyed (callbacks run in
+/// reverse registration order).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `mem` is a valid memory object.
+/// 2. `user_data` stays valid until the callback ran; it may run on any driver thread and must not
+///    call OpenCL functions that could block on the object.
+pub unsafe fn set_destructor_callback(
+    mem: sys::cl_mem,
+    pfn_notify: DestructorCallback,
+    user_data: *mut c_void,
+) -> Result<(), ClError> {
+    // SAFETY: obligations 1-2.
+    check(unsafe { sys::clSetMemObjectDestructorCallback(mem, Some(pfn_notify), user_data) })
+}

@@ -1,0 +1,81 @@
+//! Platform entry points (`clGetPlatformIDs`, `clGetPlatformInfo`, ...).
+
+use std::ffi::{c_void, CStr};
+
+use crate::error::{check, ClError};
+use crate::info::{query, InfoValue};
+use crate::sys;
+
+/// [`clGetPlatformIDs`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPlatformIDs.html):
+/// every platform the ICD loader knows.
+///
+/// # Errors
+///
+/// The loader's status; the ocl-icd and Khronos loaders return `CL_PLATFORM_NOT_FOUND_KHR` when no
+/// ICD is registered.
+pub fn get_ids() -> Result<Vec<sys::cl_platform_id>, ClError> {
+    let mut n: sys::cl_uint = 0;
+    // SAFETY: a count query: null output array, `n` is a live out-parameter.
+    check(unsafe { sys::clGetPlatformIDs(0, std::ptr::null_mut(), &mut n) })?;
+    let mut ids = vec![std::ptr::null_mut(); n as usize];
+    if n > 0 {
+        // SAFETY: `ids` has room for exactly `n` handles.
+        check(unsafe { sys::clGetPlatformIDs(n, ids.as_mut_ptr(), &mut n) })?;
+        ids.truncate(n as usize);
+    }
+    Ok(ids)
+}
+
+/// [`clGetPlatformInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPlatformInfo.html):
+/// one platform parameter, decoded as `T` (see [`crate::info`]).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `platform` is a platform id returned by [`get_ids`].
+/// 2. `param` exists on the platform's version (3.0 queries such as
+///    `CL_PLATFORM_NUMERIC_VERSION` only on 3.0 platforms).
+pub unsafe fn get_info<T: InfoValue>(
+    platform: sys::cl_platform_id,
+    param: sys::cl_platform_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetPlatformInfo with the caller's valid handle.
+    unsafe { query(|size, value, ret| sys::clGetPlatformInfo(platform, param, size, value, ret)) }
+}
+
+/// [`clGetExtensionFunctionAddressForPlatform`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetExtensionFunctionAddressForPlatform.html)
+/// (OpenCL 1.2): the address of an extension function, or `None` when the platform has none.
+///
+/// Use this, not `cl-sys`'s `clGetExtensionFunctionAddress`, which is declared without a return
+/// type.
+///
+/// # Safety
+///
+/// 1. `platform` is a platform id returned by [`get_ids`], of an OpenCL 1.2 or newer platform.
+/// 2. The caller transmutes the address only to the exact signature the extension specifies.
+pub unsafe fn get_extension_function_address(
+    platform: sys::cl_platform_id,
+    name: &CStr,
+) -> Option<*mut c_void> {
+    // SAFETY: valid platform (obligation 1) and a NUL-terminated name.
+    let p = unsafe { sys::clGetExtensionFunctionAddressForPlatform(platform, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// [`clUnloadPlatformCompiler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clUnloadPlatformCompiler.html)
+/// (OpenCL 1.2): a hint that the compiler may be unloaded.
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `platform` is a platform id returned by [`get_ids`], of an OpenCL 1.2 or newer platform.
+pub unsafe fn unload_compiler(platform: sys::cl_platform_id) -> Result<(), ClError> {
+    // SAFETY: valid 1.2+ platform (obligation 1).
+    check(unsafe { crate::extra::clUnloadPlatformCompiler(platform) })
+}

@@ -1,0 +1,151 @@
+//! Program entry points (create from source, build, info, build info).
+
+use std::ffi::{c_char, c_void, CStr};
+
+use crate::error::{check, ClError};
+use crate::info::{query, InfoValue};
+use crate::{count, sys};
+
+/// Callback type of [`build`]'s `pfn_notify`.
+pub type BuildCallback = extern "C" fn(program: sys::cl_program, user_data: *mut c_void);
+
+/// [`clCreateProgramWithSource`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateProgramWithSource.html):
+/// a program from OpenCL C source (the strings are concatenated; lengths are passed, so no NUL is
+/// needed).
+///
+/// # Errors
+///
+/// The driver's status; `CL_INVALID_VALUE` for no strings (checked first).
+///
+/// # Safety
+///
+/// 1. `context` is a valid context.
+/// 2. The caller owns (and must release) the returned program.
+pub unsafe fn create_with_source(
+    context: sys::cl_context,
+    sources: &[&str],
+) -> Result<sys::cl_program, ClError> {
+    if sources.is_empty() {
+        return Err(ClError::InvalidValue);
+    }
+    let ptrs: Vec<*const c_char> = sources.iter().map(|s| s.as_ptr().cast()).collect();
+    let lens: Vec<usize> = sources.iter().map(|s| s.len()).collect();
+    let mut err = 0;
+    // SAFETY: obligation 1; `ptrs`/`lens` describe live strings for the duration of the call.
+    let p = unsafe {
+        sys::clCreateProgramWithSource(
+            context,
+            count(ptrs.len())?,
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            &mut err,
+        )
+    };
+    check(err).map(|()| p)
+}
+
+/// [`clBuildProgram`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clBuildProgram.html):
+/// compiles and links for `devices` (empty = every device of the program's context). Blocking
+/// when `pfn_notify` is `None`.
+///
+/// # Errors
+///
+/// The driver's status (`CL_BUILD_PROGRAM_FAILURE`: read `CL_PROGRAM_BUILD_LOG`).
+///
+/// # Safety
+///
+/// 1. `program` is valid and every device belongs to its context.
+/// 2. `pfn_notify`/`user_data`, when given, stay valid until the callback ran.
+pub unsafe fn build(
+    program: sys::cl_program,
+    devices: &[sys::cl_device_id],
+    options: &CStr,
+    pfn_notify: Option<BuildCallback>,
+    user_data: *mut c_void,
+) -> Result<(), ClError> {
+    let list = if devices.is_empty() {
+        std::ptr::null()
+    } else {
+        devices.as_ptr()
+    };
+    // SAFETY: obligations 1-2; `options` is NUL-terminated.
+    check(unsafe {
+        sys::clBuildProgram(
+            program,
+            count(devices.len())?,
+            list,
+            options.as_ptr(),
+            pfn_notify,
+            user_data,
+        )
+    })
+}
+
+/// [`clGetProgramInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramInfo.html).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `program` is valid. (`CL_PROGRAM_BINARIES` needs caller-provided buffers: do not query it
+///    through this function.)
+pub unsafe fn get_info<T: InfoValue>(
+    program: sys::cl_program,
+    param: sys::cl_program_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetProgramInfo with a valid handle.
+    unsafe { query(|size, value, ret| sys::clGetProgramInfo(program, param, size, value, ret)) }
+}
+
+/// [`clGetProgramBuildInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramBuildInfo.html):
+/// build status, options or log for one device.
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `program` is valid and `device` belongs to its context.
+pub unsafe fn get_build_info<T: InfoValue>(
+    program: sys::cl_program,
+    device: sys::cl_device_id,
+    param: sys::cl_program_build_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetProgramBuildInfo with valid handles.
+    unsafe {
+        query(|size, value, ret| {
+            sys::clGetProgramBuildInfo(program, device, param, size, value, ret)
+        })
+    }
+}
+
+/// [`clRetainProgram`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainProgram.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `program` is valid.
+pub unsafe fn retain(program: sys::cl_program) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clRetainProgram(program) })
+}
+
+/// [`clReleaseProgram`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseProgram.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `program` is valid and the caller gives up one reference it owns.
+pub unsafe fn release(program: sys::cl_program) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clReleaseProgram(program) })
+}

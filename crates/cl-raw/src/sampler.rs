@@ -1,0 +1,110 @@
+//! Sampler entry points.
+
+use crate::error::{check, ClError};
+use crate::info::{query, InfoValue};
+use crate::{cl_bool, sys};
+
+/// [`clCreateSampler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSampler.html)
+/// (OpenCL 1.x entry point, deprecated by 2.0 but still exported).
+///
+/// # Errors
+///
+/// The driver's status (`CL_INVALID_OPERATION` when no device supports images).
+///
+/// # Safety
+///
+/// 1. `context` is valid.
+/// 2. The caller owns (and must release) the returned sampler.
+pub unsafe fn create(
+    context: sys::cl_context,
+    normalized_coords: bool,
+    addressing_mode: sys::cl_addressing_mode,
+    filter_mode: sys::cl_filter_mode,
+) -> Result<sys::cl_sampler, ClError> {
+    let mut err = 0;
+    // SAFETY: obligations 1-2.
+    let s = unsafe {
+        sys::clCreateSampler(
+            context,
+            cl_bool(normalized_coords),
+            addressing_mode,
+            filter_mode,
+            &mut err,
+        )
+    };
+    check(err).map(|()| s)
+}
+
+/// [`clCreateSamplerWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSamplerWithProperties.html)
+/// (OpenCL 2.0): from a 0-terminated property list (empty = defaults).
+///
+/// # Errors
+///
+/// The driver's status; `CL_INVALID_VALUE` for a non-terminated list (checked first).
+///
+/// # Safety
+///
+/// 1. `context` is valid, of an OpenCL 2.0 or newer platform.
+/// 2. The caller owns (and must release) the returned sampler.
+pub unsafe fn create_with_properties(
+    context: sys::cl_context,
+    properties: &[sys::cl_sampler_properties],
+) -> Result<sys::cl_sampler, ClError> {
+    if properties.last().is_some_and(|&p| p != 0) {
+        return Err(ClError::InvalidValue);
+    }
+    let props = if properties.is_empty() {
+        std::ptr::null()
+    } else {
+        properties.as_ptr()
+    };
+    let mut err = 0;
+    // SAFETY: obligations 1-2; `props` is null or 0-terminated.
+    let s = unsafe { sys::clCreateSamplerWithProperties(context, props, &mut err) };
+    check(err).map(|()| s)
+}
+
+/// [`clGetSamplerInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetSamplerInfo.html).
+///
+/// # Errors
+///
+/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+///
+/// # Safety
+///
+/// 1. `sampler` is valid.
+pub unsafe fn get_info<T: InfoValue>(
+    sampler: sys::cl_sampler,
+    param: sys::cl_sampler_info,
+) -> Result<T, ClError> {
+    // SAFETY: the closure forwards to clGetSamplerInfo with a valid handle.
+    unsafe { query(|size, value, ret| sys::clGetSamplerInfo(sampler, param, size, value, ret)) }
+}
+
+/// [`clRetainSampler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainSampler.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `sampler` is valid.
+pub unsafe fn retain(sampler: sys::cl_sampler) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clRetainSampler(sampler) })
+}
+
+/// [`clReleaseSampler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseSampler.html).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `sampler` is valid and the caller gives up one reference it owns.
+pub unsafe fn release(sampler: sys::cl_sampler) -> Result<(), ClError> {
+    // SAFETY: obligation 1.
+    check(unsafe { sys::clReleaseSampler(sampler) })
+}
