@@ -6,8 +6,10 @@ use crate::util::{self, Result, StepLog};
 /// fmt check, clippy and docs with warnings denied, host tests, then the device matrix.
 pub(crate) fn run() -> Result {
     let mut log = StepLog::new();
-    log.step("setup (if no platform)", || {
-        crate::setup::ensure_platform().map(|()| "ok".into())
+    // Always (idempotent, seconds when done): CI must test all three CPU platforms, not just whichever
+    // happened to be registered already.
+    log.step("cargo xtask setup", || {
+        crate::setup::run().map(|()| "ok".into())
     })?;
     log.step("cargo fmt --check", || {
         util::run(util::cargo().args(["fmt", "--all", "--check"])).map(|()| "ok".into())

@@ -30,11 +30,9 @@ pub(crate) fn run(args: &[String]) -> Result {
     util::run(&mut cmd)
 }
 
-/// Whether `cl-characterize` declares or contains the `cl-report` binary.
+/// Whether `cl-characterize` has the `cl-report` binary's source (declared with
+/// `required-features = ["probe"]`).
 pub(crate) fn report_binary_exists() -> bool {
     let dir = util::root().join("crates/cl-characterize");
-    dir.join("src/bin/cl-report.rs").is_file()
-        || dir.join("src/bin/cl-report/main.rs").is_file()
-        || std::fs::read_to_string(dir.join("Cargo.toml"))
-            .is_ok_and(|t| t.contains("\"cl-report\""))
+    dir.join("src/bin/cl-report.rs").is_file() || dir.join("src/bin/cl-report/main.rs").is_file()
 }
