@@ -130,3 +130,28 @@ fn side_by_side(rust: &BTreeMap<String, f64>, reference: Option<&Value>) -> Stri
     }
     md
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn side_by_side_matches_group_and_size_to_pyopencl_keys() {
+        let rust = BTreeMap::from([("raw_buffer_create_release/1024".to_owned(), 1500.0)]);
+        let reference = serde_json::json!({"devices": [{
+            "char": {"name": "AMD EPYC", "platform": "Intel(R) OpenCL"},
+            "bench": {"raw_buffer_create_release_ns_1024": 2500.4}
+        }]});
+        let md = side_by_side(&rust, Some(&reference));
+        assert!(md.contains("PyOpenCL Intel(R) OpenCL/AMD EPYC"), "{md}");
+        assert!(
+            md.contains("| raw_buffer_create_release/1024 | 1500 | 2500 |"),
+            "{md}"
+        );
+        let alone = side_by_side(&rust, None);
+        assert!(
+            alone.contains("| raw_buffer_create_release/1024 | 1500 |\n"),
+            "{alone}"
+        );
+    }
+}

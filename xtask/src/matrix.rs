@@ -326,3 +326,55 @@ fn print_table(rows: &[Row]) {
         println!("{}", line(row));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn options_collect_devices_timeout_and_test_args() {
+        let o = Options::parse(&args(&[
+            "--device",
+            "port",
+            "--device=intel",
+            "--timeout",
+            "60",
+            "--",
+            "core::",
+            "--exact",
+        ]))
+        .unwrap();
+        assert_eq!(o.devices, ["port", "intel"]);
+        assert_eq!(o.timeout, Some(Duration::from_secs(60)));
+        assert_eq!(o.test_args, ["core::", "--exact"]);
+        assert!(!o.no_host);
+    }
+
+    #[test]
+    fn options_reject_bad_input() {
+        assert!(Options::parse(&args(&["--device"])).is_err());
+        assert!(Options::parse(&args(&["--timeout", "soon"])).is_err());
+        assert!(Options::parse(&args(&["core::"])).is_err());
+    }
+
+    #[test]
+    fn counts_are_read_from_the_harness_summary() {
+        let dir = std::env::temp_dir().join(format!("xtask-counts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("s.json");
+        std::fs::write(
+            &p,
+            r#"{"totals":{"passed":7,"failed":1,"skipped":2,"expected_failures":3,"unexpected_passes":0}}"#,
+        )
+        .unwrap();
+        assert_eq!(read_counts(&p), Some([7, 1, 2, 3, 0]));
+        std::fs::write(&p, r#"{"totals":{"passed":7}}"#).unwrap();
+        assert_eq!(read_counts(&p), None);
+        assert_eq!(read_counts(&dir.join("missing.json")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

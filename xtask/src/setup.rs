@@ -261,12 +261,15 @@ pub(crate) fn platforms() -> Option<Vec<String>> {
         return None;
     }
     let out = util::output(Command::new("timeout").args(["120", "clinfo", "-l"]))?;
-    Some(
-        out.lines()
-            .filter_map(|l| l.strip_prefix("Platform #"))
-            .filter_map(|l| l.split_once(": ").map(|(_, name)| name.trim().to_owned()))
-            .collect(),
-    )
+    Some(parse_platform_list(&out))
+}
+
+/// The platform names in `clinfo -l` output (`Platform #0: NAME` lines).
+fn parse_platform_list(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("Platform #"))
+        .filter_map(|l| l.split_once(": ").map(|(_, name)| name.trim().to_owned()))
+        .collect()
 }
 
 fn verify() -> Result<String> {
@@ -296,5 +299,20 @@ pub(crate) fn ensure_platform() -> Result {
             println!("no OpenCL platform found (clinfo -l): running `cargo xtask setup` first");
             run()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clinfo_list_yields_platform_names() {
+        let out = "Platform #0: Oclgrind\n `-- Device #0: Oclgrind Simulator\nPlatform #1: Portable Computing Language\n `-- Device #0: pthread\n";
+        assert_eq!(
+            parse_platform_list(out),
+            ["Oclgrind", "Portable Computing Language"]
+        );
+        assert!(parse_platform_list("").is_empty());
     }
 }
