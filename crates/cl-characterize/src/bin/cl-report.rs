@@ -1,0 +1,2 @@
+//! The device report (being written).
+fn main() {}

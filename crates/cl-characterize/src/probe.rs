@@ -1,0 +1,1 @@
+//! Fills a [`crate::DeviceProfile`] from a live device (feature `probe`).
