@@ -239,7 +239,12 @@ impl TestAllocator {
 
     /// Every call so far, in order (then clears the log).
     pub fn take_log(&self) -> Vec<AllocatorCall> {
-        std::mem::take(&mut *self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        std::mem::take(
+            &mut *self
+                .log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     fn record(&self, call: AllocatorCall) {

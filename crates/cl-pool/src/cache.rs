@@ -104,8 +104,7 @@ where
 
     /// The cached value, computing and storing it on a miss.
     pub fn get_or_insert_with(&self, object: &K, args: Args, f: impl FnOnce() -> V) -> V {
-        match self.try_get_or_insert_with(object, args, || Ok::<V, std::convert::Infallible>(f()))
-        {
+        match self.try_get_or_insert_with(object, args, || Ok::<V, std::convert::Infallible>(f())) {
             Ok(v) => v,
             Err(never) => match never {},
         }

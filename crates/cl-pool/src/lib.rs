@@ -45,5 +45,7 @@ pub use bins::{
 };
 pub use cache::{clear_first_arg_caches, FirstArgCache};
 pub use error::{OomReport, PoolError};
-pub use pool::{CounterScope, MemoryPool, OomMode, PoolBlock, PoolBuilder, Policy, DEFAULT_SHARDS};
+pub use pool::{
+    CounterScope, Eviction, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder, DEFAULT_SHARDS,
+};
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};

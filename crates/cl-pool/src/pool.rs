@@ -55,6 +55,20 @@ pub enum OomMode {
     FreeAllRetryOnce,
 }
 
+/// Which held block the pool frees first when it must free some (out-of-memory, limit, cap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Eviction {
+    /// PyOpenCL's: the highest-numbered non-empty bin (the largest blocks).
+    #[default]
+    LargestBinFirst,
+    /// The bin that holds the most blocks (ties: the larger bin): the most redundant memory goes
+    /// first, keeping one block of as many sizes as possible.
+    FullestBinFirst,
+    /// The non-empty bin no request touched for the longest time.
+    LeastRecentlyUsedBin,
+}
+
 /// Opt-in pool policies beyond PyOpenCL. The default is PyOpenCL's exact behaviour.
 ///
 /// Switchable at run time with [`MemoryPool::set_policy`]; each field is read with one relaxed load.
@@ -70,6 +84,8 @@ pub struct Policy {
     pub idle_release_after: Option<u64>,
     /// What to do on out-of-memory.
     pub oom_mode: OomMode,
+    /// Which held blocks go first when some must be freed.
+    pub eviction: Eviction,
     /// Keep `managed_bytes` at or below this (as CuPy's `set_limit`): exceeding it runs the same
     /// reclaim path as an upstream out-of-memory, and fails with [`PoolError::LimitReached`].
     pub managed_bytes_limit: Option<usize>,
@@ -83,6 +99,7 @@ struct PolicyCell {
     larger_bins: AtomicUsize,
     idle_after: AtomicU64,
     oom_mode: AtomicU8,
+    eviction: AtomicU8,
     limit: AtomicUsize,
 }
 
@@ -103,8 +120,24 @@ impl PolicyCell {
             },
             Ordering::Relaxed,
         );
+        self.eviction.store(
+            match p.eviction {
+                Eviction::LargestBinFirst => 0,
+                Eviction::FullestBinFirst => 1,
+                Eviction::LeastRecentlyUsedBin => 2,
+            },
+            Ordering::Relaxed,
+        );
         self.limit
             .store(p.managed_bytes_limit.unwrap_or(NONE), Ordering::Relaxed);
+    }
+
+    fn eviction(&self) -> Eviction {
+        match self.eviction.load(Ordering::Relaxed) {
+            1 => Eviction::FullestBinFirst,
+            2 => Eviction::LeastRecentlyUsedBin,
+            _ => Eviction::LargestBinFirst,
+        }
     }
 
     fn load(&self) -> Policy {
@@ -122,6 +155,7 @@ impl PolicyCell {
             } else {
                 OomMode::FreeOneAtATime
             },
+            eviction: self.eviction(),
             managed_bytes_limit: opt(self.limit.load(Ordering::Relaxed)),
         }
     }
@@ -571,7 +605,8 @@ impl<A: Allocator> MemoryPool<A> {
 
     /// PyOpenCL's `active_blocks`.
     pub fn active_blocks(&self) -> usize {
-        self.inner.fold_bins(0, |acc, b| acc + b.stats.active_blocks)
+        self.inner
+            .fold_bins(0, |acc, b| acc + b.stats.active_blocks)
     }
 
     /// PyOpenCL's `managed_bytes`.
@@ -804,17 +839,14 @@ impl<A: Allocator> Inner<A> {
     }
 
     /// One upstream allocation of `rounded` bytes, within the managed limit.
-    fn upstream_allocate(
-        &self,
-        rounded: usize,
-    ) -> Result<A::Block, Upstream<A::Error>> {
+    fn upstream_allocate(&self, rounded: usize) -> Result<A::Block, Upstream<A::Error>> {
         let limit = self.policy.limit.load(Ordering::Relaxed);
         if limit != NONE {
-            let reserved = self
-                .managed_bytes
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
-                    m.checked_add(rounded).filter(|&n| n <= limit)
-                });
+            let reserved =
+                self.managed_bytes
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                        m.checked_add(rounded).filter(|&n| n <= limit)
+                    });
             if reserved.is_err() {
                 return Err(Upstream::Limit);
             }
@@ -907,16 +939,34 @@ impl<A: Allocator> Inner<A> {
 
     fn reclaim_one_counted(&self, count: bool) -> bool {
         loop {
-            // Find the highest non-empty bin over all shards, then pop from it (it may have been
+            // Find the bin to free from over all shards, then pop from it (it may have been
             // emptied meanwhile by another thread: look again).
-            let mut best: Option<BinNumber> = None;
+            let eviction = self.policy.eviction();
+            // Score: larger is freed first.
+            let score = |bin: BinNumber, b: &Bin<A::Block>| -> (u64, BinNumber) {
+                match eviction {
+                    Eviction::LargestBinFirst => (0, bin),
+                    Eviction::FullestBinFirst => (b.blocks.len() as u64, bin),
+                    Eviction::LeastRecentlyUsedBin => (u64::MAX - b.stats.last_used_tick, bin),
+                }
+            };
+            let mut best: Option<((u64, BinNumber), BinNumber)> = None;
             for shard in self.shards.iter() {
                 let shard = lock(&shard.0);
-                if let Some((&b, _)) = shard.bins.iter().rev().find(|(_, b)| !b.blocks.is_empty())
-                {
-                    best = Some(best.map_or(b, |x| x.max(b)));
+                for (&bin, b) in shard.bins.iter().rev() {
+                    if b.blocks.is_empty() {
+                        continue;
+                    }
+                    let sc = score(bin, b);
+                    if best.is_none_or(|(s, _)| sc > s) {
+                        best = Some((sc, bin));
+                    }
+                    if eviction == Eviction::LargestBinFirst {
+                        break;
+                    }
                 }
             }
+            let best = best.map(|(_, bin)| bin);
             let Some(bin) = best else {
                 return false;
             };

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::allocator::SimulatedAllocator;
 use crate::bins::DEFAULT_LEADING_BITS;
-use crate::pool::{MemoryPool, PoolBlock, Policy};
+use crate::pool::{MemoryPool, Policy, PoolBlock};
 
 /// One event of an allocation trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,7 +139,10 @@ impl ReplayReport {
     /// `peak managed / peak active`: how much memory the pool holds at its peak per byte in use.
     #[must_use]
     pub fn managed_to_active_at_peak(&self) -> f64 {
-        ratio(self.peak_managed_bytes as u64, self.peak_active_bytes as u64)
+        ratio(
+            self.peak_managed_bytes as u64,
+            self.peak_active_bytes as u64,
+        )
     }
 }
 
@@ -270,8 +273,7 @@ pub fn random_trace(shape: &RandomTraceShape) -> Vec<TraceEvent> {
     let max = u64::try_from(shape.max_size.max(1)).unwrap_or(u64::MAX);
     while made < shape.allocations {
         let size = usize::try_from(1 + rng.below(max)).unwrap_or(usize::MAX);
-        let want_alloc =
-            live.is_empty() || rng.below(100) < u64::from(shape.allocation_percent);
+        let want_alloc = live.is_empty() || rng.below(100) < u64::from(shape.allocation_percent);
         if want_alloc && active.saturating_add(size) <= shape.active_cap {
             out.push(TraceEvent::Alloc { id: next_id, size });
             live.push((next_id, size));

@@ -1,0 +1,626 @@
+//! Host tests of the pool's bookkeeping over in-memory allocators (no device).
+
+use std::sync::{Arc, Mutex};
+
+use cl_pool::{
+    Allocator, AllocatorCall, AllocatorError, Eviction, HostAllocError, HostBlock, MemoryPool,
+    OomMode, Policy, PoolBlock, PoolError, TestAllocator,
+};
+
+fn figures(p: &MemoryPool<TestAllocator>) -> (usize, usize, usize, usize) {
+    (
+        p.held_blocks(),
+        p.active_blocks(),
+        p.managed_bytes(),
+        p.active_bytes(),
+    )
+}
+
+/// Reference section 3.3, "Counter trace for a fresh ImmediateAllocator pool", line by line.
+#[test]
+fn counter_trace_of_reference_section_3_3_is_reproduced_exactly() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let a = pool.allocate(1000).unwrap();
+    assert_eq!(figures(&pool), (0, 1, 1023, 1000));
+    let b = pool.allocate(1023).unwrap();
+    assert_eq!(figures(&pool), (0, 2, 2046, 2023));
+    drop(a);
+    assert_eq!(figures(&pool), (1, 1, 2046, 1023));
+    let c = pool.allocate(1001).unwrap();
+    assert_eq!(figures(&pool), (0, 2, 2046, 2024));
+    c.release();
+    assert_eq!(figures(&pool), (1, 1, 2046, 1023));
+    let z = pool.allocate(0).unwrap();
+    assert_eq!(figures(&pool), (1, 2, 2047, 1023));
+    drop(z);
+    assert_eq!(figures(&pool), (2, 1, 2047, 1023));
+    pool.free_held();
+    assert_eq!(figures(&pool), (0, 1, 1023, 1023));
+    pool.stop_holding();
+    assert_eq!(figures(&pool), (0, 1, 1023, 1023));
+    let d = pool.allocate(64).unwrap();
+    assert_eq!(figures(&pool), (0, 2, 1090, 1087));
+    drop(d);
+    assert_eq!(figures(&pool), (0, 1, 1023, 1023));
+    assert_eq!(pool.allocator().in_use(), 1023);
+    drop(b);
+    assert_eq!(figures(&pool), (0, 0, 0, 0));
+    assert_eq!(pool.allocator().in_use(), 0);
+}
+
+#[test]
+fn zero_size_is_served_by_a_one_byte_block() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let z = pool.allocate(0).unwrap();
+    assert_eq!(z.requested_bytes(), 0);
+    assert_eq!(z.allocated_bytes(), 1);
+    assert_eq!(z.block().size, 1);
+    assert_eq!(
+        pool.allocator().take_log(),
+        vec![AllocatorCall::Allocate(1, true)]
+    );
+    drop(z);
+    // Sizes 0 and 1 share bin 0.
+    let one = pool.allocate(1).unwrap();
+    assert_eq!(pool.stats().hits, 1);
+    assert_eq!(one.block().size, 1);
+}
+
+#[test]
+fn blocks_are_reused_last_in_first_out_within_a_bin() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let a = pool.allocate(1000).unwrap();
+    let b = pool.allocate(1010).unwrap();
+    let (ida, idb) = (a.block().id, b.block().id);
+    drop(a);
+    drop(b);
+    assert_eq!(pool.allocate(1020).unwrap().block().id, idb);
+    let x = pool.allocate(1020).unwrap();
+    assert_eq!(x.block().id, idb);
+    let y = pool.allocate(1000).unwrap();
+    assert_eq!(y.block().id, ida);
+    assert_eq!(pool.allocator().allocations(), 2);
+}
+
+#[test]
+fn requested_and_allocated_sizes_are_both_reported() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    for size in [1usize, 17, 100, 4097, 1 << 20, (1 << 32) + 5] {
+        let b = pool.allocate(size).unwrap();
+        assert_eq!(b.requested_bytes(), size);
+        assert_eq!(b.allocated_bytes(), pool.layout().rounded_size(size));
+        assert_eq!(b.block().size, b.allocated_bytes());
+        assert!(b.allocated_bytes() >= size);
+    }
+}
+
+#[test]
+fn reclaim_runs_release_hook_then_frees_largest_bins_first_retrying_after_each() {
+    let alloc = TestAllocator::with_capacity(9_000);
+    let pool = MemoryPool::new(alloc);
+    // Hold blocks of 1023 (bin 159), 4351 (bin 192) and 2 x 100 -> 103 (bin 105).
+    let held: Vec<_> = [1000, 4096, 100, 100]
+        .iter()
+        .map(|&s| pool.allocate(s).unwrap())
+        .collect();
+    drop(held);
+    assert_eq!(pool.held_blocks(), 4);
+    assert_eq!(pool.managed_bytes(), 1023 + 4351 + 206);
+    pool.allocator().take_log();
+    // 8191 bytes (bin 207, alloc 8191) needs 8191 of 9000: must free 4351 and 1023 (largest
+    // first), not the small ones.
+    let big = pool.allocate(8000).unwrap();
+    assert_eq!(big.allocated_bytes(), 8191);
+    assert_eq!(
+        pool.allocator().take_log(),
+        vec![
+            AllocatorCall::Allocate(8191, false),
+            AllocatorCall::TryRelease,
+            AllocatorCall::Free(4351),
+            AllocatorCall::Allocate(8191, false),
+            AllocatorCall::Free(1023),
+            AllocatorCall::Allocate(8191, true),
+        ]
+    );
+    let s = pool.stats();
+    assert_eq!(s.reclaims, 2);
+    assert_eq!(s.oom_events, 1);
+    assert_eq!(s.held_blocks, 2);
+    assert_eq!(s.managed_bytes, 8191 + 206);
+    assert_eq!(s.held_bytes, 206);
+}
+
+#[test]
+fn final_out_of_memory_error_reports_the_figures() {
+    let pool = MemoryPool::new(TestAllocator::with_capacity(5000));
+    let keep = pool.allocate(3000).unwrap(); // 3071
+    let held = pool.allocate(1000).unwrap(); // 1023
+    drop(held);
+    let err = pool.allocate(4000).unwrap_err(); // 4095: cannot fit even after freeing 1023
+    let PoolError::OutOfMemory { report, source } = &err else {
+        panic!("expected OutOfMemory, got {err:?}");
+    };
+    assert!(source.is_out_of_memory());
+    assert_eq!(report.requested, 4000);
+    assert_eq!(report.rounded, 4095);
+    assert_eq!(report.managed_bytes, 3071);
+    assert_eq!(report.active_bytes, 3000);
+    assert_eq!(report.held_bytes, 0);
+    assert_eq!(report.largest_held_block, 0);
+    assert!(err.is_out_of_memory());
+    assert_eq!(
+        err.to_string(),
+        "memory_pool::allocate failed to free memory for allocation: 4000 bytes requested \
+         (4095 rounded), managed 3071 / active 3000 / held 0 bytes, largest held block 0 bytes \
+         (out of memory: 4095 bytes requested, 3071 of 5000 in use)"
+    );
+    assert_eq!(pool.stats().oom_failures, 1);
+    drop(keep);
+}
+
+#[test]
+fn non_oom_errors_propagate_with_counters_untouched() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let a = pool.allocate(100).unwrap();
+    drop(pool.allocate(5000).unwrap());
+    let before = pool.stats();
+    pool.allocator().fail_next_invalid(1);
+    let err = pool.allocate(70_000).unwrap_err();
+    assert!(matches!(
+        err,
+        PoolError::Allocator(HostAllocError::Invalid { requested: 73_727 })
+    ));
+    assert!(!err.is_out_of_memory());
+    let after = pool.stats();
+    assert_eq!(before.held_blocks, after.held_blocks);
+    assert_eq!(before.active_blocks, after.active_blocks);
+    assert_eq!(before.managed_bytes, after.managed_bytes);
+    assert_eq!(before.active_bytes, after.active_bytes);
+    assert_eq!(before.hits, after.hits);
+    assert_eq!(before.misses, after.misses);
+    assert_eq!(after.reclaims, 0);
+    drop(a);
+}
+
+#[test]
+fn injected_oom_is_recovered_by_freeing_held_blocks() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    drop(pool.allocate(100).unwrap());
+    pool.allocator().fail_next_out_of_memory(1);
+    let b = pool.allocate(5000).unwrap();
+    assert_eq!(b.allocated_bytes(), 5119);
+    assert_eq!(pool.held_blocks(), 0);
+    assert_eq!(pool.stats().reclaims, 1);
+}
+
+/// An allocator whose release hook returns blocks kept elsewhere (PyOpenCL's gc.collect()).
+struct HookAllocator {
+    inner: TestAllocator,
+    stash: Mutex<Vec<PoolBlock<HookAllocator>>>,
+}
+
+impl Allocator for HookAllocator {
+    type Block = HostBlock;
+    type Error = HostAllocError;
+    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
+        self.inner.allocate(size)
+    }
+    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
+        self.inner.free(block)
+    }
+    fn try_release_blocks(&self) {
+        let stash = std::mem::take(&mut *self.stash.lock().unwrap());
+        drop(stash);
+    }
+}
+
+#[test]
+fn release_hook_returns_blocks_that_then_serve_the_request_without_freeing() {
+    let pool = MemoryPool::new(HookAllocator {
+        inner: TestAllocator::with_capacity(3000),
+        stash: Mutex::new(Vec::new()),
+    });
+    let garbage = pool.allocate(1000).unwrap();
+    let other = pool.allocate(1500).unwrap(); // 1535
+    pool.allocator().stash.lock().unwrap().push(garbage);
+    // 1023 + 1535 in use; another 1000 needs 1023 more: OOM, the hook returns `garbage`, the pool
+    // looks in the bin again and serves it without any free.
+    let again = pool.allocate(1000).unwrap();
+    assert_eq!(pool.stats().hits, 1);
+    assert_eq!(pool.stats().reclaims, 0);
+    assert_eq!(pool.allocator().inner.frees(), 0);
+    drop((again, other));
+}
+
+#[test]
+fn managed_limit_triggers_the_reclaim_path_and_then_limit_reached() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    pool.set_managed_limit(Some(4000));
+    drop(pool.allocate(2000).unwrap()); // 2047 held
+    let a = pool.allocate(3000).unwrap(); // 3071: needs the 2047 freed
+    assert_eq!(pool.managed_bytes(), 3071);
+    assert_eq!(pool.held_blocks(), 0);
+    assert_eq!(pool.stats().reclaims, 1);
+    let err = pool.allocate(1000).unwrap_err(); // 1023 + 3071 > 4000, nothing held
+    let PoolError::LimitReached(report) = err else {
+        panic!("expected LimitReached");
+    };
+    assert_eq!(report.limit, Some(4000));
+    assert_eq!(report.rounded, 1023);
+    assert_eq!(report.managed_bytes, 3071);
+    assert_eq!(pool.managed_bytes(), 3071);
+    pool.set_managed_limit(None);
+    let b = pool.allocate(1000).unwrap();
+    assert_eq!(pool.managed_bytes(), 4094);
+    drop((a, b));
+}
+
+#[test]
+fn free_all_retry_once_mode_frees_everything_then_retries_once() {
+    let pool = MemoryPool::builder(TestAllocator::with_capacity(6000))
+        .policy(Policy {
+            oom_mode: OomMode::FreeAllRetryOnce,
+            ..Policy::default()
+        })
+        .build()
+        .unwrap();
+    let held: Vec<_> = [1000, 2000, 100]
+        .iter()
+        .map(|&s| pool.allocate(s).unwrap())
+        .collect();
+    drop(held);
+    pool.allocator().take_log();
+    let b = pool.allocate(4000).unwrap();
+    assert_eq!(
+        pool.allocator().take_log(),
+        vec![
+            AllocatorCall::Allocate(4095, false),
+            AllocatorCall::TryRelease,
+            AllocatorCall::Free(103),
+            AllocatorCall::Free(1023),
+            AllocatorCall::Free(2047),
+            AllocatorCall::Allocate(4095, true),
+        ]
+    );
+    assert_eq!(pool.stats().reclaims, 3);
+    drop(b);
+}
+
+#[test]
+fn held_cap_frees_returned_blocks_past_the_cap() {
+    let pool = MemoryPool::builder(TestAllocator::new())
+        .policy(Policy {
+            held_bytes_cap: Some(1500),
+            ..Policy::default()
+        })
+        .build()
+        .unwrap();
+    let a = pool.allocate(1000).unwrap();
+    let b = pool.allocate(1000).unwrap();
+    drop(a);
+    drop(b); // would make 2046 held > 1500: freed
+    assert_eq!(pool.held_blocks(), 1);
+    assert_eq!(pool.held_bytes(), 1023);
+    assert_eq!(pool.managed_bytes(), 1023);
+    assert_eq!(pool.allocator().frees(), 1);
+    pool.set_policy(Policy {
+        held_bytes_cap: Some(0),
+        ..Policy::default()
+    });
+    pool.enforce_held_cap();
+    assert_eq!(pool.held_bytes(), 0);
+}
+
+#[test]
+fn larger_bins_policy_serves_from_the_next_bins_up() {
+    let pool = MemoryPool::builder(TestAllocator::new())
+        .policy(Policy {
+            larger_bins: 2,
+            ..Policy::default()
+        })
+        .build()
+        .unwrap();
+    drop(pool.allocate(1100).unwrap()); // bin 161 (1151)
+    let b = pool.allocate(1000).unwrap(); // bin 159: 161 is within 2 bins
+    assert_eq!(b.allocated_bytes(), 1151);
+    assert_eq!(b.requested_bytes(), 1000);
+    let s = pool.stats();
+    assert_eq!((s.hits, s.larger_bin_hits, s.misses), (1, 1, 1));
+    assert_eq!(s.active_rounded_bytes, 1151);
+    drop(b);
+    // Returned to its own bin (161).
+    let bins = pool.bin_stats();
+    let b161 = bins.iter().find(|b| b.bin == 161).unwrap();
+    assert_eq!(b161.held_blocks, 1);
+    drop(pool.allocate(900).unwrap()); // bin 156: 161 is 5 bins up, too far
+    assert_eq!(pool.stats().misses, 2);
+}
+
+#[test]
+fn idle_bins_are_released_by_age() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    drop(pool.allocate(100).unwrap()); // tick 0, bin 105
+    for _ in 0..10 {
+        drop(pool.allocate(5000).unwrap());
+    }
+    assert_eq!(pool.idle_held_bytes(5), 103);
+    assert_eq!(pool.idle_held_bytes(20), 0);
+    assert_eq!(pool.release_idle(5), 103);
+    assert_eq!(pool.held_blocks(), 1);
+    // As a policy: checked on every miss.
+    pool.set_policy(Policy {
+        idle_release_after: Some(3),
+        ..Policy::default()
+    });
+    for _ in 0..4 {
+        drop(pool.allocate(5000).unwrap()); // hits, no miss
+    }
+    assert_eq!(pool.held_blocks(), 1);
+    drop(pool.allocate(70).unwrap()); // a miss: the 5000-bin was used 1 allocation ago
+    assert_eq!(pool.held_blocks(), 2);
+    for _ in 0..4 {
+        drop(pool.allocate(70).unwrap());
+    }
+    drop(pool.allocate(10).unwrap()); // miss: the 5000 bin is idle for 5 > 3
+    let held: Vec<_> = pool
+        .bin_stats()
+        .into_iter()
+        .filter(|b| b.held_blocks > 0)
+        .map(|b| b.block_bytes)
+        .collect();
+    assert_eq!(held, vec![10, 71]);
+}
+
+#[test]
+fn per_bin_statistics_match_hand_computed_values() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let a = pool.allocate(1000).unwrap();
+    let b = pool.allocate(1010).unwrap();
+    drop(a);
+    let c = pool.allocate(1020).unwrap();
+    let d = pool.allocate(20).unwrap();
+    drop((b, c, d));
+    let bins = pool.bin_stats();
+    assert_eq!(bins.len(), 2);
+    let small = bins[0];
+    assert_eq!((small.bin, small.block_bytes), (pool.bin_number(20), 20));
+    assert_eq!(
+        (small.hits, small.misses, small.upstream_allocations),
+        (0, 1, 1)
+    );
+    let b159 = bins[1];
+    assert_eq!(b159.bin, 159);
+    assert_eq!(b159.block_bytes, 1023);
+    assert_eq!(b159.hits, 1);
+    assert_eq!(b159.misses, 2);
+    assert_eq!(b159.upstream_allocations, 2);
+    assert_eq!(b159.held_blocks, 2);
+    assert_eq!(b159.held_bytes(), 2046);
+    assert_eq!(b159.peak_active_blocks, 2);
+    assert_eq!(b159.peak_held_blocks, 2);
+    assert_eq!(b159.active_blocks, 0);
+    let s = pool.stats();
+    assert_eq!(s.peak_active_bytes, 1010 + 1020 + 20);
+    assert_eq!(s.peak_managed_bytes, 2046 + 20);
+    assert_eq!(s.held_bytes, 2066);
+    assert_eq!(s.largest_held_block, 1023);
+    assert!((s.fragmentation() - (1.0 - 1023.0 / 2066.0)).abs() < 1e-12);
+    assert!((s.hit_rate() - 0.25).abs() < 1e-12);
+    assert_eq!(s.allocate_time.count, 3);
+    assert!(s.allocate_time.min_ns <= s.allocate_time.mean_ns());
+    assert!(s.allocate_time.mean_ns() <= s.allocate_time.max_ns);
+}
+
+#[test]
+fn nested_scopes_report_phase_peaks_without_resetting_the_global_peak() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    drop(pool.allocate(10_000).unwrap());
+    let outer = pool.scope();
+    let x = pool.allocate(1000).unwrap();
+    let inner = pool.scope();
+    let y = pool.allocate(500).unwrap();
+    drop(y);
+    let r_inner = inner.finish();
+    drop(x);
+    let z = pool.allocate(2000).unwrap();
+    drop(z);
+    let r_outer = outer.finish();
+    assert_eq!(r_inner.peak_active_bytes, 1500);
+    assert_eq!(r_inner.misses, 1);
+    assert_eq!(r_outer.peak_active_bytes, 2000);
+    assert_eq!(r_outer.misses, 3);
+    assert_eq!(r_outer.hits, 0);
+    assert_eq!(pool.stats().peak_active_bytes, 10_000);
+    assert_eq!(r_outer.peak_managed_bytes, 10_239 + 1023 + 511 + 2047);
+}
+
+#[test]
+fn deferred_allocators_still_make_a_pool() {
+    let a = TestAllocator::new();
+    a.set_deferred(true);
+    let pool = MemoryPool::new(a);
+    assert!(pool.allocator().is_deferred());
+    assert_eq!(pool.allocate(3).unwrap().allocated_bytes(), 3);
+}
+
+#[test]
+fn the_pool_frees_held_blocks_when_dropped() {
+    let alloc = Arc::new(TestAllocator::new());
+    struct Shared(Arc<TestAllocator>);
+    impl Allocator for Shared {
+        type Block = HostBlock;
+        type Error = HostAllocError;
+        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
+            self.0.allocate(s)
+        }
+        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
+            self.0.free(b)
+        }
+    }
+    let pool = MemoryPool::new(Shared(alloc.clone()));
+    let kept = pool.allocate(100).unwrap();
+    drop(pool.allocate(200).unwrap());
+    drop(pool);
+    assert_eq!(alloc.in_use(), 103 + 207);
+    drop(kept); // the last reference: the pool goes, freeing everything
+    assert_eq!(alloc.in_use(), 0);
+}
+
+#[test]
+fn leading_bits_change_the_rounding() {
+    let pool = MemoryPool::with_leading_bits(TestAllocator::new(), 0).unwrap();
+    assert_eq!(pool.allocate(1000).unwrap().allocated_bytes(), 1023);
+    assert_eq!(pool.allocate(1024).unwrap().allocated_bytes(), 2047);
+    assert!(MemoryPool::with_leading_bits(TestAllocator::new(), 26).is_err());
+}
+
+#[test]
+fn eviction_orders_pick_the_expected_bin() {
+    for (eviction, expect_freed) in [
+        (Eviction::LargestBinFirst, 4351),
+        (Eviction::FullestBinFirst, 103),
+        (Eviction::LeastRecentlyUsedBin, 1023),
+    ] {
+        let pool = MemoryPool::builder(TestAllocator::with_capacity(7000))
+            .policy(Policy {
+                eviction,
+                ..Policy::default()
+            })
+            .build()
+            .unwrap();
+        let v: Vec<_> = [1000, 100, 100, 4096]
+            .iter()
+            .map(|&s| pool.allocate(s).unwrap())
+            .collect();
+        drop(v);
+        pool.allocator().take_log();
+        // needs 2047 more: in_use 5580 + 2047 > 7000 -> free a block
+        let b = pool.allocate(2000).unwrap();
+        let log = pool.allocator().take_log();
+        assert_eq!(
+            log[2],
+            AllocatorCall::Free(expect_freed),
+            "{eviction:?}: {log:?}"
+        );
+        drop(b);
+    }
+}
+
+/// splitmix64
+fn rng(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[test]
+fn random_traces_keep_counters_consistent() {
+    for seed in 0..20u64 {
+        let mut s = seed;
+        let capacity = if seed % 2 == 0 { usize::MAX } else { 1 << 22 };
+        let policy = Policy {
+            larger_bins: u32::try_from(seed % 3).unwrap(),
+            managed_bytes_limit: (seed % 5 == 0).then_some(3 << 20),
+            held_bytes_cap: (seed % 7 == 0).then_some(1 << 20),
+            ..Policy::default()
+        };
+        let pool = MemoryPool::builder(TestAllocator::with_capacity(capacity))
+            .shards(1 + usize::try_from(seed % 4).unwrap())
+            .leading_bits(u32::try_from(seed % 6).unwrap())
+            .policy(policy)
+            .build()
+            .unwrap();
+        let mut live = Vec::new();
+        for _ in 0..2000 {
+            if live.is_empty() || rng(&mut s) % 100 < 60 {
+                let size = usize::try_from(rng(&mut s) % (1 << (rng(&mut s) % 20))).unwrap();
+                match pool.allocate(size) {
+                    Ok(b) => {
+                        assert!(b.allocated_bytes() >= size.max(1));
+                        assert_eq!(b.block().size, b.allocated_bytes());
+                        live.push(b);
+                    }
+                    Err(e) => assert!(e.is_out_of_memory()),
+                }
+            } else {
+                let i = usize::try_from(rng(&mut s)).unwrap() % live.len();
+                live.swap_remove(i);
+            }
+            let st = pool.stats();
+            assert_eq!(st.active_blocks, live.len());
+            assert_eq!(
+                st.active_bytes,
+                live.iter().map(|b| b.requested_bytes()).sum::<usize>()
+            );
+            let rounded: usize = live.iter().map(|b| b.allocated_bytes()).sum();
+            assert_eq!(st.active_rounded_bytes, rounded);
+            assert_eq!(st.managed_bytes, st.held_bytes + rounded);
+            assert_eq!(st.managed_bytes, pool.allocator().in_use());
+            let bins = pool.bin_stats();
+            assert_eq!(
+                st.held_blocks,
+                bins.iter().map(|b| b.held_blocks).sum::<usize>()
+            );
+            assert_eq!(
+                st.held_bytes,
+                bins.iter().map(|b| b.held_bytes()).sum::<usize>()
+            );
+            if let Some(limit) = policy.managed_bytes_limit {
+                assert!(st.managed_bytes <= limit);
+            }
+            if let Some(cap) = policy.held_bytes_cap {
+                assert!(st.held_bytes <= cap);
+            }
+            assert_eq!(
+                st.upstream_allocations - st.upstream_frees,
+                u64::try_from(st.held_blocks + st.active_blocks).unwrap()
+            );
+        }
+        drop(live);
+        pool.free_held();
+        assert_eq!(pool.allocator().in_use(), 0);
+    }
+}
+
+#[test]
+fn threads_share_a_pool_and_counters_balance() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    std::thread::scope(|sc| {
+        for t in 0..8usize {
+            let pool = pool.clone();
+            sc.spawn(move || {
+                let mut s = t as u64;
+                let mut live = Vec::new();
+                for _ in 0..5000 {
+                    if live.len() < 8 && rng(&mut s) % 2 == 0 {
+                        let size = 64 * (t + 1) + usize::try_from(rng(&mut s) % 4096).unwrap();
+                        live.push(pool.allocate(size).unwrap());
+                    } else if !live.is_empty() {
+                        live.pop();
+                    }
+                }
+            });
+        }
+    });
+    let s = pool.stats();
+    assert_eq!(s.active_blocks, 0);
+    assert_eq!(s.active_bytes, 0);
+    assert_eq!(s.managed_bytes, s.held_bytes);
+    assert_eq!(s.managed_bytes, pool.allocator().in_use());
+    assert_eq!(
+        u64::try_from(s.held_blocks).unwrap(),
+        s.upstream_allocations
+    );
+    assert!(s.hits > s.misses);
+}
+
+#[test]
+fn pool_error_is_a_std_error_with_its_source() {
+    let pool = MemoryPool::new(TestAllocator::with_capacity(10));
+    let e = pool.allocate(100).unwrap_err();
+    let dyn_err: &dyn std::error::Error = &e;
+    assert!(dyn_err.source().is_some());
+    assert_eq!(e.oom_report().unwrap().rounded, 103);
+}
