@@ -61,7 +61,8 @@
 //! - `serde`: `Serialize`/`Deserialize` for [`DeviceProfile`] (recorded profiles are JSON) and
 //!   `Serialize` for the [`report`].
 //! - `probe`: `probe::profile_device` fills a profile from a live device through `cl-raw` and runs
-//!   PyOpenCL's two kernel probes; builds the `cl-report` binary (the device report).
+//!   PyOpenCL's two kernel probes; `parity::compare` checks a report against PyOpenCL's own output;
+//!   builds the `cl-report` binary (the device report, `cargo xtask report`).
 //!
 //! # Safety
 //!
@@ -99,6 +100,12 @@ mod conflict;
 mod error;
 mod heuristics;
 #[cfg(feature = "probe")]
+pub mod parity;
+#[cfg(feature = "probe")]
+#[allow(
+    unsafe_code,
+    reason = "the probe calls cl-raw's unsafe wrappers; each block documents its handles"
+)]
 pub mod probe;
 mod profile;
 pub mod queried;

@@ -1,1 +1,429 @@
-//! Fills a [`crate::DeviceProfile`] from a live device (feature `probe`).
+//! Fills a [`DeviceProfile`] from a live device and runs PyOpenCL's two kernel probes (feature
+//! `probe`).
+//!
+//! Every query goes through `cl-raw`'s thin wrappers. The rules PyOpenCL leaves to luck are checked
+//! here before calling the driver:
+//!
+//! - **Version gates.** `CL_DEVICE_SVM_CAPABILITIES` is read only from devices of OpenCL 2.0 or
+//!   newer, `CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` only from 3.0 devices: an OpenCL 1.2
+//!   platform (Oclgrind 21.10) can hang on newer queries instead of failing.
+//! - **Vendor attributes only when advertised.** The NVIDIA attributes are read only when the
+//!   device lists `cl_nv_device_attribute_query`, the AMD ones with
+//!   `cl_amd_device_attribute_query`, the Intel sub-group sizes with
+//!   `cl_intel_required_subgroup_size`. (PyOpenCL asks and catches the exception; some drivers
+//!   misbehave on unknown parameters.)
+//!
+//! The two kernel probes are PyOpenCL's, with its exact sources:
+//!
+//! - [`kernel_preferred_work_group_size_multiple`] reads `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`
+//!   of `__kernel void knl(__global float *a){ a[get_global_id(0)] = 0; }`
+//!   (`reasonable_work_group_size_multiple`);
+//! - [`pocl_struct_arg_count_bug`] checks whether `test_knl(struct two_things x)` reports 2 arguments
+//!   (`_check_for_pocl_arg_count_bug`).
+//!
+//! A failed optional query or probe leaves its field `None` and adds a note to
+//! [`ProbedDevice::notes`]; the heuristics then say which fact is missing instead of guessing.
+
+// The only module of this crate with `unsafe` (allowed at its `mod` line): every call below goes
+// to a `cl-raw` wrapper, which is an `unsafe fn` because it takes raw handles. Each block says why
+// its handles are valid.
+
+use std::ffi::CStr;
+
+use cl_raw::sys;
+use cl_raw::ClError;
+
+use crate::profile::{DeviceProfile, DeviceType, LocalMemType, PlatformProfile, SvmCapabilities};
+
+/// PyOpenCL's `reasonable_work_group_size_multiple` kernel, byte for byte.
+pub const WORK_GROUP_MULTIPLE_KERNEL: &str = "
+        __kernel void knl(__global float *a)
+        {
+            a[get_global_id(0)] = 0;
+        }
+        ";
+
+/// PyOpenCL's `_check_for_pocl_arg_count_bug` kernel, byte for byte.
+pub const STRUCT_ARG_COUNT_KERNEL: &str = "
+            struct two_things
+            {
+                long a;
+                long b;
+            };
+
+            __kernel void test_knl(struct two_things x)
+            {
+            }
+            ";
+
+/// Which probes [`profile_device`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeOptions {
+    /// Build PyOpenCL's two probe kernels (a context and two programs per device).
+    pub kernel_probes: bool,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        Self {
+            kernel_probes: true,
+        }
+    }
+}
+
+/// Why a device could not be profiled at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// A query every OpenCL 1.0 device answers failed.
+    #[error("{call}({param}) failed: {source}")]
+    Query {
+        /// The C function.
+        call: &'static str,
+        /// The parameter name.
+        param: &'static str,
+        /// The driver's status.
+        source: ClError,
+    },
+}
+
+/// One device's profile, where it was found, and what could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbedDevice {
+    /// Index of the platform in `clGetPlatformIDs` order.
+    pub platform_index: usize,
+    /// Index of the device within its platform (`CL_DEVICE_TYPE_ALL`).
+    pub device_index: usize,
+    /// The facts.
+    pub profile: DeviceProfile,
+    /// Optional facts or probes that failed, one line each (`"kernel probe knl: CL_BUILD_PROGRAM_FAILURE"`).
+    pub notes: Vec<String>,
+}
+
+/// Every device of every platform, profiled; a platform or device that cannot be listed or
+/// profiled is reported in the error list instead, so one broken ICD does not hide the others.
+///
+/// # Errors
+///
+/// `clGetPlatformIDs`'s status (`CL_PLATFORM_NOT_FOUND_KHR` when no ICD is registered).
+pub fn profile_all(options: ProbeOptions) -> Result<(Vec<ProbedDevice>, Vec<String>), ClError> {
+    let platforms = cl_raw::platform::get_ids()?;
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for (pi, &platform) in platforms.iter().enumerate() {
+        // SAFETY: `platform` was just returned by clGetPlatformIDs.
+        let devices = match unsafe { cl_raw::device::get_ids(platform, sys::CL_DEVICE_TYPE_ALL) } {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(format!("platform {pi}: clGetDeviceIDs failed: {e}"));
+                continue;
+            }
+        };
+        for (di, &device) in devices.iter().enumerate() {
+            // SAFETY: `device` was just returned by clGetDeviceIDs for a valid platform.
+            match unsafe { profile_device(device, options) } {
+                Ok((profile, notes)) => found.push(ProbedDevice {
+                    platform_index: pi,
+                    device_index: di,
+                    profile,
+                    notes,
+                }),
+                Err(e) => errors.push(format!("platform {pi} device {di}: {e}")),
+            }
+        }
+    }
+    Ok((found, errors))
+}
+
+fn required<T: cl_raw::InfoValue>(
+    device: sys::cl_device_id,
+    param: sys::cl_device_info,
+    name: &'static str,
+) -> Result<T, ProbeError> {
+    // SAFETY: `profile_device`'s caller guarantees a valid device; every `param` passed here is an
+    // OpenCL 1.0 query.
+    unsafe { cl_raw::device::get_info(device, param) }.map_err(|source| ProbeError::Query {
+        call: "clGetDeviceInfo",
+        param: name,
+        source,
+    })
+}
+
+fn platform_string(
+    platform: sys::cl_platform_id,
+    param: sys::cl_platform_info,
+    name: &'static str,
+) -> Result<String, ProbeError> {
+    // SAFETY: `platform` came from CL_DEVICE_PLATFORM of a valid device; OpenCL 1.0 query.
+    unsafe { cl_raw::platform::get_info(platform, param) }.map_err(|source| ProbeError::Query {
+        call: "clGetPlatformInfo",
+        param: name,
+        source,
+    })
+}
+
+/// Reads every fact of a [`DeviceProfile`] from `device` and, with `options.kernel_probes`, runs
+/// the two kernel probes. Returns the profile and a note for each optional fact that failed.
+///
+/// # Errors
+///
+/// [`ProbeError::Query`] when a query every device answers (name, vendor, versions, type,
+/// extensions, local memory, platform) fails.
+///
+/// # Safety
+///
+/// 1. `device` is a valid device id (returned by `clGetDeviceIDs`, or a sub-device the caller
+///    holds a reference to) for the whole call.
+pub unsafe fn profile_device(
+    device: sys::cl_device_id,
+    options: ProbeOptions,
+) -> Result<(DeviceProfile, Vec<String>), ProbeError> {
+    let mut notes = Vec::new();
+    let platform: sys::cl_platform_id =
+        required(device, sys::CL_DEVICE_PLATFORM, "CL_DEVICE_PLATFORM")?;
+    let mut p = DeviceProfile {
+        platform: PlatformProfile {
+            name: platform_string(platform, sys::CL_PLATFORM_NAME, "CL_PLATFORM_NAME")?,
+            vendor: platform_string(platform, sys::CL_PLATFORM_VENDOR, "CL_PLATFORM_VENDOR")?,
+            version: platform_string(platform, sys::CL_PLATFORM_VERSION, "CL_PLATFORM_VERSION")?,
+        },
+        name: required(device, sys::CL_DEVICE_NAME, "CL_DEVICE_NAME")?,
+        vendor: required(device, sys::CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR")?,
+        version: required(device, sys::CL_DEVICE_VERSION, "CL_DEVICE_VERSION")?,
+        driver_version: required(device, sys::CL_DRIVER_VERSION, "CL_DRIVER_VERSION")?,
+        device_type: DeviceType(required::<sys::cl_device_type>(
+            device,
+            sys::CL_DEVICE_TYPE,
+            "CL_DEVICE_TYPE",
+        )?),
+        extensions: required(device, sys::CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS")?,
+        local_mem_type: LocalMemType::from_raw(required::<sys::cl_device_local_mem_type>(
+            device,
+            sys::CL_DEVICE_LOCAL_MEM_TYPE,
+            "CL_DEVICE_LOCAL_MEM_TYPE",
+        )?),
+        local_mem_size: required::<sys::cl_ulong>(
+            device,
+            sys::CL_DEVICE_LOCAL_MEM_SIZE,
+            "CL_DEVICE_LOCAL_MEM_SIZE",
+        )?,
+        ..DeviceProfile::default()
+    };
+
+    // Gate newer queries on the device version; an unparsable version gets only 1.x queries.
+    let device_version = cl_raw::Version::parse_platform(&p.version)
+        .map(|v| (v.major, v.minor))
+        .unwrap_or_else(|e| {
+            notes.push(format!(
+                "CL_DEVICE_VERSION: {e}; only OpenCL 1.x queries were made"
+            ));
+            (1, 0)
+        });
+
+    if device_version >= (2, 0) {
+        // SAFETY: valid device (obligation 1); CL_DEVICE_SVM_CAPABILITIES exists from 2.0 on.
+        match unsafe {
+            cl_raw::device::get_info::<sys::cl_bitfield>(device, sys::CL_DEVICE_SVM_CAPABILITIES)
+        } {
+            Ok(bits) => p.svm_capabilities = Some(SvmCapabilities(bits)),
+            Err(e) => notes.push(format!("CL_DEVICE_SVM_CAPABILITIES: {e}")),
+        }
+    }
+    if device_version >= (3, 0) {
+        // SAFETY: valid device; the parameter exists from OpenCL 3.0 on (gated above).
+        match unsafe {
+            cl_raw::device::get_info::<usize>(
+                device,
+                cl_raw::extra::CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+            )
+        } {
+            Ok(v) => p.preferred_work_group_size_multiple = Some(v),
+            Err(e) => notes.push(format!("CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: {e}")),
+        }
+    }
+
+    let vendor_u32 = |param: sys::cl_device_info, name: &str, notes: &mut Vec<String>| {
+        // SAFETY: valid device; callers pass a vendor parameter only when the device lists the
+        // extension that defines it.
+        match unsafe { cl_raw::device::get_info::<sys::cl_uint>(device, param) } {
+            Ok(v) => Some(v),
+            Err(e) => {
+                notes.push(format!("{name}: {e}"));
+                None
+            }
+        }
+    };
+    if p.has_extension("cl_nv_device_attribute_query") {
+        let major = vendor_u32(
+            cl_raw::extra::CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV,
+            "CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV",
+            &mut notes,
+        );
+        let minor = vendor_u32(
+            cl_raw::extra::CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV,
+            "CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV",
+            &mut notes,
+        );
+        p.nv_compute_capability = major.zip(minor);
+        p.nv_warp_size = vendor_u32(
+            cl_raw::extra::CL_DEVICE_WARP_SIZE_NV,
+            "CL_DEVICE_WARP_SIZE_NV",
+            &mut notes,
+        );
+    }
+    if p.has_extension("cl_amd_device_attribute_query") {
+        p.amd_wavefront_width = vendor_u32(
+            cl_raw::extra::CL_DEVICE_WAVEFRONT_WIDTH_AMD,
+            "CL_DEVICE_WAVEFRONT_WIDTH_AMD",
+            &mut notes,
+        );
+        p.amd_simd_width = vendor_u32(
+            cl_raw::extra::CL_DEVICE_SIMD_WIDTH_AMD,
+            "CL_DEVICE_SIMD_WIDTH_AMD",
+            &mut notes,
+        );
+        p.amd_local_mem_banks = vendor_u32(
+            cl_raw::extra::CL_DEVICE_LOCAL_MEM_BANKS_AMD,
+            "CL_DEVICE_LOCAL_MEM_BANKS_AMD",
+            &mut notes,
+        );
+    }
+    if p.has_extension("cl_intel_required_subgroup_size") {
+        // SAFETY: valid device that lists cl_intel_required_subgroup_size, which defines it.
+        match unsafe {
+            cl_raw::device::get_info::<Vec<usize>>(
+                device,
+                cl_raw::extra::CL_DEVICE_SUB_GROUP_SIZES_INTEL,
+            )
+        } {
+            Ok(v) => p.intel_sub_group_sizes = Some(v),
+            Err(e) => notes.push(format!("CL_DEVICE_SUB_GROUP_SIZES_INTEL: {e}")),
+        }
+    }
+
+    if options.kernel_probes {
+        // SAFETY: valid device (obligation 1).
+        match unsafe { kernel_preferred_work_group_size_multiple(device) } {
+            Ok(v) => p.kernel_preferred_work_group_size_multiple = Some(v),
+            Err(e) => notes.push(format!("kernel probe knl: {e}")),
+        }
+        // SAFETY: valid device (obligation 1).
+        match unsafe { pocl_struct_arg_count_bug(device) } {
+            Ok(v) => p.pocl_struct_arg_count_bug = Some(v),
+            Err(e) => notes.push(format!("kernel probe test_knl: {e}")),
+        }
+    }
+    Ok((p, notes))
+}
+
+/// Releases a context, program or kernel when dropped (errors are logged: nothing can be done).
+struct Owned<H: Copy> {
+    handle: H,
+    release: unsafe fn(H) -> Result<(), ClError>,
+    what: &'static str,
+}
+
+impl<H: Copy> Drop for Owned<H> {
+    fn drop(&mut self) {
+        // SAFETY: `handle` was created by this module, is owned by this guard (one reference) and
+        // is released exactly once, here.
+        if let Err(e) = unsafe { (self.release)(self.handle) } {
+            tracing::warn!(target: "cl_characterize", "releasing the probe {} failed: {e}", self.what);
+        }
+    }
+}
+
+impl<H: Copy> std::fmt::Debug for Owned<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Owned({})", self.what)
+    }
+}
+
+/// A built probe kernel and what it needs; fields drop in declaration order, so the kernel is
+/// released before its program and the program before its context.
+struct Built {
+    kernel: Owned<sys::cl_kernel>,
+    _program: Owned<sys::cl_program>,
+    _context: Owned<sys::cl_context>,
+}
+
+/// Builds `source` for `device` alone (in a new context, as PyOpenCL does without `ctx`) and
+/// creates kernel `name`.
+///
+/// # Safety
+///
+/// 1. `device` is a valid device id.
+unsafe fn build(device: sys::cl_device_id, source: &str, name: &CStr) -> Result<Built, ClError> {
+    // SAFETY: one valid device (obligation 1), no properties, no callback; we own the context.
+    let context = unsafe { cl_raw::context::create(&[], &[device], None, std::ptr::null_mut()) }?;
+    let context = Owned {
+        handle: context,
+        release: cl_raw::context::release,
+        what: "context",
+    };
+    // SAFETY: `context` is valid; we own the program.
+    let program = unsafe { cl_raw::program::create_with_source(context.handle, &[source]) }?;
+    let program = Owned {
+        handle: program,
+        release: cl_raw::program::release,
+        what: "program",
+    };
+    // SAFETY: valid program whose context holds `device`; blocking build (no callback).
+    unsafe { cl_raw::program::build(program.handle, &[device], c"", None, std::ptr::null_mut()) }?;
+    // SAFETY: valid, built program; we own the kernel.
+    let kernel = unsafe { cl_raw::kernel::create(program.handle, name) }?;
+    Ok(Built {
+        kernel: Owned {
+            handle: kernel,
+            release: cl_raw::kernel::release,
+            what: "kernel",
+        },
+        _program: program,
+        _context: context,
+    })
+}
+
+/// PyOpenCL's `reasonable_work_group_size_multiple` probe: builds [`WORK_GROUP_MULTIPLE_KERNEL`]
+/// in a new context and returns its `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` (PoCL CPU 8,
+/// Intel CPU 128, Oclgrind 1).
+///
+/// # Errors
+///
+/// The status of the failing call (context, build, kernel or query).
+///
+/// # Safety
+///
+/// 1. `device` is a valid device id.
+pub unsafe fn kernel_preferred_work_group_size_multiple(
+    device: sys::cl_device_id,
+) -> Result<usize, ClError> {
+    // SAFETY: obligation 1.
+    let built = unsafe { build(device, WORK_GROUP_MULTIPLE_KERNEL, c"knl") }?;
+    // SAFETY: valid kernel of a context holding `device`; an OpenCL 1.1 query.
+    unsafe {
+        cl_raw::kernel::get_work_group_info::<usize>(
+            built.kernel.handle,
+            device,
+            sys::CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+        )
+    }
+}
+
+/// PyOpenCL's `_check_for_pocl_arg_count_bug`: builds [`STRUCT_ARG_COUNT_KERNEL`] and returns
+/// whether `CL_KERNEL_NUM_ARGS` is 2 (the struct counted as its two fields: pocl/pocl#197).
+///
+/// # Errors
+///
+/// The status of the failing call.
+///
+/// # Safety
+///
+/// 1. `device` is a valid device id.
+pub unsafe fn pocl_struct_arg_count_bug(device: sys::cl_device_id) -> Result<bool, ClError> {
+    // SAFETY: obligation 1.
+    let built = unsafe { build(device, STRUCT_ARG_COUNT_KERNEL, c"test_knl") }?;
+    // SAFETY: valid kernel; an OpenCL 1.0 query.
+    let n: sys::cl_uint =
+        unsafe { cl_raw::kernel::get_info(built.kernel.handle, sys::CL_KERNEL_NUM_ARGS) }?;
+    Ok(n == 2)
+}

@@ -464,8 +464,21 @@ impl DeviceReport {
             "[why_not_local_access_conflict_free]",
             "multiplicity (axis, bank)".to_owned(),
         );
-        for (key, o) in &ch.why_not_local_access_conflict_free.0 {
-            row(key, o.text(conflict_summary));
+        let cases = &ch.why_not_local_access_conflict_free.0;
+        let first_error = cases.first().and_then(|(_, o)| match o {
+            Outcome::Error(e) => Some(e),
+            Outcome::Value(_) => None,
+        });
+        match first_error {
+            // A CPU with cache-based local memory: every case raises the same error.
+            Some(e) if cases.iter().all(|(_, o)| *o == Outcome::Error(e.clone())) => {
+                row(&format!("all {} cases", cases.len()), format!("error: {e}"));
+            }
+            _ => {
+                for (key, o) in cases {
+                    row(key, o.text(conflict_summary));
+                }
+            }
         }
 
         if !ex.warnings.is_empty() {
