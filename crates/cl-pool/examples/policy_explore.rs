@@ -1,49 +1,50 @@
-//! Prints replay figures of the RMM-shaped random trace under several policies.
-use cl_pool::trace::{random_trace, replay, RandomTraceShape, ReplayConfig};
-use cl_pool::{Eviction, OomMode, Policy};
+//! Prints replay figures of RMM's random_allocations trace shape under PyOpenCL's policy and under
+//! capped policies (issue 8's claim). `cargo run --release -p cl-pool --example policy_explore`.
 
-fn main() {
+use cl_pool::trace::{random_trace, replay, RandomTraceShape, ReplayConfig};
+use cl_pool::{Eviction, InvalidLeadingBits, Policy};
+
+fn main() -> Result<(), InvalidLeadingBits> {
+    println!(
+        "| seed | policy | peak managed / peak active | hit rate | upstream allocs | OOM frees |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
     for seed in 1..=3 {
         let shape = RandomTraceShape {
             seed,
             ..RandomTraceShape::default()
         };
         let t = random_trace(&shape);
-        let base = replay(&t, &ReplayConfig::default()).unwrap();
-        println!(
-            "seed {seed} unbounded: ratio {:.3} hits {:.3} peak_active {} MiB peak_managed {} MiB",
-            base.managed_to_active_at_peak(),
-            base.hit_rate(),
-            base.peak_active_bytes >> 20,
-            base.peak_managed_bytes >> 20
-        );
-        for ev in [
-            Eviction::LargestBinFirst,
-            Eviction::FullestBinFirst,
-            Eviction::LeastRecentlyUsedBin,
-        ] {
-            let cap_mib = usize::MAX >> 20;
-            for lim in [20_000usize] {
-                for larger in [0u32, 4, 8, 12, 16] {
-                    let p = Policy {
-                        held_bytes_cap: Some(cap_mib << 20),
-                        managed_bytes_limit: Some(lim << 20),
-                        eviction: ev,
+        let mut rows = vec![("PyOpenCL (unbounded)".to_owned(), Policy::default())];
+        for eviction in [Eviction::LargestBinFirst, Eviction::FullestBinFirst] {
+            for larger in [0u32, 4, 8] {
+                rows.push((
+                    format!("limit 1.25 x cap, {larger} larger bins, {eviction:?}"),
+                    Policy {
+                        managed_bytes_limit: Some(shape.active_cap / 4 * 5),
                         larger_bins: larger,
-                        oom_mode: OomMode::FreeOneAtATime,
+                        eviction,
                         ..Policy::default()
-                    };
-                    let r = replay(
-                        &t,
-                        &ReplayConfig {
-                            policy: p,
-                            ..ReplayConfig::default()
-                        },
-                    )
-                    .unwrap();
-                    println!("  {ev:?} lim {lim} larger {larger}: ratio {:.3} hits {:.3} fail {} oomfree {}", r.managed_to_active_at_peak(), r.hit_rate(), r.failures, r.oom_frees);
-                }
+                    },
+                ));
             }
         }
+        for (name, policy) in rows {
+            let r = replay(
+                &t,
+                &ReplayConfig {
+                    policy,
+                    ..ReplayConfig::default()
+                },
+            )?;
+            println!(
+                "| {seed} | {name} | {:.3} | {:.3} | {} | {} |",
+                r.managed_to_active_at_peak(),
+                r.hit_rate(),
+                r.upstream_allocations,
+                r.oom_frees
+            );
+        }
     }
+    Ok(())
 }

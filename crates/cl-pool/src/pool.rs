@@ -1,21 +1,29 @@
 //! The binned memory pool (PyOpenCL's `memory_pool<Allocator>`, `src/mempool.hpp`).
 //!
-//! # Design: locking
+//! # Design: locking (decided 2026-11-22, measured on the 2-core AMD EPYC VM of this project)
 //!
-//! The pool is `Send + Sync` and shared by handle ([`MemoryPool`] is an `Arc`). Its bins are spread
-//! over [`DEFAULT_SHARDS`] shards, each a `Mutex` over an ordered map `bin -> LIFO stack`, picked by
-//! `bin % shards`: neighbouring bins (the sizes one thread tends to use together, and the distinct
-//! sizes of different threads) fall in different shards, so threads on different sizes do not wait
-//! on each other. What must be global to stay exact - `active_bytes`, `managed_bytes`, `held_bytes`,
-//! their peaks and the allocation tick - are atomics, updated outside the shard locks. Per-bin
-//! figures (hits, misses, blocks, peaks) are plain integers under the shard lock, so statistics
-//! cost no extra atomic on the hit path. A hit is: one tick increment, one shard lock, a pop, two
-//! atomic adds (active, held) and a compare for the peak; a return is the mirror image.
+//! The pool is `Send + Sync` and shared by handle ([`MemoryPool`] is an `Arc`); blocks return to it
+//! from `Drop` on any thread, which rules out `&mut self` methods (users would need their own lock
+//! and could not return blocks from other threads). Inside, the bins are spread over `shards`
+//! `Mutex`es (picked by `bin % shards`; neighbouring bins land in different shards), each an
+//! unordered map `bin -> LIFO stack` plus per-bin figures as plain integers under that lock.
 //!
-//! Alternatives considered: one `Mutex` over everything (PyOpenCL's model, where the GIL is that
-//! lock) is a few nanoseconds cheaper uncontended but serialises every thread; `&mut self` methods
-//! would force users to wrap the pool in their own lock and could not return blocks from `Drop` on
-//! other threads. Measurements: see `docs/parts/pool.md` and `benches/benches/pool.rs`.
+//! - **One shard (the default, [`DEFAULT_SHARDS`])**: every hit-path counter (active, held, tick,
+//!   peaks) is written with a plain load + store under the one lock, so a hit costs one lock/unlock
+//!   pair and nothing else atomic but the `Arc` count of the block's pool handle. Measured
+//!   (`cargo run --release -p cl-pool --example hit_latency`): allocate + drop from a warm bin
+//!   ~62 ns median, ~64 ns over 64 mixed sizes. On this VM one locked instruction costs ~6 ns and an
+//!   uncontended `Mutex` lock/unlock ~12.6 ns, so two lock pairs + the `Arc` clone/drop are ~37 ns of
+//!   that; PyOpenCL's hit is 300-400 ns.
+//! - **Several shards** ([`PoolBuilder::shards`]): threads on different sizes lock different
+//!   mutexes, but `active_bytes` (for an exact peak), `held_bytes` and the allocation tick become
+//!   atomic read-modify-writes shared by all threads: ~80-95 ns per hit single-threaded here. On
+//!   this 2-core VM neither mode makes 8 threads faster in total than one (the shared cache lines -
+//!   the lock or the global atomics, and the pool's `Arc` count - bounce between cores); sharding is
+//!   offered for many-core hosts where lock hold times, not cache-line transfers, dominate.
+//!
+//! Statistics are per-bin plain integers updated under the lock the hit takes anyway, so they add no
+//! atomic instruction (opening a [`CounterScope`] adds one compare per counter increase).
 //!
 //! **No allocator call is made while a shard lock is held**: blocks to free are taken out under the
 //! lock and freed after it is released, so an allocator may block in the driver (or call back into
@@ -28,8 +36,9 @@
 //! above it) is looked at again before every retry, so the pool never fails while a held block could
 //! have served the request.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -41,7 +50,7 @@ use crate::stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 use crate::trace::TraceEvent;
 
 /// Default number of lock shards of a pool.
-pub const DEFAULT_SHARDS: usize = 16;
+pub const DEFAULT_SHARDS: usize = 1;
 
 /// What the pool does when the upstream reports out-of-memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -166,8 +175,30 @@ struct Bin<B> {
     stats: BinStats,
 }
 
+/// Bin numbers are small distinct integers: one multiplication spreads them well enough.
+#[derive(Default, Clone, Copy)]
+struct BinHasher(u64);
+
+impl Hasher for BinHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type BinMap<B> = HashMap<BinNumber, Bin<B>, BuildHasherDefault<BinHasher>>;
+
 struct Shard<B> {
-    bins: BTreeMap<BinNumber, Bin<B>>,
+    bins: BinMap<B>,
 }
 
 /// A shard on its own cache lines, so two threads locking neighbouring shards do not false-share.
@@ -191,6 +222,9 @@ struct Inner<A: Allocator> {
     allocator: A,
     layout: BinLayout,
     shards: Shards<A::Block>,
+    /// One shard: the hit-path gauges are written with plain load/store under that shard's lock
+    /// (no atomic read-modify-write); several shards: atomic read-modify-write.
+    single: bool,
     policy: PolicyCell,
     stop_holding: AtomicBool,
     tick: AtomicU64,
@@ -314,10 +348,10 @@ impl<A: Allocator> PoolBuilder<A> {
                  unavailable long after allocation."
             );
         }
-        let shards = (0..self.shards)
+        let shards: Shards<A::Block> = (0..self.shards)
             .map(|_| {
                 Padded(Mutex::new(Shard {
-                    bins: BTreeMap::new(),
+                    bins: BinMap::default(),
                 }))
             })
             .collect();
@@ -327,6 +361,7 @@ impl<A: Allocator> PoolBuilder<A> {
             inner: Arc::new(Inner {
                 allocator: self.allocator,
                 layout,
+                single: shards.len() == 1,
                 shards,
                 policy,
                 stop_holding: AtomicBool::new(false),
@@ -420,8 +455,8 @@ impl<A: Allocator> MemoryPool<A> {
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
-        let tick = inner.tick.fetch_add(1, Ordering::Relaxed);
-        if let Found::Block(block, from) = inner.take_held(bin, size, tick) {
+        let (found, tick) = inner.take_held(bin, size, None);
+        if let Found::Block(block, from) = found {
             return self.hand_out(block, from, size);
         }
         self.allocate_miss(size, bin, tick)
@@ -458,7 +493,7 @@ impl<A: Allocator> MemoryPool<A> {
         let mut retried_once = false;
         loop {
             // Look again: the release hook (or another thread) may have returned a block.
-            if let Found::Block(block, from) = inner.take_held(bin, size, tick) {
+            if let (Found::Block(block, from), _) = inner.take_held(bin, size, Some(tick)) {
                 return self.hand_out(block, from, size);
             }
             if policy.larger_bins > 0 {
@@ -521,8 +556,8 @@ impl<A: Allocator> MemoryPool<A> {
             s.active_requested_bytes += size;
             s.peak_active_blocks = s.peak_active_blocks.max(s.active_blocks);
             s.last_used_tick = tick;
+            inner.add_active(size);
         }
-        inner.add_active(size);
         self.wrap(block, bin, size)
     }
 
@@ -691,8 +726,10 @@ impl<A: Allocator> MemoryPool<A> {
     /// Resets the peaks to the current values.
     pub fn reset_peaks(&self) {
         let i = &*self.inner;
-        i.peak_active
-            .store(i.active_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        i.with_gauges(|| {
+            i.peak_active
+                .store(i.active_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        });
         i.peak_managed
             .store(i.managed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
     }
@@ -704,15 +741,18 @@ impl<A: Allocator> MemoryPool<A> {
         let i = &*self.inner;
         let before = self.stats();
         let mut stack = lock(&i.scope_stack);
-        stack.saved.push((
-            i.scope_peak_active.load(Ordering::Relaxed),
-            i.scope_peak_managed.load(Ordering::Relaxed),
-        ));
-        i.scope_peak_active
-            .store(i.active_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
-        i.scope_peak_managed
-            .store(i.managed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
-        i.scopes_open.fetch_add(1, Ordering::SeqCst);
+        i.with_gauges(|| {
+            stack.saved.push((
+                i.scope_peak_active.load(Ordering::Relaxed),
+                i.scope_peak_managed.load(Ordering::Relaxed),
+            ));
+            i.scope_peak_active
+                .store(i.active_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+            i.scope_peak_managed
+                .store(i.managed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+            i.scopes_open.fetch_add(1, Ordering::SeqCst);
+        });
+        drop(stack);
         CounterScope {
             pool: self.clone(),
             before,
@@ -779,12 +819,69 @@ impl<A: Allocator> Inner<A> {
         }
     }
 
+    // The hit-path gauges (active, held, tick, active peaks). In single-shard mode every writer
+    // holds the one shard lock, so a plain load + store is exact and avoids a locked instruction;
+    // callers must hold a shard lock. With several shards: atomic read-modify-write.
+
+    #[inline]
+    fn gauge_add(&self, g: &AtomicUsize, d: usize) -> usize {
+        if self.single {
+            let v = g.load(Ordering::Relaxed) + d;
+            g.store(v, Ordering::Relaxed);
+            v
+        } else {
+            g.fetch_add(d, Ordering::Relaxed) + d
+        }
+    }
+
+    #[inline]
+    fn gauge_sub(&self, g: &AtomicUsize, d: usize) {
+        if self.single {
+            g.store(g.load(Ordering::Relaxed) - d, Ordering::Relaxed);
+        } else {
+            g.fetch_sub(d, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn gauge_peak(&self, peak: &AtomicUsize, value: usize) {
+        if value > peak.load(Ordering::Relaxed) {
+            if self.single {
+                peak.store(value, Ordering::Relaxed);
+            } else {
+                peak.fetch_max(value, Ordering::Relaxed);
+            }
+        }
+    }
+
+    #[inline]
+    fn next_tick(&self) -> u64 {
+        if self.single {
+            let t = self.tick.load(Ordering::Relaxed);
+            self.tick.store(t + 1, Ordering::Relaxed);
+            t
+        } else {
+            self.tick.fetch_add(1, Ordering::Relaxed)
+        }
+    }
+
+    /// Caller holds a shard lock.
     #[inline]
     fn add_active(&self, size: usize) {
-        let now = self.active_bytes.fetch_add(size, Ordering::Relaxed) + size;
-        Self::bump_peak(&self.peak_active, now);
+        let now = self.gauge_add(&self.active_bytes, size);
+        self.gauge_peak(&self.peak_active, now);
         if self.scopes_open.load(Ordering::Relaxed) > 0 {
-            Self::bump_peak(&self.scope_peak_active, now);
+            self.gauge_peak(&self.scope_peak_active, now);
+        }
+    }
+
+    /// Runs `f` where the hit-path gauges may be written (single mode: under the shard lock).
+    fn with_gauges<R>(&self, f: impl FnOnce() -> R) -> R {
+        if self.single {
+            let _guard = lock(&self.shards[0].0);
+            f()
+        } else {
+            f()
         }
     }
 
@@ -794,35 +891,40 @@ impl<A: Allocator> Inner<A> {
     }
 
     fn note_managed(&self, now: usize) {
+        // managed_bytes changes only off the hit path: always atomic read-modify-write.
         Self::bump_peak(&self.peak_managed, now);
         if self.scopes_open.load(Ordering::Relaxed) > 0 {
             Self::bump_peak(&self.scope_peak_managed, now);
         }
     }
 
-    /// Pops the most recent held block of `bin`, counting a hit.
+    /// Pops the most recent held block of `bin`, counting a hit. `tick: None` starts a new
+    /// request (draws its tick); returns the request's tick.
     #[inline]
-    fn take_held(&self, bin: BinNumber, size: usize, tick: u64) -> Found<A::Block> {
-        let block = {
-            let mut shard = self.shard(bin);
-            let Some(b) = shard.bins.get_mut(&bin) else {
-                return Found::Nothing;
-            };
-            b.stats.last_used_tick = tick;
-            let Some(block) = b.blocks.pop() else {
-                return Found::Nothing;
-            };
-            let s = &mut b.stats;
-            s.hits += 1;
-            s.active_blocks += 1;
-            s.active_requested_bytes += size;
-            s.peak_active_blocks = s.peak_active_blocks.max(s.active_blocks);
-            block
+    fn take_held(&self, bin: BinNumber, size: usize, tick: Option<u64>) -> (Found<A::Block>, u64) {
+        let tick = match tick {
+            Some(t) => Some(t),
+            None if !self.single => Some(self.next_tick()),
+            None => None,
         };
-        self.held_bytes
-            .fetch_sub(self.layout.alloc_size(bin), Ordering::Relaxed);
+        let mut shard = self.shard(bin);
+        let tick = tick.unwrap_or_else(|| self.next_tick());
+        let Some(b) = shard.bins.get_mut(&bin) else {
+            return (Found::Nothing, tick);
+        };
+        b.stats.last_used_tick = tick;
+        let Some(block) = b.blocks.pop() else {
+            return (Found::Nothing, tick);
+        };
+        let s = &mut b.stats;
+        s.hits += 1;
+        s.active_blocks += 1;
+        s.active_requested_bytes += size;
+        s.peak_active_blocks = s.peak_active_blocks.max(s.active_blocks);
+        self.gauge_sub(&self.held_bytes, s.block_bytes);
         self.add_active(size);
-        Found::Block(block, bin)
+        drop(shard);
+        (Found::Block(block, bin), tick)
     }
 
     fn take_larger(&self, bin: BinNumber, size: usize, tick: u64, n: u32) -> Found<A::Block> {
@@ -830,7 +932,7 @@ impl<A: Allocator> Inner<A> {
             let Some(b) = bin.checked_add(k) else {
                 break;
             };
-            if let Found::Block(block, from) = self.take_held(b, size, tick) {
+            if let (Found::Block(block, from), _) = self.take_held(b, size, Some(tick)) {
                 self.larger_bin_hits.fetch_add(1, Ordering::Relaxed);
                 return Found::Block(block, from);
             }
@@ -896,23 +998,31 @@ impl<A: Allocator> Inner<A> {
     /// A block comes back (PyOpenCL's `free(block, size)`).
     fn give_back(&self, block: A::Block, bin: BinNumber, size: usize) {
         let bytes = self.layout.alloc_size(bin);
-        self.active_bytes.fetch_sub(size, Ordering::Relaxed);
-        let mut hold = !self.stop_holding.load(Ordering::Relaxed);
-        if hold {
-            let cap = self.policy.held_cap.load(Ordering::Relaxed);
-            if cap == NONE {
-                self.held_bytes.fetch_add(bytes, Ordering::Relaxed);
-            } else {
-                hold = self
-                    .held_bytes
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
-                        h.checked_add(bytes).filter(|&n| n <= cap)
-                    })
-                    .is_ok();
-            }
-        }
         let to_free = {
             let mut shard = self.shard(bin);
+            self.gauge_sub(&self.active_bytes, size);
+            let hold = if self.stop_holding.load(Ordering::Relaxed) {
+                false
+            } else {
+                let cap = self.policy.held_cap.load(Ordering::Relaxed);
+                if cap == NONE {
+                    self.gauge_add(&self.held_bytes, bytes);
+                    true
+                } else if self.single {
+                    let h = self.held_bytes.load(Ordering::Relaxed);
+                    let fits = h.checked_add(bytes).is_some_and(|n| n <= cap);
+                    if fits {
+                        self.held_bytes.store(h + bytes, Ordering::Relaxed);
+                    }
+                    fits
+                } else {
+                    self.held_bytes
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
+                            h.checked_add(bytes).filter(|&n| n <= cap)
+                        })
+                        .is_ok()
+                }
+            };
             let b = shard.bin_entry(bin, self.layout);
             let s = &mut b.stats;
             s.active_blocks -= 1;
@@ -953,16 +1063,13 @@ impl<A: Allocator> Inner<A> {
             let mut best: Option<((u64, BinNumber), BinNumber)> = None;
             for shard in self.shards.iter() {
                 let shard = lock(&shard.0);
-                for (&bin, b) in shard.bins.iter().rev() {
+                for (&bin, b) in &shard.bins {
                     if b.blocks.is_empty() {
                         continue;
                     }
                     let sc = score(bin, b);
                     if best.is_none_or(|(s, _)| sc > s) {
                         best = Some((sc, bin));
-                    }
-                    if eviction == Eviction::LargestBinFirst {
-                        break;
                     }
                 }
             }
@@ -976,12 +1083,13 @@ impl<A: Allocator> Inner<A> {
                 let block = b.blocks.pop();
                 if block.is_some() {
                     b.stats.upstream_frees += 1;
+                    let bytes = b.stats.block_bytes;
+                    self.gauge_sub(&self.held_bytes, bytes);
                 }
                 block
             };
             if let Some(block) = block {
                 let bytes = self.layout.alloc_size(bin);
-                self.held_bytes.fetch_sub(bytes, Ordering::Relaxed);
                 self.managed_bytes.fetch_sub(bytes, Ordering::Relaxed);
                 if count {
                     self.reclaims.fetch_add(1, Ordering::Relaxed);
@@ -997,16 +1105,18 @@ impl<A: Allocator> Inner<A> {
         let mut taken: Vec<(BinNumber, A::Block)> = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = lock(&shard.0);
+            let mut drained = 0;
             for (&bin, b) in &mut shard.bins {
                 b.stats.upstream_frees += b.blocks.len() as u64;
+                drained += b.blocks.len() * b.stats.block_bytes;
                 taken.extend(b.blocks.drain(..).map(|blk| (bin, blk)));
             }
+            self.gauge_sub(&self.held_bytes, drained);
         }
         taken.sort_by_key(|(bin, _)| *bin);
         let n = taken.len();
         for (bin, block) in taken {
             let bytes = self.layout.alloc_size(bin);
-            self.held_bytes.fetch_sub(bytes, Ordering::Relaxed);
             self.managed_bytes.fetch_sub(bytes, Ordering::Relaxed);
             if reclaim {
                 self.reclaims.fetch_add(1, Ordering::Relaxed);
@@ -1021,17 +1131,20 @@ impl<A: Allocator> Inner<A> {
         let mut taken: Vec<(BinNumber, A::Block)> = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = lock(&shard.0);
+            let mut drained = 0;
             for (&bin, b) in &mut shard.bins {
                 if Some(bin) != keep && b.stats.last_used_tick < before && !b.blocks.is_empty() {
                     b.stats.upstream_frees += b.blocks.len() as u64;
+                    drained += b.blocks.len() * b.stats.block_bytes;
                     taken.extend(b.blocks.drain(..).map(|blk| (bin, blk)));
                 }
             }
+            self.gauge_sub(&self.held_bytes, drained);
         }
+        taken.sort_by_key(|(bin, _)| *bin);
         let mut freed = 0;
         for (bin, block) in taken {
             let bytes = self.layout.alloc_size(bin);
-            self.held_bytes.fetch_sub(bytes, Ordering::Relaxed);
             self.managed_bytes.fetch_sub(bytes, Ordering::Relaxed);
             freed += bytes;
             self.free_upstream(block);
@@ -1181,14 +1294,16 @@ impl<A: Allocator> CounterScope<A> {
         let i = &*self.pool.inner;
         let (peak_active, peak_managed) = {
             let mut stack = lock(&i.scope_stack);
-            let pa = i.scope_peak_active.load(Ordering::Relaxed);
-            let pm = i.scope_peak_managed.load(Ordering::Relaxed);
-            let (sa, sm) = stack.saved.pop().unwrap_or((0, 0));
-            // The enclosing scope saw everything this one saw.
-            i.scope_peak_active.store(sa.max(pa), Ordering::Relaxed);
-            i.scope_peak_managed.store(sm.max(pm), Ordering::Relaxed);
-            i.scopes_open.fetch_sub(1, Ordering::SeqCst);
-            (pa, pm)
+            i.with_gauges(|| {
+                let pa = i.scope_peak_active.load(Ordering::Relaxed);
+                let pm = i.scope_peak_managed.load(Ordering::Relaxed);
+                let (sa, sm) = stack.saved.pop().unwrap_or((0, 0));
+                // The enclosing scope saw everything this one saw.
+                i.scope_peak_active.store(sa.max(pa), Ordering::Relaxed);
+                i.scope_peak_managed.store(sm.max(pm), Ordering::Relaxed);
+                i.scopes_open.fetch_sub(1, Ordering::SeqCst);
+                (pa, pm)
+            })
         };
         let after = self.pool.stats();
         ScopeReport {

@@ -1,4 +1,8 @@
 //! Host tests of the pool's bookkeeping over in-memory allocators (no device).
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns; a failed unwrap is a failed test"
+)]
 
 use std::sync::{Arc, Mutex};
 
@@ -594,7 +598,7 @@ fn threads_share_a_pool_and_counters_balance() {
                 let mut s = t as u64;
                 let mut live = Vec::new();
                 for _ in 0..5000 {
-                    if live.len() < 8 && rng(&mut s) % 2 == 0 {
+                    if live.len() < 8 && rng(&mut s).is_multiple_of(2) {
                         let size = 64 * (t + 1) + usize::try_from(rng(&mut s) % 4096).unwrap();
                         live.push(pool.allocate(size).unwrap());
                     } else if !live.is_empty() {

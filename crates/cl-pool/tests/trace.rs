@@ -1,4 +1,8 @@
 //! Trace record / replay, the PyOpenCL re-computation check, and the random-trace policy claim.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] fns; a failed unwrap is a failed test"
+)]
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,0 +1,72 @@
+//! Median / p99 latency of a pool hit (allocate + drop from a warm bin) over a host allocator, and
+//! total throughput of several threads on distinct sizes.
+//! `cargo run --release -p cl-pool --example hit_latency`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use cl_pool::{InvalidLeadingBits, MemoryPool, PoolError, SimulatedAllocator};
+
+const BATCH: u32 = 1000;
+
+fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let p = |q: f64| {
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss, reason = "an index")]
+        let i = ((v.len() - 1) as f64 * q) as usize;
+        v[i]
+    };
+    (p(0.5), p(0.99))
+}
+
+fn measure(pool: &MemoryPool<SimulatedAllocator>, sizes: &[usize]) -> Result<(f64, f64), PoolError<cl_pool::HostAllocError>> {
+    for &s in sizes {
+        drop(pool.allocate(s)?);
+    }
+    let mut samples = Vec::new();
+    for _ in 0..2000 {
+        let t0 = Instant::now();
+        for i in 0..BATCH as usize {
+            let b = pool.allocate(sizes[i % sizes.len()])?;
+            black_box(&b);
+        }
+        samples.push(t0.elapsed().as_nanos() as f64 / f64::from(BATCH));
+    }
+    Ok(percentiles(samples))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mixed: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();
+    for shards in [1usize, 16] {
+        let pool = MemoryPool::builder(SimulatedAllocator::new(usize::MAX))
+            .shards(shards)
+            .build()
+            .map_err(|e: InvalidLeadingBits| e.to_string())?;
+        let (p50, p99) = measure(&pool, &[4096]).map_err(|e| e.to_string())?;
+        println!("shards {shards:2}: repeated size  p50 {p50:6.1} ns  p99 {p99:6.1} ns");
+        let (p50, p99) = measure(&pool, &mixed).map_err(|e| e.to_string())?;
+        println!("shards {shards:2}: mixed sizes    p50 {p50:6.1} ns  p99 {p99:6.1} ns");
+        let scope = pool.scope();
+        let (p50, _) = measure(&pool, &[4096]).map_err(|e| e.to_string())?;
+        drop(scope);
+        println!("shards {shards:2}: inside a scope p50 {p50:6.1} ns");
+        for threads in [1usize, 2, 8] {
+            let n = 200_000usize;
+            let t0 = Instant::now();
+            std::thread::scope(|sc| {
+                for t in 0..threads {
+                    let pool = pool.clone();
+                    sc.spawn(move || {
+                        let size = 1 << (10 + t);
+                        for _ in 0..n {
+                            black_box(pool.allocate(size).ok());
+                        }
+                    });
+                }
+            });
+            let el = t0.elapsed().as_nanos() as f64;
+            println!("shards {shards:2}: {threads} threads x {n} hits on distinct sizes: {:.1} ns per hit per thread, total {:.1} ms", el / n as f64, el / 1e6);
+        }
+    }
+    Ok(())
+}
