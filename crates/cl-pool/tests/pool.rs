@@ -590,7 +590,16 @@ fn random_traces_keep_counters_consistent() {
 
 #[test]
 fn threads_share_a_pool_and_counters_balance() {
-    let pool = MemoryPool::new(TestAllocator::new());
+    for shards in [1, 4] {
+        threads_share_a_pool(shards);
+    }
+}
+
+fn threads_share_a_pool(shards: usize) {
+    let pool = MemoryPool::builder(TestAllocator::new())
+        .shards(shards)
+        .build()
+        .unwrap();
     std::thread::scope(|sc| {
         for t in 0..8usize {
             let pool = pool.clone();
