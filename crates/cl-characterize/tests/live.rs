@@ -1,0 +1,67 @@
+//! Parity with PyOpenCL on the devices of this machine (feature `probe`).
+//!
+//! Runs `../shared/tools/pyopencl-reference` (or reads the JSON named by
+//! `CL_PYOPENCL_REFERENCE_JSON`), profiles every local device, and requires every key of PyOpenCL's
+//! `char_report` (all 50 bank-conflict cases included) to be identical, device by device. Where
+//! PyOpenCL cannot be run (its first run installs it from PyPI) or no OpenCL platform is
+//! registered, the test prints why and passes: the per-device suite in `tests/device_tests`
+//! reports that case as a skip.
+#![cfg(feature = "probe")]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use cl_characterize::probe::{profile_all, ProbeOptions};
+use cl_characterize::{parity, DeviceReport};
+use serde_json::Value;
+
+fn pyopencl_reference() -> Result<Value, String> {
+    if let Some(path) = std::env::var_os("CL_PYOPENCL_REFERENCE_JSON") {
+        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        return serde_json::from_str(&text).map_err(|e| e.to_string());
+    }
+    let tool =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/pyopencl-reference");
+    if !tool.exists() {
+        return Err(format!("{} not found", tool.display()));
+    }
+    let out = Command::new(&tool)
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", tool.display()))?;
+    if !out.status.success() {
+        return Err(format!("pyopencl-reference failed ({})", out.status));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("no JSON from pyopencl-reference: {e}"))
+}
+
+#[test]
+fn local_devices_match_pyopencl_on_every_key() {
+    let Ok((devices, errors)) = profile_all(ProbeOptions::default()) else {
+        eprintln!("NOTICE: no OpenCL platform registered; nothing compared");
+        return;
+    };
+    assert!(errors.is_empty(), "{errors:?}");
+    if devices.is_empty() {
+        eprintln!("NOTICE: no OpenCL device; nothing compared");
+        return;
+    }
+    let reference = match pyopencl_reference() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("NOTICE: PyOpenCL reference unavailable ({e}); nothing compared");
+            return;
+        }
+    };
+    let reports: Vec<DeviceReport> = devices
+        .iter()
+        .map(|d| DeviceReport::new(&d.profile))
+        .collect();
+    let p = parity::compare(&reports, &reference).unwrap();
+    eprintln!("{}", p.to_text());
+    assert_eq!(p.devices.len(), devices.len(), "{}", p.to_text());
+    for d in &p.devices {
+        assert!(d.is_identical(), "{}", p.to_text());
+        assert_eq!(d.matched.len(), 79);
+    }
+}
