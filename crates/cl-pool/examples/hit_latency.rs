@@ -12,14 +12,22 @@ const BATCH: u32 = 1000;
 fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
     v.sort_by(f64::total_cmp);
     let p = |q: f64| {
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss, reason = "an index")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "an index"
+        )]
         let i = ((v.len() - 1) as f64 * q) as usize;
         v[i]
     };
     (p(0.5), p(0.99))
 }
 
-fn measure(pool: &MemoryPool<SimulatedAllocator>, sizes: &[usize]) -> Result<(f64, f64), PoolError<cl_pool::HostAllocError>> {
+fn measure(
+    pool: &MemoryPool<SimulatedAllocator>,
+    sizes: &[usize],
+) -> Result<(f64, f64), PoolError<cl_pool::HostAllocError>> {
     for &s in sizes {
         drop(pool.allocate(s)?);
     }

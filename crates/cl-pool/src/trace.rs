@@ -169,6 +169,39 @@ pub fn replay(
     trace: &[TraceEvent],
     config: &ReplayConfig,
 ) -> Result<ReplayReport, crate::InvalidLeadingBits> {
+    replay_inner(trace, config, None)
+}
+
+/// The pool's gauges after one event of a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimelinePoint {
+    /// Managed bytes (held + active, rounded).
+    pub managed_bytes: usize,
+    /// Active bytes (requested).
+    pub active_bytes: usize,
+    /// Held bytes.
+    pub held_bytes: usize,
+}
+
+/// As [`replay`], also returning the gauges after every event (for plots: [`timeline_svg`]).
+///
+/// # Errors
+///
+/// [`crate::InvalidLeadingBits`] for a bad `leading_bits`.
+pub fn replay_with_timeline(
+    trace: &[TraceEvent],
+    config: &ReplayConfig,
+) -> Result<(ReplayReport, Vec<TimelinePoint>), crate::InvalidLeadingBits> {
+    let mut timeline = Vec::with_capacity(trace.len());
+    let report = replay_inner(trace, config, Some(&mut timeline))?;
+    Ok((report, timeline))
+}
+
+fn replay_inner(
+    trace: &[TraceEvent],
+    config: &ReplayConfig,
+    mut timeline: Option<&mut Vec<TimelinePoint>>,
+) -> Result<ReplayReport, crate::InvalidLeadingBits> {
     let pool = MemoryPool::builder(SimulatedAllocator::new(config.capacity))
         .leading_bits(config.leading_bits)
         .policy(config.policy)
@@ -191,7 +224,15 @@ pub fn replay(
                 live.remove(&id);
             }
         }
-        report.peak_held_bytes = report.peak_held_bytes.max(pool.held_bytes());
+        let held = pool.held_bytes();
+        report.peak_held_bytes = report.peak_held_bytes.max(held);
+        if let Some(t) = timeline.as_deref_mut() {
+            t.push(TimelinePoint {
+                managed_bytes: pool.managed_bytes(),
+                active_bytes: pool.active_bytes(),
+                held_bytes: held,
+            });
+        }
     }
     let s = pool.stats();
     report.hits = s.hits;
@@ -292,4 +333,67 @@ pub fn random_trace(shape: &RandomTraceShape) -> Vec<TraceEvent> {
         out.push(TraceEvent::Free { id });
     }
     out
+}
+
+/// An SVG line plot of managed (blue) and active (orange) bytes over a replay's events, for a
+/// person to look at instead of reading numbers.
+#[must_use]
+pub fn timeline_svg(points: &[TimelinePoint], title: &str) -> String {
+    use std::fmt::Write as _;
+    const W: f64 = 900.0;
+    const H: f64 = 400.0;
+    const M: f64 = 50.0;
+    let max = points
+        .iter()
+        .map(|p| p.managed_bytes.max(p.active_bytes))
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let n = points.len().max(2) - 1;
+    let xy = |i: usize, v: usize| {
+        let x = M + (W - 2.0 * M) * ratio(i as u64, n as u64);
+        let y = H - M - (H - 2.0 * M) * ratio(v as u64, max as u64);
+        (x, y)
+    };
+    let path = |f: &dyn Fn(&TimelinePoint) -> usize| {
+        let mut d = String::new();
+        for (i, p) in points.iter().enumerate() {
+            let (x, y) = xy(i, f(p));
+            let _ = write!(d, "{}{x:.1},{y:.1} ", if i == 0 { "M" } else { "L" });
+        }
+        d
+    };
+    let esc = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let mib = ratio(max as u64, 1 << 20);
+    format!(
+        concat!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+            "<text x=\"{m}\" y=\"20\" font-size=\"14\">{title}</text>\n",
+            "<line x1=\"{m}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"black\"/>\n",
+            "<line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{b}\" stroke=\"black\"/>\n",
+            "<text x=\"5\" y=\"{m}\">{mib:.0} MiB</text>\n",
+            "<text x=\"5\" y=\"{b}\">0</text>\n",
+            "<text x=\"{r}\" y=\"{lb}\" text-anchor=\"end\">{n} events</text>\n",
+            "<path d=\"{managed}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1\"/>\n",
+            "<path d=\"{active}\" fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"1\"/>\n",
+            "<text x=\"{r}\" y=\"40\" text-anchor=\"end\" fill=\"#1f77b4\">managed</text>\n",
+            "<text x=\"{r}\" y=\"55\" text-anchor=\"end\" fill=\"#ff7f0e\">active</text>\n",
+            "</svg>\n"
+        ),
+        w = W,
+        h = H,
+        m = M,
+        b = H - M,
+        r = W - M,
+        lb = H - M + 20.0,
+        title = esc,
+        mib = mib,
+        n = points.len(),
+        managed = path(&|p| p.managed_bytes),
+        active = path(&|p| p.active_bytes),
+    )
 }

@@ -219,3 +219,33 @@ fn capped_policy_stays_under_1_25x_with_85_percent_hits_on_the_random_trace() {
         assert_eq!(capped.failures, 0);
     }
 }
+
+#[test]
+fn timeline_follows_the_gauges_and_plots_as_svg() {
+    let trace = vec![
+        TraceEvent::Alloc { id: 1, size: 1000 },
+        TraceEvent::Alloc { id: 2, size: 100 },
+        TraceEvent::Free { id: 1 },
+        TraceEvent::Free { id: 2 },
+    ];
+    let (report, t) =
+        cl_pool::trace::replay_with_timeline(&trace, &ReplayConfig::default()).unwrap();
+    assert_eq!(report.upstream_allocations, 2);
+    let got: Vec<_> = t
+        .iter()
+        .map(|p| (p.managed_bytes, p.active_bytes, p.held_bytes))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (1023, 1000, 0),
+            (1126, 1100, 0),
+            (1126, 100, 1023),
+            (1126, 0, 1126)
+        ]
+    );
+    let svg = cl_pool::trace::timeline_svg(&t, "a <small> trace");
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.contains("a &lt;small&gt; trace"));
+    assert_eq!(svg.matches("<path").count(), 2);
+}
