@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use cl_characterize::probe::{profile_all, ProbeOptions};
 use cl_characterize::{parity, DeviceReport};
@@ -25,14 +26,33 @@ fn pyopencl_reference() -> Result<Value, String> {
     if !tool.exists() {
         return Err(format!("{} not found", tool.display()));
     }
-    let out = Command::new(&tool)
+    let out_path =
+        std::env::temp_dir().join(format!("cl-characterize-pyref-{}.json", std::process::id()));
+    let file = std::fs::File::create(&out_path).map_err(|e| e.to_string())?;
+    let mut child = Command::new(&tool)
+        .stdout(file)
         .stderr(Stdio::null())
-        .output()
+        .spawn()
         .map_err(|e| format!("cannot start {}: {e}", tool.display()))?;
-    if !out.status.success() {
-        return Err(format!("pyopencl-reference failed ({})", out.status));
+    // The first run installs PyOpenCL from PyPI; without network pip retries for a while.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(s) => break s,
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("pyopencl-reference took over 5 minutes".into());
+            }
+        }
+    };
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    if !status.success() {
+        return Err(format!("pyopencl-reference failed ({status})"));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("no JSON from pyopencl-reference: {e}"))
+    serde_json::from_str(&text).map_err(|e| format!("no JSON from pyopencl-reference: {e}"))
 }
 
 #[test]
