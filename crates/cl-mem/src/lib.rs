@@ -1,1 +1,96 @@
-//! cl-mem (shell).
+//! `cl-mem`: the safe OpenCL runtime of the workspace — platforms, devices, contexts, queues,
+//! events, a minimal program/kernel layer, and memory objects.
+//!
+//! **For:** owning, reference-counted wrappers whose methods check what can be checked before the
+//! driver is called (versions, capabilities, bounds, argument shapes) and return a typed
+//! [`Error`]. **Not for:** heuristics (`cl-characterize`), pooling (`cl-pool`), or a complete
+//! program/kernel API: kernels exist here so memory can be tested end to end.
+//!
+//! # Layers
+//!
+//! | crate | level | unsafe |
+//! | --- | --- | --- |
+//! | `cl-sys` (as `cl_raw::sys`) | raw FFI | all |
+//! | `cl-raw` | `Result`-returning `unsafe fn` wrappers, `ClError`, `Version` | wrappers |
+//! | **`cl-mem`** | owning types below | inside only, each block justified |
+//! | `cl-pool` | allocators, `MemoryPool`, `SvmPool` | none |
+//!
+//! # Concepts
+//!
+//! | Rust | OpenCL | PyOpenCL |
+//! | --- | --- | --- |
+//! | [`Platform`] | `cl_platform_id` | `Platform` |
+//! | [`Device`], [`DeviceType`], [`SvmCapabilities`] | `cl_device_id`, `CL_DEVICE_*` | `Device` |
+//! | [`Context`] | `cl_context` | `Context` |
+//! | [`Queue`], [`QueueProperties`] | `cl_command_queue` | `CommandQueue` |
+//! | [`Event`], [`UserEvent`] | `cl_event` | `Event`, `UserEvent` |
+//! | [`Program`], [`Kernel`], [`KernelArg`], [`LocalMemory`] | `cl_program`, `cl_kernel` | `Program`, `Kernel`, `LocalMemory` |
+//! | [`MemObject`], [`MemFlags`] | `cl_mem`, `cl_mem_flags` | `MemoryObjectHolder`, `mem_flags` |
+//! | [`Buffer`] | buffer `cl_mem` | `Buffer` |
+//! | [`Pod`] | by-value data | numpy dtypes |
+//! | [`select`] (`CL_TEST`, `CL_CTX`) | — | `PYOPENCL_TEST`, `create_some_context` |
+//!
+//! # Handles
+//!
+//! Each wrapper owns exactly one OpenCL reference: `Clone` retains, `Drop` releases. `Drop` never
+//! panics; a failed release is logged through `tracing`, and `release(self)` reports it to callers
+//! who care. Raw-handle vocabulary: `as_raw`, `into_raw`, `unsafe fn from_raw` (adopts a
+//! reference), `unsafe fn from_raw_retained` (retains first). [`Platform`] and [`Device`] are
+//! `Copy` ids (root devices have no reference count).
+//!
+//! # Thread safety
+//!
+//! Since OpenCL 1.1 every API call is thread-safe except `clSetKernelArg`,
+//! `clSetKernelArgSVMPointer`, `clSetKernelExecInfo` and `clCloneKernel` on one kernel object. So
+//! every type here is `Send + Sync` except [`Kernel`], which is `Send`, not `Sync`, and not
+//! `Clone` (setting arguments takes `&mut self`).
+//!
+//! # Version gating
+//!
+//! An OpenCL 1.2 platform (Oclgrind) hangs on a 3.0 entry point instead of failing, so every
+//! entry point newer than 1.2 is gated on the *platform* version (and device features on the
+//! *device* version) before the call, failing with [`Error::Unsupported`]. Versions are parsed once
+//! per [`Device`] and cached. Queues use `clCreateCommandQueueWithProperties` only on 2.0+.
+//!
+//! # Safety model
+//!
+//! `unsafe` appears only where raw handles are adopted (`from_raw`), where a raw SVM pointer is
+//! passed ([`Kernel::set_arg_svm_pointer`]), and in the `unsafe trait`s [`Pod`], [`MemObject`]
+//! and [`KernelArg`] whose implementors promise valid bytes or handles. Host memory given to a
+//! transfer is borrowed only by blocking calls. Kernels retain the memory objects set as their
+//! arguments, so dropping a buffer between `set_arg` and the enqueue cannot dangle.
+//!
+//! # Features
+//!
+//! None.
+
+mod buffer;
+mod context;
+mod device;
+mod error;
+mod event;
+mod kernel;
+mod memory;
+mod platform;
+mod pod;
+mod program;
+mod queue;
+pub mod select;
+
+pub use cl_raw::{ClError, Version};
+
+pub use buffer::Buffer;
+pub use context::Context;
+pub use device::{
+    AtomicCapabilities, Device, DeviceType, ImageLimits, LocalMemType, SvmCapabilities,
+    VendorAttributes,
+};
+pub use error::{Error, Result};
+pub use event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
+pub use kernel::{ArgValue, Kernel, KernelArg, LocalMemory, NullMem};
+pub use memory::{MemFlags, MemObject, MemObjectType};
+pub use platform::Platform;
+pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
+pub use program::Program;
+pub use queue::{Queue, QueueBuilder, QueueProperties};
+pub use select::{create_some_context, test_devices};

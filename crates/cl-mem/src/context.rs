@@ -1,0 +1,235 @@
+//! [`Context`]: the scope of memory objects, programs and queues.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cl_raw::{context as raw, sys, Version};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::platform::Platform;
+
+/// An OpenCL context over one or more devices of one platform.
+///
+/// Owns one reference: `Clone` retains, `Drop` releases (failures are logged, never panic). The
+/// device list is read once at construction.
+pub struct Context {
+    raw: sys::cl_context,
+    devices: Arc<[Device]>,
+}
+
+// SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"; the
+// only exceptions act on kernels), so a context may be used and released from any thread.
+unsafe impl Send for Context {}
+// SAFETY: as for `Send`; `&Context` only reaches thread-safe calls.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// A context over `devices`, which must be non-empty and of one platform.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty list or devices of several platforms (checked
+    /// before calling); [`Error::Cl`] from `clCreateContext`.
+    pub fn new(devices: &[Device]) -> Result<Context> {
+        let first = devices
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("a context needs at least one device".into()))?;
+        let platform = first.platform();
+        if devices.iter().any(|d| d.platform() != platform) {
+            return Err(Error::InvalidArgument(
+                "the devices of a context must share one platform".into(),
+            ));
+        }
+        let ids: Vec<sys::cl_device_id> = devices.iter().map(Device::as_raw).collect();
+        let props = [
+            sys::CL_CONTEXT_PLATFORM as sys::cl_context_properties,
+            platform.as_raw() as isize,
+            0,
+        ];
+        // SAFETY: valid devices of one platform, a 0-terminated property list, no callback; we
+        // own the returned reference.
+        let raw = unsafe { raw::create(&props, &ids, None, std::ptr::null_mut()) }
+            .map_err(Error::cl("clCreateContext"))?;
+        Ok(Context {
+            raw,
+            devices: devices.into(),
+        })
+    }
+
+    /// A context over one device.
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::new`].
+    pub fn from_device(device: &Device) -> Result<Context> {
+        Context::new(std::slice::from_ref(device))
+    }
+
+    /// Adopts one reference to a raw context (no retain).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] when its devices cannot be queried; the reference is then released.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid context and the caller gives its reference to the new `Context`.
+    pub unsafe fn from_raw(raw: sys::cl_context) -> Result<Context> {
+        // SAFETY: obligation 1.
+        let ids: Result<Vec<sys::cl_device_id>> =
+            unsafe { raw::get_info(raw, sys::CL_CONTEXT_DEVICES) }
+                .map_err(Error::cl("clGetContextInfo"));
+        let devices: Result<Vec<Device>> = ids.and_then(|ids| {
+            // SAFETY: ids of the context's (root) devices.
+            ids.into_iter()
+                .map(|id| unsafe { Device::from_raw(id) })
+                .collect()
+        });
+        match devices {
+            Ok(devices) => Ok(Context {
+                raw,
+                devices: devices.into(),
+            }),
+            Err(e) => {
+                // SAFETY: we own the reference (obligation 1) and give it up here.
+                if let Err(r) = unsafe { raw::release(raw) } {
+                    tracing::warn!(status = %r, "clReleaseContext failed");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Retains a raw context and wraps the new reference.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clRetainContext` or the device queries.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid context.
+    pub unsafe fn from_raw_retained(raw: sys::cl_context) -> Result<Context> {
+        // SAFETY: obligation 1.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainContext"))?;
+        // SAFETY: we now own the reference just taken.
+        unsafe { Context::from_raw(raw) }
+    }
+
+    /// The raw handle (still owned by `self`).
+    pub fn as_raw(&self) -> sys::cl_context {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    pub fn into_raw(self) -> sys::cl_context {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// The context's devices, in creation order.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// The number of devices (`CL_CONTEXT_NUM_DEVICES`).
+    pub fn num_devices(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The platform of the context's devices.
+    pub fn platform(&self) -> Platform {
+        self.devices[0].platform()
+    }
+
+    /// The platform's version; entry points are gated on it.
+    pub fn platform_version(&self) -> Version {
+        self.devices[0].platform_version()
+    }
+
+    /// The lowest version among the context's devices (what every device supports).
+    pub fn min_device_version(&self) -> Version {
+        self.devices
+            .iter()
+            .map(Device::version)
+            .min()
+            .unwrap_or(Version::V1_0)
+    }
+
+    /// [`Error::Unsupported`] unless the platform is at least `needed` (for entry points).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] naming `feature`.
+    pub fn require_platform_version(&self, needed: Version, feature: &'static str) -> Result<()> {
+        let have = self.platform_version();
+        if have >= needed {
+            Ok(())
+        } else {
+            Err(Error::needs_version(feature, needed, "platform", have))
+        }
+    }
+
+    /// `CL_CONTEXT_REFERENCE_COUNT` (for tests and leak hunting; racy by nature).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetContextInfo`.
+    pub fn reference_count(&self) -> Result<u32> {
+        // SAFETY: valid handle; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_CONTEXT_REFERENCE_COUNT) }
+            .map_err(Error::cl("clGetContextInfo"))
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clReleaseContext`.
+    pub fn release(self) -> Result<()> {
+        let raw = self.into_raw();
+        // SAFETY: we owned this reference.
+        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseContext"))
+    }
+}
+
+impl Clone for Context {
+    fn clone(&self) -> Context {
+        // SAFETY: `self.raw` is valid while `self` lives. A failing retain on a valid handle means
+        // the driver is broken; the clone still owns nothing extra then, so log loudly.
+        if let Err(e) = unsafe { raw::retain(self.raw) } {
+            tracing::error!(status = %e, "clRetainContext failed");
+        }
+        Context {
+            raw: self.raw,
+            devices: Arc::clone(&self.devices),
+        }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference to a valid context.
+        if let Err(e) = unsafe { raw::release(self.raw) } {
+            tracing::warn!(status = %e, "clReleaseContext failed in drop");
+        }
+    }
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Context) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for Context {}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("raw", &self.raw)
+            .field("devices", &self.devices)
+            .finish()
+    }
+}

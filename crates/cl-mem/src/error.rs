@@ -1,0 +1,166 @@
+//! [`Error`]: everything a `cl-mem` call can fail with, and the [`Result`] alias.
+
+use cl_raw::{ClError, Version, VersionParseError};
+
+use crate::select::SelectError;
+
+/// `Result<T, cl_mem::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a `cl-mem` call failed.
+///
+/// Driver failures say which call failed ([`Error::Cl`]); everything `cl-mem` can check before
+/// calling the driver (versions, capabilities, bounds, alignment, argument shapes) has its own
+/// variant and never reaches the driver.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// An OpenCL call returned an error status: `"clEnqueueReadBuffer failed: CL_INVALID_VALUE"`.
+    #[error("{call} failed: {status}")]
+    Cl {
+        /// The C function that failed (`"clCreateBuffer"`).
+        call: &'static str,
+        /// The status it returned.
+        status: ClError,
+    },
+    /// The platform or device is too old for, or lacks, what was asked; checked before calling
+    /// (some drivers hang on entry points newer than their version).
+    #[error("{feature} is not supported: needs {needs}")]
+    Unsupported {
+        /// What was asked for (`"clCreateBufferWithProperties"`, `"out-of-order queues"`).
+        feature: &'static str,
+        /// What it needs and what is there (`"OpenCL 3.0, the platform is OpenCL 1.2"`).
+        needs: String,
+    },
+    /// An offset, size or pointer is not a multiple of the alignment it must have.
+    #[error("misaligned {what}: {value} is not a multiple of {alignment}")]
+    Misaligned {
+        /// What is misaligned (`"sub-buffer origin"`).
+        what: &'static str,
+        /// The offending value.
+        value: usize,
+        /// The required alignment.
+        alignment: usize,
+    },
+    /// A range reaches past the end of the object it addresses.
+    #[error("out of bounds: {what} at offset {offset} with length {len} exceeds size {size}")]
+    OutOfBounds {
+        /// What was accessed (`"buffer read"`).
+        what: &'static str,
+        /// Start of the range, in bytes.
+        offset: usize,
+        /// Length of the range, in bytes.
+        len: usize,
+        /// Size of the object, in bytes.
+        size: usize,
+    },
+    /// An argument is invalid in a way the driver need not be asked about (an empty device list,
+    /// a zero size, devices from different platforms, a string with a NUL byte, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// `clBuildProgram` failed; `log` holds the build log of every device, each headed by the
+    /// device name.
+    #[error("clBuildProgram failed: {status}\n{log}")]
+    Build {
+        /// The status `clBuildProgram` returned (usually `CL_BUILD_PROGRAM_FAILURE`).
+        status: ClError,
+        /// The build logs.
+        log: String,
+    },
+    /// A version string reported by the driver does not follow the spec's format.
+    #[error(transparent)]
+    Version(#[from] VersionParseError),
+    /// A device selector (`CL_TEST`, `CL_CTX`, `PYOPENCL_TEST`) is malformed or matches nothing.
+    #[error("{variable}: {source}")]
+    Select {
+        /// Where the selector came from (`"CL_TEST"`, or `"selector"` when passed directly).
+        variable: String,
+        /// What is wrong with it.
+        source: SelectError,
+    },
+}
+
+impl Error {
+    /// A mapper for `map_err`: `.map_err(Error::cl("clCreateBuffer"))`.
+    pub fn cl(call: &'static str) -> impl Fn(ClError) -> Error {
+        move |status| Error::Cl { call, status }
+    }
+
+    /// The OpenCL status, when the error came from the driver.
+    pub fn cl_status(&self) -> Option<ClError> {
+        match self {
+            Error::Cl { status, .. } | Error::Build { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// True when the driver reported one of the out-of-memory statuses (-4, -5, -6): memory pools
+    /// free cached blocks and retry on this.
+    pub fn is_out_of_memory(&self) -> bool {
+        self.cl_status().is_some_and(ClError::is_out_of_memory)
+    }
+
+    /// An [`Error::Unsupported`] for a version requirement.
+    pub fn needs_version(
+        feature: &'static str,
+        needed: Version,
+        what: &str,
+        have: Version,
+    ) -> Error {
+        Error::Unsupported {
+            feature,
+            needs: format!("OpenCL {needed}, the {what} is OpenCL {have}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_call_and_status() {
+        let e = Error::cl("clEnqueueReadBuffer")(ClError::InvalidValue);
+        assert_eq!(
+            e.to_string(),
+            "clEnqueueReadBuffer failed: CL_INVALID_VALUE"
+        );
+        assert_eq!(e.cl_status(), Some(ClError::InvalidValue));
+        assert!(!e.is_out_of_memory());
+        assert!(Error::cl("clCreateBuffer")(ClError::OutOfResources).is_out_of_memory());
+    }
+
+    #[test]
+    fn semantic_variants_read_well() {
+        let e = Error::needs_version(
+            "clCreateBufferWithProperties",
+            Version::V3_0,
+            "platform",
+            Version::V1_2,
+        );
+        assert_eq!(
+            e.to_string(),
+            "clCreateBufferWithProperties is not supported: needs OpenCL 3.0, the platform is OpenCL 1.2"
+        );
+        let e = Error::OutOfBounds {
+            what: "buffer read",
+            offset: 8,
+            len: 16,
+            size: 16,
+        };
+        assert_eq!(
+            e.to_string(),
+            "out of bounds: buffer read at offset 8 with length 16 exceeds size 16"
+        );
+        let e = Error::Misaligned {
+            what: "sub-buffer origin",
+            value: 3,
+            alignment: 128,
+        };
+        assert_eq!(
+            e.to_string(),
+            "misaligned sub-buffer origin: 3 is not a multiple of 128"
+        );
+        assert_eq!(e.cl_status(), None);
+    }
+}

@@ -1,0 +1,368 @@
+//! [`Event`]: completion of an enqueued command; [`UserEvent`]: one the host completes.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cl_raw::{event as raw, sys, ClError};
+use smallvec::SmallVec;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// `CL_EVENT_COMMAND_EXECUTION_STATUS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventStatus {
+    /// `CL_QUEUED`.
+    Queued,
+    /// `CL_SUBMITTED`.
+    Submitted,
+    /// `CL_RUNNING`.
+    Running,
+    /// `CL_COMPLETE`.
+    Complete,
+    /// The command was abnormally terminated with this (negative) status.
+    Error(ClError),
+}
+
+impl EventStatus {
+    /// Decodes a raw execution status.
+    pub fn from_raw(status: sys::cl_int) -> EventStatus {
+        match status {
+            s if s == sys::CL_COMPLETE as sys::cl_int => EventStatus::Complete,
+            s if s == sys::CL_RUNNING as sys::cl_int => EventStatus::Running,
+            s if s == sys::CL_SUBMITTED as sys::cl_int => EventStatus::Submitted,
+            s if s == sys::CL_QUEUED as sys::cl_int => EventStatus::Queued,
+            s => EventStatus::Error(ClError::from_code(s)),
+        }
+    }
+}
+
+/// The states a callback can be registered for (`clSetEventCallback`'s
+/// `command_exec_callback_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallbackOn {
+    /// `CL_SUBMITTED`.
+    Submitted,
+    /// `CL_RUNNING`.
+    Running,
+    /// `CL_COMPLETE` (also fires, with an error status, when the command fails).
+    Complete,
+}
+
+/// Device timestamps of a command in nanoseconds (`clGetEventProfilingInfo`); needs a queue
+/// created with `QueueProperties::PROFILING_ENABLE` and a completed command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProfilingTimes {
+    /// `CL_PROFILING_COMMAND_QUEUED`.
+    pub queued: u64,
+    /// `CL_PROFILING_COMMAND_SUBMIT`.
+    pub submitted: u64,
+    /// `CL_PROFILING_COMMAND_START`.
+    pub started: u64,
+    /// `CL_PROFILING_COMMAND_END`.
+    pub ended: u64,
+}
+
+impl ProfilingTimes {
+    /// `ended - started`, in nanoseconds (0 if a driver reports them out of order).
+    pub fn duration_ns(&self) -> u64 {
+        self.ended.saturating_sub(self.started)
+    }
+}
+
+/// An OpenCL event. Owns one reference: `Clone` retains, `Drop` releases (never panics).
+pub struct Event {
+    raw: sys::cl_event,
+}
+
+// SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); an
+// event may be waited on, queried and released from any thread.
+unsafe impl Send for Event {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Event {}
+
+/// Raw handles of a wait list, without allocating for short lists.
+pub(crate) fn raw_list(events: &[&Event]) -> SmallVec<[sys::cl_event; 8]> {
+    events.iter().map(|e| e.raw).collect()
+}
+
+type BoxedCallback = Box<dyn FnOnce(EventStatus) + Send + 'static>;
+
+extern "C" fn trampoline(_event: sys::cl_event, status: sys::cl_int, user_data: *mut c_void) {
+    // SAFETY: `user_data` is the `Box<BoxedCallback>` leaked by `Event::on`; the driver calls each
+    // registered callback exactly once, so it is reclaimed exactly once.
+    let callback = unsafe { Box::from_raw(user_data.cast::<BoxedCallback>()) };
+    // A panic must not unwind into the driver's thread (undefined behaviour across `extern "C"`).
+    if catch_unwind(AssertUnwindSafe(move || {
+        callback(EventStatus::from_raw(status))
+    }))
+    .is_err()
+    {
+        tracing::error!("event callback panicked; the panic was contained");
+    }
+}
+
+impl Event {
+    /// Adopts one reference to a raw event (no retain).
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid event and the caller gives its reference to the new `Event`.
+    pub unsafe fn from_raw(raw: sys::cl_event) -> Event {
+        Event { raw }
+    }
+
+    /// Retains a raw event and wraps the new reference.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clRetainEvent`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid event.
+    pub unsafe fn from_raw_retained(raw: sys::cl_event) -> Result<Event> {
+        // SAFETY: obligation 1.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainEvent"))?;
+        Ok(Event { raw })
+    }
+
+    /// The raw handle (still owned by `self`).
+    pub fn as_raw(&self) -> sys::cl_event {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    pub fn into_raw(self) -> sys::cl_event {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Blocks until the command completed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clWaitForEvents` (`CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST` when
+    /// the command failed).
+    pub fn wait(&self) -> Result<()> {
+        // SAFETY: a valid event.
+        unsafe { raw::wait_for_events(&[self.raw]) }.map_err(Error::cl("clWaitForEvents"))
+    }
+
+    /// Blocks until every event completed; an empty list returns at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clWaitForEvents` (`CL_INVALID_CONTEXT` for events of several
+    /// contexts).
+    pub fn wait_for_all(events: &[&Event]) -> Result<()> {
+        let list = raw_list(events);
+        // SAFETY: valid events.
+        unsafe { raw::wait_for_events(&list) }.map_err(Error::cl("clWaitForEvents"))
+    }
+
+    /// The execution status.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventInfo`.
+    pub fn status(&self) -> Result<EventStatus> {
+        // SAFETY: a valid event; a 1.0 parameter.
+        let s: sys::cl_int =
+            unsafe { raw::get_info(self.raw, sys::CL_EVENT_COMMAND_EXECUTION_STATUS) }
+                .map_err(Error::cl("clGetEventInfo"))?;
+        Ok(EventStatus::from_raw(s))
+    }
+
+    /// `CL_EVENT_COMMAND_TYPE` (`CL_COMMAND_NDRANGE_KERNEL`, `CL_COMMAND_USER`, ...).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventInfo`.
+    pub fn command_type(&self) -> Result<sys::cl_command_type> {
+        // SAFETY: a valid event; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_EVENT_COMMAND_TYPE) }
+            .map_err(Error::cl("clGetEventInfo"))
+    }
+
+    /// All four profiling timestamps.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventProfilingInfo`: `CL_PROFILING_INFO_NOT_AVAILABLE` when the
+    /// queue was not created for profiling, for user events, or before completion.
+    pub fn profiling(&self) -> Result<ProfilingTimes> {
+        let get = |param| {
+            // SAFETY: a valid event.
+            unsafe { raw::get_profiling_info(self.raw, param) }
+                .map_err(Error::cl("clGetEventProfilingInfo"))
+        };
+        Ok(ProfilingTimes {
+            queued: get(sys::CL_PROFILING_COMMAND_QUEUED)?,
+            submitted: get(sys::CL_PROFILING_COMMAND_SUBMIT)?,
+            started: get(sys::CL_PROFILING_COMMAND_START)?,
+            ended: get(sys::CL_PROFILING_COMMAND_END)?,
+        })
+    }
+
+    /// Runs `callback` once the command reaches `on` (or fails), on a driver thread.
+    ///
+    /// The closure gets the status that triggered it. It must not block or call blocking OpenCL
+    /// functions (`wait`, `finish`, blocking transfers): the spec leaves that undefined. A panic
+    /// inside it is caught and logged.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clSetEventCallback` (the closure is dropped then).
+    pub fn on(
+        &self,
+        on: CallbackOn,
+        callback: impl FnOnce(EventStatus) + Send + 'static,
+    ) -> Result<()> {
+        let kind = match on {
+            CallbackOn::Submitted => sys::CL_SUBMITTED,
+            CallbackOn::Running => sys::CL_RUNNING,
+            CallbackOn::Complete => sys::CL_COMPLETE,
+        } as sys::cl_int;
+        let boxed: Box<BoxedCallback> = Box::new(Box::new(callback));
+        let user_data = Box::into_raw(boxed).cast::<c_void>();
+        // SAFETY: a valid event; `user_data` stays valid until `trampoline` reclaims it, which the
+        // driver calls exactly once; the trampoline never unwinds.
+        match unsafe { raw::set_callback(self.raw, kind, trampoline, user_data) } {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // SAFETY: registration failed, so the driver will never call the trampoline: the
+                // box is still ours.
+                drop(unsafe { Box::from_raw(user_data.cast::<BoxedCallback>()) });
+                Err(Error::cl("clSetEventCallback")(e))
+            }
+        }
+    }
+
+    /// Shorthand for [`Event::on`] with [`CallbackOn::Complete`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Event::on`].
+    pub fn on_complete(&self, callback: impl FnOnce(EventStatus) + Send + 'static) -> Result<()> {
+        self.on(CallbackOn::Complete, callback)
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clReleaseEvent`.
+    pub fn release(self) -> Result<()> {
+        let raw = self.into_raw();
+        // SAFETY: we owned this reference.
+        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseEvent"))
+    }
+}
+
+impl Clone for Event {
+    fn clone(&self) -> Event {
+        // SAFETY: `self.raw` is valid while `self` lives.
+        if let Err(e) = unsafe { raw::retain(self.raw) } {
+            tracing::error!(status = %e, "clRetainEvent failed");
+        }
+        Event { raw: self.raw }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference to a valid event.
+        if let Err(e) = unsafe { raw::release(self.raw) } {
+            tracing::warn!(status = %e, "clReleaseEvent failed in drop");
+        }
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for Event {}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event").field("raw", &self.raw).finish()
+    }
+}
+
+/// A user event (OpenCL 1.1): commands can wait on it until the host completes it.
+///
+/// Derefs to [`Event`]. Completing it twice is `CL_INVALID_OPERATION` from the driver. A user
+/// event dropped without a status leaves commands waiting on it blocked forever; set one first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserEvent {
+    event: Event,
+}
+
+impl UserEvent {
+    /// A new user event in `context`, status `CL_SUBMITTED`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clCreateUserEvent`.
+    pub fn new(context: &Context) -> Result<UserEvent> {
+        // SAFETY: a valid context; we own the returned reference.
+        let raw = unsafe { raw::create_user_event(context.as_raw()) }
+            .map_err(Error::cl("clCreateUserEvent"))?;
+        // SAFETY: a fresh reference we own.
+        let event = unsafe { Event::from_raw(raw) };
+        Ok(UserEvent { event })
+    }
+
+    /// Marks it `CL_COMPLETE`, releasing commands that wait on it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clSetUserEventStatus` (`CL_INVALID_OPERATION` if already set).
+    pub fn set_complete(&self) -> Result<()> {
+        // SAFETY: a valid user event.
+        unsafe { raw::set_user_event_status(self.event.raw, sys::CL_COMPLETE as sys::cl_int) }
+            .map_err(Error::cl("clSetUserEventStatus"))
+    }
+
+    /// Marks it failed with `status` (must be a negative OpenCL status); commands waiting on it
+    /// fail too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for `ClError::Unknown` codes that are not negative (checked
+    /// first); [`Error::Cl`] from `clSetUserEventStatus`.
+    pub fn set_error(&self, status: ClError) -> Result<()> {
+        let code = status.code();
+        if code >= 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a user event error status must be negative, got {code}"
+            )));
+        }
+        // SAFETY: a valid user event; a negative status.
+        unsafe { raw::set_user_event_status(self.event.raw, code) }
+            .map_err(Error::cl("clSetUserEventStatus"))
+    }
+
+    /// The underlying event (also reachable through `Deref`).
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+}
+
+impl std::ops::Deref for UserEvent {
+    type Target = Event;
+    fn deref(&self) -> &Event {
+        &self.event
+    }
+}
+
+impl AsRef<Event> for UserEvent {
+    fn as_ref(&self) -> &Event {
+        &self.event
+    }
+}

@@ -1,0 +1,164 @@
+//! [`Program`]: OpenCL C source built for the devices of a context (minimal: what tests of memory
+//! need).
+
+use std::ffi::CString;
+use std::fmt;
+
+use cl_raw::{program as raw, sys, ClError};
+
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+
+/// A program object. Owns one reference: `Clone` retains, `Drop` releases (never panics).
+pub struct Program {
+    raw: sys::cl_program,
+    context: Context,
+}
+
+// SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"),
+// including clBuildProgram and clCreateKernel on one program.
+unsafe impl Send for Program {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Program {}
+
+impl Program {
+    /// A program from OpenCL C source, not yet built.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for empty source (checked first); [`Error::Cl`] from
+    /// `clCreateProgramWithSource`.
+    pub fn from_source(context: &Context, source: &str) -> Result<Program> {
+        if source.trim().is_empty() {
+            return Err(Error::InvalidArgument("program source is empty".into()));
+        }
+        // SAFETY: a valid context; we own the returned program.
+        let raw = unsafe { raw::create_with_source(context.as_raw(), &[source]) }
+            .map_err(Error::cl("clCreateProgramWithSource"))?;
+        Ok(Program {
+            raw,
+            context: context.clone(),
+        })
+    }
+
+    /// Creates and builds in one step: [`Program::from_source`] then [`Program::build`].
+    ///
+    /// # Errors
+    ///
+    /// As both; a compile error is [`Error::Build`] with the log.
+    pub fn build_from_source(context: &Context, source: &str, options: &str) -> Result<Program> {
+        let p = Program::from_source(context, source)?;
+        p.build(options)?;
+        Ok(p)
+    }
+
+    /// Builds for every device of the context (blocking).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `options` contains a NUL byte (checked first);
+    /// [`Error::Build`] with every device's build log when compilation fails; [`Error::Cl`] for
+    /// other `clBuildProgram` failures.
+    pub fn build(&self, options: &str) -> Result<()> {
+        let options = CString::new(options)
+            .map_err(|_| Error::InvalidArgument("build options contain a NUL byte".into()))?;
+        // SAFETY: a valid program; all devices of its context; no callback (blocking build).
+        match unsafe { raw::build(self.raw, &[], &options, None, std::ptr::null_mut()) } {
+            Ok(()) => Ok(()),
+            Err(
+                status @ (ClError::BuildProgramFailure
+                | ClError::InvalidBuildOptions
+                | ClError::CompilerNotAvailable),
+            ) => {
+                let mut log = String::new();
+                for device in self.context.devices() {
+                    let name = device.name().unwrap_or_else(|_| "?".into());
+                    let text = self
+                        .build_log(device)
+                        .unwrap_or_else(|e| format!("(build log unavailable: {e})"));
+                    log.push_str(&format!(
+                        "--- build log for {name} ---\n{}\n",
+                        text.trim_end()
+                    ));
+                }
+                Err(Error::Build { status, log })
+            }
+            Err(status) => Err(Error::cl("clBuildProgram")(status)),
+        }
+    }
+
+    /// `CL_PROGRAM_BUILD_LOG` for one device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramBuildInfo`.
+    pub fn build_log(&self, device: &Device) -> Result<String> {
+        // SAFETY: a valid program; `device` is checked by the driver (CL_INVALID_DEVICE).
+        unsafe { raw::get_build_info(self.raw, device.as_raw(), sys::CL_PROGRAM_BUILD_LOG) }
+            .map_err(Error::cl("clGetProgramBuildInfo"))
+    }
+
+    /// `CL_PROGRAM_KERNEL_NAMES` (1.2), split on `;`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramInfo` (`CL_INVALID_PROGRAM_EXECUTABLE` before a build).
+    pub fn kernel_names(&self) -> Result<Vec<String>> {
+        // SAFETY: a valid program; a 1.2 parameter on the 1.2+ platforms this crate supports.
+        let s: String = unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_KERNEL_NAMES) }
+            .map_err(Error::cl("clGetProgramInfo"))?;
+        Ok(s.split(';')
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// A kernel of this (built) program.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::new`].
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        Kernel::new(self, name)
+    }
+
+    /// The program's context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The raw handle (still owned by `self`).
+    pub fn as_raw(&self) -> sys::cl_program {
+        self.raw
+    }
+}
+
+impl Clone for Program {
+    fn clone(&self) -> Program {
+        // SAFETY: `self.raw` is valid while `self` lives.
+        if let Err(e) = unsafe { raw::retain(self.raw) } {
+            tracing::error!(status = %e, "clRetainProgram failed");
+        }
+        Program {
+            raw: self.raw,
+            context: self.context.clone(),
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference to a valid program.
+        if let Err(e) = unsafe { raw::release(self.raw) } {
+            tracing::warn!(status = %e, "clReleaseProgram failed in drop");
+        }
+    }
+}
+
+impl fmt::Debug for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Program").field("raw", &self.raw).finish()
+    }
+}

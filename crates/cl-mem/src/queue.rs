@@ -1,0 +1,329 @@
+//! [`Queue`]: a host command queue (in-order by default), with flush/finish, markers and
+//! barriers.
+
+use std::fmt;
+
+use bitflags::bitflags;
+use cl_raw::{queue as raw, sys, Version};
+
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+
+bitflags! {
+    /// `cl_command_queue_properties` for host queues.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct QueueProperties: sys::cl_command_queue_properties {
+        /// `CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE`: commands may run in any order their wait
+        /// lists allow.
+        const OUT_OF_ORDER_EXEC_MODE_ENABLE = sys::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+        /// `CL_QUEUE_PROFILING_ENABLE`: events carry profiling timestamps.
+        const PROFILING_ENABLE = sys::CL_QUEUE_PROFILING_ENABLE;
+        /// `CL_QUEUE_ON_DEVICE` (2.0; device-side queues are not wrapped by `Queue`).
+        const ON_DEVICE = sys::CL_QUEUE_ON_DEVICE;
+        /// `CL_QUEUE_ON_DEVICE_DEFAULT` (2.0).
+        const ON_DEVICE_DEFAULT = sys::CL_QUEUE_ON_DEVICE_DEFAULT;
+    }
+}
+
+/// Builds a [`Queue`]: `Queue::builder(&ctx, &dev).out_of_order(true).profiling(true).build()`.
+#[derive(Debug)]
+#[must_use = "call .build()"]
+pub struct QueueBuilder<'a> {
+    context: &'a Context,
+    device: Device,
+    properties: QueueProperties,
+}
+
+impl QueueBuilder<'_> {
+    /// Out-of-order execution (`CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE`).
+    pub fn out_of_order(mut self, on: bool) -> Self {
+        self.properties
+            .set(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE, on);
+        self
+    }
+
+    /// Profiling timestamps on events (`CL_QUEUE_PROFILING_ENABLE`).
+    pub fn profiling(mut self, on: bool) -> Self {
+        self.properties.set(QueueProperties::PROFILING_ENABLE, on);
+        self
+    }
+
+    /// Creates the queue.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::with_properties`].
+    pub fn build(self) -> Result<Queue> {
+        Queue::with_properties(self.context, &self.device, self.properties)
+    }
+}
+
+/// A host command queue on one device of a context.
+///
+/// Owns one reference: `Clone` retains, `Drop` releases (never panics). Keeps its context alive.
+pub struct Queue {
+    raw: sys::cl_command_queue,
+    context: Context,
+    device: Device,
+    properties: QueueProperties,
+}
+
+// SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"), so
+// several threads may enqueue into, flush, finish and release one queue.
+unsafe impl Send for Queue {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Queue {}
+
+impl Queue {
+    /// An in-order queue without profiling.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::with_properties`].
+    pub fn new(context: &Context, device: &Device) -> Result<Queue> {
+        Queue::with_properties(context, device, QueueProperties::empty())
+    }
+
+    /// A builder for out-of-order and profiling queues.
+    pub fn builder<'a>(context: &'a Context, device: &Device) -> QueueBuilder<'a> {
+        QueueBuilder {
+            context,
+            device: *device,
+            properties: QueueProperties::empty(),
+        }
+    }
+
+    /// A queue with explicit properties.
+    ///
+    /// Uses `clCreateCommandQueueWithProperties` when platform and device are 2.0 or newer and the
+    /// classic `clCreateCommandQueue` otherwise (a 1.2 platform may hang on the 2.0 entry point).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `device` is not in `context` or device-queue bits are asked
+    /// for; [`Error::Unsupported`] when the device does not list a requested property in
+    /// `CL_DEVICE_QUEUE_PROPERTIES` (both checked first); [`Error::Cl`] from the create call.
+    pub fn with_properties(
+        context: &Context,
+        device: &Device,
+        properties: QueueProperties,
+    ) -> Result<Queue> {
+        if !context.devices().contains(device) {
+            return Err(Error::InvalidArgument(
+                "the device is not one of the context's devices".into(),
+            ));
+        }
+        if properties.intersects(QueueProperties::ON_DEVICE | QueueProperties::ON_DEVICE_DEFAULT) {
+            return Err(Error::InvalidArgument(
+                "device-side queues are not supported by Queue".into(),
+            ));
+        }
+        let supported = device.queue_properties()?;
+        if properties.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
+            && !supported.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        {
+            return Err(Error::Unsupported {
+                feature: "out-of-order queues",
+                needs: "CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE in CL_DEVICE_QUEUE_PROPERTIES"
+                    .into(),
+            });
+        }
+        if properties.contains(QueueProperties::PROFILING_ENABLE)
+            && !supported.contains(QueueProperties::PROFILING_ENABLE)
+        {
+            return Err(Error::Unsupported {
+                feature: "profiling queues",
+                needs: "CL_QUEUE_PROFILING_ENABLE in CL_DEVICE_QUEUE_PROPERTIES".into(),
+            });
+        }
+        let raw = if device.platform_version() >= Version::V2_0 && device.version() >= Version::V2_0
+        {
+            let props: [sys::cl_queue_properties; 3] = [
+                sys::CL_QUEUE_PROPERTIES as sys::cl_queue_properties,
+                properties.bits(),
+                0,
+            ];
+            let list: &[sys::cl_queue_properties] =
+                if properties.is_empty() { &[] } else { &props };
+            // SAFETY: a 2.0+ platform and device of `context` (checked above); we own the result.
+            unsafe { raw::create_with_properties(context.as_raw(), device.as_raw(), list) }
+                .map_err(Error::cl("clCreateCommandQueueWithProperties"))?
+        } else {
+            // SAFETY: a device of `context`; we own the result.
+            unsafe { raw::create(context.as_raw(), device.as_raw(), properties.bits()) }
+                .map_err(Error::cl("clCreateCommandQueue"))?
+        };
+        Ok(Queue {
+            raw,
+            context: context.clone(),
+            device: *device,
+            properties,
+        })
+    }
+
+    /// The raw handle (still owned by `self`).
+    pub fn as_raw(&self) -> sys::cl_command_queue {
+        self.raw
+    }
+
+    /// The queue's context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The queue's device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The properties it was created with.
+    pub fn properties(&self) -> QueueProperties {
+        self.properties
+    }
+
+    /// Whether commands run in order (no `OUT_OF_ORDER_EXEC_MODE_ENABLE`).
+    pub fn is_in_order(&self) -> bool {
+        !self
+            .properties
+            .contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    }
+
+    /// `CL_QUEUE_PROPERTIES` as the driver reports it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetCommandQueueInfo`.
+    pub fn queried_properties(&self) -> Result<QueueProperties> {
+        // SAFETY: a valid queue; a 1.0 parameter.
+        let bits = unsafe { raw::get_info(self.raw, sys::CL_QUEUE_PROPERTIES) }
+            .map_err(Error::cl("clGetCommandQueueInfo"))?;
+        Ok(QueueProperties::from_bits_retain(bits))
+    }
+
+    /// Submits queued commands to the device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clFlush`.
+    pub fn flush(&self) -> Result<()> {
+        // SAFETY: a valid queue.
+        unsafe { raw::flush(self.raw) }.map_err(Error::cl("clFlush"))
+    }
+
+    /// Blocks until every queued command completed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clFinish`.
+    pub fn finish(&self) -> Result<()> {
+        // SAFETY: a valid queue.
+        unsafe { raw::finish(self.raw) }.map_err(Error::cl("clFinish"))
+    }
+
+    /// A marker: an event that completes when `wait` has (or, if empty, every earlier command).
+    /// Later commands do not wait for it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] with a non-empty wait list on a 1.1 platform; [`Error::Cl`] from
+    /// `clEnqueueMarkerWithWaitList` / `clEnqueueMarker`.
+    pub fn enqueue_marker(&self, wait: &[&Event]) -> Result<Event> {
+        let raw = if self.device.platform_version() >= Version::V1_2 {
+            // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
+            unsafe { raw::enqueue_marker_with_wait_list(self.raw, &raw_list(wait)) }
+                .map_err(Error::cl("clEnqueueMarkerWithWaitList"))?
+        } else if wait.is_empty() {
+            // SAFETY: a valid queue; we own the returned event.
+            unsafe { raw::enqueue_marker(self.raw) }.map_err(Error::cl("clEnqueueMarker"))?
+        } else {
+            return Err(Error::needs_version(
+                "markers with a wait list",
+                Version::V1_2,
+                "platform",
+                self.device.platform_version(),
+            ));
+        };
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(raw) })
+    }
+
+    /// A barrier: later commands wait for `wait` (or, if empty, every earlier command). Returns
+    /// an event completing with the barrier.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] on platforms older than 1.2; [`Error::Cl`] from
+    /// `clEnqueueBarrierWithWaitList`.
+    pub fn enqueue_barrier(&self, wait: &[&Event]) -> Result<Event> {
+        if self.device.platform_version() < Version::V1_2 {
+            return Err(Error::needs_version(
+                "clEnqueueBarrierWithWaitList",
+                Version::V1_2,
+                "platform",
+                self.device.platform_version(),
+            ));
+        }
+        // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
+        let raw = unsafe { raw::enqueue_barrier_with_wait_list(self.raw, &raw_list(wait)) }
+            .map_err(Error::cl("clEnqueueBarrierWithWaitList"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(raw) })
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clReleaseCommandQueue`.
+    pub fn release(self) -> Result<()> {
+        let raw = self.raw;
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the context clone inside is dropped normally; `this` is never used again.
+        drop(unsafe { std::ptr::read(&this.context) });
+        // SAFETY: we owned this reference.
+        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseCommandQueue"))
+    }
+}
+
+impl Clone for Queue {
+    fn clone(&self) -> Queue {
+        // SAFETY: `self.raw` is valid while `self` lives.
+        if let Err(e) = unsafe { raw::retain(self.raw) } {
+            tracing::error!(status = %e, "clRetainCommandQueue failed");
+        }
+        Queue {
+            raw: self.raw,
+            context: self.context.clone(),
+            device: self.device,
+            properties: self.properties,
+        }
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference to a valid queue.
+        if let Err(e) = unsafe { raw::release(self.raw) } {
+            tracing::warn!(status = %e, "clReleaseCommandQueue failed in drop");
+        }
+    }
+}
+
+impl PartialEq for Queue {
+    fn eq(&self, other: &Queue) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for Queue {}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue")
+            .field("raw", &self.raw)
+            .field("device", &self.device)
+            .field("properties", &self.properties)
+            .finish()
+    }
+}
