@@ -473,3 +473,62 @@ fn report_table_shows_every_result() {
         Outcome::Error(CharacterizeError::BankCountMeaningless)
     ));
 }
+
+/// A few values worked out by hand from reference section 6, independent of the generated files.
+#[test]
+fn hand_computed_values_from_the_reference_formulas() {
+    use cl_characterize::{
+        get_fast_inaccurate_build_options, has_src_build_cache, usable_local_mem_size,
+    };
+    // CC 1.3: 256 bytes (or 4 per argument) of local memory go to kernel arguments.
+    let c1060 = load_profile("nvidia-cc1.3-tesla-c1060");
+    assert_eq!(usable_local_mem_size(&c1060, None), 16384 - 256);
+    assert_eq!(usable_local_mem_size(&c1060, Some(4)), 16384 - 16);
+    let banks = local_memory_bank_count(&c1060).unwrap();
+    assert_eq!((banks.value, banks.is_guess()), (16, false));
+    // CC 3.0: 32, guessed.
+    let gtx680 = load_profile("nvidia-cc3.0-gtx-680");
+    assert_eq!(usable_local_mem_size(&gtx680, None), 49152);
+    assert!(local_memory_bank_count(&gtx680).unwrap().is_guess());
+    // Apple: the CPU has the struct bug, the GPU has no SIMD answer.
+    let apple_cpu = load_profile("apple-cpu-intel-mac");
+    assert_eq!(
+        has_struct_arg_count_bug(&apple_cpu).unwrap().value,
+        StructArgCountBug::Apple
+    );
+    assert_eq!(get_simd_group_size(&apple_cpu, 4).unwrap(), Some(1));
+    let m1 = load_profile("apple-gpu-m1");
+    assert_eq!(get_simd_group_size(&m1, 4).unwrap(), None);
+    assert_eq!(
+        has_struct_arg_count_bug(&m1).unwrap().value,
+        StructArgCountBug::None
+    );
+    // Mesa rusticl: platform vendor "Mesa/X.org", device vendor "AMD": neither AMD test matches.
+    let rusticl = load_profile("mesa-rusticl-radeonsi");
+    assert_eq!(get_simd_group_size(&rusticl, 4).unwrap(), None);
+    assert_eq!(get_fast_inaccurate_build_options(&rusticl).len(), 3);
+    // AMD APP: strict aliasing, no source cache, CPU SIMD 1.
+    let amd_cpu = load_profile("amd-cpu-app-sdk");
+    assert_eq!(get_simd_group_size(&amd_cpu, 4).unwrap(), Some(1));
+    assert_eq!(
+        get_fast_inaccurate_build_options(&amd_cpu).last(),
+        Some(&"-cl-no-signed-zeros"),
+        "device vendor AuthenticAMD does not start with \"Advanced Micro\""
+    );
+    let amd_gpu = load_profile("amd-gpu-rocm-gfx1030");
+    assert_eq!(
+        get_fast_inaccurate_build_options(&amd_gpu).last(),
+        Some(&"-cl-strict-aliasing")
+    );
+    assert_eq!(has_src_build_cache(&amd_gpu), Some(false));
+    // PoCL 0.13: the bug without a probe; PoCL-CUDA: "NVIDIA" device vendor gives 32.
+    assert_eq!(
+        has_struct_arg_count_bug(&load_profile("pocl-0.13-cpu"))
+            .unwrap()
+            .value,
+        StructArgCountBug::Pocl
+    );
+    let pocl_cuda = load_profile("pocl-cuda-nvidia");
+    assert_eq!(get_simd_group_size(&pocl_cuda, 4).unwrap(), Some(32));
+    assert_eq!(get_pocl_version(&pocl_cuda, None).value, Some((4, 0)));
+}
