@@ -67,6 +67,20 @@ pub enum Error {
         /// The build logs.
         log: String,
     },
+    /// `clSVMAlloc` returned NULL. It reports no status, so this covers running out of memory
+    /// and sizes or alignments the driver refuses; [`Error::is_out_of_memory`] is true for it
+    /// (PyOpenCL's allocator silently returned address 0 instead).
+    #[error("clSVMAlloc returned NULL for {size} bytes with alignment {alignment}")]
+    SvmAllocFailed {
+        /// The requested size in bytes.
+        size: usize,
+        /// The requested alignment in bytes.
+        alignment: usize,
+    },
+    /// An SVM allocation is still held as a kernel argument, so host access or an explicit
+    /// release could race with a later enqueue of that kernel.
+    #[error("SVM in use: {0}")]
+    SvmInUse(String),
     /// A version string reported by the driver does not follow the spec's format.
     #[error(transparent)]
     Version(#[from] VersionParseError),
@@ -97,7 +111,8 @@ impl Error {
     /// True when the driver reported one of the out-of-memory statuses (-4, -5, -6): memory pools
     /// free cached blocks and retry on this.
     pub fn is_out_of_memory(&self) -> bool {
-        self.cl_status().is_some_and(ClError::is_out_of_memory)
+        matches!(self, Error::SvmAllocFailed { .. })
+            || self.cl_status().is_some_and(ClError::is_out_of_memory)
     }
 
     /// An [`Error::Unsupported`] for a version requirement.

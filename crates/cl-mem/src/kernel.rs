@@ -23,6 +23,15 @@ pub enum ArgValue<'a> {
     /// A memory object (buffer, image, pipe); the kernel retains it until the argument changes or
     /// the kernel is dropped.
     Mem(sys::cl_mem),
+    /// A memory object whose storage belongs to something else (a buffer view of an SVM
+    /// allocation): passed as [`ArgValue::Mem`], and the kernel also holds `keep_alive` while the
+    /// argument is set (and reports each enqueue to it, see [`crate::svm`]).
+    MemKeepAlive {
+        /// The memory object.
+        mem: sys::cl_mem,
+        /// Whatever owns the storage.
+        keep_alive: Arc<dyn Any + Send + Sync>,
+    },
     /// A null memory object (`__global T* p = NULL`).
     NullMem,
     /// An SVM pointer (OpenCL 2.0), possibly into the middle of an allocation; `keep_alive`, when
@@ -41,6 +50,9 @@ impl fmt::Debug for ArgValue<'_> {
             ArgValue::Bytes(b) => f.debug_tuple("Bytes").field(&b.len()).finish(),
             ArgValue::Local(n) => f.debug_tuple("Local").field(n).finish(),
             ArgValue::Mem(m) => f.debug_tuple("Mem").field(m).finish(),
+            ArgValue::MemKeepAlive { mem, .. } => {
+                f.debug_struct("MemKeepAlive").field("mem", mem).finish()
+            }
             ArgValue::NullMem => f.write_str("NullMem"),
             ArgValue::Svm { ptr, .. } => f.debug_struct("Svm").field("ptr", ptr).finish(),
         }
@@ -114,14 +126,18 @@ unsafe impl KernelArg for NullMem {
 /// What the kernel holds for a set argument.
 enum Held {
     Set,
-    Mem(sys::cl_mem),
-    Svm(
-        #[expect(
-            dead_code,
-            reason = "held only so the SVM allocation outlives the argument"
-        )]
-        Option<Arc<dyn Any + Send + Sync>>,
-    ),
+    Mem(sys::cl_mem, Option<Arc<dyn Any + Send + Sync>>),
+    Svm(Option<Arc<dyn Any + Send + Sync>>),
+}
+
+impl Held {
+    /// What keeps an argument's storage alive (SVM), told about each enqueue.
+    fn keep_alive(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        match self {
+            Held::Mem(_, k) | Held::Svm(k) => k.as_ref(),
+            Held::Set => None,
+        }
+    }
 }
 
 /// A kernel of a built program.
@@ -292,22 +308,9 @@ impl Kernel {
                     .map_err(Error::cl("clSetKernelArg"))?;
                 Held::Set
             }
-            ArgValue::Mem(mem) => {
-                // SAFETY: exclusive access; `mem` is valid (KernelArg contract) and read as a
-                // `cl_mem` value.
-                unsafe {
-                    raw::set_arg(
-                        self.raw,
-                        index,
-                        std::mem::size_of::<sys::cl_mem>(),
-                        (&mem as *const sys::cl_mem).cast(),
-                    )
-                }
-                .map_err(Error::cl("clSetKernelArg"))?;
-                // SAFETY: `mem` is valid (KernelArg contract); the reference is released when the
-                // slot changes or the kernel drops.
-                unsafe { raw_mem::retain(mem) }.map_err(Error::cl("clRetainMemObject"))?;
-                Held::Mem(mem)
+            ArgValue::Mem(mem) => self.set_mem_arg(index, mem, None)?,
+            ArgValue::MemKeepAlive { mem, keep_alive } => {
+                self.set_mem_arg(index, mem, Some(keep_alive))?
             }
             ArgValue::NullMem => {
                 let null: sys::cl_mem = std::ptr::null_mut();
@@ -333,10 +336,34 @@ impl Kernel {
                 Held::Svm(keep_alive)
             }
         };
-        if let Some(Held::Mem(old)) = self.held[slot].replace(held) {
+        if let Some(Held::Mem(old, _)) = self.held[slot].replace(held) {
             crate::memory::release_in_drop(old);
         }
         Ok(self)
+    }
+
+    /// Sets a memory-object argument and retains the object.
+    fn set_mem_arg(
+        &mut self,
+        index: u32,
+        mem: sys::cl_mem,
+        keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Result<Held> {
+        // SAFETY: exclusive access; `mem` is valid (KernelArg contract) and read as a `cl_mem`
+        // value.
+        unsafe {
+            raw::set_arg(
+                self.raw,
+                index,
+                std::mem::size_of::<sys::cl_mem>(),
+                (&mem as *const sys::cl_mem).cast(),
+            )
+        }
+        .map_err(Error::cl("clSetKernelArg"))?;
+        // SAFETY: `mem` is valid (KernelArg contract); the reference is released when the slot
+        // changes or the kernel drops.
+        unsafe { raw_mem::retain(mem) }.map_err(Error::cl("clRetainMemObject"))?;
+        Ok(Held::Mem(mem, keep_alive))
     }
 
     /// Sets argument `index` to an SVM pointer without anything keeping it alive.
@@ -417,7 +444,13 @@ impl Kernel {
         }
         .map_err(Error::cl("clEnqueueNDRangeKernel"))?;
         // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let ev = unsafe { Event::from_raw(ev) };
+        // SVM has no reference count: an allocation must learn every queue that uses it so its
+        // free can wait for them (crate::svm).
+        for keep_alive in self.held.iter().flatten().filter_map(Held::keep_alive) {
+            crate::svm::note_kernel_use(keep_alive, queue);
+        }
+        Ok(ev)
     }
 }
 
@@ -428,7 +461,7 @@ impl Drop for Kernel {
             tracing::warn!(status = %e, "clReleaseKernel failed in drop");
         }
         for held in self.held.drain(..).flatten() {
-            if let Held::Mem(m) = held {
+            if let Held::Mem(m, _) = held {
                 crate::memory::release_in_drop(m);
             }
         }

@@ -76,6 +76,7 @@ mod pod;
 mod program;
 mod queue;
 pub mod select;
+pub mod svm;
 
 pub use cl_raw::{ClError, Version};
 

@@ -1,0 +1,617 @@
+//! The shared state of one SVM allocation ([`Core`]): its pointer, the queues that used it, and
+//! the ordered release. Plus the grain markers and allocation options.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bitflags::bitflags;
+use cl_raw::{queue as raw_queue, svm as raw_svm, sys, Version};
+
+use crate::context::Context;
+use crate::device::SvmCapabilities;
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event, EventStatus};
+use crate::queue::Queue;
+
+bitflags! {
+    /// `cl_svm_mem_flags` (PyOpenCL's `svm_mem_flags`), as [`super::SvmArray::flags`] reports
+    /// them. Built from [`SvmOptions`] and the [`Grain`], never passed in raw.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct SvmMemFlags: sys::cl_svm_mem_flags {
+        /// `CL_MEM_READ_WRITE`.
+        const READ_WRITE = sys::CL_MEM_READ_WRITE;
+        /// `CL_MEM_WRITE_ONLY`: kernels only write.
+        const WRITE_ONLY = sys::CL_MEM_WRITE_ONLY;
+        /// `CL_MEM_READ_ONLY`: kernels only read.
+        const READ_ONLY = sys::CL_MEM_READ_ONLY;
+        /// `CL_MEM_SVM_FINE_GRAIN_BUFFER`.
+        const SVM_FINE_GRAIN_BUFFER = sys::CL_MEM_SVM_FINE_GRAIN_BUFFER;
+        /// `CL_MEM_SVM_ATOMICS` (fine grain only).
+        const SVM_ATOMICS = sys::CL_MEM_SVM_ATOMICS;
+    }
+}
+
+/// What kernels may do with the memory (the access part of `cl_svm_mem_flags`). The host may
+/// always map it read-write: PyOpenCL's issue #372 (a `READ_ONLY` allocation could not be filled
+/// from the host) cannot happen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SvmAccess {
+    /// `CL_MEM_READ_WRITE` (the default).
+    #[default]
+    ReadWrite,
+    /// `CL_MEM_READ_ONLY`.
+    ReadOnly,
+    /// `CL_MEM_WRITE_ONLY`.
+    WriteOnly,
+}
+
+impl SvmAccess {
+    pub(crate) fn flags(self) -> SvmMemFlags {
+        match self {
+            SvmAccess::ReadWrite => SvmMemFlags::READ_WRITE,
+            SvmAccess::ReadOnly => SvmMemFlags::READ_ONLY,
+            SvmAccess::WriteOnly => SvmMemFlags::WRITE_ONLY,
+        }
+    }
+}
+
+/// Allocation options: access, alignment (default: the element size), atomics (fine grain).
+///
+/// `SvmOptions::new().access(SvmAccess::ReadOnly).alignment(64)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[must_use]
+pub struct SvmOptions {
+    access: SvmAccess,
+    alignment: Option<usize>,
+    atomics: bool,
+}
+
+impl SvmOptions {
+    /// Read-write, element-size alignment, no atomics.
+    pub fn new() -> SvmOptions {
+        SvmOptions::default()
+    }
+
+    /// Kernel access.
+    pub fn access(mut self, access: SvmAccess) -> SvmOptions {
+        self.access = access;
+        self
+    }
+
+    /// Alignment in bytes: a power of two (checked at allocation).
+    pub fn alignment(mut self, bytes: usize) -> SvmOptions {
+        self.alignment = Some(bytes);
+        self
+    }
+
+    /// `CL_MEM_SVM_ATOMICS` (fine grain, and the device must report `CL_DEVICE_SVM_ATOMICS`).
+    pub fn atomics(mut self, on: bool) -> SvmOptions {
+        self.atomics = on;
+        self
+    }
+
+    pub(crate) fn get_access(&self) -> SvmAccess {
+        self.access
+    }
+    pub(crate) fn get_alignment(&self) -> Option<usize> {
+        self.alignment
+    }
+    pub(crate) fn get_atomics(&self) -> bool {
+        self.atomics
+    }
+}
+
+pub(crate) mod sealed {
+    /// Seals [`super::Grain`] and [`crate::svm::SvmPointer`]: the release ordering relies on
+    /// knowing every implementor.
+    pub trait Sealed {
+        /// The allocation's shared state.
+        #[doc(hidden)]
+        fn core(&self) -> &std::sync::Arc<super::Core>;
+    }
+
+    /// Seals the grain markers.
+    pub trait SealedGrain {}
+}
+
+/// The kind of SVM, as a type: [`Coarse`], [`Fine`] or [`System`]. Decides which host access
+/// exists at compile time (coarse grain has no unmapped host access).
+pub trait Grain: sealed::SealedGrain + fmt::Debug + Send + Sync + 'static {
+    /// What is printed in errors and `Debug`.
+    const NAME: &'static str;
+    /// The capability every device of the context must report.
+    const CAPABILITY: SvmCapabilities;
+}
+
+/// Grains that `clSVMAlloc` allocates ([`Coarse`], [`Fine`]).
+pub trait DeviceGrain: Grain {
+    /// Extra `cl_svm_mem_flags` of this grain.
+    const FLAGS: SvmMemFlags;
+}
+
+/// Grains the host may read and write without a map, between kernel runs ([`Fine`],
+/// [`System`]).
+pub trait HostAccessible: Grain {}
+
+/// Coarse-grain buffer SVM (`CL_DEVICE_SVM_COARSE_GRAIN_BUFFER`): host access only through a map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coarse {}
+/// Fine-grain buffer SVM (`CL_MEM_SVM_FINE_GRAIN_BUFFER`): also directly host-accessible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fine {}
+/// Ordinary host memory used as SVM: needs `CL_DEVICE_SVM_FINE_GRAIN_SYSTEM` (the Intel CPU
+/// runtime here). PyOpenCL's `SVM(ndarray)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum System {}
+
+impl sealed::SealedGrain for Coarse {}
+impl sealed::SealedGrain for Fine {}
+impl sealed::SealedGrain for System {}
+
+impl Grain for Coarse {
+    const NAME: &'static str = "coarse-grain buffer SVM";
+    const CAPABILITY: SvmCapabilities = SvmCapabilities::COARSE_GRAIN_BUFFER;
+}
+impl Grain for Fine {
+    const NAME: &'static str = "fine-grain buffer SVM";
+    const CAPABILITY: SvmCapabilities = SvmCapabilities::FINE_GRAIN_BUFFER;
+}
+impl Grain for System {
+    const NAME: &'static str = "fine-grain system SVM";
+    const CAPABILITY: SvmCapabilities = SvmCapabilities::FINE_GRAIN_SYSTEM;
+}
+impl DeviceGrain for Coarse {
+    const FLAGS: SvmMemFlags = SvmMemFlags::empty();
+}
+impl DeviceGrain for Fine {
+    const FLAGS: SvmMemFlags = SvmMemFlags::SVM_FINE_GRAIN_BUFFER;
+}
+impl HostAccessible for Fine {}
+impl HostAccessible for System {}
+
+/// Frees system memory handed over by [`Core::from_system`].
+type SystemFree = unsafe fn(*mut c_void, usize);
+
+/// Where the memory came from.
+enum Storage {
+    /// `clSVMAlloc`: freed with `clEnqueueSVMFree` / `clSVMFree`.
+    Svm,
+    /// A leaked `Box<[T]>` of `len` elements, freed by `free` once the queues are done.
+    System { free: SystemFree, len: usize },
+}
+
+/// The queues that used an allocation.
+struct Queues {
+    /// The in-order queue whose `clEnqueueSVMFree` releases it.
+    bound: Queue,
+    /// Other queues with (possibly) pending work on it.
+    others: Vec<Queue>,
+}
+
+type ReleaseCallback = Box<dyn FnOnce(EventStatus) + Send + 'static>;
+
+/// One SVM allocation, shared between its owner and the kernels that hold it as an argument.
+/// Dropping the last `Arc` releases it, ordered after every queue that used it.
+pub struct Core {
+    ptr: *mut c_void,
+    size: usize,
+    alignment: usize,
+    flags: SvmMemFlags,
+    context: Context,
+    storage: Storage,
+    queues: Mutex<Queues>,
+    on_release: Mutex<Vec<ReleaseCallback>>,
+    released: AtomicBool,
+}
+
+// SAFETY: the pointer is an SVM (or system SVM) address, valid in every host thread of the
+// process; OpenCL 1.1+ calls are thread-safe ("Multiple Host Threads"); the mutable state is
+// behind mutexes. Host *contents* access goes through `&mut SvmArray`, never through `Core`.
+unsafe impl Send for Core {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Core {}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Called by [`crate::Kernel::enqueue_nd_range`] for every argument kept alive: an SVM
+/// allocation remembers the queue so its free waits for it.
+pub(crate) fn note_kernel_use(keep_alive: &Arc<dyn Any + Send + Sync>, queue: &Queue) {
+    let any: &(dyn Any + Send + Sync) = &**keep_alive;
+    if let Some(core) = any.downcast_ref::<Core>() {
+        core.note_use(queue);
+    }
+}
+
+/// Checks the platform and every device of `context` for `capability` (SVM needs 2.0).
+pub(crate) fn require_svm(
+    context: &Context,
+    capability: SvmCapabilities,
+    feature: &'static str,
+) -> Result<()> {
+    context.require_platform_version(Version::V2_0, feature)?;
+    for device in context.devices() {
+        device.require_version(Version::V2_0, feature)?;
+        let caps = device.svm_capabilities()?;
+        if !caps.contains(capability) {
+            return Err(Error::Unsupported {
+                feature,
+                needs: format!(
+                    "{capability:?} in CL_DEVICE_SVM_CAPABILITIES, device '{}' reports {caps:?}",
+                    device.name().unwrap_or_default().trim()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses out-of-order queues: they cannot order the free after earlier commands.
+pub(crate) fn require_in_order(queue: &Queue, what: &str) -> Result<()> {
+    if queue.is_in_order() {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{what} needs an in-order queue: an out-of-order queue cannot order the SVM free after \
+             the commands that use it"
+        )))
+    }
+}
+
+impl Core {
+    /// Allocates `size` bytes with `clSVMAlloc`, bound to `queue`. Size 0 allocates nothing.
+    pub(crate) fn allocate(
+        queue: &Queue,
+        size: usize,
+        alignment: usize,
+        flags: SvmMemFlags,
+        capability: SvmCapabilities,
+        feature: &'static str,
+    ) -> Result<Core> {
+        let context = queue.context();
+        require_svm(context, capability, feature)?;
+        if flags.contains(SvmMemFlags::SVM_ATOMICS) {
+            require_svm(context, SvmCapabilities::ATOMICS, "SVM atomics")?;
+        }
+        require_in_order(queue, "an SVM allocation")?;
+        if !alignment.is_power_of_two() {
+            return Err(Error::InvalidArgument(format!(
+                "SVM alignment {alignment} is not a power of two"
+            )));
+        }
+        let align32 = u32::try_from(alignment).map_err(|_| {
+            Error::InvalidArgument(format!("SVM alignment {alignment} does not fit a cl_uint"))
+        })?;
+        let mut max = 0u64;
+        for d in context.devices() {
+            max = max.max(d.max_mem_alloc_size()?);
+        }
+        if size as u64 > max {
+            return Err(Error::InvalidArgument(format!(
+                "SVM size {size} exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE ({max})"
+            )));
+        }
+        let ptr = if size == 0 {
+            // PyOpenCL PR #742: zero-size allocations are allowed and allocate nothing.
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: a 2.0+ platform whose devices all report the capability `flags` asks for
+            // (checked above); the pointer is freed exactly once, by `release`, after the queues
+            // that used it are done.
+            unsafe { raw_svm::alloc(context.as_raw(), flags.bits(), size, align32) }
+                .ok_or(Error::SvmAllocFailed { size, alignment })?
+        };
+        Ok(Core::with_storage(
+            queue,
+            ptr,
+            size,
+            alignment,
+            flags,
+            Storage::Svm,
+        ))
+    }
+
+    /// Adopts system memory (`len` elements of a leaked `Box<[T]>` at `ptr`, `size` bytes).
+    ///
+    /// # Safety
+    ///
+    /// 1. `free(ptr, len)` frees that memory and may run on any thread; nothing else frees it.
+    pub(crate) unsafe fn from_system(
+        queue: &Queue,
+        ptr: *mut c_void,
+        len: usize,
+        size: usize,
+        alignment: usize,
+        free: SystemFree,
+    ) -> Core {
+        Core::with_storage(
+            queue,
+            ptr,
+            size,
+            alignment,
+            SvmMemFlags::READ_WRITE,
+            Storage::System { free, len },
+        )
+    }
+
+    fn with_storage(
+        queue: &Queue,
+        ptr: *mut c_void,
+        size: usize,
+        alignment: usize,
+        flags: SvmMemFlags,
+        storage: Storage,
+    ) -> Core {
+        Core {
+            ptr,
+            size,
+            alignment,
+            flags,
+            context: queue.context().clone(),
+            storage,
+            queues: Mutex::new(Queues {
+                bound: queue.clone(),
+                others: Vec::new(),
+            }),
+            on_release: Mutex::new(Vec::new()),
+            released: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn ptr(&self) -> *mut c_void {
+        self.ptr
+    }
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+    pub(crate) fn alignment(&self) -> usize {
+        self.alignment
+    }
+    pub(crate) fn flags(&self) -> SvmMemFlags {
+        self.flags
+    }
+    pub(crate) fn context(&self) -> &Context {
+        &self.context
+    }
+    pub(crate) fn bound_queue(&self) -> Queue {
+        lock(&self.queues).bound.clone()
+    }
+
+    /// [`Error::InvalidArgument`] unless `queue` belongs to this allocation's context.
+    pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
+        if queue.context() == &self.context {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(
+                "the queue belongs to another context than the SVM allocation".into(),
+            ))
+        }
+    }
+
+    /// Remembers that `queue` may have pending work on this memory.
+    pub(crate) fn note_use(&self, queue: &Queue) {
+        let mut q = lock(&self.queues);
+        if q.bound != *queue && !q.others.contains(queue) {
+            q.others.push(queue.clone());
+        }
+    }
+
+    /// Moves the binding to `queue`: it waits (a barrier on a marker) for everything enqueued on
+    /// the old one.
+    pub(crate) fn bind(&self, queue: &Queue) -> Result<()> {
+        require_in_order(queue, "binding SVM to a queue")?;
+        self.check_queue(queue)?;
+        let mut q = lock(&self.queues);
+        if q.bound == *queue {
+            return Ok(());
+        }
+        let marker = q.bound.enqueue_marker(&[])?;
+        q.bound.flush()?;
+        queue.enqueue_barrier(&[&marker])?;
+        let old = std::mem::replace(&mut q.bound, queue.clone());
+        q.others.retain(|o| o != queue && *o != old);
+        Ok(())
+    }
+
+    /// Markers on every queue with possible pending work, except `on` when it is in order (its
+    /// own order covers it). Each marked queue is flushed so a wait on another queue progresses.
+    pub(crate) fn pending_markers(&self, on: Option<&Queue>) -> Result<Vec<Event>> {
+        let q = lock(&self.queues);
+        let mut markers = Vec::with_capacity(1 + q.others.len());
+        for queue in std::iter::once(&q.bound).chain(q.others.iter()) {
+            if on.is_some_and(|o| o == queue && o.is_in_order()) {
+                continue;
+            }
+            markers.push(queue.enqueue_marker(&[])?);
+            queue.flush()?;
+        }
+        Ok(markers)
+    }
+
+    /// Blocks until every queue that used the memory is done with it, then forgets the other
+    /// queues. Callers hold the only `Arc` (no kernel can add work meanwhile).
+    pub(crate) fn wait_idle(&self) -> Result<()> {
+        if self.size == 0 {
+            return Ok(());
+        }
+        let markers = self.pending_markers(None)?;
+        let refs: Vec<&Event> = markers.iter().collect();
+        Event::wait_for_all(&refs)?;
+        lock(&self.queues).others.clear();
+        Ok(())
+    }
+
+    /// Registers `callback` to run (on a driver thread) when the free completes.
+    pub(crate) fn on_release(&self, callback: ReleaseCallback) {
+        lock(&self.on_release).push(callback);
+    }
+
+    /// Enqueues the free on the bound queue after `wait` and a marker on every other queue that
+    /// used the memory; returns the free's event. At most once (`released`).
+    pub(crate) fn enqueue_release(&self, wait: &[&Event]) -> Result<Event> {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Err(Error::InvalidArgument(
+                "the SVM allocation is already released".into(),
+            ));
+        }
+        match self.enqueue_release_inner(wait) {
+            Ok(ev) => {
+                for cb in std::mem::take(&mut *lock(&self.on_release)) {
+                    if let Err(e) = ev.on_complete(cb) {
+                        tracing::warn!(error = %e, "SVM release callback not registered");
+                    }
+                }
+                Ok(ev)
+            }
+            Err(e) => {
+                self.released.store(false, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    fn enqueue_release_inner(&self, wait: &[&Event]) -> Result<Event> {
+        let bound = self.bound_queue();
+        let markers = self.pending_markers(Some(&bound))?;
+        let mut all: Vec<&Event> = wait.to_vec();
+        all.extend(markers.iter());
+        if self.size == 0 || self.ptr.is_null() {
+            return match self.storage {
+                Storage::Svm => bound.enqueue_marker(&all),
+                Storage::System { free, len } => {
+                    let ev = bound.enqueue_marker(&all)?;
+                    // SAFETY: a zero-size system allocation owns no memory; `free` only
+                    // reclaims the empty box, once (guarded by `released`).
+                    unsafe { free(self.ptr, len) };
+                    Ok(ev)
+                }
+            };
+        }
+        let ev = match self.storage {
+            Storage::Svm => {
+                // SAFETY: a 2.0+ platform (checked at allocation); `ptr` came from clSVMAlloc in
+                // this context and is freed once (`released`); the free runs after every earlier
+                // command of the in-order bound queue and after a marker on each other queue
+                // that used it; kernels holding it would hold this `Core` alive, so none remain.
+                let raw = unsafe {
+                    raw_queue::enqueue_svm_free(
+                        bound.as_raw(),
+                        &[self.ptr],
+                        None,
+                        std::ptr::null_mut(),
+                        &raw_list(&all),
+                    )
+                }
+                .map_err(Error::cl("clEnqueueSVMFree"))?;
+                // SAFETY: a fresh reference we own.
+                unsafe { Event::from_raw(raw) }
+            }
+            Storage::System { free, len } => {
+                let ev = bound.enqueue_marker(&all)?;
+                let job = SystemFreeJob {
+                    ptr: self.ptr,
+                    len,
+                    free,
+                };
+                ev.on_complete(move |status| job.run(status))?;
+                ev
+            }
+        };
+        bound.flush()?;
+        Ok(ev)
+    }
+
+    /// Waits for every queue, then frees at once (`clSVMFree`).
+    pub(crate) fn release_now(&self) -> Result<()> {
+        self.wait_idle()?;
+        if self.released.swap(true, Ordering::AcqRel) {
+            return Err(Error::InvalidArgument(
+                "the SVM allocation is already released".into(),
+            ));
+        }
+        self.free_unordered();
+        for cb in std::mem::take(&mut *lock(&self.on_release)) {
+            cb(EventStatus::Complete);
+        }
+        Ok(())
+    }
+
+    /// Frees without ordering; callers made sure no command uses the memory.
+    fn free_unordered(&self) {
+        if self.ptr.is_null() {
+            if let Storage::System { free, len } = self.storage {
+                // SAFETY: the empty box is reclaimed once (callers hold `released`).
+                unsafe { free(self.ptr, len) };
+            }
+            return;
+        }
+        match self.storage {
+            // SAFETY: a 2.0+ platform; `ptr` from clSVMAlloc in this context, freed once; no
+            // command uses it (callers waited for every queue).
+            Storage::Svm => unsafe { raw_svm::free(self.context.as_raw(), self.ptr) },
+            // SAFETY: as above; `free` reclaims the box exactly once.
+            Storage::System { free, len } => unsafe { free(self.ptr, len) },
+        }
+    }
+}
+
+/// The deferred free of system memory, run by the release marker's callback.
+struct SystemFreeJob {
+    ptr: *mut c_void,
+    len: usize,
+    free: SystemFree,
+}
+
+// SAFETY: the job owns the memory it frees (handed over by `Core::from_system`), and `free`
+// may run on any thread (its contract).
+unsafe impl Send for SystemFreeJob {}
+
+impl SystemFreeJob {
+    fn run(self, status: EventStatus) {
+        if status == EventStatus::Complete {
+            // SAFETY: the marker completed after every queue that used the memory; the job runs
+            // once (the driver calls each callback once).
+            unsafe { (self.free)(self.ptr, self.len) };
+        } else {
+            // A failed marker says nothing about the commands before it: leaking is safe.
+            tracing::error!(?status, "SVM release marker failed: system memory leaked");
+        }
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        if self.released.load(Ordering::Acquire) {
+            return;
+        }
+        if let Err(e) = self.enqueue_release(&[]) {
+            tracing::warn!(error = %e, "ordered SVM free failed in drop; waiting for the queues");
+            match self.wait_idle() {
+                Ok(()) => {
+                    self.released.store(true, Ordering::Release);
+                    self.free_unordered();
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "SVM memory leaked: its queues could not be waited for");
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Core {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let q = lock(&self.queues);
+        f.debug_struct("Core")
+            .field("ptr", &self.ptr)
+            .field("size", &self.size)
+            .field("flags", &self.flags)
+            .field("bound", &q.bound)
+            .field("other_queues", &q.others.len())
+            .finish()
+    }
+}

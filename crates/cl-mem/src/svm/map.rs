@@ -1,0 +1,274 @@
+//! Host access through `clEnqueueSVMMap`: [`SvmMap`], [`SvmMapMut`] and the `with_map_*` scopes.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut, Range};
+
+use cl_raw::{queue as raw_queue, sys};
+
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+use crate::pod::Pod;
+use crate::queue::Queue;
+
+use super::{Grain, SvmArray};
+
+/// A live `clEnqueueSVMMap` of one range; unmapped (and waited for) once.
+struct Mapping {
+    /// `None` once unmapped, or when nothing was mapped (an empty range).
+    queue: Option<Queue>,
+    base: *mut c_void,
+}
+
+impl Mapping {
+    fn unmap(&mut self) -> Result<()> {
+        let Some(queue) = self.queue.take() else {
+            return Ok(());
+        };
+        // SAFETY: `base` was mapped on `queue` by `map_range` and is unmapped once (`take`);
+        // the host reference derived from it ends with the guard that owns this mapping.
+        let raw = unsafe { raw_queue::enqueue_svm_unmap(queue.as_raw(), self.base, &[]) }
+            .map_err(Error::cl("clEnqueueSVMUnmap"))?;
+        // SAFETY: a fresh reference we own.
+        let ev = unsafe { Event::from_raw(raw) };
+        // Waiting keeps cross-queue use simple: once the guard is gone the memory is unmapped,
+        // whatever queue the next command goes to.
+        ev.wait()
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if let Err(e) = self.unmap() {
+            tracing::warn!(error = %e, "clEnqueueSVMUnmap failed in drop");
+        }
+    }
+}
+
+/// A read-only map of SVM: derefs to `&[T]`; unmapped on drop (or [`SvmMap::release`]).
+///
+/// Borrows the [`SvmArray`] mutably, so nothing can enqueue work on it meanwhile; forgetting the
+/// guard leaves the region mapped but leaves no reference to it (sound).
+pub struct SvmMap<'a, T: Pod> {
+    mapping: Mapping,
+    ptr: *const T,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+/// A read-write map of SVM: derefs to `&mut [T]`; unmapped on drop (or [`SvmMapMut::release`]).
+/// See [`SvmMap`].
+pub struct SvmMapMut<'a, T: Pod> {
+    mapping: Mapping,
+    ptr: *mut T,
+    len: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<T: Pod> SvmMap<'_, T> {
+    /// Unmaps now, reporting failure (`Drop` only logs it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clEnqueueSVMUnmap` or the wait.
+    pub fn release(mut self) -> Result<()> {
+        self.mapping.unmap()
+    }
+}
+
+impl<T: Pod> SvmMapMut<'_, T> {
+    /// Unmaps now, reporting failure (`Drop` only logs it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clEnqueueSVMUnmap` or the wait.
+    pub fn release(mut self) -> Result<()> {
+        self.mapping.unmap()
+    }
+}
+
+impl<T: Pod> Deref for SvmMap<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: a mapped, live range of `len` values (the guard borrows the array); `Pod`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: Pod> Deref for SvmMapMut<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: as for `SvmMap`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: Pod> DerefMut for SvmMapMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: a range mapped for writing; the guard holds the array's exclusive borrow and
+        // `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: Pod> fmt::Debug for SvmMap<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SvmMap")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Pod> fmt::Debug for SvmMapMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SvmMapMut")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Pod, G: Grain> SvmArray<T, G> {
+    /// Maps `range` (in values) on `queue` after every queue that used the memory.
+    fn map_range(
+        &mut self,
+        queue: &Queue,
+        range: Range<usize>,
+        flags: sys::cl_map_flags,
+    ) -> Result<(Mapping, *mut T, usize)> {
+        self.exclusive("mapping")?;
+        self.core.check_queue(queue)?;
+        let elem = std::mem::size_of::<T>();
+        if range.start > range.end || range.end > self.len() {
+            return Err(Error::OutOfBounds {
+                what: "SVM map",
+                offset: range.start.saturating_mul(elem),
+                len: range.end.saturating_sub(range.start).saturating_mul(elem),
+                size: self.size_bytes(),
+            });
+        }
+        let len = range.end - range.start;
+        if len == 0 || elem == 0 {
+            let mapping = Mapping {
+                queue: None,
+                base: std::ptr::null_mut(),
+            };
+            return Ok((mapping, std::ptr::NonNull::dangling().as_ptr(), 0));
+        }
+        // SAFETY: `range` is inside the allocation (checked).
+        let ptr = unsafe { self.core.ptr().cast::<T>().add(range.start) };
+        let markers = self.core.pending_markers(Some(queue))?;
+        let waits: Vec<&Event> = markers.iter().collect();
+        // SAFETY: a 2.0+ platform (checked at allocation) and a queue of its context (checked);
+        // the range lies in the allocation; the map is blocking and waits for every queue that
+        // used the memory, and no kernel holds it, so the host reference made from it races with
+        // nothing; `Mapping` unmaps it once.
+        let raw = unsafe {
+            raw_queue::enqueue_svm_map(
+                queue.as_raw(),
+                true,
+                flags,
+                ptr.cast::<c_void>(),
+                len * elem,
+                &raw_list(&waits),
+            )
+        }
+        .map_err(Error::cl("clEnqueueSVMMap"))?;
+        // SAFETY: a fresh reference we own; the map is complete (blocking).
+        drop(unsafe { Event::from_raw(raw) });
+        let mapping = Mapping {
+            queue: Some(queue.clone()),
+            base: ptr.cast::<c_void>(),
+        };
+        Ok((mapping, ptr, len))
+    }
+
+    /// Maps the whole allocation for reading (PyOpenCL's `map_ro`), blocking, after every queue
+    /// that used it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SvmInUse`] while a kernel holds it as an argument; [`Error::InvalidArgument`] for
+    /// a queue of another context; [`Error::Cl`] from the markers or `clEnqueueSVMMap`.
+    pub fn map_ro(&mut self, queue: &Queue) -> Result<SvmMap<'_, T>> {
+        let len = self.len();
+        self.map_ro_range(queue, 0..len)
+    }
+
+    /// Maps `range` (in values) for reading; an empty range calls nothing. (PyOpenCL's `map`
+    /// validates its `size` and then maps everything; this maps what was asked.)
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfBounds`] past the end (checked first), then as [`SvmArray::map_ro`].
+    pub fn map_ro_range(&mut self, queue: &Queue, range: Range<usize>) -> Result<SvmMap<'_, T>> {
+        let (mapping, ptr, len) = self.map_range(queue, range, sys::CL_MAP_READ)?;
+        Ok(SvmMap {
+            mapping,
+            ptr: ptr.cast_const(),
+            len,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// Maps the whole allocation for reading and writing (PyOpenCL's `map_rw`).
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::map_ro`].
+    pub fn map_rw(&mut self, queue: &Queue) -> Result<SvmMapMut<'_, T>> {
+        let len = self.len();
+        self.map_rw_range(queue, 0..len)
+    }
+
+    /// Maps `range` (in values) for reading and writing.
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::map_ro_range`].
+    pub fn map_rw_range(&mut self, queue: &Queue, range: Range<usize>) -> Result<SvmMapMut<'_, T>> {
+        let (mapping, ptr, len) =
+            self.map_range(queue, range, sys::CL_MAP_READ | sys::CL_MAP_WRITE)?;
+        Ok(SvmMapMut {
+            mapping,
+            ptr,
+            len,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// Runs `f` on a read-only map and unmaps (the scope form: nothing can be forgotten).
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::map_ro`], plus [`Error::Cl`] from the unmap.
+    pub fn with_map_ro<R>(&mut self, queue: &Queue, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        let map = self.map_ro(queue)?;
+        let r = f(&map);
+        map.release()?;
+        Ok(r)
+    }
+
+    /// Runs `f` on a read-write map and unmaps.
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::with_map_ro`].
+    pub fn with_map_rw<R>(&mut self, queue: &Queue, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
+        let mut map = self.map_rw(queue)?;
+        let r = f(&mut map);
+        map.release()?;
+        Ok(r)
+    }
+}

@@ -1,0 +1,91 @@
+//! Shared virtual memory (OpenCL 2.0) that cannot be freed under a running command.
+//!
+//! # What is here
+//!
+//! | Rust | OpenCL | PyOpenCL |
+//! | --- | --- | --- |
+//! | [`SvmPointer`] (object-safe, sealed) | an SVM pointer and its size | `SVMPointer` |
+//! | [`SvmArray<T, G>`], [`SvmAllocation<G>`] (= `SvmArray<u8, G>`) | `clSVMAlloc` / `clEnqueueSVMFree` | `SVMAllocation`, the arrays of `svm_empty` |
+//! | [`Coarse`], [`Fine`], [`System`] ([`Grain`]) | `CL_MEM_SVM_FINE_GRAIN_BUFFER`, fine-grain system SVM | `svm_mem_flags`, `SVM(ndarray)` |
+//! | [`SvmOptions`], [`SvmAccess`], [`SvmMemFlags`] | `cl_svm_mem_flags`, alignment | `flags`, `alignment` |
+//! | [`svm_empty`], [`csvm_empty`], [`fsvm_empty`] and `_like` | — | same names |
+//! | [`SystemSvm<T>`] (= `SvmArray<T, System>`), [`svm_from_vec`] | host memory used as SVM | `SVM(ndarray)` |
+//! | [`SvmMap`], [`SvmMapMut`], `with_map_ro` / `with_map_rw` | `clEnqueueSVMMap` / `clEnqueueSVMUnmap` | `SVMMap`, `map_ro`, `map_rw` |
+//! | [`SvmBufferView`] | `clCreateBuffer(USE_HOST_PTR, svm_ptr)` | `SVMPointer.as_buffer` |
+//! | [`SvmArray::fill`], [`SvmArray::fill_bytes`] | `clEnqueueSVMMemFill` | `enqueue_svm_memfill`, `enqueue_fill` |
+//! | [`SvmArray::write`], [`SvmArray::read`], [`SvmArray::copy_from`], [`enqueue_svm_memcpy`] | `clEnqueueSVMMemcpy` | `enqueue_copy` with SVM |
+//! | [`SvmArray::migrate`], [`enqueue_svm_migrate`] | `clEnqueueSVMMigrateMem` (2.1) | `enqueue_svm_migratemem` |
+//! | `KernelArg` for [`SvmArray`], [`SvmArgAt`], [`SvmBufferView`] | `clSetKernelArgSVMPointer` | SVM kernel arguments |
+//!
+//! # Release ordering (the point of this module)
+//!
+//! SVM has no reference count: `clSVMFree` frees at once, even under a running kernel. PyOpenCL
+//! binds an allocation to at most one queue and leaves the rest to the user (its issues #449,
+//! #645, #601). Here:
+//!
+//! * Every allocation is bound to an **in-order** queue from birth (out-of-order queues are
+//!   refused) and is freed by `clEnqueueSVMFree` on it, so the free runs after every earlier
+//!   command of that queue.
+//! * Every *other* queue that gets work on the allocation through this crate is remembered: the
+//!   non-blocking operations here note their queue, and [`crate::Kernel::enqueue_nd_range`]
+//!   tells every SVM argument which queue it was enqueued on. The free waits for a marker on each
+//!   of them. [`SvmArray::bind_to_queue`] moves the binding with a marker (as PyOpenCL does).
+//! * A kernel that has an allocation as an argument holds it (an `Arc`), so dropping the
+//!   [`SvmArray`] while the kernel lives defers the free until the kernel drops or its argument
+//!   changes; the kernel can never be enqueued on freed memory.
+//! * Freeing at once exists only as the explicit [`SvmArray::release_now`], which first waits
+//!   for every queue that used the memory; [`SvmArray::enqueue_release`] returns the free's
+//!   event; [`SvmArray::on_release`] observes the free of a plain drop.
+//!
+//! # Host access
+//!
+//! Host references into SVM must never overlap device writes (that is a data race). So every
+//! host access takes `&mut self`, refuses while a kernel still holds the allocation as an
+//! argument ([`crate::Error::SvmInUse`]), and first waits for every queue that used it.
+//! Coarse-grain memory is reachable only through a map ([`SvmMap`], [`SvmMapMut`], or the
+//! `with_map_*` scopes); fine-grain and system memory also give `as_slice` / `as_mut_slice`
+//! directly (between kernel runs). A map guard borrows the array, so forgetting it
+//! (`mem::forget`) leaves the region mapped but no reference behind: sound.
+//!
+//! # Capability gating
+//!
+//! Nothing here calls an SVM entry point unless the context's platform and every device are
+//! OpenCL 2.0 or newer and report the needed `CL_DEVICE_SVM_CAPABILITIES`; migration needs 2.1.
+//! Otherwise the call fails with [`crate::Error::Unsupported`] (Oclgrind is OpenCL 1.2 and may
+//! hang on newer entry points).
+
+mod array;
+mod core;
+mod map;
+mod ops;
+mod view;
+
+pub use self::array::{
+    csvm_empty, csvm_empty_like, fsvm_empty, fsvm_empty_like, svm_empty, svm_empty_like,
+    svm_from_vec, SvmAllocation, SvmArgAt, SvmArray, SystemSvm,
+};
+pub use self::core::{
+    Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmAccess, SvmMemFlags, SvmOptions, System,
+};
+pub use self::map::{SvmMap, SvmMapMut};
+pub use self::ops::{enqueue_svm_memcpy, enqueue_svm_migrate, SvmMigrateFlags};
+pub use self::view::SvmBufferView;
+
+pub(crate) use self::core::note_kernel_use;
+
+use std::ffi::c_void;
+
+/// Anything that is an SVM pointer with a known size: owned allocations and system memory
+/// ([`SvmArray`] of every [`Grain`]). Object-safe, so several kinds mix in one list
+/// ([`enqueue_svm_migrate`], [`enqueue_svm_memcpy`]). Sealed: the release ordering relies on
+/// knowing every implementor.
+pub trait SvmPointer: self::core::sealed::Sealed {
+    /// The address (PyOpenCL's `svm_ptr`); null for a zero-size allocation.
+    fn svm_ptr(&self) -> *mut c_void;
+
+    /// The size in bytes (PyOpenCL's `size`).
+    fn size_bytes(&self) -> usize;
+
+    /// The grain: `"coarse-grain"`, `"fine-grain"` or `"system"`.
+    fn grain_name(&self) -> &'static str;
+}

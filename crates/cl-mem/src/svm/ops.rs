@@ -1,0 +1,408 @@
+//! SVM commands: fill (`clEnqueueSVMMemFill`), copies in every direction
+//! (`clEnqueueSVMMemcpy`) and migration (`clEnqueueSVMMigrateMem`, 2.1).
+//!
+//! They take `&self`: the device writes, but no host reference into the memory can exist
+//! meanwhile (host access needs `&mut SvmArray`). Non-blocking commands note their queue so the
+//! free waits for it.
+
+use std::ffi::c_void;
+use std::ops::Range;
+
+use bitflags::bitflags;
+use cl_raw::{queue as raw_queue, sys, Version};
+
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+use crate::pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::queue::Queue;
+
+use super::core::Core;
+use super::{Grain, SvmArray, SvmPointer};
+
+bitflags! {
+    /// `cl_mem_migration_flags` for [`SvmArray::migrate`] and [`enqueue_svm_migrate`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct SvmMigrateFlags: sys::cl_mem_migration_flags {
+        /// `CL_MIGRATE_MEM_OBJECT_HOST`: to the host instead of the queue's device.
+        const TO_HOST = sys::CL_MIGRATE_MEM_OBJECT_HOST;
+        /// `CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED`: the contents need not be preserved.
+        const CONTENT_UNDEFINED = sys::CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
+    }
+}
+
+fn check_range(what: &'static str, offset: usize, len: usize, size: usize) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::OutOfBounds {
+            what,
+            offset,
+            len,
+            size,
+        }),
+    }
+}
+
+/// `ptr + offset` for a checked in-bounds offset (null stays null: only for empty ranges).
+fn offset_ptr(ptr: *mut c_void, offset: usize) -> *mut c_void {
+    if ptr.is_null() {
+        ptr
+    } else {
+        ptr.cast::<u8>().wrapping_add(offset).cast::<c_void>()
+    }
+}
+
+/// Wraps a fresh event reference.
+fn adopt(raw: sys::cl_event) -> Event {
+    // SAFETY: enqueue wrappers return a fresh reference the caller owns.
+    unsafe { Event::from_raw(raw) }
+}
+
+/// The fill and copy core over bytes, shared by the typed methods.
+fn fill_bytes_core(
+    core: &Core,
+    queue: &Queue,
+    pattern: &[u8],
+    offset: usize,
+    byte_count: usize,
+    wait: &[&Event],
+) -> Result<Event> {
+    core.check_queue(queue)?;
+    let p = pattern.len();
+    if !(p.is_power_of_two() && p <= 128) {
+        return Err(Error::InvalidArgument(format!(
+            "an SVM fill pattern has 1, 2, 4, ..., 128 bytes, got {p}"
+        )));
+    }
+    for (what, value) in [
+        ("SVM fill offset", offset),
+        ("SVM fill byte count", byte_count),
+    ] {
+        if value % p != 0 {
+            return Err(Error::Misaligned {
+                what,
+                value,
+                alignment: p,
+            });
+        }
+    }
+    check_range("SVM fill", offset, byte_count, core.size())?;
+    if byte_count == 0 {
+        return queue.enqueue_marker(wait);
+    }
+    let dst = offset_ptr(core.ptr(), offset);
+    if (dst as usize) % p != 0 {
+        return Err(Error::Misaligned {
+            what: "SVM fill address",
+            value: dst as usize,
+            alignment: p,
+        });
+    }
+    // SAFETY: a 2.0+ platform (checked at allocation), a queue of its context; the range lies
+    // in the live allocation (checked), which stays allocated until the command is done (the
+    // queue is noted below); no host reference exists (host access needs `&mut`); the pattern
+    // is copied by the driver before returning.
+    let raw = unsafe {
+        raw_queue::enqueue_svm_mem_fill(queue.as_raw(), dst, pattern, byte_count, &raw_list(wait))
+    }
+    .map_err(Error::cl("clEnqueueSVMMemFill"))?;
+    core.note_use(queue);
+    Ok(adopt(raw))
+}
+
+/// A device-side copy between two SVM ranges, non-blocking.
+fn copy_core(
+    queue: &Queue,
+    dst: (&Core, usize),
+    src: (&Core, usize),
+    byte_count: usize,
+    wait: &[&Event],
+) -> Result<Event> {
+    let (dcore, doff) = dst;
+    let (score, soff) = src;
+    dcore.check_queue(queue)?;
+    score.check_queue(queue)?;
+    check_range("SVM copy destination", doff, byte_count, dcore.size())?;
+    check_range("SVM copy source", soff, byte_count, score.size())?;
+    if byte_count == 0 {
+        return queue.enqueue_marker(wait);
+    }
+    if std::ptr::eq(dcore, score) && doff < soff + byte_count && soff < doff + byte_count {
+        return Err(Error::InvalidArgument(
+            "SVM copy source and destination overlap (CL_MEM_COPY_OVERLAP)".into(),
+        ));
+    }
+    // SAFETY: a 2.0+ platform; both ranges lie in live allocations of the queue's context,
+    // which stay allocated until the command is done (both note the queue below); they do not
+    // overlap; no host reference exists into either.
+    let raw = unsafe {
+        raw_queue::enqueue_svm_memcpy(
+            queue.as_raw(),
+            false,
+            offset_ptr(dcore.ptr(), doff),
+            offset_ptr(score.ptr(), soff).cast_const(),
+            byte_count,
+            &raw_list(wait),
+        )
+    }
+    .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
+    dcore.note_use(queue);
+    score.note_use(queue);
+    Ok(adopt(raw))
+}
+
+/// Copies `byte_count` bytes from `src` at `src_offset` to `dst` at `dst_offset` on the device
+/// (non-blocking; PyOpenCL's `enqueue_copy` between SVM pointers, with explicit offsets where
+/// PyOpenCL demands 0). Any grains mix.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for a queue of another context or overlapping ranges of one
+/// allocation; [`Error::OutOfBounds`] past either end (all checked first); [`Error::Cl`] from
+/// `clEnqueueSVMMemcpy`.
+pub fn enqueue_svm_memcpy(
+    queue: &Queue,
+    dst: &dyn SvmPointer,
+    dst_offset: usize,
+    src: &dyn SvmPointer,
+    src_offset: usize,
+    byte_count: usize,
+    wait: &[&Event],
+) -> Result<Event> {
+    copy_core(
+        queue,
+        (dst.core(), dst_offset),
+        (src.core(), src_offset),
+        byte_count,
+        wait,
+    )
+}
+
+/// Migrates whole allocations to the queue's device, or to the host with
+/// [`SvmMigrateFlags::TO_HOST`] (OpenCL 2.1; PyOpenCL's `enqueue_svm_migratemem`). Empty
+/// allocations are skipped; an empty list is a marker.
+///
+/// # Errors
+///
+/// [`Error::Unsupported`] when the platform or the queue's device is older than 2.1;
+/// [`Error::InvalidArgument`] for allocations of another context (checked first); [`Error::Cl`]
+/// from `clEnqueueSVMMigrateMem`.
+pub fn enqueue_svm_migrate(
+    queue: &Queue,
+    svms: &[&dyn SvmPointer],
+    flags: SvmMigrateFlags,
+    wait: &[&Event],
+) -> Result<Event> {
+    queue
+        .context()
+        .require_platform_version(Version::V2_1, "clEnqueueSVMMigrateMem")?;
+    queue
+        .device()
+        .require_version(Version::V2_1, "clEnqueueSVMMigrateMem")?;
+    let mut ptrs = Vec::with_capacity(svms.len());
+    let mut sizes = Vec::with_capacity(svms.len());
+    for s in svms {
+        s.core().check_queue(queue)?;
+        if s.size_bytes() > 0 {
+            ptrs.push(s.svm_ptr().cast_const());
+            sizes.push(s.size_bytes());
+        }
+    }
+    if ptrs.is_empty() {
+        return queue.enqueue_marker(wait);
+    }
+    // SAFETY: a 2.1 platform and device (checked); every pointer is a live allocation of the
+    // queue's context with its exact size, kept allocated until the command is done (each notes
+    // the queue below).
+    let raw = unsafe {
+        raw_queue::enqueue_svm_migrate_mem(
+            queue.as_raw(),
+            &ptrs,
+            &sizes,
+            flags.bits(),
+            &raw_list(wait),
+        )
+    }
+    .map_err(Error::cl("clEnqueueSVMMigrateMem"))?;
+    for s in svms {
+        s.core().note_use(queue);
+    }
+    Ok(adopt(raw))
+}
+
+impl<T: Pod, G: Grain> SvmArray<T, G> {
+    /// Fills every value with `value` (non-blocking). `size_of::<T>()` must be a power of two up
+    /// to 128 (`clEnqueueSVMMemFill`'s pattern sizes).
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::fill_bytes`].
+    pub fn fill(&self, queue: &Queue, value: T, wait: &[&Event]) -> Result<Event> {
+        let len = self.len();
+        self.fill_range(queue, value, 0..len, wait)
+    }
+
+    /// Fills the values in `range` (non-blocking).
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::fill_bytes`].
+    pub fn fill_range(
+        &self,
+        queue: &Queue,
+        value: T,
+        range: Range<usize>,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let elem = std::mem::size_of::<T>();
+        let count = range
+            .end
+            .checked_sub(range.start)
+            .ok_or(Error::OutOfBounds {
+                what: "SVM fill",
+                offset: range.start.saturating_mul(elem),
+                len: 0,
+                size: self.size_bytes(),
+            })?;
+        self.fill_bytes(
+            queue,
+            bytes_of(&value),
+            range.start.saturating_mul(elem),
+            count.saturating_mul(elem),
+            wait,
+        )
+    }
+
+    /// Repeats `pattern` over `byte_count` bytes from `offset_bytes` (non-blocking;
+    /// PyOpenCL's `enqueue_svm_memfill`, except that the byte count is honoured: PyOpenCL always
+    /// fills the whole allocation). A zero count returns a marker.
+    ///
+    /// # Errors
+    ///
+    /// Checked first: [`Error::InvalidArgument`] for a queue of another context or a pattern
+    /// length that is not 1, 2, 4, ..., 128; [`Error::Misaligned`] when the offset, count or
+    /// address is not a multiple of the pattern length; [`Error::OutOfBounds`] past the end.
+    /// Then [`Error::Cl`] from `clEnqueueSVMMemFill`.
+    pub fn fill_bytes(
+        &self,
+        queue: &Queue,
+        pattern: &[u8],
+        offset_bytes: usize,
+        byte_count: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        fill_bytes_core(&self.core, queue, pattern, offset_bytes, byte_count, wait)
+    }
+
+    /// Blocking host-to-SVM copy of `data` to value `offset`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a queue of another context, [`Error::OutOfBounds`] past
+    /// the end (checked first); [`Error::Cl`] from `clEnqueueSVMMemcpy`.
+    pub fn write(
+        &self,
+        queue: &Queue,
+        offset: usize,
+        data: &[T],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.core.check_queue(queue)?;
+        let elem = std::mem::size_of::<T>();
+        let bytes = slice_as_bytes(data);
+        let off = offset.saturating_mul(elem);
+        check_range("SVM write", off, bytes.len(), self.size_bytes())?;
+        if bytes.is_empty() {
+            return queue.enqueue_marker(wait);
+        }
+        // SAFETY: a 2.0+ platform; the destination range lies in the live allocation; the copy
+        // is blocking, so `data` is only read during the call; `data` cannot alias this
+        // allocation (a host reference into it needs `&mut self`).
+        let raw = unsafe {
+            raw_queue::enqueue_svm_memcpy(
+                queue.as_raw(),
+                true,
+                offset_ptr(self.core.ptr(), off),
+                bytes.as_ptr().cast::<c_void>(),
+                bytes.len(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
+        Ok(adopt(raw))
+    }
+
+    /// Blocking SVM-to-host copy into `out` from value `offset`.
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::write`].
+    pub fn read(
+        &self,
+        queue: &Queue,
+        offset: usize,
+        out: &mut [T],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.core.check_queue(queue)?;
+        let elem = std::mem::size_of::<T>();
+        let off = offset.saturating_mul(elem);
+        let bytes = slice_as_bytes_mut(out);
+        check_range("SVM read", off, bytes.len(), self.size_bytes())?;
+        if bytes.is_empty() {
+            return queue.enqueue_marker(wait);
+        }
+        // SAFETY: a 2.0+ platform; the source range lies in the live allocation; blocking, so
+        // `out` is written only during the call through our exclusive borrow, and it cannot
+        // alias this allocation (that needs `&mut self`).
+        let raw = unsafe {
+            raw_queue::enqueue_svm_memcpy(
+                queue.as_raw(),
+                true,
+                bytes.as_mut_ptr().cast::<c_void>(),
+                offset_ptr(self.core.ptr(), off).cast_const(),
+                bytes.len(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
+        Ok(adopt(raw))
+    }
+
+    /// Copies all of `src` (same length, any grain) into `self` on the device (non-blocking).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the lengths differ (as PyOpenCL: "sizes of source and
+    /// destination buffer do not match") or the queue is of another context; [`Error::Cl`]
+    /// from `clEnqueueSVMMemcpy`.
+    pub fn copy_from<G2: Grain>(
+        &self,
+        queue: &Queue,
+        src: &SvmArray<T, G2>,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        if src.len() != self.len() {
+            return Err(Error::InvalidArgument(format!(
+                "SVM copy of {} values into {}: sizes of source and destination do not match",
+                src.len(),
+                self.len()
+            )));
+        }
+        copy_core(
+            queue,
+            (&self.core, 0),
+            (&src.core, 0),
+            self.size_bytes(),
+            wait,
+        )
+    }
+
+    /// Migrates the whole allocation to the queue's device or the host (OpenCL 2.1).
+    ///
+    /// # Errors
+    ///
+    /// As [`enqueue_svm_migrate`].
+    pub fn migrate(&self, queue: &Queue, flags: SvmMigrateFlags, wait: &[&Event]) -> Result<Event> {
+        enqueue_svm_migrate(queue, &[self], flags, wait)
+    }
+}
