@@ -1,33 +1,85 @@
-//! [`Buffer`]: a linear device allocation. This is the minimal surface that proves the chain end
-//! to end (create, info, blocking read and write); sub-buffers, copies, fills, rectangles, maps
-//! and non-blocking transfers extend it.
+//! [`Buffer`]: a linear device allocation (PyOpenCL's `Buffer`), its creation forms, sub-buffers
+//! and the blocking byte transfers. Copies, rectangles and non-blocking transfers live in
+//! `transfer.rs`, fills in `fill.rs`, maps in `map.rs`; they are all methods of [`Buffer`].
+//!
+//! # Creation forms
+//!
+//! | form | flags | host memory |
+//! | --- | --- | --- |
+//! | [`Buffer::new`] | any but `USE_`/`COPY_HOST_PTR` | none (uninitialised) |
+//! | [`Buffer::alloc_host`] | adds `ALLOC_HOST_PTR` | allocated by the driver, host-reachable (pinned) |
+//! | [`Buffer::from_slice`] | adds `COPY_HOST_PTR` | copied during the call |
+//! | [`Buffer::use_host_memory`] | adds `USE_HOST_PTR` | moved into the buffer, freed by the driver's destructor callback |
+//!
+//! **Why `USE_HOST_PTR` takes owned memory, not a borrow.** The driver may use the host memory as
+//! the buffer's storage until the `cl_mem` is destroyed, which is later than the drop of our
+//! last `Buffer` whenever a kernel holds it as an argument (kernels retain their memory
+//! arguments) or a command is still queued. A borrow `&'a mut [T]` cannot express "until the
+//! driver destroys the object", and `mem::forget` would end it early anyway, so the memory is
+//! moved in ([`HostMemory`]: `Vec<T>`, `Box<[T]>`, `&'static mut [T]`) and dropped by
+//! `clSetMemObjectDestructorCallback`, which the spec defines as the point where the host memory
+//! may be reused.
+//!
+//! **Sub-buffers** are [`Buffer`]s too (as in PyOpenCL). Each keeps its root buffer alive (an
+//! `Arc` of it), so a sub-buffer can never outlive the memory it views, whatever the driver does;
+//! a sub-buffer of a sub-buffer is created from the root with the offsets added (OpenCL refuses
+//! sub-buffers of sub-buffers).
 
+use std::any::Any;
+use std::ffi::c_void;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::{Bound, RangeBounds};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
-use cl_raw::{mem as raw, queue as raw_queue, sys};
+use cl_raw::{mem as raw, queue as raw_queue, sys, Version};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::event::{raw_list, Event};
 use crate::kernel::{ArgValue, KernelArg};
-use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject};
+use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
+use crate::transfer::HostMemory;
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
-/// `Drop` releases (never panics). Its size and flags are read once, at creation.
+/// `Drop` releases (never panics). Equality and hashing are by handle (PyOpenCL's `__eq__` and
+/// `__hash__` on `int_ptr`). Its size, flags and context are read once, at creation.
 pub struct Buffer {
     raw: sys::cl_mem,
     size: usize,
     flags: MemFlags,
+    context: Context,
+    /// The root buffer of a sub-buffer, kept alive as long as the sub-buffer.
+    parent: Option<Arc<Buffer>>,
+    /// The byte offset in the root buffer (0 for a root buffer).
+    origin: usize,
+    /// `CL_MEM_HOST_PTR` (null unless `USE_HOST_PTR`).
+    host_ptr: *mut u8,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
-// buffer may be used in commands, queried and released from any thread. Data races on the
-// contents are the commands' ordering concern, not the handle's.
+// buffer may be used in commands, queried and released from any thread. `host_ptr` is only an
+// address; dereferencing it is behind `unsafe fn host_slice`. Data races on the contents are
+// the commands' ordering concern, not the handle's.
 unsafe impl Send for Buffer {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Buffer {}
+
+/// The destructor-callback payload of a `USE_HOST_PTR` buffer: the host memory it owns.
+type HostOwner = Box<dyn Any + Send>;
+
+extern "C" fn free_host_memory(_mem: sys::cl_mem, user_data: *mut c_void) {
+    // SAFETY: `user_data` is the `Box<HostOwner>` leaked by `Buffer::use_host_memory`; the driver
+    // calls a destructor callback exactly once, after it stopped using the host memory.
+    let owner = unsafe { Box::from_raw(user_data.cast::<HostOwner>()) };
+    // A panic must not unwind into the driver's thread.
+    if catch_unwind(AssertUnwindSafe(move || drop(owner))).is_err() {
+        tracing::error!("dropping a USE_HOST_PTR buffer's host memory panicked");
+    }
+}
 
 impl Buffer {
     /// An uninitialised buffer of `size_bytes` bytes.
@@ -35,13 +87,13 @@ impl Buffer {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a zero size, for `USE_HOST_PTR`/`COPY_HOST_PTR` (use
-    /// [`Buffer::from_slice`]), or for a size above every device's `CL_DEVICE_MAX_MEM_ALLOC_SIZE`
-    /// (all checked first); [`Error::Cl`] from `clCreateBuffer` (`is_out_of_memory()` on
-    /// allocation failure).
+    /// [`Buffer::from_slice`] or [`Buffer::use_host_memory`]), or for a size above every device's
+    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE` (all checked first); [`Error::Cl`] from `clCreateBuffer`
+    /// (`is_out_of_memory()` on allocation failure).
     pub fn new(context: &Context, flags: MemFlags, size_bytes: usize) -> Result<Buffer> {
         if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
             return Err(Error::InvalidArgument(
-                "USE_HOST_PTR and COPY_HOST_PTR need host data: use Buffer::from_slice".into(),
+                "USE_HOST_PTR and COPY_HOST_PTR need host data: use Buffer::from_slice or Buffer::use_host_memory".into(),
             ));
         }
         check_size(context, size_bytes)?;
@@ -55,11 +107,18 @@ impl Buffer {
             )
         }
         .map_err(Error::cl("clCreateBuffer"))?;
-        Ok(Buffer {
-            raw,
-            size: size_bytes,
-            flags,
-        })
+        Ok(Buffer::root(raw, size_bytes, flags, context, std::ptr::null_mut()))
+    }
+
+    /// An uninitialised buffer the driver allocates in host-reachable memory
+    /// (`ALLOC_HOST_PTR` is added): the pinned memory that fast transfers and maps use. See also
+    /// [`crate::PinnedMemory`], which keeps such a buffer mapped.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::new`].
+    pub fn alloc_host(context: &Context, flags: MemFlags, size_bytes: usize) -> Result<Buffer> {
+        Buffer::new(context, flags | MemFlags::ALLOC_HOST_PTR, size_bytes)
     }
 
     /// A buffer initialised with a copy of `data` (`COPY_HOST_PTR` is added).
@@ -67,7 +126,7 @@ impl Buffer {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for empty data or `USE_HOST_PTR` (borrowed data cannot back a
-    /// buffer that may outlive it), and as [`Buffer::new`].
+    /// buffer that may outlive it: use [`Buffer::use_host_memory`]), and as [`Buffer::new`].
     pub fn from_slice<T: Pod>(context: &Context, flags: MemFlags, data: &[T]) -> Result<Buffer> {
         if flags.contains(MemFlags::USE_HOST_PTR) {
             return Err(Error::InvalidArgument(
@@ -88,14 +147,72 @@ impl Buffer {
             )
         }
         .map_err(Error::cl("clCreateBuffer"))?;
-        Ok(Buffer {
-            raw,
-            size: bytes.len(),
-            flags,
-        })
+        Ok(Buffer::root(raw, bytes.len(), flags, context, std::ptr::null_mut()))
     }
 
-    /// Adopts one reference to a raw buffer (no retain), reading its size and flags.
+    /// A buffer over host memory it owns for its whole life (`USE_HOST_PTR` is added): `host`
+    /// (a `Vec<T>`, `Box<[T]>` or `&'static mut [T]` of [`Pod`] values) is moved in and dropped
+    /// by the driver's destructor callback once the `cl_mem` is destroyed, so it can be neither
+    /// freed nor moved while any command, kernel or clone may use it. Its current contents are
+    /// the buffer's initial contents.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for empty memory or `COPY_HOST_PTR`/`ALLOC_HOST_PTR` in
+    /// `flags`, and as [`Buffer::new`]; [`Error::Cl`] from `clCreateBuffer` or
+    /// `clSetMemObjectDestructorCallback` (then the host memory is leaked, not freed: the driver
+    /// may still hold it).
+    pub fn use_host_memory<H: HostMemory>(
+        context: &Context,
+        flags: MemFlags,
+        mut host: H,
+    ) -> Result<Buffer> {
+        if flags.intersects(MemFlags::COPY_HOST_PTR | MemFlags::ALLOC_HOST_PTR) {
+            return Err(Error::InvalidArgument(
+                "use_host_memory cannot be combined with COPY_HOST_PTR or ALLOC_HOST_PTR".into(),
+            ));
+        }
+        let bytes = host.host_bytes_mut();
+        let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+        check_size(context, len)?;
+        let flags = flags | MemFlags::USE_HOST_PTR;
+        // SAFETY: a valid context; `ptr` is valid for `len` bytes and stays valid, unmoved, until
+        // the destructor callback drops `host` (HostMemory contract: moving `host` does not move
+        // its bytes); nothing else accesses it (we own `host`); we own the result.
+        let raw = unsafe { raw::create_buffer(context.as_raw(), flags.bits(), len, ptr.cast()) }
+            .map_err(Error::cl("clCreateBuffer"))?;
+        let owner: Box<HostOwner> = Box::new(Box::new(host));
+        let user_data = Box::into_raw(owner);
+        // SAFETY: a valid buffer; `user_data` is a leaked box reclaimed exactly once by
+        // `free_host_memory`, which calls no OpenCL function.
+        if let Err(e) = unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) } {
+            // The driver may still use the memory: leak it (safe) rather than free it.
+            release_in_drop(raw);
+            return Err(Error::cl("clSetMemObjectDestructorCallback")(e));
+        }
+        Ok(Buffer::root(raw, len, flags, context, ptr))
+    }
+
+    fn root(
+        raw: sys::cl_mem,
+        size: usize,
+        flags: MemFlags,
+        context: &Context,
+        host_ptr: *mut u8,
+    ) -> Buffer {
+        Buffer {
+            raw,
+            size,
+            flags,
+            context: context.clone(),
+            parent: None,
+            origin: 0,
+            host_ptr,
+        }
+    }
+
+    /// Adopts one reference to a raw buffer (no retain), reading its size, flags, context and,
+    /// for a sub-buffer, its parent and offset: `Buffer.from_int_ptr(ptr, retain=False)`.
     ///
     /// # Errors
     ///
@@ -106,22 +223,39 @@ impl Buffer {
     ///
     /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Buffer`.
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Buffer> {
-        let mut b = Buffer {
-            raw,
-            size: 0,
-            flags: MemFlags::empty(),
-        };
-        if b.mem_type()? != crate::memory::MemObjectType::Buffer {
+        // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
+        let mem = unsafe { crate::memory::Memory::from_raw(raw) };
+        if mem.mem_type()? != MemObjectType::Buffer {
             return Err(Error::InvalidArgument(
                 "the memory object is not a buffer".into(),
             ));
         }
-        b.size = b.mem_size_bytes()?;
-        b.flags = b.mem_flags()?;
-        Ok(b)
+        let size = mem.mem_size_bytes()?;
+        let flags = mem.mem_flags()?;
+        let context = mem.mem_context()?;
+        let host_ptr = mem.mem_host_ptr()?.cast::<u8>();
+        let (parent, origin) = match mem.mem_associated_object()? {
+            Some(p) => {
+                let origin = mem.mem_offset_bytes()?;
+                let parent = p
+                    .into_buffer()
+                    .map_err(|_| Error::InvalidArgument("a sub-buffer's parent is not a buffer".into()))?;
+                (Some(Arc::new(parent)), origin)
+            }
+            None => (None, 0),
+        };
+        Ok(Buffer {
+            raw: mem.into_raw(),
+            size,
+            flags,
+            context,
+            parent,
+            origin,
+            host_ptr,
+        })
     }
 
-    /// Retains a raw buffer and wraps the new reference.
+    /// Retains a raw buffer and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
     ///
     /// # Errors
     ///
@@ -137,7 +271,7 @@ impl Buffer {
         unsafe { Buffer::from_raw(raw) }
     }
 
-    /// The raw handle (still owned by `self`).
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
     pub fn as_raw(&self) -> sys::cl_mem {
         self.raw
     }
@@ -145,7 +279,13 @@ impl Buffer {
     /// Gives the reference away without releasing it.
     pub fn into_raw(self) -> sys::cl_mem {
         let raw = self.raw;
-        std::mem::forget(self);
+        // Drop the other fields (context and parent references) but not the buffer's reference.
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again and its `Drop` never runs; each field is read once.
+        unsafe {
+            drop(std::ptr::read(&this.context));
+            drop(std::ptr::read(&this.parent));
+        }
         raw
     }
 
@@ -154,12 +294,110 @@ impl Buffer {
         self.size
     }
 
-    /// The flags it was created with (as the driver reports them for adopted handles).
+    /// How many whole `T`s fit (`size_bytes() / size_of::<T>()`; 0 for zero-sized `T`).
+    pub fn len_of<T: Pod>(&self) -> usize {
+        self.size.checked_div(std::mem::size_of::<T>()).unwrap_or(0)
+    }
+
+    /// The flags as created (as the driver reports them for adopted handles and sub-buffers).
     pub fn flags(&self) -> MemFlags {
         self.flags
     }
 
-    fn check_range(&self, what: &'static str, offset: usize, len: usize) -> Result<()> {
+    /// The context the buffer belongs to.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The root buffer of a sub-buffer (`None` for a root buffer).
+    pub fn parent(&self) -> Option<&Buffer> {
+        self.parent.as_deref()
+    }
+
+    /// The byte offset in the root buffer (0 for a root buffer).
+    pub fn origin_bytes(&self) -> usize {
+        self.origin
+    }
+
+    /// True for a sub-buffer.
+    pub fn is_sub_buffer(&self) -> bool {
+        self.parent.is_some()
+    }
+
+    /// The host memory of a `USE_HOST_PTR` buffer (or a sub-buffer of one) as `T`s, bound to
+    /// the borrow of `self`: PyOpenCL's `get_host_array`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the buffer has no host memory (not `USE_HOST_PTR`) or its
+    /// size is not a multiple of `size_of::<T>()`; [`Error::Misaligned`] when the memory is not
+    /// aligned for `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. No command that writes the buffer runs, and no map of it is open, while the slice
+    ///    lives (the driver may write the host memory at any time while such a command runs).
+    /// 2. The caller synchronised the host memory with the device as the spec requires for
+    ///    `USE_HOST_PTR` (e.g. waited for a blocking read or a map/unmap of the range).
+    pub unsafe fn host_slice<T: Pod>(&self) -> Result<&[T]> {
+        if self.host_ptr.is_null() {
+            return Err(Error::InvalidArgument(
+                "only a USE_HOST_PTR buffer has host memory".into(),
+            ));
+        }
+        let n = std::mem::size_of::<T>();
+        if n == 0 || !self.size.is_multiple_of(n) {
+            return Err(Error::InvalidArgument(format!(
+                "a buffer of {} bytes is not a whole number of {n}-byte elements",
+                self.size
+            )));
+        }
+        let align = std::mem::align_of::<T>();
+        if !(self.host_ptr as usize).is_multiple_of(align) {
+            return Err(Error::Misaligned {
+                what: "host memory",
+                value: self.host_ptr as usize,
+                alignment: align,
+            });
+        }
+        // SAFETY: the host memory is owned by the buffer (moved in by `use_host_memory`, or the
+        // adopter's promise) and lives while `self` does; it holds `size` initialised bytes,
+        // aligned for `T`, and `T: Pod` accepts any bytes; obligations 1-2 exclude writers.
+        Ok(unsafe { std::slice::from_raw_parts(self.host_ptr.cast::<T>(), self.size / n) })
+    }
+
+    /// Checks that `queue` belongs to the buffer's context (else the driver's
+    /// `CL_INVALID_CONTEXT`).
+    pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
+        if queue.context().as_raw() == self.context.as_raw() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(
+                "the queue and the buffer belong to different contexts".into(),
+            ))
+        }
+    }
+
+    /// Refuses host reads of `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` buffers and host writes of
+    /// `HOST_READ_ONLY`/`HOST_NO_ACCESS` ones (the driver's `CL_INVALID_OPERATION`).
+    pub(crate) fn check_host_access(&self, reading: bool) -> Result<()> {
+        let forbidden = if reading {
+            MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS
+        } else {
+            MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS
+        };
+        if self.flags.intersects(forbidden) {
+            Err(Error::InvalidArgument(format!(
+                "the host may not {} a buffer created with {:?}",
+                if reading { "read" } else { "write" },
+                self.flags & forbidden
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn check_range(&self, what: &'static str, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.size => Ok(()),
             _ => Err(Error::OutOfBounds {
@@ -171,13 +409,111 @@ impl Buffer {
         }
     }
 
+    /// A sub-buffer of `size_bytes` bytes at `origin_bytes` (`clCreateSubBuffer` with
+    /// `CL_BUFFER_CREATE_TYPE_REGION`): PyOpenCL's `get_sub_region(origin, size, flags)`.
+    ///
+    /// `flags` may hold access flags (`READ_WRITE`, `READ_ONLY`, `WRITE_ONLY`) and host access
+    /// flags; whatever it leaves out is inherited from the parent. The parent's host-pointer
+    /// flags are inherited by the driver and never passed (PyOpenCL passes them and the driver
+    /// refuses). A sub-buffer of a sub-buffer is created from the root with the origins added.
+    ///
+    /// # Errors
+    ///
+    /// Checked before the call: [`Error::InvalidArgument`] for a zero size, host-pointer flags
+    /// in `flags`, or access flags that contradict the parent's (a read-only view of a
+    /// write-only buffer, ...); [`Error::OutOfBounds`] past the end; [`Error::Misaligned`] when
+    /// the absolute origin is not a multiple of `CL_DEVICE_MEM_BASE_ADDR_ALIGN` (reported in
+    /// bits, checked in bytes) of any device of the context; [`Error::Unsupported`] below
+    /// OpenCL 1.1. Then [`Error::Cl`] from `clCreateSubBuffer`.
+    pub fn sub_buffer(
+        &self,
+        origin_bytes: usize,
+        size_bytes: usize,
+        flags: MemFlags,
+    ) -> Result<Buffer> {
+        self.context
+            .require_platform_version(Version::V1_1, "clCreateSubBuffer")?;
+        if size_bytes == 0 {
+            return Err(Error::InvalidArgument("sub-buffer size must be positive".into()));
+        }
+        self.check_range("sub-buffer", origin_bytes, size_bytes)?;
+        let host = MemFlags::HOST_PTR_FLAGS | MemFlags::ALLOC_HOST_PTR;
+        if flags.intersects(host) {
+            return Err(Error::InvalidArgument(
+                "a sub-buffer inherits USE_HOST_PTR, ALLOC_HOST_PTR and COPY_HOST_PTR; they cannot be given".into(),
+            ));
+        }
+        check_sub_buffer_flags(self.flags, flags)?;
+        let origin = self.origin + origin_bytes;
+        let mut align = usize::MAX;
+        for d in self.context.devices() {
+            align = align.min(d.mem_base_addr_align_bytes()?.max(1));
+        }
+        if !origin.is_multiple_of(align) {
+            return Err(Error::Misaligned {
+                what: "sub-buffer origin",
+                value: origin,
+                alignment: align,
+            });
+        }
+        let root: Arc<Buffer> = match &self.parent {
+            Some(p) => Arc::clone(p),
+            None => Arc::new(self.clone()),
+        };
+        // SAFETY: `root` is a valid buffer that is not a sub-buffer; the region is in bounds
+        // and aligned (checked above); we own the result.
+        let raw = unsafe { raw::create_sub_buffer(root.raw, flags.bits(), origin, size_bytes) }
+            .map_err(Error::cl("clCreateSubBuffer"))?;
+        // SAFETY: a valid object we own; its flags are what the driver derived.
+        let real_flags = unsafe { raw::get_info::<sys::cl_mem_flags>(raw, sys::CL_MEM_FLAGS) }
+            .map(MemFlags::from_bits_retain)
+            .unwrap_or(self.flags);
+        let host_ptr = if root.host_ptr.is_null() {
+            std::ptr::null_mut()
+        } else {
+            root.host_ptr.wrapping_add(origin)
+        };
+        Ok(Buffer {
+            raw,
+            size: size_bytes,
+            flags: real_flags,
+            context: self.context.clone(),
+            parent: Some(root),
+            origin,
+            host_ptr,
+        })
+    }
+
+    /// A sub-buffer over a Rust range of bytes (`buf.sub_buffer_range(128..256)`,
+    /// `buf.sub_buffer_range(..64)`), inheriting every flag: PyOpenCL's `buf[start:stop]`
+    /// (without its negative indices and silent clipping: an out-of-range end is an error).
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::sub_buffer`]; an empty or reversed range is [`Error::InvalidArgument`].
+    pub fn sub_buffer_range(&self, range: impl RangeBounds<usize>) -> Result<Buffer> {
+        let (start, end) = resolve_range(range, self.size)?;
+        self.sub_buffer(start, end - start, MemFlags::empty())
+    }
+
+    /// A sub-buffer over a range of `T` elements (`buf.sub_buffer_of::<f32>(16..32)`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::sub_buffer_range`].
+    pub fn sub_buffer_of<T: Pod>(&self, range: impl RangeBounds<usize>) -> Result<Buffer> {
+        let (start, end) = resolve_range(range, self.len_of::<T>())?;
+        let n = std::mem::size_of::<T>();
+        self.sub_buffer(start * n, (end - start) * n, MemFlags::empty())
+    }
+
     /// Blocking host-to-device copy of `data` to `offset_bytes`, after `wait`. Empty data is a
     /// no-op returning a marker event.
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfBounds`] past the end (checked first); [`Error::Cl`] from
-    /// `clEnqueueWriteBuffer`.
+    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
+    /// context (checked first); [`Error::Cl`] from `clEnqueueWriteBuffer`.
     pub fn write<T: Pod>(
         &self,
         queue: &Queue,
@@ -201,11 +537,13 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Event> {
         self.check_range("buffer write", offset_bytes, data.len())?;
+        self.check_queue(queue)?;
+        self.check_host_access(false)?;
         if data.is_empty() {
             return queue.enqueue_marker(wait);
         }
-        // SAFETY: valid queue/buffer/events; the write is blocking, so `data` is only read during
-        // the call; the range is in bounds; we own the returned event.
+        // SAFETY: valid queue/buffer/events of one context; the write is blocking, so `data` is
+        // only read during the call; the range is in bounds; we own the returned event.
         let ev = unsafe {
             raw_queue::enqueue_write_buffer(
                 queue.as_raw(),
@@ -227,8 +565,8 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfBounds`] past the end (checked first); [`Error::Cl`] from
-    /// `clEnqueueReadBuffer`.
+    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
+    /// context (checked first); [`Error::Cl`] from `clEnqueueReadBuffer`.
     pub fn read<T: Pod>(
         &self,
         queue: &Queue,
@@ -252,11 +590,14 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Event> {
         self.check_range("buffer read", offset_bytes, out.len())?;
+        self.check_queue(queue)?;
+        self.check_host_access(true)?;
         if out.is_empty() {
             return queue.enqueue_marker(wait);
         }
-        // SAFETY: valid queue/buffer/events; the read is blocking, so `out` is written only during
-        // the call, through our exclusive borrow; the range is in bounds; we own the event.
+        // SAFETY: valid queue/buffer/events of one context; the read is blocking, so `out` is
+        // written only during the call, through our exclusive borrow; the range is in bounds; we
+        // own the event.
         let ev = unsafe {
             raw_queue::enqueue_read_buffer(
                 queue.as_raw(),
@@ -273,7 +614,27 @@ impl Buffer {
         Ok(unsafe { Event::from_raw(ev) })
     }
 
-    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    /// Blocking read of the whole buffer as `T`s.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the size is not a whole number of `T`s; as
+    /// [`Buffer::read`].
+    pub fn read_vec<T: Pod + Default>(&self, queue: &Queue, wait: &[&Event]) -> Result<Vec<T>> {
+        let n = std::mem::size_of::<T>();
+        if n == 0 || !self.size.is_multiple_of(n) {
+            return Err(Error::InvalidArgument(format!(
+                "a buffer of {} bytes is not a whole number of {n}-byte elements",
+                self.size
+            )));
+        }
+        let mut out = vec![T::default(); self.size / n];
+        self.read(queue, 0, &mut out, wait)?;
+        Ok(out)
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it). Consuming `self`
+    /// makes a double release impossible by construction (PyOpenCL checks it at run time).
     ///
     /// # Errors
     ///
@@ -283,6 +644,78 @@ impl Buffer {
         // SAFETY: we owned this reference.
         unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
     }
+}
+
+/// Resolves a byte or element range against `len`; empty, reversed and out-of-range ranges are
+/// errors.
+pub(crate) fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1).ok_or_else(|| overflow("range start"))?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1).ok_or_else(|| overflow("range end"))?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    if end <= start {
+        return Err(Error::InvalidArgument(format!(
+            "range {start}..{end} is empty or reversed"
+        )));
+    }
+    if end > len {
+        return Err(Error::OutOfBounds {
+            what: "range",
+            offset: start,
+            len: end - start,
+            size: len,
+        });
+    }
+    Ok((start, end))
+}
+
+fn overflow(what: &str) -> Error {
+    Error::InvalidArgument(format!("{what} overflows usize"))
+}
+
+/// The access-flag rules of `clCreateSubBuffer` (OpenCL 3.0 §5.2.1), checked before the call.
+fn check_sub_buffer_flags(parent: MemFlags, wanted: MemFlags) -> Result<()> {
+    let bad = |msg: &str| Err(Error::InvalidArgument(format!("sub-buffer flags: {msg}")));
+    let access = MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY;
+    if (wanted & access).bits().count_ones() > 1 {
+        return bad("at most one of READ_WRITE, READ_ONLY, WRITE_ONLY");
+    }
+    if parent.contains(MemFlags::WRITE_ONLY)
+        && wanted.intersects(MemFlags::READ_WRITE | MemFlags::READ_ONLY)
+    {
+        return bad("the parent is WRITE_ONLY");
+    }
+    if parent.contains(MemFlags::READ_ONLY)
+        && wanted.intersects(MemFlags::READ_WRITE | MemFlags::WRITE_ONLY)
+    {
+        return bad("the parent is READ_ONLY");
+    }
+    let host = MemFlags::HOST_READ_ONLY | MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS;
+    if (wanted & host).bits().count_ones() > 1 {
+        return bad("at most one of HOST_READ_ONLY, HOST_WRITE_ONLY, HOST_NO_ACCESS");
+    }
+    if parent.contains(MemFlags::HOST_WRITE_ONLY) && wanted.contains(MemFlags::HOST_READ_ONLY) {
+        return bad("the parent is HOST_WRITE_ONLY");
+    }
+    if parent.contains(MemFlags::HOST_READ_ONLY) && wanted.contains(MemFlags::HOST_WRITE_ONLY) {
+        return bad("the parent is HOST_READ_ONLY");
+    }
+    if parent.contains(MemFlags::HOST_NO_ACCESS)
+        && wanted.intersects(MemFlags::HOST_READ_ONLY | MemFlags::HOST_WRITE_ONLY)
+    {
+        return bad("the parent is HOST_NO_ACCESS");
+    }
+    let known = access | host;
+    if !(wanted - known).is_empty() {
+        return bad("only access and host-access flags may be given");
+    }
+    Ok(())
 }
 
 /// Rejects sizes the driver would refuse with `CL_INVALID_BUFFER_SIZE`.
@@ -325,6 +758,10 @@ impl Clone for Buffer {
             raw: self.raw,
             size: self.size,
             flags: self.flags,
+            context: self.context.clone(),
+            parent: self.parent.clone(),
+            origin: self.origin,
+            host_ptr: self.host_ptr,
         }
     }
 }
@@ -342,12 +779,49 @@ impl PartialEq for Buffer {
 }
 impl Eq for Buffer {}
 
+impl Hash for Buffer {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.raw.hash(state);
+    }
+}
+
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Buffer")
-            .field("raw", &self.raw)
+        let mut d = f.debug_struct("Buffer");
+        d.field("raw", &self.raw)
             .field("size", &self.size)
-            .field("flags", &self.flags)
-            .finish()
+            .field("flags", &self.flags);
+        if self.parent.is_some() {
+            d.field("origin", &self.origin);
+        }
+        d.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_like_rust_slices() {
+        assert_eq!(resolve_range(.., 10).unwrap(), (0, 10));
+        assert_eq!(resolve_range(2..=3, 10).unwrap(), (2, 4));
+        assert_eq!(resolve_range(4.., 10).unwrap(), (4, 10));
+        assert!(matches!(resolve_range(3..3, 10), Err(Error::InvalidArgument(_))));
+        assert!(matches!(resolve_range(5..11, 10), Err(Error::OutOfBounds { offset: 5, len: 6, size: 10, .. })));
+        assert!(resolve_range(..=usize::MAX, 10).is_err());
+    }
+
+    #[test]
+    fn sub_buffer_flag_rules() {
+        let rw = MemFlags::READ_WRITE;
+        assert!(check_sub_buffer_flags(rw, MemFlags::empty()).is_ok());
+        assert!(check_sub_buffer_flags(rw, MemFlags::READ_ONLY).is_ok());
+        assert!(check_sub_buffer_flags(MemFlags::WRITE_ONLY, MemFlags::READ_ONLY).is_err());
+        assert!(check_sub_buffer_flags(MemFlags::READ_ONLY, MemFlags::READ_WRITE).is_err());
+        assert!(check_sub_buffer_flags(rw, MemFlags::READ_ONLY | MemFlags::WRITE_ONLY).is_err());
+        assert!(check_sub_buffer_flags(MemFlags::HOST_NO_ACCESS, MemFlags::HOST_READ_ONLY).is_err());
+        assert!(check_sub_buffer_flags(MemFlags::HOST_WRITE_ONLY, MemFlags::HOST_READ_ONLY).is_err());
+        assert!(check_sub_buffer_flags(rw, MemFlags::KERNEL_READ_AND_WRITE).is_err());
     }
 }

@@ -69,14 +69,17 @@ mod context;
 mod device;
 mod error;
 mod event;
+mod fill;
+mod host;
 mod kernel;
+mod map;
 mod memory;
 mod platform;
 mod pod;
 mod program;
 mod queue;
 pub mod select;
-pub mod svm;
+mod transfer;
 
 pub use cl_raw::{ClError, Version};
 
@@ -89,7 +92,14 @@ pub use device::{
 pub use error::{Error, Result};
 pub use event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
 pub use kernel::{ArgValue, Kernel, KernelArg, LocalMemory, NullMem};
-pub use memory::{MemFlags, MemObject, MemObjectType};
+pub use fill::{enqueue_migrate_mem_objects, MigrationFlags};
+pub use host::PinnedMemory;
+pub use map::{MapFlags, MapMut, MapRead, PendingMap};
+pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
+pub use transfer::{
+    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair, HostMemory,
+    Pending, Rect,
+};
 pub use platform::Platform;
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use program::Program;

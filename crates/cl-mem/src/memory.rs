@@ -1,8 +1,12 @@
 //! What every memory object shares: [`MemObject`] (the raw handle plus common queries),
 //! [`MemFlags`] and [`MemObjectType`].
 
+use std::ffi::c_void;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
 use bitflags::bitflags;
-use cl_raw::{mem as raw, sys};
+use cl_raw::{extra, mem as raw, sys, Version};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -159,6 +163,226 @@ pub unsafe trait MemObject {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
         unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_MAP_COUNT) }
             .map_err(Error::cl("clGetMemObjectInfo"))
+    }
+
+    /// `CL_MEM_HOST_PTR` as a raw address (null unless created with `USE_HOST_PTR`, or a
+    /// sub-buffer of such a buffer). Only an address: reading through it is the caller's
+    /// `unsafe` business (PyOpenCL refuses this query and offers `get_host_array`; see
+    /// [`crate::Buffer::host_slice`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetMemObjectInfo`.
+    fn mem_host_ptr(&self) -> Result<*mut c_void> {
+        // SAFETY: a valid object (trait contract); a 1.0 parameter.
+        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_HOST_PTR) }
+            .map_err(Error::cl("clGetMemObjectInfo"))
+    }
+
+    /// `CL_MEM_ASSOCIATED_MEMOBJECT` (1.1): the parent of a sub-buffer, the buffer of a 1-D image
+    /// buffer; `None` for other objects. The returned [`Memory`] owns a new reference.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetMemObjectInfo` or `clRetainMemObject`.
+    fn mem_associated_object(&self) -> Result<Option<Memory>> {
+        // SAFETY: a valid object (trait contract); a 1.1 parameter (every platform the crate
+        // accepts is 1.2+, and 1.1 platforms know it).
+        let m: sys::cl_mem = unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_ASSOCIATED_MEMOBJECT) }
+            .map_err(Error::cl("clGetMemObjectInfo"))?;
+        if m.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: the driver returned a live object (the parent outlives its children).
+        unsafe { Memory::from_raw_retained(m) }.map(Some)
+    }
+
+    /// `CL_MEM_OFFSET` (1.1): a sub-buffer's origin in its parent, in bytes (0 otherwise).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetMemObjectInfo`.
+    fn mem_offset_bytes(&self) -> Result<usize> {
+        // SAFETY: a valid object (trait contract); a 1.1 parameter.
+        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_OFFSET) }
+            .map_err(Error::cl("clGetMemObjectInfo"))
+    }
+
+    /// `CL_MEM_USES_SVM_POINTER` (2.0): whether the object was created over an SVM pointer.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] on a platform older than 2.0 (checked first: an older driver may
+    /// hang or misbehave on the query); [`Error::Cl`] from `clGetMemObjectInfo`.
+    fn mem_uses_svm_pointer(&self) -> Result<bool> {
+        require_mem_version(self.as_raw(), Version::V2_0, "CL_MEM_USES_SVM_POINTER")?;
+        // SAFETY: a valid object (trait contract) of a 2.0+ platform.
+        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_USES_SVM_POINTER) }
+            .map_err(Error::cl("clGetMemObjectInfo"))
+    }
+
+    /// `CL_MEM_PROPERTIES` (3.0): the property list given at creation (empty when none was).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] on a platform older than 3.0 (checked first);
+    /// [`Error::Cl`] from `clGetMemObjectInfo`.
+    fn mem_properties(&self) -> Result<Vec<u64>> {
+        require_mem_version(self.as_raw(), Version::V3_0, "CL_MEM_PROPERTIES")?;
+        // SAFETY: a valid object (trait contract) of a 3.0+ platform.
+        unsafe { raw::get_info(self.as_raw(), extra::CL_MEM_PROPERTIES) }
+            .map_err(Error::cl("clGetMemObjectInfo"))
+    }
+}
+
+/// The platform version of a memory object's context, for gating queries.
+fn require_mem_version(mem: sys::cl_mem, needed: Version, feature: &'static str) -> Result<()> {
+    // SAFETY: callers pass a valid object.
+    let ctx: sys::cl_context = unsafe { raw::get_info(mem, sys::CL_MEM_CONTEXT) }
+        .map_err(Error::cl("clGetMemObjectInfo"))?;
+    // SAFETY: the driver returned the object's live context; we retain it for the wrapper.
+    let ctx = unsafe { Context::from_raw_retained(ctx) }?;
+    ctx.require_platform_version(needed, feature)
+}
+
+/// Any memory object (buffer, sub-buffer, image, pipe) as an owning handle: PyOpenCL's
+/// `MemoryObject`. Owns one reference: `Clone` retains, `Drop` releases; equality and hashing
+/// are by handle.
+///
+/// Use it to adopt handles from other libraries ([`Memory::from_raw`], the equivalent of
+/// `MemoryObject.from_int_ptr(ptr, retain=False)`) and to hold objects of mixed kinds; narrow
+/// it with [`Memory::into_buffer`].
+pub struct Memory {
+    raw: sys::cl_mem,
+}
+
+// SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
+// memory object may be queried, used and released from any thread.
+unsafe impl Send for Memory {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Memory {}
+
+impl Memory {
+    /// Adopts one reference (no retain): `from_int_ptr(ptr, retain=False)`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object.
+    /// 2. The caller gives one reference it owns to the new `Memory`.
+    pub unsafe fn from_raw(raw: sys::cl_mem) -> Memory {
+        Memory { raw }
+    }
+
+    /// Retains and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clRetainMemObject`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object.
+    pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Memory> {
+        // SAFETY: obligation 1.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
+        Ok(Memory { raw })
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
+    pub fn as_raw(&self) -> sys::cl_mem {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    pub fn into_raw(self) -> sys::cl_mem {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Narrows to a [`crate::Buffer`] when `CL_MEM_TYPE` says it is one; otherwise gives `self`
+    /// back (no reference is lost either way).
+    ///
+    /// # Errors
+    ///
+    /// `Err(self)` when the object is not a buffer or its type cannot be read.
+    pub fn into_buffer(self) -> std::result::Result<crate::Buffer, Memory> {
+        match self.mem_type() {
+            Ok(MemObjectType::Buffer) => {
+                let raw = self.as_raw();
+                // SAFETY: a valid buffer; we take one more reference for the buffer and drop
+                // `self`'s when this function returns, so the count is unchanged.
+                match unsafe { crate::Buffer::from_raw_retained(raw) } {
+                    Ok(b) => Ok(b),
+                    Err(_) => Err(self),
+                }
+            }
+            _ => Err(self),
+        }
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it). Consuming `self`
+    /// makes a double release impossible by construction.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clReleaseMemObject`.
+    pub fn release(self) -> Result<()> {
+        let raw = self.into_raw();
+        // SAFETY: we owned this reference.
+        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
+    }
+}
+
+// SAFETY: `raw` is a valid object we hold a reference to while `self` lives.
+unsafe impl MemObject for Memory {
+    fn as_raw(&self) -> sys::cl_mem {
+        self.raw
+    }
+}
+
+// SAFETY: a valid handle, retained by the kernel while set.
+unsafe impl crate::kernel::KernelArg for Memory {
+    fn arg_value(&self) -> crate::kernel::ArgValue<'_> {
+        crate::kernel::ArgValue::Mem(self.raw)
+    }
+}
+
+impl From<crate::Buffer> for Memory {
+    fn from(b: crate::Buffer) -> Memory {
+        Memory { raw: b.into_raw() }
+    }
+}
+
+impl Clone for Memory {
+    fn clone(&self) -> Memory {
+        retain_for_clone(self.raw);
+        Memory { raw: self.raw }
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        release_in_drop(self.raw);
+    }
+}
+
+impl PartialEq for Memory {
+    fn eq(&self, other: &Memory) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for Memory {}
+
+impl Hash for Memory {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.raw.hash(state);
+    }
+}
+
+impl fmt::Debug for Memory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Memory").field("raw", &self.raw).finish()
     }
 }
 

@@ -1,0 +1,187 @@
+//! Fills ([`Buffer::fill`], `clEnqueueFillBuffer`, OpenCL 1.2) and migration
+//! ([`enqueue_migrate_mem_objects`], `clEnqueueMigrateMemObjects`, OpenCL 1.2) of memory objects.
+//!
+//! Everything the spec makes the driver refuse with `CL_INVALID_VALUE` is checked first: pattern
+//! sizes (1, 2, 4, ..., 128 bytes), offset and size multiples of the pattern, bounds, an empty
+//! object list, and the platform version (PyOpenCL only warns below 1.2, then calls anyway).
+
+use bitflags::bitflags;
+use cl_raw::{queue as raw_queue, sys, Version};
+
+use crate::buffer::Buffer;
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+use crate::memory::MemObject;
+use crate::pod::{bytes_of, Pod};
+use crate::queue::Queue;
+
+impl Buffer {
+    /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
+    /// `enqueue_fill_buffer(queue, mem, pattern, offset, size)`. The pattern is copied by the
+    /// driver before the call returns. A zero size returns a marker event.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::fill_bytes`].
+    pub fn fill<T: Pod>(
+        &self,
+        queue: &Queue,
+        pattern: &T,
+        offset_bytes: usize,
+        size_bytes: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.fill_bytes(queue, bytes_of(pattern), offset_bytes, size_bytes, wait)
+    }
+
+    /// Fills the whole buffer with copies of `pattern`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::fill_bytes`] (the buffer's size must be a multiple of the pattern's).
+    pub fn fill_all<T: Pod>(&self, queue: &Queue, pattern: &T, wait: &[&Event]) -> Result<Event> {
+        self.fill(queue, pattern, 0, self.size_bytes(), wait)
+    }
+
+    /// Fills with a pattern given as bytes; see [`Buffer::fill`].
+    ///
+    /// # Errors
+    ///
+    /// Checked first: [`Error::InvalidArgument`] for a pattern whose size is not a power of two
+    /// from 1 to 128, or a queue of another context; [`Error::Misaligned`] for an offset or
+    /// size that is not a multiple of the pattern size; [`Error::OutOfBounds`] past the end;
+    /// [`Error::Unsupported`] below OpenCL 1.2. Then [`Error::Cl`] from `clEnqueueFillBuffer`.
+    pub fn fill_bytes(
+        &self,
+        queue: &Queue,
+        pattern: &[u8],
+        offset_bytes: usize,
+        size_bytes: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        check_pattern(pattern.len(), offset_bytes, size_bytes)?;
+        self.check_range("buffer fill", offset_bytes, size_bytes)?;
+        self.check_queue(queue)?;
+        queue
+            .context()
+            .require_platform_version(Version::V1_2, "clEnqueueFillBuffer")?;
+        if size_bytes == 0 {
+            return queue.enqueue_marker(wait);
+        }
+        // SAFETY: valid queue/buffer/events of one 1.2+ context; the pattern is read during the
+        // call only; the range is in bounds and a multiple of the pattern; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_fill_buffer(
+                queue.as_raw(),
+                self.as_raw(),
+                pattern,
+                offset_bytes,
+                size_bytes,
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueFillBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+}
+
+/// The pattern rules of `clEnqueueFillBuffer`.
+fn check_pattern(pattern: usize, offset: usize, size: usize) -> Result<()> {
+    if !(pattern.is_power_of_two() && pattern <= 128) {
+        return Err(Error::InvalidArgument(format!(
+            "a fill pattern is 1, 2, 4, 8, 16, 32, 64 or 128 bytes, got {pattern}"
+        )));
+    }
+    for (what, value) in [("fill offset", offset), ("fill size", size)] {
+        if !value.is_multiple_of(pattern) {
+            return Err(Error::Misaligned {
+                what,
+                value,
+                alignment: pattern,
+            });
+        }
+    }
+    Ok(())
+}
+
+bitflags! {
+    /// `cl_mem_migration_flags` (PyOpenCL's `mem_migration_flags`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct MigrationFlags: sys::cl_mem_migration_flags {
+        /// `CL_MIGRATE_MEM_OBJECT_HOST`: migrate to the host instead of the queue's device.
+        const HOST = sys::CL_MIGRATE_MEM_OBJECT_HOST;
+        /// `CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED`: the contents need not be preserved.
+        const CONTENT_UNDEFINED = sys::CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
+    }
+}
+
+/// Migrates memory objects (buffers, sub-buffers, images, pooled buffers: any
+/// [`MemObject`]) to the queue's device, or to the host with [`MigrationFlags::HOST`]:
+/// PyOpenCL's `enqueue_migrate_mem_objects` (which refuses pooled buffers, reference §9.11).
+///
+/// # Errors
+///
+/// Checked first: [`Error::Unsupported`] below OpenCL 1.2; [`Error::InvalidArgument`] for an
+/// empty list or an object of another context. Then [`Error::Cl`] from
+/// `clEnqueueMigrateMemObjects`.
+pub fn enqueue_migrate_mem_objects(
+    queue: &Queue,
+    objects: &[&dyn MemObject],
+    flags: MigrationFlags,
+    wait: &[&Event],
+) -> Result<Event> {
+    queue
+        .context()
+        .require_platform_version(Version::V1_2, "clEnqueueMigrateMemObjects")?;
+    if objects.is_empty() {
+        return Err(Error::InvalidArgument(
+            "migration needs at least one memory object".into(),
+        ));
+    }
+    let mut raws: smallvec::SmallVec<[sys::cl_mem; 8]> = smallvec::SmallVec::new();
+    for o in objects {
+        let m = o.as_raw();
+        // SAFETY: a valid object (MemObject contract); a 1.0 parameter; the handle is compared,
+        // not retained.
+        let ctx: sys::cl_context = unsafe { cl_raw::mem::get_info(m, sys::CL_MEM_CONTEXT) }
+            .map_err(Error::cl("clGetMemObjectInfo"))?;
+        if ctx != queue.context().as_raw() {
+            return Err(Error::InvalidArgument(
+                "a memory object to migrate belongs to another context than the queue".into(),
+            ));
+        }
+        raws.push(m);
+    }
+    // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty; we
+    // own the event.
+    let ev = unsafe {
+        raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &raws, flags.bits(), &raw_list(wait))
+    }
+    .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
+    // SAFETY: a fresh reference we own.
+    Ok(unsafe { Event::from_raw(ev) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_rules() {
+        for p in [1, 2, 4, 8, 16, 32, 64, 128] {
+            assert!(check_pattern(p, p * 3, p * 5).is_ok(), "{p}");
+        }
+        for p in [0, 3, 12, 256] {
+            assert!(matches!(check_pattern(p, 0, 0), Err(Error::InvalidArgument(_))), "{p}");
+        }
+        assert_eq!(
+            check_pattern(4, 2, 8),
+            Err(Error::Misaligned { what: "fill offset", value: 2, alignment: 4 })
+        );
+        assert_eq!(
+            check_pattern(4, 4, 6),
+            Err(Error::Misaligned { what: "fill size", value: 6, alignment: 4 })
+        );
+    }
+}

@@ -1,0 +1,477 @@
+//! Maps of buffer regions (`clEnqueueMapBuffer` / `clEnqueueUnmapMemObject`): PyOpenCL's
+//! `enqueue_map_buffer` and `MemoryMap`.
+//!
+//! Two ways in, both unmapping exactly once:
+//!
+//! - a scope, [`Buffer::with_map`] / [`Buffer::with_map_mut`], in the manner of
+//!   `std::thread::scope`: the slice exists only inside the closure and the region is unmapped
+//!   (and the unmap waited for) before the call returns, even when the closure panics;
+//! - a guard, [`MapRead`] / [`MapMut`] (and [`PendingMap`] for non-blocking maps), which borrows
+//!   the buffer and the queue, so it cannot outlive either, and dereferences to the slice. Its
+//!   `Drop` unmaps and waits; [`MapMut::unmap`] returns the unmap event instead. Forgetting a
+//!   guard (`mem::forget`) leaves the region mapped but leaks no access: every slice borrowed
+//!   from the guard ended before the guard could be moved into `forget`.
+//!
+//! PyOpenCL's `MemoryMap.release()` unmaps again when called twice (reference §9.10); here
+//! `unmap(self)` consumes the guard. PyOpenCL does not validate map strides against the
+//! mapped size; the typed maps here always cover exactly `len * size_of::<T>()` bytes, and the
+//! ndarray views check shape and order against that size.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut, RangeBounds};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use bitflags::bitflags;
+use cl_raw::{queue as raw_queue, sys, Version};
+
+use crate::buffer::{resolve_range, Buffer};
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+use crate::memory::MemFlags;
+use crate::pod::Pod;
+use crate::queue::Queue;
+
+bitflags! {
+    /// `cl_map_flags` (PyOpenCL's `map_flags`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct MapFlags: sys::cl_map_flags {
+        /// `CL_MAP_READ`.
+        const READ = sys::CL_MAP_READ;
+        /// `CL_MAP_WRITE`.
+        const WRITE = sys::CL_MAP_WRITE;
+        /// `CL_MAP_WRITE_INVALIDATE_REGION` (1.2): the region's old contents are not needed;
+        /// excludes `READ` and `WRITE`.
+        const WRITE_INVALIDATE_REGION = sys::CL_MAP_WRITE_INVALIDATE_REGION;
+    }
+}
+
+/// One open mapping: unmaps on drop.
+struct Mapping<'a> {
+    buffer: &'a Buffer,
+    queue: &'a Queue,
+    ptr: *mut c_void,
+    open: bool,
+    /// The map event of a non-blocking map: the unmap waits for it (out-of-order queues).
+    after: Option<Event>,
+}
+
+impl Mapping<'_> {
+    fn unmap(&mut self, wait: &[&Event]) -> Result<Event> {
+        self.open = false;
+        let mut list = raw_list(wait);
+        if let Some(e) = &self.after {
+            list.push(e.as_raw());
+        }
+        // SAFETY: valid queue/buffer/events of one context; `ptr` came from a map of this
+        // buffer that is still open (`open` was true and is cleared before any other unmap);
+        // no slice of it survives (they borrow the guard, which is being consumed or dropped).
+        let ev = unsafe {
+            raw_queue::enqueue_unmap_mem_object(
+                self.queue.as_raw(),
+                self.buffer.as_raw(),
+                self.ptr,
+                &list,
+            )
+        }
+        .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+}
+
+impl Drop for Mapping<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            match self.unmap(&[]).and_then(|e| e.wait()) {
+                Ok(()) => {}
+                Err(e) => tracing::warn!(error = %e, "unmapping a buffer failed in drop"),
+            }
+        }
+    }
+}
+
+/// A read-only mapped region of a buffer as `&[T]`; see the module documentation.
+pub struct MapRead<'a, T: Pod> {
+    map: Mapping<'a>,
+    len: usize,
+    _t: PhantomData<&'a [T]>,
+}
+
+/// A writable mapped region of a buffer as `&mut [T]`; see the module documentation.
+pub struct MapMut<'a, T: Pod> {
+    map: Mapping<'a>,
+    len: usize,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: the guard gives access to `[T]` (T: Pod is Send + Sync) in host memory the driver
+// keeps mapped; OpenCL calls (the unmap in drop) are thread-safe.
+unsafe impl<T: Pod> Send for MapRead<'_, T> {}
+// SAFETY: as for `Send`; `&MapRead` only gives `&[T]`.
+unsafe impl<T: Pod> Sync for MapRead<'_, T> {}
+// SAFETY: as for `MapRead`.
+unsafe impl<T: Pod> Send for MapMut<'_, T> {}
+// SAFETY: `&MapMut` only gives `&[T]`.
+unsafe impl<T: Pod> Sync for MapMut<'_, T> {}
+
+impl<T: Pod> Deref for MapRead<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the map completed (blocking, or waited for by `PendingMap::wait`), covers
+        // `len` aligned `T`s (checked in `map_region`), and stays mapped while `self` lives.
+        unsafe { std::slice::from_raw_parts(self.map.ptr.cast::<T>(), self.len) }
+    }
+}
+
+impl<T: Pod> Deref for MapMut<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: as for `MapRead`.
+        unsafe { std::slice::from_raw_parts(self.map.ptr.cast::<T>(), self.len) }
+    }
+}
+
+impl<T: Pod> DerefMut for MapMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as for `Deref`; the map allows writes and `&mut self` makes access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.map.ptr.cast::<T>(), self.len) }
+    }
+}
+
+impl<T: Pod> MapRead<'_, T> {
+    /// Unmaps now after `wait`, returning the unmap event (`Drop` unmaps and waits).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clEnqueueUnmapMemObject`.
+    pub fn unmap(mut self, wait: &[&Event]) -> Result<Event> {
+        self.map.unmap(wait)
+    }
+}
+
+impl<T: Pod> MapMut<'_, T> {
+    /// Unmaps now after `wait`, returning the unmap event (`Drop` unmaps and waits). Later
+    /// commands on another queue or an out-of-order queue must wait for this event to see the
+    /// host's writes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clEnqueueUnmapMemObject`.
+    pub fn unmap(mut self, wait: &[&Event]) -> Result<Event> {
+        self.map.unmap(wait)
+    }
+}
+
+impl<T: Pod> fmt::Debug for MapRead<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MapRead")
+            .field("ptr", &self.map.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Pod> fmt::Debug for MapMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MapMut")
+            .field("ptr", &self.map.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// A non-blocking map in flight: [`PendingMap::wait`] gives the guard once the map completed.
+/// Dropping it waits and unmaps.
+#[must_use = "a pending map must be waited for to reach the memory"]
+pub struct PendingMap<'a, G> {
+    event: Event,
+    guard: G,
+    _l: PhantomData<&'a ()>,
+}
+
+impl<'a, G> PendingMap<'a, G> {
+    /// The map command's event.
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// Waits for the map and returns the guard.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clWaitForEvents` (the region is then unmapped by the guard's drop).
+    pub fn wait(self) -> Result<G> {
+        self.event.wait()?;
+        Ok(self.guard)
+    }
+}
+
+impl<G> fmt::Debug for PendingMap<'_, G> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingMap").field("event", &self.event).finish()
+    }
+}
+
+impl Buffer {
+    /// Maps `bytes` bytes at `offset` for `flags`; returns the mapping and the map event.
+    fn map_region<'a, T: Pod>(
+        &'a self,
+        queue: &'a Queue,
+        flags: MapFlags,
+        range: impl RangeBounds<usize>,
+        blocking: bool,
+        wait: &[&Event],
+    ) -> Result<(Mapping<'a>, usize, Event)> {
+        let n = std::mem::size_of::<T>();
+        if n == 0 {
+            return Err(Error::InvalidArgument("cannot map zero-sized elements".into()));
+        }
+        let (start, end) = resolve_range(range, self.len_of::<T>())?;
+        let (offset, bytes) = (start * n, (end - start) * n);
+        self.check_queue(queue)?;
+        check_map_flags(self.flags(), flags)?;
+        if flags.contains(MapFlags::WRITE_INVALIDATE_REGION) {
+            queue
+                .context()
+                .require_platform_version(Version::V1_2, "CL_MAP_WRITE_INVALIDATE_REGION")?;
+        }
+        // SAFETY: valid queue/buffer/events of one context; the range is in bounds; the pointer
+        // is only dereferenced by the guards after the map completed, as `flags` allow, until
+        // the guard unmaps; we own the event.
+        let (ptr, ev) = unsafe {
+            raw_queue::enqueue_map_buffer(
+                queue.as_raw(),
+                self.as_raw(),
+                blocking,
+                flags.bits(),
+                offset,
+                bytes,
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueMapBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        let ev = unsafe { Event::from_raw(ev) };
+        let map = Mapping {
+            buffer: self,
+            queue,
+            ptr,
+            open: true,
+            after: (!blocking).then(|| ev.clone()),
+        };
+        let align = std::mem::align_of::<T>();
+        if ptr.is_null() || !(ptr as usize).is_multiple_of(align) {
+            // `map` unmaps when dropped here.
+            return Err(Error::Misaligned {
+                what: "mapped pointer",
+                value: ptr as usize,
+                alignment: align,
+            });
+        }
+        Ok((map, end - start, ev))
+    }
+
+    /// Blocking read-only map of a range of `T` elements (`..` for all): PyOpenCL's
+    /// `enqueue_map_buffer(queue, buf, map_flags.READ, ...)`.
+    ///
+    /// # Errors
+    ///
+    /// Checked first: [`Error::InvalidArgument`] for an empty range, a queue of another context
+    /// or a buffer the host may not read (`HOST_WRITE_ONLY`, `HOST_NO_ACCESS`);
+    /// [`Error::OutOfBounds`] past the end. Then [`Error::Cl`] from `clEnqueueMapBuffer`, and
+    /// [`Error::Misaligned`] when the driver's pointer is not aligned for `T`.
+    pub fn map_read<'a, T: Pod>(
+        &'a self,
+        queue: &'a Queue,
+        range: impl RangeBounds<usize>,
+        wait: &[&Event],
+    ) -> Result<MapRead<'a, T>> {
+        let (map, len, _ev) = self.map_region::<T>(queue, MapFlags::READ, range, true, wait)?;
+        Ok(MapRead {
+            map,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Blocking writable map of a range of `T` elements; `flags` holds `WRITE` (optionally with
+    /// `READ`) or `WRITE_INVALIDATE_REGION` alone.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::map_read`], plus [`Error::InvalidArgument`] for flags without a write flag
+    /// or mixing `WRITE_INVALIDATE_REGION` with `READ`/`WRITE`, and [`Error::Unsupported`] for
+    /// `WRITE_INVALIDATE_REGION` below OpenCL 1.2.
+    pub fn map_mut<'a, T: Pod>(
+        &'a self,
+        queue: &'a Queue,
+        flags: MapFlags,
+        range: impl RangeBounds<usize>,
+        wait: &[&Event],
+    ) -> Result<MapMut<'a, T>> {
+        require_write(flags)?;
+        let (map, len, _ev) = self.map_region::<T>(queue, flags, range, true, wait)?;
+        Ok(MapMut {
+            map,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Non-blocking read-only map; see [`Buffer::map_read`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::map_read`].
+    pub fn enqueue_map_read<'a, T: Pod>(
+        &'a self,
+        queue: &'a Queue,
+        range: impl RangeBounds<usize>,
+        wait: &[&Event],
+    ) -> Result<PendingMap<'a, MapRead<'a, T>>> {
+        let (map, len, event) = self.map_region::<T>(queue, MapFlags::READ, range, false, wait)?;
+        Ok(PendingMap {
+            event,
+            guard: MapRead {
+                map,
+                len,
+                _t: PhantomData,
+            },
+            _l: PhantomData,
+        })
+    }
+
+    /// Non-blocking writable map; see [`Buffer::map_mut`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::map_mut`].
+    pub fn enqueue_map_mut<'a, T: Pod>(
+        &'a self,
+        queue: &'a Queue,
+        flags: MapFlags,
+        range: impl RangeBounds<usize>,
+        wait: &[&Event],
+    ) -> Result<PendingMap<'a, MapMut<'a, T>>> {
+        require_write(flags)?;
+        let (map, len, event) = self.map_region::<T>(queue, flags, range, false, wait)?;
+        Ok(PendingMap {
+            event,
+            guard: MapMut {
+                map,
+                len,
+                _t: PhantomData,
+            },
+            _l: PhantomData,
+        })
+    }
+
+    /// Maps a range of `T`s for reading, runs `f` on the slice, then unmaps and waits for the
+    /// unmap (also when `f` panics). The slice cannot escape `f`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::map_read`], plus [`Error::Cl`] from the unmap.
+    pub fn with_map<T: Pod, R>(
+        &self,
+        queue: &Queue,
+        range: impl RangeBounds<usize>,
+        f: impl FnOnce(&[T]) -> R,
+    ) -> Result<R> {
+        let guard = self.map_read::<T>(queue, range, &[])?;
+        let r = catch_unwind(AssertUnwindSafe(|| f(&guard)));
+        match r {
+            Ok(r) => {
+                guard.unmap(&[])?.wait()?;
+                Ok(r)
+            }
+            Err(p) => {
+                drop(guard);
+                resume_unwind(p)
+            }
+        }
+    }
+
+    /// Maps a range of `T`s for reading and writing, runs `f` on the slice, then unmaps and
+    /// waits for the unmap (also when `f` panics). The slice cannot escape `f`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::map_mut`], plus [`Error::Cl`] from the unmap.
+    pub fn with_map_mut<T: Pod, R>(
+        &self,
+        queue: &Queue,
+        range: impl RangeBounds<usize>,
+        f: impl FnOnce(&mut [T]) -> R,
+    ) -> Result<R> {
+        let mut guard = self.map_mut::<T>(queue, MapFlags::READ | MapFlags::WRITE, range, &[])?;
+        let r = catch_unwind(AssertUnwindSafe(|| f(&mut guard)));
+        match r {
+            Ok(r) => {
+                guard.unmap(&[])?.wait()?;
+                Ok(r)
+            }
+            Err(p) => {
+                drop(guard);
+                resume_unwind(p)
+            }
+        }
+    }
+}
+
+fn require_write(flags: MapFlags) -> Result<()> {
+    if flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(
+            "a writable map needs WRITE or WRITE_INVALIDATE_REGION".into(),
+        ))
+    }
+}
+
+/// The flag rules of `clEnqueueMapBuffer` (OpenCL 3.0 §5.2.5), checked before the call.
+pub(crate) fn check_map_flags(buffer: MemFlags, flags: MapFlags) -> Result<()> {
+    if flags.is_empty() {
+        return Err(Error::InvalidArgument("map flags are empty".into()));
+    }
+    if flags.contains(MapFlags::WRITE_INVALIDATE_REGION)
+        && flags.intersects(MapFlags::READ | MapFlags::WRITE)
+    {
+        return Err(Error::InvalidArgument(
+            "WRITE_INVALIDATE_REGION excludes READ and WRITE".into(),
+        ));
+    }
+    let reads = flags.contains(MapFlags::READ);
+    let writes = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION);
+    if buffer.contains(MemFlags::HOST_NO_ACCESS)
+        || (reads && buffer.contains(MemFlags::HOST_WRITE_ONLY))
+        || (writes && buffer.contains(MemFlags::HOST_READ_ONLY))
+    {
+        return Err(Error::InvalidArgument(format!(
+            "a {flags:?} map of a buffer created with {buffer:?}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_flag_rules() {
+        let rw = MemFlags::READ_WRITE;
+        assert!(check_map_flags(rw, MapFlags::READ).is_ok());
+        assert!(check_map_flags(rw, MapFlags::READ | MapFlags::WRITE).is_ok());
+        assert!(check_map_flags(rw, MapFlags::WRITE_INVALIDATE_REGION).is_ok());
+        assert!(check_map_flags(rw, MapFlags::empty()).is_err());
+        assert!(check_map_flags(rw, MapFlags::WRITE_INVALIDATE_REGION | MapFlags::READ).is_err());
+        assert!(check_map_flags(MemFlags::HOST_NO_ACCESS, MapFlags::READ).is_err());
+        assert!(check_map_flags(MemFlags::HOST_WRITE_ONLY, MapFlags::READ).is_err());
+        assert!(check_map_flags(MemFlags::HOST_WRITE_ONLY, MapFlags::WRITE).is_ok());
+        assert!(check_map_flags(MemFlags::HOST_READ_ONLY, MapFlags::WRITE).is_err());
+        assert!(require_write(MapFlags::READ).is_err());
+    }
+}

@@ -1,0 +1,789 @@
+//! Transfers between host memory and buffers and between buffers: byte ranges, rectangles,
+//! non-blocking transfers of owned host memory ([`Pending`]), the one entry point
+//! [`enqueue_copy`] over (destination, source) pairs, and AMD's peer-to-peer copy.
+//!
+//! # Host memory and blocking
+//!
+//! Blocking transfers ([`Buffer::write`], [`Buffer::read`], [`Buffer::write_rect`], ...,
+//! [`enqueue_copy`]) borrow host slices: the call returns after the command completed, so the
+//! borrow covers the command. Non-blocking transfers ([`Buffer::enqueue_write`],
+//! [`Buffer::enqueue_read`]) only take host memory the transfer can own ([`HostMemory`]:
+//! `Vec<T>`, `Box<[T]>`, `&'static mut [T]`, [`crate::PinnedMemory`]); it is moved into a
+//! [`Pending`] that gives it back from [`Pending::wait`]. Dropping a `Pending` waits for the
+//! command; forgetting it (`mem::forget`) leaks the memory, so the command can never read or
+//! write freed memory. PyOpenCL's `NannyEvent` keeps the host array alive the same way.
+//!
+//! # Checked before the driver
+//!
+//! Every range is checked against both sides (buffer size and host length) with overflow-free
+//! arithmetic; rectangles are checked with their pitches (OpenCL's `CL_INVALID_VALUE` rules for
+//! pitches, then the last byte each side touches). Queues of another context are refused.
+
+use std::ffi::{c_void, CStr};
+use std::fmt;
+use std::mem::ManuallyDrop;
+
+use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
+
+use crate::buffer::Buffer;
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+use crate::platform::Platform;
+use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::queue::Queue;
+
+/// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
+/// when the value is moved, until it is dropped.
+///
+/// # Safety
+///
+/// 1. [`HostMemory::host_bytes`] and [`HostMemory::host_bytes_mut`] return the same address
+///    and length every time, and moving `self` does not move or free those bytes.
+/// 2. The bytes are initialised, and any bytes written into them leave `self` valid.
+/// 3. Nothing but the holder of `self` reads or writes those bytes while it lives.
+pub unsafe trait HostMemory: Send + 'static {
+    /// The bytes.
+    fn host_bytes(&self) -> &[u8];
+    /// The bytes, writable.
+    fn host_bytes_mut(&mut self) -> &mut [u8];
+}
+
+// SAFETY: a `Vec`'s heap buffer does not move when the `Vec` is moved, and `T: Pod` accepts any
+// bytes; the `Vec` is not grown while owned by a transfer (no `&mut Vec` is handed out).
+unsafe impl<T: Pod> HostMemory for Vec<T> {
+    fn host_bytes(&self) -> &[u8] {
+        slice_as_bytes(self)
+    }
+    fn host_bytes_mut(&mut self) -> &mut [u8] {
+        slice_as_bytes_mut(self)
+    }
+}
+
+// SAFETY: as for `Vec`: the boxed slice's heap memory does not move with the box.
+unsafe impl<T: Pod> HostMemory for Box<[T]> {
+    fn host_bytes(&self) -> &[u8] {
+        slice_as_bytes(self)
+    }
+    fn host_bytes_mut(&mut self) -> &mut [u8] {
+        slice_as_bytes_mut(self)
+    }
+}
+
+// SAFETY: a `'static` exclusive borrow is never freed and nothing else may touch it.
+unsafe impl<T: Pod> HostMemory for &'static mut [T] {
+    fn host_bytes(&self) -> &[u8] {
+        slice_as_bytes(self)
+    }
+    fn host_bytes_mut(&mut self) -> &mut [u8] {
+        slice_as_bytes_mut(self)
+    }
+}
+
+/// A non-blocking transfer in flight and the host memory it owns: PyOpenCL's `NannyEvent`.
+///
+/// [`Pending::wait`] gives the memory back once the command completed. `Drop` waits for the
+/// command before freeing the memory (a failed wait is logged); `mem::forget` leaks it.
+#[must_use = "dropping a Pending blocks until the transfer completes; call wait() to get the memory back"]
+pub struct Pending<H: HostMemory> {
+    event: Event,
+    host: ManuallyDrop<H>,
+}
+
+impl<H: HostMemory> Pending<H> {
+    /// The transfer's event (to wait on, to put in other wait lists, to profile).
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// True once the command completed (successfully or not).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventInfo`.
+    pub fn is_complete(&self) -> Result<bool> {
+        Ok(matches!(
+            self.event.status()?,
+            crate::event::EventStatus::Complete | crate::event::EventStatus::Error(_)
+        ))
+    }
+
+    /// Waits for the transfer and returns the host memory.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clWaitForEvents` when the command failed; the memory is then dropped
+    /// (the command is over either way).
+    pub fn wait(self) -> Result<H> {
+        let mut this = ManuallyDrop::new(self);
+        let r = this.event.wait();
+        // SAFETY: `this` is never used or dropped again; each field is taken exactly once.
+        let (event, host) = unsafe {
+            (
+                std::ptr::read(&this.event),
+                ManuallyDrop::take(&mut this.host),
+            )
+        };
+        drop(event);
+        r.map(|()| host)
+    }
+}
+
+impl<H: HostMemory> Drop for Pending<H> {
+    fn drop(&mut self) {
+        if let Err(e) = self.event.wait() {
+            // The command has terminated (an error status is final), so freeing is safe.
+            tracing::warn!(error = %e, "a non-blocking transfer failed");
+        }
+        // SAFETY: the command completed; `host` is dropped exactly once, here.
+        unsafe { ManuallyDrop::drop(&mut self.host) }
+    }
+}
+
+impl<H: HostMemory> fmt::Debug for Pending<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending")
+            .field("event", &self.event)
+            .field("bytes", &self.host.host_bytes().len())
+            .finish()
+    }
+}
+
+/// A rectangular (up to 3-D) region of a transfer: origins and region are `[x_bytes, y, z]`,
+/// pitches `[row_bytes, slice_bytes]` with 0 meaning tightly packed (`row = region[0]`,
+/// `slice = region[1] * row`), as in `clEnqueueCopyBufferRect`. "src" and "dst" are the two
+/// sides of the transfer: the host is the source of a write and the destination of a read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rect {
+    /// Where the region starts on the source side.
+    pub src_origin: [usize; 3],
+    /// Where the region starts on the destination side.
+    pub dst_origin: [usize; 3],
+    /// The extent: bytes per row, rows, slices (each at least 1).
+    pub region: [usize; 3],
+    /// Source `[row_pitch, slice_pitch]` in bytes, 0 = tightly packed.
+    pub src_pitches: [usize; 2],
+    /// Destination `[row_pitch, slice_pitch]` in bytes, 0 = tightly packed.
+    pub dst_pitches: [usize; 2],
+}
+
+impl Rect {
+    /// A region at the origin of both sides, tightly packed.
+    pub fn new(region: [usize; 3]) -> Rect {
+        Rect {
+            region,
+            ..Rect::default()
+        }
+    }
+
+    /// With this source origin.
+    pub fn src_origin(mut self, origin: [usize; 3]) -> Rect {
+        self.src_origin = origin;
+        self
+    }
+
+    /// With this destination origin.
+    pub fn dst_origin(mut self, origin: [usize; 3]) -> Rect {
+        self.dst_origin = origin;
+        self
+    }
+
+    /// With these source pitches.
+    pub fn src_pitches(mut self, row: usize, slice: usize) -> Rect {
+        self.src_pitches = [row, slice];
+        self
+    }
+
+    /// With these destination pitches.
+    pub fn dst_pitches(mut self, row: usize, slice: usize) -> Rect {
+        self.dst_pitches = [row, slice];
+        self
+    }
+
+    /// Checks the region, resolves default pitches and checks one side against `size`; returns
+    /// the explicit pitches.
+    fn side(
+        &self,
+        what: &'static str,
+        origin: [usize; 3],
+        pitches: [usize; 2],
+        size: usize,
+    ) -> Result<[usize; 2]> {
+        let r = self.region;
+        if r.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: every region component must be positive, got {r:?}"
+            )));
+        }
+        let row = if pitches[0] == 0 { r[0] } else { pitches[0] };
+        if row < r[0] {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: row pitch {row} is less than the region's width {}",
+                r[0]
+            )));
+        }
+        let min_slice = r[1].checked_mul(row).ok_or_else(|| too_big(what))?;
+        let slice = if pitches[1] == 0 { min_slice } else { pitches[1] };
+        if slice < min_slice || !slice.is_multiple_of(row) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: slice pitch {slice} must be a multiple of the row pitch {row} and at least {min_slice}"
+            )));
+        }
+        // First byte touched and one past the last.
+        let first = origin[2]
+            .checked_mul(slice)
+            .and_then(|z| origin[1].checked_mul(row).and_then(|y| y.checked_add(z)))
+            .and_then(|v| v.checked_add(origin[0]))
+            .ok_or_else(|| too_big(what))?;
+        let end = (r[2] - 1)
+            .checked_mul(slice)
+            .and_then(|z| (r[1] - 1).checked_mul(row).and_then(|y| y.checked_add(z)))
+            .and_then(|v| v.checked_add(r[0]))
+            .and_then(|v| v.checked_add(first))
+            .ok_or_else(|| too_big(what))?;
+        if end > size {
+            return Err(Error::OutOfBounds {
+                what,
+                offset: first,
+                len: end - first,
+                size,
+            });
+        }
+        Ok([row, slice])
+    }
+}
+
+fn too_big(what: &'static str) -> Error {
+    Error::InvalidArgument(format!("{what}: the rectangle's extent overflows usize"))
+}
+
+impl Buffer {
+    /// Non-blocking host-to-device copy of all of `host` to `offset_bytes`, after `wait`. The
+    /// memory is owned by the returned [`Pending`] until the command completes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for empty memory or a
+    /// queue of another context (all checked first; `host` is dropped); [`Error::Cl`] from
+    /// `clEnqueueWriteBuffer`.
+    pub fn enqueue_write<H: HostMemory>(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        host: H,
+        wait: &[&Event],
+    ) -> Result<Pending<H>> {
+        let bytes = host.host_bytes();
+        self.check_range("buffer write", offset_bytes, bytes.len())?;
+        self.check_queue(queue)?;
+        self.check_host_access(false)?;
+        if bytes.is_empty() {
+            return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
+        }
+        // SAFETY: valid queue/buffer/events of one context; the bytes stay valid and unmoved
+        // until the event completes because `host` moves into the `Pending`, whose drop waits
+        // and whose forgetting leaks (HostMemory contract 1); in bounds; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_write_buffer(
+                queue.as_raw(),
+                self.as_raw(),
+                false,
+                offset_bytes,
+                bytes.len(),
+                bytes.as_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteBuffer"))?;
+        Ok(Pending {
+            // SAFETY: a fresh reference we own.
+            event: unsafe { Event::from_raw(ev) },
+            host: ManuallyDrop::new(host),
+        })
+    }
+
+    /// Non-blocking device-to-host copy from `offset_bytes` into all of `host`, after `wait`;
+    /// [`Pending::wait`] returns the filled memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::enqueue_write`], with `clEnqueueReadBuffer`.
+    pub fn enqueue_read<H: HostMemory>(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        mut host: H,
+        wait: &[&Event],
+    ) -> Result<Pending<H>> {
+        let bytes = host.host_bytes_mut();
+        self.check_range("buffer read", offset_bytes, bytes.len())?;
+        self.check_queue(queue)?;
+        self.check_host_access(true)?;
+        if bytes.is_empty() {
+            return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
+        }
+        let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+        // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
+        // completes (the `Pending` owns them and only hands them out after waiting).
+        let ev = unsafe {
+            raw_queue::enqueue_read_buffer(
+                queue.as_raw(),
+                self.as_raw(),
+                false,
+                offset_bytes,
+                len,
+                ptr.cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueReadBuffer"))?;
+        Ok(Pending {
+            // SAFETY: a fresh reference we own.
+            event: unsafe { Event::from_raw(ev) },
+            host: ManuallyDrop::new(host),
+        })
+    }
+
+    /// Device-to-device copy of all of `src` that fits (`min(src, dst)` bytes) to the start of
+    /// `self`, after `wait`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::copy_from_range`].
+    pub fn copy_from(&self, queue: &Queue, src: &Buffer, wait: &[&Event]) -> Result<Event> {
+        self.copy_from_range(queue, src, 0, 0, None, wait)
+    }
+
+    /// Device-to-device copy of `byte_count` bytes from `src` at `src_offset` to `self` at
+    /// `dst_offset`. `None` copies the smaller of the two remaining sizes
+    /// (`min(src.size - src_offset, dst.size - dst_offset)`); PyOpenCL documents
+    /// `min(src, dst)` but reads the source's size twice, so its default overruns a smaller
+    /// destination (reference §9.1).
+    ///
+    /// # Errors
+    ///
+    /// Checked first: [`Error::OutOfBounds`] on either side, [`Error::InvalidArgument`] for a
+    /// queue of another context or overlapping ranges of one buffer (the driver's
+    /// `CL_MEM_COPY_OVERLAP`). Then [`Error::Cl`] from `clEnqueueCopyBuffer`. A zero count
+    /// returns a marker event.
+    pub fn copy_from_range(
+        &self,
+        queue: &Queue,
+        src: &Buffer,
+        src_offset: usize,
+        dst_offset: usize,
+        byte_count: Option<usize>,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let count = match byte_count {
+            Some(n) => n,
+            None => src
+                .size_bytes()
+                .saturating_sub(src_offset)
+                .min(self.size_bytes().saturating_sub(dst_offset)),
+        };
+        src.check_range("copy source", src_offset, count)?;
+        self.check_range("copy destination", dst_offset, count)?;
+        self.check_queue(queue)?;
+        src.check_queue(queue)?;
+        if same_memory(src, self) {
+            let (a, b) = (src.origin_bytes() + src_offset, self.origin_bytes() + dst_offset);
+            if a < b + count && b < a + count && count > 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "copy ranges overlap in one buffer (source at {a}, destination at {b}, {count} bytes)"
+                )));
+            }
+        }
+        if count == 0 {
+            return queue.enqueue_marker(wait);
+        }
+        // SAFETY: valid queue/buffers/events of one context; both ranges in bounds and not
+        // overlapping; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_copy_buffer(
+                queue.as_raw(),
+                src.as_raw(),
+                self.as_raw(),
+                src_offset,
+                dst_offset,
+                count,
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueCopyBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Blocking rectangular host-to-device copy (`clEnqueueWriteBufferRect`, OpenCL 1.1): the
+    /// host slice is the source side of `rect`, the buffer the destination side.
+    ///
+    /// # Errors
+    ///
+    /// Checked first: [`Error::InvalidArgument`] for a zero region component, pitches that break
+    /// OpenCL's rules, or a queue of another context; [`Error::OutOfBounds`] when the rectangle
+    /// reaches past the host slice or the buffer. Then [`Error::Cl`].
+    pub fn write_rect<T: Pod>(
+        &self,
+        queue: &Queue,
+        rect: &Rect,
+        host: &[T],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let host = slice_as_bytes(host);
+        let hp = rect.side("host rectangle", rect.src_origin, rect.src_pitches, host.len())?;
+        let bp = rect.side("buffer rectangle", rect.dst_origin, rect.dst_pitches, self.size_bytes())?;
+        self.check_queue(queue)?;
+        self.check_host_access(false)?;
+        queue
+            .context()
+            .require_platform_version(Version::V1_1, "clEnqueueWriteBufferRect")?;
+        // SAFETY: valid queue/buffer/events of one context; blocking, so `host` is read only
+        // during the call; both rectangles are inside their memory; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_write_buffer_rect(
+                queue.as_raw(),
+                self.as_raw(),
+                true,
+                rect.dst_origin,
+                rect.src_origin,
+                rect.region,
+                bp,
+                hp,
+                host.as_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Blocking rectangular device-to-host copy (`clEnqueueReadBufferRect`): the buffer is the
+    /// source side of `rect`, the host slice the destination side.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_rect`].
+    pub fn read_rect<T: Pod>(
+        &self,
+        queue: &Queue,
+        rect: &Rect,
+        host: &mut [T],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let host = slice_as_bytes_mut(host);
+        let bp = rect.side("buffer rectangle", rect.src_origin, rect.src_pitches, self.size_bytes())?;
+        let hp = rect.side("host rectangle", rect.dst_origin, rect.dst_pitches, host.len())?;
+        self.check_queue(queue)?;
+        self.check_host_access(true)?;
+        queue
+            .context()
+            .require_platform_version(Version::V1_1, "clEnqueueReadBufferRect")?;
+        // SAFETY: valid queue/buffer/events of one context; blocking, so `host` is written only
+        // during the call through our exclusive borrow; both rectangles are inside their
+        // memory; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_read_buffer_rect(
+                queue.as_raw(),
+                self.as_raw(),
+                true,
+                rect.src_origin,
+                rect.dst_origin,
+                rect.region,
+                bp,
+                hp,
+                host.as_mut_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueReadBufferRect"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Rectangular device-to-device copy from `src` into `self` (`clEnqueueCopyBufferRect`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_rect`]; within one buffer the pitches of both sides must be equal
+    /// (OpenCL's rule, checked first) and overlapping rectangles fail in the driver with
+    /// `CL_MEM_COPY_OVERLAP`.
+    pub fn copy_rect_from(
+        &self,
+        queue: &Queue,
+        src: &Buffer,
+        rect: &Rect,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let sp = rect.side("source rectangle", rect.src_origin, rect.src_pitches, src.size_bytes())?;
+        let dp = rect.side("destination rectangle", rect.dst_origin, rect.dst_pitches, self.size_bytes())?;
+        self.check_queue(queue)?;
+        src.check_queue(queue)?;
+        if src == self && sp != dp {
+            return Err(Error::InvalidArgument(
+                "a rectangular copy within one buffer needs equal source and destination pitches".into(),
+            ));
+        }
+        queue
+            .context()
+            .require_platform_version(Version::V1_1, "clEnqueueCopyBufferRect")?;
+        // SAFETY: valid queue/buffers/events of one context; both rectangles in bounds; we own
+        // the event.
+        let ev = unsafe {
+            raw_queue::enqueue_copy_buffer_rect(
+                queue.as_raw(),
+                src.as_raw(),
+                self.as_raw(),
+                rect.src_origin,
+                rect.dst_origin,
+                rect.region,
+                sp,
+                dp,
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueCopyBufferRect"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+}
+
+/// True when both buffers are views of the same root memory.
+fn same_memory(a: &Buffer, b: &Buffer) -> bool {
+    let root = |x: &Buffer| x.parent().map_or(x.as_raw(), Buffer::as_raw);
+    root(a) == root(b)
+}
+
+/// Byte offsets and count for [`enqueue_copy_with`]. On a host side the offset is in bytes
+/// from the start of the slice. `byte_count: None` means: buffer to buffer, the smaller
+/// remaining size; with a host side, the host slice's remaining length (PyOpenCL transfers the
+/// whole host buffer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyOptions {
+    /// Offset on the source side, in bytes.
+    pub src_offset: usize,
+    /// Offset on the destination side, in bytes.
+    pub dst_offset: usize,
+    /// How many bytes; see the type's documentation for `None`.
+    pub byte_count: Option<usize>,
+}
+
+/// A (destination, source) pair [`enqueue_copy`] can transfer between: buffer from buffer,
+/// buffer from host slice, host slice from buffer, and the same with [`crate::PinnedMemory`]
+/// on the host side. Host to host is deliberately absent, so it does not compile (PyOpenCL
+/// raises `TypeError` at run time).
+#[diagnostic::on_unimplemented(
+    message = "`enqueue_copy` cannot copy from `{Self}`",
+    label = "no transfer between this destination and source",
+    note = "pairs are (&Buffer, &Buffer), (&Buffer, &[T]), (&mut [T], &Buffer) and the PinnedMemory forms; host-to-host copies are not transfers (use `copy_from_slice`)"
+)]
+pub trait CopyPair {
+    /// Enqueues the blocking transfer (or device copy).
+    ///
+    /// # Errors
+    ///
+    /// As the method it forwards to.
+    fn enqueue(self, queue: &Queue, options: CopyOptions, wait: &[&Event]) -> Result<Event>;
+}
+
+/// Copies `src` into `dst`, whatever pair the spec allows, like PyOpenCL's `enqueue_copy`:
+/// `enqueue_copy(&q, &dst_buf, &src_buf, &[])`, `enqueue_copy(&q, &buf, &host[..], &[])`,
+/// `enqueue_copy(&q, &mut host[..], &buf, &[])`. Transfers with the host are blocking (the
+/// slices are borrowed); use [`Buffer::enqueue_write`]/[`Buffer::enqueue_read`] for
+/// non-blocking ones.
+///
+/// # Errors
+///
+/// As [`enqueue_copy_with`] with default options.
+pub fn enqueue_copy<D, S>(queue: &Queue, dst: D, src: S, wait: &[&Event]) -> Result<Event>
+where
+    (D, S): CopyPair,
+{
+    (dst, src).enqueue(queue, CopyOptions::default(), wait)
+}
+
+/// [`enqueue_copy`] with offsets and a byte count.
+///
+/// # Errors
+///
+/// [`Error::OutOfBounds`] when the count does not fit either side, [`Error::InvalidArgument`]
+/// for a queue of another context (checked first); [`Error::Cl`] from the driver call.
+pub fn enqueue_copy_with<D, S>(
+    queue: &Queue,
+    dst: D,
+    src: S,
+    options: CopyOptions,
+    wait: &[&Event],
+) -> Result<Event>
+where
+    (D, S): CopyPair,
+{
+    (dst, src).enqueue(queue, options, wait)
+}
+
+impl CopyPair for (&Buffer, &Buffer) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        self.0
+            .copy_from_range(queue, self.1, o.src_offset, o.dst_offset, o.byte_count, wait)
+    }
+}
+
+/// The host byte range of a transfer.
+fn host_range(len: usize, offset: usize, count: Option<usize>) -> Result<(usize, usize)> {
+    let count = count.unwrap_or_else(|| len.saturating_sub(offset));
+    match offset.checked_add(count) {
+        Some(end) if end <= len => Ok((offset, end)),
+        _ => Err(Error::OutOfBounds {
+            what: "host slice",
+            offset,
+            len: count,
+            size: len,
+        }),
+    }
+}
+
+impl<T: Pod> CopyPair for (&Buffer, &[T]) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        let bytes = slice_as_bytes(self.1);
+        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+        self.0.write_bytes(queue, o.dst_offset, &bytes[a..b], wait)
+    }
+}
+
+impl<T: Pod> CopyPair for (&mut [T], &Buffer) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        let bytes = slice_as_bytes_mut(self.0);
+        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+        self.1.read_bytes(queue, o.src_offset, &mut bytes[a..b], wait)
+    }
+}
+
+impl<T: Pod, const N: usize> CopyPair for (&Buffer, &[T; N]) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        (self.0, &self.1[..]).enqueue(queue, o, wait)
+    }
+}
+
+impl<T: Pod, const N: usize> CopyPair for (&mut [T; N], &Buffer) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        (&mut self.0[..], self.1).enqueue(queue, o, wait)
+    }
+}
+
+impl<T: Pod> CopyPair for (&Buffer, &Vec<T>) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        (self.0, &self.1[..]).enqueue(queue, o, wait)
+    }
+}
+
+impl<T: Pod> CopyPair for (&mut Vec<T>, &Buffer) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        (&mut self.0[..], self.1).enqueue(queue, o, wait)
+    }
+}
+
+/// `clEnqueueCopyBufferP2PAMD`, from `cl_amd_copy_buffer_p2p`.
+type P2pFn = unsafe extern "C" fn(
+    sys::cl_command_queue,
+    sys::cl_mem,
+    sys::cl_mem,
+    usize,
+    usize,
+    usize,
+    sys::cl_uint,
+    *const sys::cl_event,
+    *mut sys::cl_event,
+) -> sys::cl_int;
+
+/// AMD's peer-to-peer copy between buffers of two contexts (`clEnqueueCopyBufferP2PAMD` of
+/// `cl_amd_copy_buffer_p2p`), found through the platform's extension-function lookup:
+/// PyOpenCL's `enqueue_copy_buffer_p2p_amd`. `byte_count: None` copies `min(src, dst)` bytes.
+///
+/// # Errors
+///
+/// [`Error::Unsupported`] when the platform is older than 1.2 or has no such function (checked
+/// before any command); [`Error::OutOfBounds`] when the count exceeds either buffer;
+/// [`Error::InvalidArgument`] when `src` is not of the queue's context; [`Error::Cl`] from the
+/// call.
+pub fn enqueue_copy_buffer_p2p_amd(
+    platform: Platform,
+    queue: &Queue,
+    src: &Buffer,
+    dst: &Buffer,
+    byte_count: Option<usize>,
+    wait: &[&Event],
+) -> Result<Event> {
+    platform.require_version(Version::V1_2, "clGetExtensionFunctionAddressForPlatform")?;
+    let count = byte_count.unwrap_or_else(|| src.size_bytes().min(dst.size_bytes()));
+    src.check_range("p2p copy source", 0, count)?;
+    dst.check_range("p2p copy destination", 0, count)?;
+    src.check_queue(queue)?;
+    let name: &CStr = c"clEnqueueCopyBufferP2PAMD";
+    // SAFETY: a platform id of a 1.2+ platform; the address is only transmuted to the
+    // signature `cl_amd_copy_buffer_p2p` specifies.
+    let Some(addr) = (unsafe { raw_platform::get_extension_function_address(platform.as_raw(), name) })
+    else {
+        return Err(Error::Unsupported {
+            feature: "clEnqueueCopyBufferP2PAMD",
+            needs: "the cl_amd_copy_buffer_p2p extension, which this platform lacks".into(),
+        });
+    };
+    // SAFETY: the driver returned this function under this name; its C signature is `P2pFn`.
+    let f: P2pFn = unsafe { std::mem::transmute::<*mut c_void, P2pFn>(addr) };
+    let list = raw_list(wait);
+    let n = u32::try_from(list.len())
+        .map_err(|_| Error::InvalidArgument("too many events in a wait list".into()))?;
+    let mut ev: sys::cl_event = std::ptr::null_mut();
+    // SAFETY: valid queue, buffers and events; ranges in bounds; `ev` is a live out-parameter
+    // and the wait list is null exactly when empty.
+    let status = unsafe {
+        f(
+            queue.as_raw(),
+            src.as_raw(),
+            dst.as_raw(),
+            0,
+            0,
+            count,
+            n,
+            if list.is_empty() { std::ptr::null() } else { list.as_ptr() },
+            &mut ev,
+        )
+    };
+    cl_raw::check(status).map_err(Error::cl("clEnqueueCopyBufferP2PAMD"))?;
+    // SAFETY: a fresh reference we own.
+    Ok(unsafe { Event::from_raw(ev) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rect_defaults_are_tightly_packed() {
+        let r = Rect::new([4, 3, 2]);
+        assert_eq!(r.side("x", [0; 3], [0, 0], 24).unwrap(), [4, 12]);
+        assert!(matches!(r.side("x", [0; 3], [0, 0], 23), Err(Error::OutOfBounds { size: 23, len: 24, .. })));
+        // Origin (1, 1, 1) with pitches (8, 32): first = 32 + 8 + 1 = 41, end = 41 + 32 + 16 + 4.
+        assert_eq!(r.side("x", [1, 1, 1], [8, 32], 93).unwrap(), [8, 32]);
+        assert!(r.side("x", [1, 1, 1], [8, 32], 92).is_err());
+    }
+
+    #[test]
+    fn rect_pitch_rules() {
+        let r = Rect::new([4, 3, 1]);
+        assert!(matches!(r.side("x", [0; 3], [3, 0], 100), Err(Error::InvalidArgument(_))));
+        assert!(matches!(r.side("x", [0; 3], [4, 8], 100), Err(Error::InvalidArgument(_))));
+        assert!(matches!(r.side("x", [0; 3], [4, 13], 100), Err(Error::InvalidArgument(_))));
+        assert!(matches!(Rect::new([0, 1, 1]).side("x", [0; 3], [0, 0], 100), Err(Error::InvalidArgument(_))));
+        assert!(Rect::new([1, 1, 1]).side("x", [usize::MAX, 0, 0], [0, 0], 100).is_err());
+        assert!(Rect::new([2, 2, 2]).side("x", [0, 0, usize::MAX], [0, 0], 100).is_err());
+    }
+
+    #[test]
+    fn host_ranges() {
+        assert_eq!(host_range(10, 2, None).unwrap(), (2, 10));
+        assert_eq!(host_range(10, 2, Some(3)).unwrap(), (2, 5));
+        assert!(host_range(10, 8, Some(3)).is_err());
+        assert!(host_range(10, usize::MAX, Some(3)).is_err());
+    }
+}
