@@ -69,15 +69,18 @@ mod context;
 mod device;
 mod error;
 mod event;
+pub mod image;
 mod fill;
 mod host;
 mod kernel;
 mod map;
 mod memory;
+mod pipe;
 mod platform;
 mod pod;
 mod program;
 mod queue;
+mod sampler;
 pub mod select;
 mod transfer;
 
@@ -105,3 +108,11 @@ pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use program::Program;
 pub use queue::{Queue, QueueBuilder, QueueProperties};
 pub use select::{create_some_context, test_devices};
+
+pub use image::{
+    image_from_array, supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder,
+    ChannelType, FillColor, Image, ImageAccess, ImageDesc, ImageElement, ImageFormat, ImageInfo,
+    ImageMapping, ImagePitches, ImageType, MapAccess,
+};
+pub use pipe::Pipe;
+pub use sampler::{AddressingMode, FilterMode, Sampler, SamplerProperty};

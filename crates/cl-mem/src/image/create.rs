@@ -1,0 +1,702 @@
+//! Creating images: the checks made before the driver is called, the OpenCL 1.2 descriptor path
+//! (`clCreateImage`) and the 1.0/1.1 path (`clCreateImage2D`/`clCreateImage3D`).
+//!
+//! Every mismatch PyOpenCL leaves to the driver (or misreports) is a typed error here, checked in
+//! this order: image support and platform version ([`Error::Unsupported`]); flags, sizes against
+//! the device limits, pitches without host data or not fitting the shape
+//! ([`Error::InvalidArgument`]); host data too small for the shape and pitches
+//! ([`Error::OutOfBounds`]); a format the context does not support for these flags and this type
+//! ([`Error::Unsupported`], after one `clGetSupportedImageFormats`).
+
+use std::any::Any;
+use std::ffi::c_void;
+
+use cl_raw::{image as raw, sys, Version};
+
+use super::{Image, ImageDesc, ImageFormat, ImageType};
+use crate::buffer::Buffer;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::memory::MemFlags;
+use crate::pod::{slice_as_bytes, Pod};
+
+/// Where the image's memory comes from.
+enum Source<'a> {
+    /// Uninitialised.
+    Empty,
+    /// `COPY_HOST_PTR` from these bytes.
+    Copy(&'a [u8]),
+    /// `USE_HOST_PTR` over memory the image will own.
+    Use(*mut c_void, usize),
+    /// A 1-D buffer image over this buffer.
+    Buffer(&'a Buffer),
+}
+
+impl Source<'_> {
+    fn host_len(&self) -> Option<usize> {
+        match self {
+            Source::Copy(b) => Some(b.len()),
+            Source::Use(_, len) => Some(*len),
+            Source::Empty | Source::Buffer(_) => None,
+        }
+    }
+}
+
+/// Which entry point creates the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// `clCreateImage` (1.2).
+    Descriptor,
+    /// `clCreateImage2D`/`clCreateImage3D` (1.0, deprecated by 1.2, still exported).
+    Legacy,
+}
+
+impl Image {
+    /// An uninitialised image (PyOpenCL's `create_image` without `hostbuf`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for host-pointer flags (use [`Image::from_host`] or
+    /// [`Image::from_owned_host`]), pitches (they describe host data), a 1-D buffer type (use
+    /// [`Image::from_buffer`]), and as described in the [module docs](self); [`Error::Cl`] from
+    /// `clCreateImage`.
+    pub fn new(
+        context: &Context,
+        flags: MemFlags,
+        format: ImageFormat,
+        desc: &ImageDesc,
+    ) -> Result<Image> {
+        if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
+            return Err(Error::InvalidArgument(
+                "USE_HOST_PTR and COPY_HOST_PTR need host data: use Image::from_host or Image::from_owned_host".into(),
+            ));
+        }
+        create(
+            context,
+            flags,
+            format,
+            desc,
+            Source::Empty,
+            auto_path(context),
+        )
+    }
+
+    /// An image initialised with a copy of `data` laid out with `desc.pitches`
+    /// (`COPY_HOST_PTR` is added).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for `USE_HOST_PTR` (borrowed data cannot back an image that may
+    /// outlive it: see [`Image::from_owned_host`]); [`Error::OutOfBounds`] when `data` is smaller
+    /// than the shape and pitches need; and as [`Image::new`].
+    pub fn from_host<T: Pod>(
+        context: &Context,
+        flags: MemFlags,
+        format: ImageFormat,
+        desc: &ImageDesc,
+        data: &[T],
+    ) -> Result<Image> {
+        if flags.contains(MemFlags::USE_HOST_PTR) {
+            return Err(Error::InvalidArgument(
+                "USE_HOST_PTR cannot borrow a slice: the image may outlive it (use Image::from_owned_host)".into(),
+            ));
+        }
+        let flags = flags | MemFlags::COPY_HOST_PTR;
+        create(
+            context,
+            flags,
+            format,
+            desc,
+            Source::Copy(slice_as_bytes(data)),
+            auto_path(context),
+        )
+    }
+
+    /// An image that uses `data` as its storage (`USE_HOST_PTR` is added). The image owns the
+    /// vector from now on: it is freed by the driver's destructor callback when the OpenCL object
+    /// is destroyed (after the last reference, including those of kernels and pending commands,
+    /// is gone), so the memory can neither be freed nor touched by the host while the device may
+    /// use it. Read it back through transfers or maps.
+    ///
+    /// # Errors
+    ///
+    /// As [`Image::from_host`]; [`Error::Cl`] from `clSetMemObjectDestructorCallback` (then the
+    /// image is released and the vector leaked, never freed early).
+    pub fn from_owned_host<T: Pod>(
+        context: &Context,
+        flags: MemFlags,
+        format: ImageFormat,
+        desc: &ImageDesc,
+        data: Vec<T>,
+    ) -> Result<Image> {
+        if flags.contains(MemFlags::COPY_HOST_PTR) {
+            return Err(Error::InvalidArgument(
+                "COPY_HOST_PTR and USE_HOST_PTR are mutually exclusive".into(),
+            ));
+        }
+        let flags = flags | MemFlags::USE_HOST_PTR;
+        let mut data = data;
+        let len = std::mem::size_of_val(data.as_slice());
+        let ptr: *mut c_void = data.as_mut_ptr().cast();
+        let image = create(
+            context,
+            flags,
+            format,
+            desc,
+            Source::Use(ptr, len),
+            auto_path(context),
+        )?;
+        // Moving the vector into a box keeps its heap block (and so `ptr`) where it is.
+        let owner: Box<Box<dyn Any + Send>> = Box::new(Box::new(data));
+        let user_data = Box::into_raw(owner).cast::<c_void>();
+        // SAFETY: a valid image; `user_data` stays valid until the callback takes it back;
+        // `free_owned_host` calls no OpenCL function.
+        if let Err(e) = unsafe {
+            cl_raw::mem::set_destructor_callback(image.as_raw(), free_owned_host, user_data)
+        } {
+            drop(image);
+            // The driver may still hold the memory: leak it rather than free it early.
+            return Err(Error::cl("clSetMemObjectDestructorCallback")(e));
+        }
+        Ok(image)
+    }
+
+    /// A 1-D image over `buffer`'s memory (`CL_MEM_OBJECT_IMAGE1D_BUFFER`, OpenCL 1.2), `width`
+    /// pixels wide. Empty `flags` inherit the buffer's access flags.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] before 1.2; [`Error::InvalidArgument`] for host-pointer flags or a
+    /// width above `CL_DEVICE_IMAGE_MAX_BUFFER_SIZE`; [`Error::OutOfBounds`] when the buffer is
+    /// smaller than `width` pixels; and as [`Image::new`].
+    pub fn from_buffer(
+        context: &Context,
+        flags: MemFlags,
+        format: ImageFormat,
+        buffer: &Buffer,
+        width: usize,
+    ) -> Result<Image> {
+        if flags.intersects(MemFlags::HOST_PTR_FLAGS | MemFlags::ALLOC_HOST_PTR) {
+            return Err(Error::InvalidArgument(
+                "an image from a buffer takes no host-pointer flags".into(),
+            ));
+        }
+        create(
+            context,
+            flags,
+            format,
+            &ImageDesc::d1_buffer(width),
+            Source::Buffer(buffer),
+            Path::Descriptor,
+        )
+    }
+
+    /// As [`Image::new`] (no data) or [`Image::from_host`] (a copy of `data`), but always through
+    /// the OpenCL 1.0 entry points `clCreateImage2D`/`clCreateImage3D`, which the other
+    /// constructors use by themselves on 1.0/1.1 platforms. Newer platforms still export them
+    /// (deprecated), so this makes that path testable everywhere. Only 2-D and 3-D images.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] for other image types; otherwise as [`Image::from_host`], with
+    /// [`Error::Cl`] naming `clCreateImage2D` or `clCreateImage3D`.
+    pub fn new_through_legacy_calls<T: Pod>(
+        context: &Context,
+        flags: MemFlags,
+        format: ImageFormat,
+        desc: &ImageDesc,
+        data: Option<&[T]>,
+    ) -> Result<Image> {
+        match data {
+            None => {
+                if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
+                    return Err(Error::InvalidArgument(
+                        "USE_HOST_PTR and COPY_HOST_PTR need host data".into(),
+                    ));
+                }
+                create(context, flags, format, desc, Source::Empty, Path::Legacy)
+            }
+            Some(data) => {
+                if flags.contains(MemFlags::USE_HOST_PTR) {
+                    return Err(Error::InvalidArgument(
+                        "USE_HOST_PTR cannot borrow a slice: the image may outlive it".into(),
+                    ));
+                }
+                let flags = flags | MemFlags::COPY_HOST_PTR;
+                create(
+                    context,
+                    flags,
+                    format,
+                    desc,
+                    Source::Copy(slice_as_bytes(data)),
+                    Path::Legacy,
+                )
+            }
+        }
+    }
+}
+
+/// The destructor callback of [`Image::from_owned_host`]: frees the vector.
+extern "C" fn free_owned_host(_mem: sys::cl_mem, user_data: *mut c_void) {
+    // SAFETY: `user_data` came from `Box::into_raw` of a `Box<Box<dyn Any + Send>>` in
+    // `from_owned_host`, and the driver calls this once, after the object is destroyed.
+    drop(unsafe { Box::from_raw(user_data.cast::<Box<dyn Any + Send>>()) });
+}
+
+fn auto_path(context: &Context) -> Path {
+    if context.platform_version() >= Version::V1_2 {
+        Path::Descriptor
+    } else {
+        Path::Legacy
+    }
+}
+
+/// Checks everything, then calls the driver.
+fn create(
+    context: &Context,
+    flags: MemFlags,
+    format: ImageFormat,
+    desc: &ImageDesc,
+    source: Source<'_>,
+    path: Path,
+) -> Result<Image> {
+    check_support(context, desc.image_type, path)?;
+    check_flags(flags)?;
+    if desc.image_type == ImageType::Image1dBuffer && !matches!(source, Source::Buffer(_)) {
+        return Err(Error::InvalidArgument(
+            "a 1-D buffer image is created from a buffer: use Image::from_buffer".into(),
+        ));
+    }
+    check_limits(context, desc)?;
+    let pitches = check_host_layout(desc, format, source.host_len())?;
+    if let Source::Buffer(buffer) = &source {
+        let elem = format.itemsize()?;
+        let need = desc.width.saturating_mul(elem);
+        if need > buffer.size_bytes() {
+            return Err(Error::OutOfBounds {
+                what: "1-D buffer image over its buffer",
+                offset: 0,
+                len: need,
+                size: buffer.size_bytes(),
+            });
+        }
+    }
+    check_format(context, flags, format, desc.image_type)?;
+
+    let raw_format = format.to_raw();
+    let host_ptr = match source {
+        Source::Copy(bytes) => bytes.as_ptr().cast_mut().cast::<c_void>(),
+        Source::Use(ptr, _) => ptr,
+        Source::Empty | Source::Buffer(_) => std::ptr::null_mut(),
+    };
+    let raw = match path {
+        Path::Descriptor => {
+            let raw_desc = sys::cl_image_desc {
+                image_type: desc.image_type.to_raw(),
+                image_width: desc.width,
+                image_height: desc.height,
+                image_depth: desc.depth,
+                image_array_size: desc.array_size,
+                image_row_pitch: pitches.0,
+                image_slice_pitch: pitches.1,
+                num_mip_levels: 0,
+                num_samples: 0,
+                buffer: match source {
+                    Source::Buffer(b) => b.as_raw(),
+                    _ => std::ptr::null_mut(),
+                },
+            };
+            // SAFETY: a valid context of a 1.2+ platform (checked); the buffer, if any, is a live
+            // buffer; `host_ptr` is null or covers the image with these pitches (checked) and,
+            // for COPY_HOST_PTR, is only read during the call, for USE_HOST_PTR owned by the
+            // image from now on (`from_owned_host`); we own the result.
+            unsafe {
+                raw::create(
+                    context.as_raw(),
+                    flags.bits(),
+                    &raw_format,
+                    &raw_desc,
+                    host_ptr,
+                )
+            }
+            .map_err(Error::cl("clCreateImage"))?
+        }
+        Path::Legacy => {
+            // SAFETY: as above; the legacy calls exist on every platform.
+            unsafe { create_legacy(context, flags, raw_format, desc, pitches, host_ptr) }?
+        }
+    };
+    Image::from_parts(raw, *desc, format, flags)
+}
+
+/// `clCreateImage2D` / `clCreateImage3D`, which `cl_raw::image` does not wrap.
+///
+/// # Safety
+///
+/// 1. `context` is valid; `desc` is a 2-D or 3-D description (checked by `check_support`).
+/// 2. `host_ptr` is null or covers the image with `pitches`.
+unsafe fn create_legacy(
+    context: &Context,
+    flags: MemFlags,
+    mut format: sys::cl_image_format,
+    desc: &ImageDesc,
+    (row_pitch, slice_pitch): (usize, usize),
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem> {
+    let mut err = 0;
+    let (mem, call) = match desc.image_type {
+        ImageType::Image2d => (
+            // SAFETY: obligations 1-2; `format` and `err` live for the call.
+            unsafe {
+                sys::clCreateImage2D(
+                    context.as_raw(),
+                    flags.bits(),
+                    &mut format,
+                    desc.width,
+                    desc.height,
+                    row_pitch,
+                    host_ptr,
+                    &mut err,
+                )
+            },
+            "clCreateImage2D",
+        ),
+        _ => (
+            // SAFETY: obligations 1-2; `format` and `err` live for the call.
+            unsafe {
+                sys::clCreateImage3D(
+                    context.as_raw(),
+                    flags.bits(),
+                    &mut format,
+                    desc.width,
+                    desc.height,
+                    desc.depth,
+                    row_pitch,
+                    slice_pitch,
+                    host_ptr,
+                    &mut err,
+                )
+            },
+            "clCreateImage3D",
+        ),
+    };
+    cl_raw::check(err).map_err(Error::cl(call))?;
+    Ok(mem)
+}
+
+/// Images at all, the image type on this platform, and the path for it.
+fn check_support(context: &Context, image_type: ImageType, path: Path) -> Result<()> {
+    let mut any = false;
+    for d in context.devices() {
+        any |= d.image_support()?;
+    }
+    if !any {
+        return Err(Error::Unsupported {
+            feature: "images",
+            needs: "a device with CL_DEVICE_IMAGE_SUPPORT; no device of the context has it".into(),
+        });
+    }
+    match path {
+        Path::Descriptor => context.require_platform_version(Version::V1_2, "clCreateImage"),
+        Path::Legacy if matches!(image_type, ImageType::Image2d | ImageType::Image3d) => Ok(()),
+        Path::Legacy => Err(Error::needs_version(
+            "1-D and array images",
+            image_type.min_version(),
+            "platform",
+            context.platform_version(),
+        )),
+    }
+}
+
+/// Mutually exclusive flags (the spec's `CL_INVALID_VALUE` cases).
+pub(super) fn check_flags(flags: MemFlags) -> Result<()> {
+    let access = flags & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY);
+    let host =
+        flags & (MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS);
+    if access.bits().count_ones() > 1 {
+        return Err(Error::InvalidArgument(format!(
+            "conflicting access flags {access:?}"
+        )));
+    }
+    if host.bits().count_ones() > 1 {
+        return Err(Error::InvalidArgument(format!(
+            "conflicting host access flags {host:?}"
+        )));
+    }
+    if flags.contains(MemFlags::USE_HOST_PTR)
+        && flags.intersects(MemFlags::COPY_HOST_PTR | MemFlags::ALLOC_HOST_PTR)
+    {
+        return Err(Error::InvalidArgument(
+            "USE_HOST_PTR excludes COPY_HOST_PTR and ALLOC_HOST_PTR".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Positive sizes within the largest limits of the context's devices.
+fn check_limits(context: &Context, desc: &ImageDesc) -> Result<()> {
+    let t = desc.image_type;
+    for (name, v) in [
+        ("width", desc.width),
+        ("height", desc.height),
+        ("depth", desc.depth),
+        ("array size", desc.array_size),
+    ] {
+        if v == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "image {name} must be positive"
+            )));
+        }
+    }
+    let mut max = [0usize; 7];
+    for d in context.devices() {
+        if !d.image_support()? {
+            continue;
+        }
+        let l = d.image_limits()?;
+        for (m, v) in max.iter_mut().zip([
+            l.max_2d[0],
+            l.max_2d[1],
+            l.max_3d[0],
+            l.max_3d[1],
+            l.max_3d[2],
+            l.max_array_size,
+            l.max_buffer_size,
+        ]) {
+            *m = (*m).max(v);
+        }
+    }
+    let [w2, h2, w3, h3, d3, arr, buf] = max;
+    let checks: &[(&str, usize, &str, usize)] = match t {
+        ImageType::Image1d => &[("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2)],
+        ImageType::Image1dBuffer => {
+            &[("width", desc.width, "CL_DEVICE_IMAGE_MAX_BUFFER_SIZE", buf)]
+        }
+        ImageType::Image1dArray => &[
+            ("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2),
+            (
+                "array size",
+                desc.array_size,
+                "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE",
+                arr,
+            ),
+        ],
+        ImageType::Image2d => &[
+            ("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2),
+            ("height", desc.height, "CL_DEVICE_IMAGE2D_MAX_HEIGHT", h2),
+        ],
+        ImageType::Image2dArray => &[
+            ("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2),
+            ("height", desc.height, "CL_DEVICE_IMAGE2D_MAX_HEIGHT", h2),
+            (
+                "array size",
+                desc.array_size,
+                "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE",
+                arr,
+            ),
+        ],
+        ImageType::Image3d => &[
+            ("width", desc.width, "CL_DEVICE_IMAGE3D_MAX_WIDTH", w3),
+            ("height", desc.height, "CL_DEVICE_IMAGE3D_MAX_HEIGHT", h3),
+            ("depth", desc.depth, "CL_DEVICE_IMAGE3D_MAX_DEPTH", d3),
+        ],
+    };
+    for &(name, v, limit, m) in checks {
+        if v > m {
+            return Err(Error::InvalidArgument(format!(
+                "{t} image {name} {v} exceeds {limit} ({m}) of every device"
+            )));
+        }
+    }
+    // Sizes a type does not use must be 1, so that the extent is what was asked.
+    let unused_ok = match t {
+        ImageType::Image1d | ImageType::Image1dBuffer => {
+            desc.height == 1 && desc.depth == 1 && desc.array_size == 1
+        }
+        ImageType::Image1dArray => desc.height == 1 && desc.depth == 1,
+        ImageType::Image2d => desc.depth == 1 && desc.array_size == 1,
+        ImageType::Image2dArray => desc.depth == 1,
+        ImageType::Image3d => desc.array_size == 1,
+    };
+    if !unused_ok {
+        return Err(Error::InvalidArgument(format!(
+            "a {t} image uses only its own sizes; the others must be 1: {desc:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The pitches to pass, after checking them against the shape and the host data length.
+pub(super) fn check_host_layout(
+    desc: &ImageDesc,
+    format: ImageFormat,
+    host_len: Option<usize>,
+) -> Result<(usize, usize)> {
+    let p = desc.pitches;
+    let Some(have) = host_len else {
+        if !p.is_packed() {
+            return Err(Error::InvalidArgument(
+                "pitches may only be given with host data".into(),
+            ));
+        }
+        return Ok((0, 0));
+    };
+    let elem = format.itemsize()?;
+    let t = desc.image_type;
+    let tight_row = mul(desc.width, elem)?;
+    let row = if p.row == 0 { tight_row } else { p.row };
+    if row < tight_row || !row.is_multiple_of(elem) {
+        return Err(Error::InvalidArgument(format!(
+            "row pitch {} must be at least width x element size ({tight_row}) and a multiple of the element size ({elem})",
+            p.row
+        )));
+    }
+    let need = match t {
+        ImageType::Image1d | ImageType::Image1dBuffer | ImageType::Image2d => {
+            if p.slice != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "a {t} image takes no slice pitch"
+                )));
+            }
+            mul(row, desc.height)?
+        }
+        ImageType::Image1dArray | ImageType::Image2dArray | ImageType::Image3d => {
+            let (min_slice, n) = match t {
+                ImageType::Image1dArray => (row, desc.array_size),
+                ImageType::Image2dArray => (mul(row, desc.height)?, desc.array_size),
+                _ => (mul(row, desc.height)?, desc.depth),
+            };
+            let slice = if p.slice == 0 { min_slice } else { p.slice };
+            if slice < min_slice || !slice.is_multiple_of(row) {
+                return Err(Error::InvalidArgument(format!(
+                    "slice pitch {} must be at least {min_slice} and a multiple of the row pitch ({row})",
+                    p.slice
+                )));
+            }
+            mul(slice, n)?
+        }
+    };
+    if have < need {
+        return Err(Error::OutOfBounds {
+            what: "host data for the image",
+            offset: 0,
+            len: need,
+            size: have,
+        });
+    }
+    Ok((p.row, p.slice))
+}
+
+fn mul(a: usize, b: usize) -> Result<usize> {
+    a.checked_mul(b)
+        .ok_or_else(|| Error::InvalidArgument("image size overflows usize".into()))
+}
+
+/// The format is among those the context supports for these flags and this type.
+fn check_format(
+    context: &Context,
+    flags: MemFlags,
+    format: ImageFormat,
+    t: ImageType,
+) -> Result<()> {
+    // The supported set depends on the access flags only (the host-pointer flags change nothing
+    // and some drivers answer an empty list for them).
+    let access = flags
+        & (MemFlags::READ_WRITE
+            | MemFlags::READ_ONLY
+            | MemFlags::WRITE_ONLY
+            | MemFlags::KERNEL_READ_AND_WRITE);
+    let access = if access.is_empty() {
+        MemFlags::READ_WRITE
+    } else {
+        access
+    };
+    let supported = super::supported_image_formats(context, access, t)?;
+    if supported.contains(&format) {
+        Ok(())
+    } else {
+        Err(Error::Unsupported {
+            feature: "image format",
+            needs: format!(
+                "{format} is not among the {} {t} formats the context supports for {access:?}",
+                supported.len()
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::ImagePitches;
+
+    #[test]
+    fn host_layout_checks_pitches_and_length() {
+        let f = ImageFormat::RGBA_FLOAT; // 16 bytes
+                                         // No host data: no pitches.
+        assert_eq!(check_host_layout(&ImageDesc::d2(4, 2), f, None), Ok((0, 0)));
+        assert!(matches!(
+            check_host_layout(
+                &ImageDesc::d2(4, 2).with_pitches(ImagePitches::new(64, 0)),
+                f,
+                None
+            ),
+            Err(Error::InvalidArgument(_))
+        ));
+        // Tight 2-D: 4 * 16 * 2 bytes.
+        assert_eq!(
+            check_host_layout(&ImageDesc::d2(4, 2), f, Some(128)),
+            Ok((0, 0))
+        );
+        assert!(matches!(
+            check_host_layout(&ImageDesc::d2(4, 2), f, Some(127)),
+            Err(Error::OutOfBounds {
+                len: 128,
+                size: 127,
+                ..
+            })
+        ));
+        // Padded rows.
+        let d = ImageDesc::d2(4, 2).with_pitches(ImagePitches::new(80, 0));
+        assert_eq!(check_host_layout(&d, f, Some(160)), Ok((80, 0)));
+        assert!(check_host_layout(&d, f, Some(159)).is_err());
+        // Row pitch too small or not a multiple of the element size.
+        for row in [48, 72] {
+            let d = ImageDesc::d2(4, 2).with_pitches(ImagePitches::new(row, 0));
+            assert!(matches!(
+                check_host_layout(&d, f, Some(1 << 20)),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        // 2-D images take no slice pitch.
+        let d = ImageDesc::d2(4, 2).with_pitches(ImagePitches::new(0, 256));
+        assert!(matches!(
+            check_host_layout(&d, f, Some(1 << 20)),
+            Err(Error::InvalidArgument(_))
+        ));
+        // 1-D array: layers are slice_pitch apart.
+        let d = ImageDesc::d1_array(4, 3).with_pitches(ImagePitches::new(0, 128));
+        assert_eq!(check_host_layout(&d, f, Some(384)), Ok((0, 128)));
+        assert!(check_host_layout(&d, f, Some(383)).is_err());
+        assert_eq!(
+            check_host_layout(&ImageDesc::d1_array(4, 3), f, Some(192)),
+            Ok((0, 0))
+        );
+        // 3-D: slices, padded.
+        let d = ImageDesc::d3(4, 2, 3).with_pitches(ImagePitches::new(64, 192));
+        assert_eq!(check_host_layout(&d, f, Some(576)), Ok((64, 192)));
+        let d = ImageDesc::d3(4, 2, 3).with_pitches(ImagePitches::new(64, 100));
+        assert!(matches!(
+            check_host_layout(&d, f, Some(1 << 20)),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn conflicting_flags_are_refused() {
+        assert!(check_flags(MemFlags::READ_ONLY | MemFlags::WRITE_ONLY).is_err());
+        assert!(check_flags(MemFlags::HOST_NO_ACCESS | MemFlags::HOST_READ_ONLY).is_err());
+        assert!(check_flags(MemFlags::USE_HOST_PTR | MemFlags::COPY_HOST_PTR).is_err());
+        assert!(check_flags(MemFlags::READ_ONLY | MemFlags::COPY_HOST_PTR).is_ok());
+    }
+}

@@ -1,0 +1,359 @@
+//! Mapping an image region into host memory (`clEnqueueMapImage`), through a scope: the mapped
+//! memory is reachable only inside the closure, and it is unmapped when the closure returns or
+//! unwinds — no guard that `mem::forget` could leak.
+//!
+//! Mappings of one image (and its clones) are tracked: any number of read mappings, or one
+//! writing mapping, at a time, so two live `&mut [u8]` (or a `&[u8]` and a `&mut [u8]`) never
+//! alias when a CPU driver maps the same storage twice. Commands enqueued on a mapped image are
+//! undefined by the spec (as with PyOpenCL): do not run them while mapping.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use cl_raw::{queue as raw_queue, sys, Version};
+
+use super::transfer::coords;
+use super::{Image, ImageType};
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+use crate::pod::Pod;
+use crate::queue::Queue;
+
+/// How a region is mapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MapAccess {
+    /// `CL_MAP_READ`: the host reads.
+    Read,
+    /// `CL_MAP_WRITE`: the host writes (contents are those of the image).
+    Write,
+    /// `CL_MAP_READ | CL_MAP_WRITE`.
+    ReadWrite,
+    /// `CL_MAP_WRITE_INVALIDATE_REGION` (1.2): the host overwrites the whole region; its contents
+    /// on mapping are undefined.
+    WriteInvalidate,
+}
+
+impl MapAccess {
+    fn bits(self) -> sys::cl_map_flags {
+        match self {
+            MapAccess::Read => sys::CL_MAP_READ,
+            MapAccess::Write => sys::CL_MAP_WRITE,
+            MapAccess::ReadWrite => sys::CL_MAP_READ | sys::CL_MAP_WRITE,
+            MapAccess::WriteInvalidate => sys::CL_MAP_WRITE_INVALIDATE_REGION,
+        }
+    }
+
+    fn writes(self) -> bool {
+        self != MapAccess::Read
+    }
+}
+
+/// The state shared by an image's clones: `n > 0` read mappings, `-1` one writing mapping.
+#[derive(Debug, Default)]
+pub(super) struct MapLock(AtomicIsize);
+
+impl MapLock {
+    fn acquire(&self, write: bool) -> Result<()> {
+        let ok = if write {
+            self.0
+                .compare_exchange(0, -1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        } else {
+            self.0
+                .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
+                    (n >= 0).then_some(n + 1)
+                })
+                .is_ok()
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(
+                "the image is already mapped (one writing mapping or any number of reading ones at a time)".into(),
+            ))
+        }
+    }
+
+    fn release(&self, write: bool) {
+        if write {
+            self.0.store(0, Ordering::Release);
+        } else {
+            self.0.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+/// A mapped image region, alive inside [`Image::map`]'s closure.
+#[derive(Debug)]
+pub struct ImageMapping<'a> {
+    ptr: *mut u8,
+    len: usize,
+    row_pitch: usize,
+    slice_pitch: usize,
+    region: [usize; 3],
+    element_size: usize,
+    image_type: ImageType,
+    access: MapAccess,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+impl ImageMapping<'_> {
+    /// Bytes between rows, as the driver returned it.
+    pub fn row_pitch(&self) -> usize {
+        self.row_pitch
+    }
+
+    /// Bytes between slices of a 3-D image or layers of an array (0 for 1-D and 2-D images), as
+    /// the driver returned it.
+    pub fn slice_pitch(&self) -> usize {
+        self.slice_pitch
+    }
+
+    /// The mapped region, in pixels.
+    pub fn region(&self) -> [usize; 3] {
+        self.region
+    }
+
+    /// The access it was mapped with.
+    pub fn access(&self) -> MapAccess {
+        self.access
+    }
+
+    /// The mapped bytes: from the first pixel to the last, pitches included.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the driver mapped `len` bytes at `ptr` (computed from its pitches), they stay
+        // mapped while `self` lives (the scope unmaps after the closure), and the map lock
+        // excludes a writing mapping of the same image.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The mapped bytes, writable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a [`MapAccess::Read`] mapping.
+    pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
+        if !self.access.writes() {
+            return Err(Error::InvalidArgument(
+                "the region is mapped for reading only".into(),
+            ));
+        }
+        // SAFETY: as in `bytes`; the map lock makes this the only mapping of the image, and
+        // `&mut self` the only access to it.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
+    }
+
+    /// Byte offset of the row at `y` of slice (or layer) `z`; for 1-D arrays `y` is the layer.
+    fn row_offset(&self, y: usize, z: usize) -> Result<usize> {
+        let (stride_y, stride_z) = match self.image_type {
+            ImageType::Image1dArray => (self.slice_pitch.max(self.row_pitch), 0),
+            _ => (self.row_pitch, self.slice_pitch),
+        };
+        if y >= self.region[1] || z >= self.region[2] {
+            return Err(Error::OutOfBounds {
+                what: "row of a mapped image region",
+                offset: if y >= self.region[1] { y } else { z },
+                len: 1,
+                size: if y >= self.region[1] {
+                    self.region[1]
+                } else {
+                    self.region[2]
+                },
+            });
+        }
+        Ok(y * stride_y + z * stride_z)
+    }
+
+    fn typed_len<T: Pod>(&self, offset: usize) -> Result<usize> {
+        let row_bytes = self.region[0] * self.element_size;
+        let size = std::mem::size_of::<T>();
+        if size == 0 || !row_bytes.is_multiple_of(size) {
+            return Err(Error::InvalidArgument(format!(
+                "a row of {row_bytes} bytes is not a whole number of {size}-byte values"
+            )));
+        }
+        let addr = self.ptr as usize + offset;
+        if !addr.is_multiple_of(std::mem::align_of::<T>()) {
+            return Err(Error::Misaligned {
+                what: "mapped image row",
+                value: addr,
+                alignment: std::mem::align_of::<T>(),
+            });
+        }
+        Ok(row_bytes / size)
+    }
+
+    /// The pixels of row `y` of slice `z` (for 1-D arrays, `y` is the layer) as values of `T`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfBounds`] outside the region; [`Error::InvalidArgument`] when a row is not a
+    /// whole number of `T`; [`Error::Misaligned`] when the row is not aligned for `T`.
+    pub fn row<T: Pod>(&self, y: usize, z: usize) -> Result<&[T]> {
+        let offset = self.row_offset(y, z)?;
+        let n = self.typed_len::<T>(offset)?;
+        // SAFETY: the row lies inside the mapped bytes (offset + row bytes <= len by the layout
+        // computed at mapping), is aligned for `T` (checked), and `T: Pod` accepts any bytes.
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr.add(offset).cast::<T>(), n) })
+    }
+
+    /// Row `y` of slice `z`, writable; see [`ImageMapping::row`].
+    ///
+    /// # Errors
+    ///
+    /// As [`ImageMapping::row`], and [`Error::InvalidArgument`] for a read mapping.
+    pub fn row_mut<T: Pod>(&mut self, y: usize, z: usize) -> Result<&mut [T]> {
+        if !self.access.writes() {
+            return Err(Error::InvalidArgument(
+                "the region is mapped for reading only".into(),
+            ));
+        }
+        let offset = self.row_offset(y, z)?;
+        let n = self.typed_len::<T>(offset)?;
+        // SAFETY: as in `row`; exclusive through `&mut self` and the map lock.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(offset).cast::<T>(), n) })
+    }
+}
+
+/// Unmaps on every exit from [`Image::map`], unwinding included.
+struct Unmap<'a> {
+    image: &'a Image,
+    queue: &'a Queue,
+    ptr: *mut std::ffi::c_void,
+    write: bool,
+    done: bool,
+}
+
+impl Unmap<'_> {
+    fn unmap(&mut self) -> Result<()> {
+        self.done = true;
+        // SAFETY: `ptr` came from mapping this image on this queue and was not unmapped; the host
+        // stops using it (the closure has returned); we own the returned event.
+        let ev = unsafe {
+            raw_queue::enqueue_unmap_mem_object(self.queue.as_raw(), self.image.raw, self.ptr, &[])
+        };
+        let result = ev
+            .map_err(Error::cl("clEnqueueUnmapMemObject"))
+            .and_then(|ev| {
+                // SAFETY: a fresh reference we own.
+                let ev = unsafe { Event::from_raw(ev) };
+                ev.wait()
+            });
+        self.image.map_lock.release(self.write);
+        result
+    }
+}
+
+impl Drop for Unmap<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            if let Err(e) = self.unmap() {
+                tracing::warn!(error = %e, "unmapping an image while unwinding failed");
+            }
+        }
+    }
+}
+
+impl Image {
+    /// Maps `region` at `origin` (blocking, after `wait`), runs `f` on the mapping, then unmaps
+    /// and waits for the unmap (PyOpenCL's `enqueue_map_image`, whose array the caller shapes;
+    /// here the mapping reports the row and slice pitch and hands out rows). Works for every
+    /// image type.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] for [`MapAccess::WriteInvalidate`] before 1.2; coordinates as
+    /// [`Image::write`]; [`Error::InvalidArgument`] when the image is already mapped in a
+    /// conflicting way; [`Error::Cl`] from `clEnqueueMapImage` or `clEnqueueUnmapMemObject`.
+    pub fn map<R>(
+        &self,
+        queue: &Queue,
+        access: MapAccess,
+        origin: &[usize],
+        region: &[usize],
+        wait: &[&Event],
+        f: impl FnOnce(&mut ImageMapping<'_>) -> R,
+    ) -> Result<R> {
+        if access == MapAccess::WriteInvalidate {
+            queue
+                .context()
+                .require_platform_version(Version::V1_2, "CL_MAP_WRITE_INVALIDATE_REGION")?;
+        }
+        let (o, r) = coords(self.extent(), origin, region)?;
+        self.map_lock.acquire(access.writes())?;
+        // SAFETY: valid queue/image/events; blocking, so the pointer is usable on return; the
+        // region is inside the image; it is unmapped by `Unmap` before this function returns.
+        let mapped = unsafe {
+            raw_queue::enqueue_map_image(
+                queue.as_raw(),
+                self.raw,
+                true,
+                access.bits(),
+                o,
+                r,
+                &raw_list(wait),
+            )
+        };
+        let mapped = match mapped {
+            Ok(m) => m,
+            Err(e) => {
+                self.map_lock.release(access.writes());
+                return Err(Error::cl("clEnqueueMapImage")(e));
+            }
+        };
+        // SAFETY: a fresh reference we own; the map is blocking, so it is complete.
+        drop(unsafe { Event::from_raw(mapped.event) });
+        let mut guard = Unmap {
+            image: self,
+            queue,
+            ptr: mapped.ptr,
+            write: access.writes(),
+            done: false,
+        };
+        let elem = self.element_size;
+        let row = mapped.row_pitch.max(r[0] * elem);
+        let len = match self.desc.image_type {
+            ImageType::Image1d | ImageType::Image1dBuffer | ImageType::Image2d => {
+                row * (r[1] - 1) + r[0] * elem
+            }
+            ImageType::Image1dArray => mapped.slice_pitch.max(row) * (r[1] - 1) + r[0] * elem,
+            ImageType::Image2dArray | ImageType::Image3d => {
+                mapped.slice_pitch.max(row * r[1]) * (r[2] - 1) + row * (r[1] - 1) + r[0] * elem
+            }
+        };
+        let mut mapping = ImageMapping {
+            ptr: mapped.ptr.cast(),
+            len,
+            row_pitch: mapped.row_pitch,
+            slice_pitch: mapped.slice_pitch,
+            region: r,
+            element_size: elem,
+            image_type: self.desc.image_type,
+            access,
+            _borrow: PhantomData,
+        };
+        let out = f(&mut mapping);
+        guard.unmap()?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_lock_allows_readers_or_one_writer() {
+        let l = MapLock::default();
+        l.acquire(false).unwrap();
+        l.acquire(false).unwrap();
+        assert!(l.acquire(true).is_err());
+        l.release(false);
+        l.release(false);
+        l.acquire(true).unwrap();
+        assert!(l.acquire(false).is_err());
+        assert!(l.acquire(true).is_err());
+        l.release(true);
+        l.acquire(false).unwrap();
+    }
+}

@@ -1,0 +1,559 @@
+//! Image transfers: read, write, fill, image-to-image and image<->buffer copies, every one
+//! bounds-checked in Rust (origins and regions against the image's extent, host slices against the
+//! region and pitches, buffer ranges against the buffer's size) before the driver is called.
+//! Host-memory transfers are blocking, so borrowed slices are only used during the call.
+
+use cl_raw::{queue as raw_queue, Version};
+
+use super::{ChannelKind, Image, ImagePitches, ImageType};
+use crate::buffer::Buffer;
+use crate::error::{Error, Result};
+use crate::event::{raw_list, Event};
+use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::queue::Queue;
+
+/// The color of [`Image::fill`], whose type must match how kernels read the image's channel
+/// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
+/// `SIGNED_INT*`, unsigned for `UNSIGNED_INT*`. Channels are in RGBA order whatever the image's
+/// order (the driver converts).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FillColor {
+    /// A `float4`.
+    Float([f32; 4]),
+    /// An `int4`.
+    Int([i32; 4]),
+    /// A `uint4`.
+    Uint([u32; 4]),
+}
+
+impl FillColor {
+    fn kind(&self) -> ChannelKind {
+        match self {
+            FillColor::Float(_) => ChannelKind::Float,
+            FillColor::Int(_) => ChannelKind::SignedInt,
+            FillColor::Uint(_) => ChannelKind::UnsignedInt,
+        }
+    }
+
+    fn bytes(&self) -> [u8; 16] {
+        let b: &[u8] = match self {
+            FillColor::Float(v) => slice_as_bytes(v),
+            FillColor::Int(v) => slice_as_bytes(v),
+            FillColor::Uint(v) => slice_as_bytes(v),
+        };
+        let mut out = [0u8; 16];
+        out.copy_from_slice(b);
+        out
+    }
+}
+
+const AXES: [&str; 3] = [
+    "image region along axis 0 (x)",
+    "image region along axis 1 (y, or layer of a 1-D array)",
+    "image region along axis 2 (z, or layer of a 2-D array)",
+];
+
+/// Completes an origin (missing values 0) and a region (missing values 1), PyOpenCL's coordinate
+/// triples, and checks them against `extent`.
+pub(super) fn coords(
+    extent: [usize; 3],
+    origin: &[usize],
+    region: &[usize],
+) -> Result<([usize; 3], [usize; 3])> {
+    if origin.len() > 3 || region.len() > 3 {
+        return Err(Error::InvalidArgument(format!(
+            "an image origin or region has at most 3 values, got {} and {}",
+            origin.len(),
+            region.len()
+        )));
+    }
+    let mut o = [0usize; 3];
+    let mut r = [1usize; 3];
+    o[..origin.len()].copy_from_slice(origin);
+    r[..region.len()].copy_from_slice(region);
+    for axis in 0..3 {
+        if r[axis] == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "an image region has no zero values, got {r:?}"
+            )));
+        }
+        match o[axis].checked_add(r[axis]) {
+            Some(end) if end <= extent[axis] => {}
+            _ => {
+                return Err(Error::OutOfBounds {
+                    what: AXES[axis],
+                    offset: o[axis],
+                    len: r[axis],
+                    size: extent[axis],
+                })
+            }
+        }
+    }
+    Ok((o, r))
+}
+
+/// Bytes a host slice needs for `region` of an image of `image_type` laid out with `pitches`
+/// (0 = packed), after checking the pitches. Layers of 1-D arrays are `slice` apart, as in
+/// `clEnqueueReadImage`.
+pub(super) fn host_bytes(
+    image_type: ImageType,
+    elem: usize,
+    region: [usize; 3],
+    pitches: ImagePitches,
+) -> Result<usize> {
+    let overflow = || Error::InvalidArgument("image region size overflows usize".into());
+    let tight_row = region[0].checked_mul(elem).ok_or_else(overflow)?;
+    let row = if pitches.row == 0 {
+        tight_row
+    } else {
+        pitches.row
+    };
+    if row < tight_row {
+        return Err(Error::InvalidArgument(format!(
+            "row pitch {row} is less than the region's row of {tight_row} bytes"
+        )));
+    }
+    let (rows, slices, min_slice) = match image_type {
+        ImageType::Image1d | ImageType::Image1dBuffer | ImageType::Image2d => {
+            if pitches.slice != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "a {image_type} image transfer takes no slice pitch"
+                )));
+            }
+            (region[1], 1, 0)
+        }
+        ImageType::Image1dArray => (1, region[1], row),
+        ImageType::Image2dArray | ImageType::Image3d => (
+            region[1],
+            region[2],
+            row.checked_mul(region[1]).ok_or_else(overflow)?,
+        ),
+    };
+    let slice = if pitches.slice == 0 {
+        min_slice
+    } else {
+        pitches.slice
+    };
+    if slice < min_slice {
+        return Err(Error::InvalidArgument(format!(
+            "slice pitch {slice} is less than the region's slice of {min_slice} bytes"
+        )));
+    }
+    // The last row of the last slice needs only its pixels, not a whole pitch.
+    slice
+        .checked_mul(slices - 1)
+        .and_then(|s| row.checked_mul(rows - 1).and_then(|r| r.checked_add(s)))
+        .and_then(|x| x.checked_add(tight_row))
+        .ok_or_else(overflow)
+}
+
+impl Image {
+    /// Blocking host-to-image write of `region` at `origin` from `data` laid out with `pitches`
+    /// (PyOpenCL's `enqueue_copy(queue, image, host, origin=, region=, pitches=)`), after
+    /// `wait`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for malformed coordinates or pitches; [`Error::OutOfBounds`]
+    /// for a region outside the image or data smaller than the region and pitches need (all
+    /// checked first); [`Error::Cl`] from `clEnqueueWriteImage`.
+    pub fn write<T: Pod>(
+        &self,
+        queue: &Queue,
+        origin: &[usize],
+        region: &[usize],
+        data: &[T],
+        pitches: ImagePitches,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let (o, r) = coords(self.extent(), origin, region)?;
+        let bytes = slice_as_bytes(data);
+        self.check_host(r, pitches, bytes.len(), "host data of an image write")?;
+        // SAFETY: valid queue/image/events; the write is blocking, so `bytes` is only read during
+        // the call; the region is inside the image and `bytes` covers it with these pitches
+        // (checked); we own the returned event.
+        let ev = unsafe {
+            raw_queue::enqueue_write_image(
+                queue.as_raw(),
+                self.raw,
+                true,
+                o,
+                r,
+                pitches.row,
+                pitches.slice,
+                bytes.as_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Blocking image-to-host read of `region` at `origin` into `out` laid out with `pitches`,
+    /// after `wait`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Image::write`], with [`Error::Cl`] from `clEnqueueReadImage`.
+    pub fn read<T: Pod>(
+        &self,
+        queue: &Queue,
+        origin: &[usize],
+        region: &[usize],
+        out: &mut [T],
+        pitches: ImagePitches,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let (o, r) = coords(self.extent(), origin, region)?;
+        let bytes = slice_as_bytes_mut(out);
+        self.check_host(r, pitches, bytes.len(), "host memory of an image read")?;
+        // SAFETY: valid queue/image/events; the read is blocking, so `bytes` is written only
+        // during the call, through our exclusive borrow; region and length checked; we own the
+        // event.
+        let ev = unsafe {
+            raw_queue::enqueue_read_image(
+                queue.as_raw(),
+                self.raw,
+                true,
+                o,
+                r,
+                pitches.row,
+                pitches.slice,
+                bytes.as_mut_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueReadImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Writes the whole image from tightly packed `data`; see [`Image::write`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Image::write`].
+    pub fn write_all<T: Pod>(&self, queue: &Queue, data: &[T], wait: &[&Event]) -> Result<Event> {
+        self.write(
+            queue,
+            &[0, 0, 0],
+            &self.extent(),
+            data,
+            ImagePitches::PACKED,
+            wait,
+        )
+    }
+
+    /// Reads the whole image into tightly packed `out`; see [`Image::read`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Image::read`].
+    pub fn read_all<T: Pod>(&self, queue: &Queue, out: &mut [T], wait: &[&Event]) -> Result<Event> {
+        self.read(
+            queue,
+            &[0, 0, 0],
+            &self.extent(),
+            out,
+            ImagePitches::PACKED,
+            wait,
+        )
+    }
+
+    /// The whole image as a tightly packed vector of `T` (`size_bytes_packed / size_of::<T>()`
+    /// values).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the packed size is not a multiple of `T`'s size; as
+    /// [`Image::read`].
+    pub fn read_to_vec<T: Pod + Default>(&self, queue: &Queue, wait: &[&Event]) -> Result<Vec<T>> {
+        let size = std::mem::size_of::<T>();
+        let bytes = self.size_bytes_packed();
+        if size == 0 || !bytes.is_multiple_of(size) {
+            return Err(Error::InvalidArgument(format!(
+                "an image of {bytes} bytes is not a whole number of {size}-byte values"
+            )));
+        }
+        let mut out = vec![T::default(); bytes / size];
+        self.read_all(queue, &mut out, wait)?;
+        Ok(out)
+    }
+
+    fn check_host(
+        &self,
+        region: [usize; 3],
+        pitches: ImagePitches,
+        have: usize,
+        what: &'static str,
+    ) -> Result<()> {
+        let need = host_bytes(self.desc.image_type, self.element_size, region, pitches)?;
+        if have < need {
+            return Err(Error::OutOfBounds {
+                what,
+                offset: 0,
+                len: need,
+                size: have,
+            });
+        }
+        Ok(())
+    }
+
+    /// Fills `region` at `origin` with one color (PyOpenCL's `enqueue_fill_image`; OpenCL 1.2).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] before 1.2; [`Error::InvalidArgument`] for a color type that does
+    /// not match the channel type (PyOpenCL passes any 16 bytes) or an unknown channel type;
+    /// coordinates as [`Image::write`]; [`Error::Cl`] from `clEnqueueFillImage`.
+    pub fn fill(
+        &self,
+        queue: &Queue,
+        color: FillColor,
+        origin: &[usize],
+        region: &[usize],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        queue
+            .context()
+            .require_platform_version(Version::V1_2, "clEnqueueFillImage")?;
+        let kind = self.format.channel_type.kind().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "cannot fill an image of unknown format {}",
+                self.format
+            ))
+        })?;
+        if kind != color.kind() {
+            return Err(Error::InvalidArgument(format!(
+                "a {} image is filled with a {kind:?} color, got {color:?}",
+                self.format
+            )));
+        }
+        let (o, r) = coords(self.extent(), origin, region)?;
+        let bytes = color.bytes();
+        // SAFETY: valid queue/image/events of a 1.2 platform; the color is 16 bytes, copied by the
+        // driver before returning; the region is inside the image; we own the returned event.
+        let ev = unsafe {
+            raw_queue::enqueue_fill_image(queue.as_raw(), self.raw, &bytes, o, r, &raw_list(wait))
+        }
+        .map_err(Error::cl("clEnqueueFillImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Copies `region` from `src_origin` of `self` to `dst_origin` of `dst` (same format; the
+    /// types may differ as the spec allows, e.g. a 2-D image into a slice of a 3-D one).
+    /// Works for every image type, 1-D ones included (PyOpenCL's `enqueue_copy` refuses them).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for different formats or malformed coordinates;
+    /// [`Error::OutOfBounds`] for a region outside either image (all checked first);
+    /// [`Error::Cl`] from `clEnqueueCopyImage`.
+    pub fn copy_to_image(
+        &self,
+        queue: &Queue,
+        dst: &Image,
+        src_origin: &[usize],
+        dst_origin: &[usize],
+        region: &[usize],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        if self.format != dst.format {
+            return Err(Error::InvalidArgument(format!(
+                "image copy between different formats: {} to {}",
+                self.format, dst.format
+            )));
+        }
+        let (so, r) = coords(self.extent(), src_origin, region)?;
+        let (dso, _) = coords(dst.extent(), dst_origin, &r)?;
+        // SAFETY: valid queue/images/events; both regions are inside their images; we own the
+        // returned event.
+        let ev = unsafe {
+            raw_queue::enqueue_copy_image(
+                queue.as_raw(),
+                self.raw,
+                dst.raw,
+                so,
+                dso,
+                r,
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueCopyImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Copies `region` at `src_origin` into `dst` at `dst_offset` bytes, tightly packed
+    /// (`clEnqueueCopyImageToBuffer`).
+    ///
+    /// # Errors
+    ///
+    /// Coordinates as [`Image::copy_to_image`]; [`Error::OutOfBounds`] when the packed region does
+    /// not fit the buffer from `dst_offset` (checked first); [`Error::Cl`] from the call.
+    pub fn copy_to_buffer(
+        &self,
+        queue: &Queue,
+        dst: &Buffer,
+        src_origin: &[usize],
+        region: &[usize],
+        dst_offset: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let (o, r) = coords(self.extent(), src_origin, region)?;
+        self.check_buffer_range(
+            dst,
+            dst_offset,
+            r,
+            "buffer range of an image-to-buffer copy",
+        )?;
+        // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_copy_image_to_buffer(
+                queue.as_raw(),
+                self.raw,
+                dst.as_raw(),
+                o,
+                r,
+                dst_offset,
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueCopyImageToBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Copies tightly packed pixels from `src` at `src_offset` bytes into `region` at
+    /// `dst_origin` (`clEnqueueCopyBufferToImage`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Image::copy_to_buffer`].
+    pub fn copy_from_buffer(
+        &self,
+        queue: &Queue,
+        src: &Buffer,
+        src_offset: usize,
+        dst_origin: &[usize],
+        region: &[usize],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let (o, r) = coords(self.extent(), dst_origin, region)?;
+        self.check_buffer_range(src, src_offset, r, "buffer range of a buffer-to-image copy")?;
+        // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_copy_buffer_to_image(
+                queue.as_raw(),
+                src.as_raw(),
+                self.raw,
+                src_offset,
+                o,
+                r,
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueCopyBufferToImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    fn check_buffer_range(
+        &self,
+        buffer: &Buffer,
+        offset: usize,
+        region: [usize; 3],
+        what: &'static str,
+    ) -> Result<()> {
+        let len = region
+            .iter()
+            .try_fold(self.element_size, |acc, &v| acc.checked_mul(v))
+            .ok_or_else(|| Error::InvalidArgument("image region size overflows usize".into()))?;
+        match offset.checked_add(len) {
+            Some(end) if end <= buffer.size_bytes() => Ok(()),
+            _ => Err(Error::OutOfBounds {
+                what,
+                offset,
+                len,
+                size: buffer.size_bytes(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coordinates_complete_like_pyopencl_and_are_bounded() {
+        assert_eq!(coords([8, 4, 1], &[], &[]), Ok(([0, 0, 0], [1, 1, 1])));
+        assert_eq!(coords([8, 4, 1], &[2], &[6, 4]), Ok(([2, 0, 0], [6, 4, 1])));
+        assert!(matches!(
+            coords([8, 4, 1], &[3], &[6]),
+            Err(Error::OutOfBounds {
+                offset: 3,
+                len: 6,
+                size: 8,
+                ..
+            })
+        ));
+        assert!(matches!(
+            coords([8, 4, 1], &[0, 0, 1], &[1]),
+            Err(Error::OutOfBounds { size: 1, .. })
+        ));
+        assert!(matches!(
+            coords([8, 4, 1], &[0, 0, 0, 0], &[1]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            coords([8, 4, 1], &[0], &[0]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            coords([8, 4, 1], &[usize::MAX], &[2]),
+            Err(Error::OutOfBounds { .. })
+        ));
+    }
+
+    #[test]
+    fn host_sizes_follow_the_pitches() {
+        use ImageType::*;
+        let p = ImagePitches::PACKED;
+        assert_eq!(host_bytes(Image2d, 4, [3, 2, 1], p), Ok(24));
+        assert_eq!(
+            host_bytes(Image2d, 4, [3, 2, 1], ImagePitches::new(16, 0)),
+            Ok(28)
+        );
+        assert!(host_bytes(Image2d, 4, [3, 2, 1], ImagePitches::new(8, 0)).is_err());
+        assert!(host_bytes(Image2d, 4, [3, 2, 1], ImagePitches::new(0, 64)).is_err());
+        assert_eq!(host_bytes(Image1d, 4, [5, 1, 1], p), Ok(20));
+        assert_eq!(host_bytes(Image1dArray, 4, [5, 3, 1], p), Ok(60));
+        assert_eq!(
+            host_bytes(Image1dArray, 4, [5, 3, 1], ImagePitches::new(0, 32)),
+            Ok(84)
+        );
+        assert!(host_bytes(Image1dArray, 4, [5, 3, 1], ImagePitches::new(0, 16)).is_err());
+        assert_eq!(host_bytes(Image3d, 2, [2, 3, 4], p), Ok(48));
+        assert_eq!(
+            host_bytes(Image2dArray, 2, [2, 3, 4], ImagePitches::new(8, 32)),
+            Ok(3 * 32 + 2 * 8 + 4)
+        );
+        assert!(host_bytes(Image3d, 2, [2, 3, 4], ImagePitches::new(8, 16)).is_err());
+    }
+
+    #[test]
+    fn fill_colors_are_16_bytes_of_their_kind() {
+        assert_eq!(
+            FillColor::Float([1.0; 4]).bytes()[..4],
+            1.0f32.to_ne_bytes()
+        );
+        assert_eq!(FillColor::Int([-1; 4]).bytes(), [0xff; 16]);
+        assert_eq!(
+            FillColor::Uint([7, 0, 0, 0]).kind(),
+            ChannelKind::UnsignedInt
+        );
+    }
+}

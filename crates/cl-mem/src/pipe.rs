@@ -1,0 +1,241 @@
+//! [`Pipe`]: an OpenCL 2.0 pipe memory object (PyOpenCL's `Pipe`): a FIFO of fixed-size packets
+//! that kernels write (`write_pipe`) and read (`read_pipe`); the host never touches its contents.
+//!
+//! Pipes are optional in OpenCL 3.0 (`CL_DEVICE_PIPE_SUPPORT`: PoCL's CPU device lacks them) and
+//! absent before 2.0 (Oclgrind is 1.2 and hangs on newer entry points), so both are checked
+//! before `clCreatePipe` is called and reported as [`Error::Unsupported`].
+
+use std::fmt;
+
+use cl_raw::{extra, pipe as raw, sys, Version};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::kernel::{ArgValue, KernelArg};
+use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject};
+
+/// A pipe object. Owns one reference: `Clone` retains, `Drop` releases (never panics).
+pub struct Pipe {
+    raw: sys::cl_mem,
+    packet_size: u32,
+    max_packets: u32,
+}
+
+// SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); the
+// host only passes the handle to kernels and queries it.
+unsafe impl Send for Pipe {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Pipe {}
+
+impl Pipe {
+    /// A pipe of `max_packets` packets of `packet_size` bytes (PyOpenCL's
+    /// `Pipe(ctx, flags, packet_size, max_packets, properties=())`). `flags` may hold only
+    /// `READ_WRITE` and `HOST_NO_ACCESS` (empty means both).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] before OpenCL 2.0 or when a device of the context lacks pipe
+    /// support; [`Error::InvalidArgument`] for other flags, a zero size or count, or a packet
+    /// larger than `CL_DEVICE_PIPE_MAX_PACKET_SIZE` (all checked first); [`Error::Cl`] from
+    /// `clCreatePipe`.
+    pub fn new(
+        context: &Context,
+        flags: MemFlags,
+        packet_size: u32,
+        max_packets: u32,
+    ) -> Result<Pipe> {
+        Pipe::with_properties(context, flags, packet_size, max_packets, &[])
+    }
+
+    /// As [`Pipe::new`] with a property list, which OpenCL 3.0 requires to be empty (PyOpenCL's
+    /// "non-empty properties argument to Pipe not allowed").
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a non-empty list; as [`Pipe::new`].
+    pub fn with_properties(
+        context: &Context,
+        flags: MemFlags,
+        packet_size: u32,
+        max_packets: u32,
+        properties: &[sys::cl_pipe_properties],
+    ) -> Result<Pipe> {
+        if !properties.is_empty() {
+            return Err(Error::InvalidArgument(
+                "non-empty properties argument to Pipe not allowed".into(),
+            ));
+        }
+        context.require_platform_version(Version::V2_0, "clCreatePipe")?;
+        for d in context.devices() {
+            if !d.pipe_support()? {
+                return Err(Error::Unsupported {
+                    feature: "pipes",
+                    needs: format!(
+                        "CL_DEVICE_PIPE_SUPPORT, which device '{}' lacks",
+                        d.name()?.trim()
+                    ),
+                });
+            }
+        }
+        let allowed = MemFlags::READ_WRITE | MemFlags::HOST_NO_ACCESS;
+        if !allowed.contains(flags) {
+            return Err(Error::InvalidArgument(format!(
+                "a pipe takes only READ_WRITE and HOST_NO_ACCESS, got {flags:?}"
+            )));
+        }
+        if packet_size == 0 || max_packets == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a pipe needs a positive packet size and count, got {packet_size} and {max_packets}"
+            )));
+        }
+        for d in context.devices() {
+            // SAFETY: a 2.0 parameter asked of a device of a 2.0+ platform with pipe support.
+            let max: u32 = unsafe { d.info(sys::CL_DEVICE_PIPE_MAX_PACKET_SIZE) }?;
+            if packet_size > max {
+                return Err(Error::InvalidArgument(format!(
+                    "packet size {packet_size} exceeds CL_DEVICE_PIPE_MAX_PACKET_SIZE ({max})"
+                )));
+            }
+        }
+        // SAFETY: a valid context of a 2.0+ platform whose devices support pipes; no properties
+        // (a null list, see PyOpenCL issue #464); we own the result.
+        let raw = unsafe {
+            raw::create(
+                context.as_raw(),
+                flags.bits(),
+                packet_size,
+                max_packets,
+                &[],
+            )
+        }
+        .map_err(Error::cl("clCreatePipe"))?;
+        Ok(Pipe {
+            raw,
+            packet_size,
+            max_packets,
+        })
+    }
+
+    /// The raw handle (still owned by `self`).
+    pub fn as_raw(&self) -> sys::cl_mem {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    pub fn into_raw(self) -> sys::cl_mem {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clReleaseMemObject`.
+    pub fn release(self) -> Result<()> {
+        let raw = self.into_raw();
+        // SAFETY: we owned this reference.
+        unsafe { cl_raw::mem::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
+    }
+
+    /// The packet size given at creation, in bytes.
+    pub fn packet_size(&self) -> u32 {
+        self.packet_size
+    }
+
+    /// The capacity given at creation, in packets.
+    pub fn max_packets(&self) -> u32 {
+        self.max_packets
+    }
+
+    /// `CL_PIPE_PACKET_SIZE` as the driver reports it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetPipeInfo`.
+    pub fn query_packet_size(&self) -> Result<u32> {
+        // SAFETY: a valid pipe (so a 2.0+ platform); a 2.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_PIPE_PACKET_SIZE) }
+            .map_err(Error::cl("clGetPipeInfo"))
+    }
+
+    /// `CL_PIPE_MAX_PACKETS` as the driver reports it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetPipeInfo`.
+    pub fn query_max_packets(&self) -> Result<u32> {
+        // SAFETY: a valid pipe (so a 2.0+ platform); a 2.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_PIPE_MAX_PACKETS) }
+            .map_err(Error::cl("clGetPipeInfo"))
+    }
+
+    /// `CL_PIPE_PROPERTIES` (3.0): empty, since pipes take no properties (PyOpenCL refuses this
+    /// query).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] before 3.0 (checked first); [`Error::Cl`] from `clGetPipeInfo`.
+    pub fn properties(&self) -> Result<Vec<sys::cl_pipe_properties>> {
+        self.mem_context()?
+            .require_platform_version(Version::V3_0, "CL_PIPE_PROPERTIES")?;
+        // SAFETY: a valid pipe of a 3.0 platform; a 3.0 parameter.
+        unsafe { raw::get_info(self.raw, extra::CL_PIPE_PROPERTIES) }
+            .map_err(Error::cl("clGetPipeInfo"))
+    }
+}
+
+// SAFETY: `raw` is a valid pipe we hold a reference to for as long as `self` lives.
+unsafe impl MemObject for Pipe {
+    fn as_raw(&self) -> sys::cl_mem {
+        self.raw
+    }
+}
+
+// SAFETY: a valid pipe handle, kept alive by the kernel (it retains memory arguments).
+unsafe impl KernelArg for Pipe {
+    fn arg_value(&self) -> ArgValue<'_> {
+        ArgValue::Mem(self.raw)
+    }
+}
+
+impl Clone for Pipe {
+    fn clone(&self) -> Pipe {
+        retain_for_clone(self.raw);
+        Pipe {
+            raw: self.raw,
+            packet_size: self.packet_size,
+            max_packets: self.max_packets,
+        }
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        release_in_drop(self.raw);
+    }
+}
+
+impl PartialEq for Pipe {
+    fn eq(&self, other: &Pipe) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for Pipe {}
+
+impl std::hash::Hash for Pipe {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.raw.hash(state);
+    }
+}
+
+impl fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipe")
+            .field("raw", &self.raw)
+            .field("packet_size", &self.packet_size)
+            .field("max_packets", &self.max_packets)
+            .finish()
+    }
+}

@@ -1,0 +1,422 @@
+//! [`Sampler`]: how kernels read images (PyOpenCL's `Sampler`).
+//!
+//! Created through `clCreateSamplerWithProperties` on OpenCL 2.0+ platforms and through the
+//! classic `clCreateSampler` before, as PyOpenCL does. The property-list constructor
+//! ([`Sampler::with_properties`]) works on both: before 2.0 the three classic properties are
+//! passed to `clCreateSampler` (PyOpenCL calls the 2.0 entry point anyway, after a warning that
+//! "the next thing you see may be a crash"), and anything else is [`Error::Unsupported`].
+
+use std::fmt;
+
+use cl_raw::{extra, sampler as raw, sys, Version};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::kernel::{ArgValue, KernelArg};
+
+/// `cl_addressing_mode`: what reads outside the image return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AddressingMode {
+    /// `CL_ADDRESS_NONE`: undefined outside.
+    None,
+    /// `CL_ADDRESS_CLAMP_TO_EDGE`: the nearest edge pixel.
+    ClampToEdge,
+    /// `CL_ADDRESS_CLAMP`: the border color.
+    Clamp,
+    /// `CL_ADDRESS_REPEAT` (normalized coordinates only).
+    Repeat,
+    /// `CL_ADDRESS_MIRRORED_REPEAT` (1.1, normalized coordinates only).
+    MirroredRepeat,
+    /// A value this crate does not know (reported by a driver).
+    Other(u32),
+}
+
+impl AddressingMode {
+    /// The raw value.
+    pub fn to_raw(self) -> sys::cl_addressing_mode {
+        match self {
+            AddressingMode::None => sys::CL_ADDRESS_NONE,
+            AddressingMode::ClampToEdge => sys::CL_ADDRESS_CLAMP_TO_EDGE,
+            AddressingMode::Clamp => sys::CL_ADDRESS_CLAMP,
+            AddressingMode::Repeat => sys::CL_ADDRESS_REPEAT,
+            AddressingMode::MirroredRepeat => sys::CL_ADDRESS_MIRRORED_REPEAT,
+            AddressingMode::Other(v) => v,
+        }
+    }
+
+    /// Decodes a raw value.
+    pub fn from_raw(v: sys::cl_addressing_mode) -> AddressingMode {
+        match v {
+            sys::CL_ADDRESS_NONE => AddressingMode::None,
+            sys::CL_ADDRESS_CLAMP_TO_EDGE => AddressingMode::ClampToEdge,
+            sys::CL_ADDRESS_CLAMP => AddressingMode::Clamp,
+            sys::CL_ADDRESS_REPEAT => AddressingMode::Repeat,
+            sys::CL_ADDRESS_MIRRORED_REPEAT => AddressingMode::MirroredRepeat,
+            other => AddressingMode::Other(other),
+        }
+    }
+}
+
+/// `cl_filter_mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FilterMode {
+    /// `CL_FILTER_NEAREST`.
+    Nearest,
+    /// `CL_FILTER_LINEAR`.
+    Linear,
+    /// A value this crate does not know (reported by a driver).
+    Other(u32),
+}
+
+impl FilterMode {
+    /// The raw value.
+    pub fn to_raw(self) -> sys::cl_filter_mode {
+        match self {
+            FilterMode::Nearest => sys::CL_FILTER_NEAREST,
+            FilterMode::Linear => sys::CL_FILTER_LINEAR,
+            FilterMode::Other(v) => v,
+        }
+    }
+
+    /// Decodes a raw value.
+    pub fn from_raw(v: sys::cl_filter_mode) -> FilterMode {
+        match v {
+            sys::CL_FILTER_NEAREST => FilterMode::Nearest,
+            sys::CL_FILTER_LINEAR => FilterMode::Linear,
+            other => FilterMode::Other(other),
+        }
+    }
+}
+
+/// One entry of a sampler property list (`cl_sampler_properties` key and value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SamplerProperty {
+    /// `CL_SAMPLER_NORMALIZED_COORDS`.
+    NormalizedCoords(bool),
+    /// `CL_SAMPLER_ADDRESSING_MODE`.
+    AddressingMode(AddressingMode),
+    /// `CL_SAMPLER_FILTER_MODE`.
+    FilterMode(FilterMode),
+    /// Any other key and value (`cl_khr_mipmap_image`'s `CL_SAMPLER_MIP_FILTER_MODE_KHR`, ...),
+    /// passed as given (2.0+ platforms only).
+    Raw(sys::cl_sampler_properties, sys::cl_sampler_properties),
+}
+
+impl SamplerProperty {
+    fn pair(self) -> [sys::cl_sampler_properties; 2] {
+        let b = |v: bool| sys::cl_sampler_properties::from(v);
+        match self {
+            SamplerProperty::NormalizedCoords(v) => {
+                [sys::CL_SAMPLER_NORMALIZED_COORDS.into(), b(v)]
+            }
+            SamplerProperty::AddressingMode(m) => {
+                [sys::CL_SAMPLER_ADDRESSING_MODE.into(), m.to_raw().into()]
+            }
+            SamplerProperty::FilterMode(m) => {
+                [sys::CL_SAMPLER_FILTER_MODE.into(), m.to_raw().into()]
+            }
+            SamplerProperty::Raw(k, v) => [k, v],
+        }
+    }
+}
+
+/// A sampler object. Owns one reference: `Clone` retains, `Drop` releases (never panics).
+/// Pass it to a kernel's `sampler_t` argument with [`crate::Kernel::set_arg`].
+pub struct Sampler {
+    raw: sys::cl_sampler,
+}
+
+// SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
+// sampler is immutable after creation.
+unsafe impl Send for Sampler {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Sampler {}
+
+impl Sampler {
+    /// A sampler (PyOpenCL's `Sampler(ctx, normalized_coords, addressing_mode, filter_mode)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] when no device of the context supports images (checked first: the
+    /// driver answers `CL_INVALID_OPERATION`); [`Error::Cl`] from the create call.
+    pub fn new(
+        context: &Context,
+        normalized_coords: bool,
+        addressing_mode: AddressingMode,
+        filter_mode: FilterMode,
+    ) -> Result<Sampler> {
+        Sampler::with_properties(
+            context,
+            &[
+                SamplerProperty::NormalizedCoords(normalized_coords),
+                SamplerProperty::AddressingMode(addressing_mode),
+                SamplerProperty::FilterMode(filter_mode),
+            ],
+        )
+    }
+
+    /// A sampler from a property list (PyOpenCL's `Sampler(ctx, properties)`); the terminating 0
+    /// is added. Missing properties take the spec's defaults (normalized coordinates, clamp,
+    /// nearest).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a property given twice; [`Error::Unsupported`] without image
+    /// support, or for a [`SamplerProperty::Raw`] property before OpenCL 2.0; [`Error::Cl`] from
+    /// `clCreateSamplerWithProperties` or `clCreateSampler`.
+    pub fn with_properties(context: &Context, properties: &[SamplerProperty]) -> Result<Sampler> {
+        let mut any = false;
+        for d in context.devices() {
+            any |= d.image_support()?;
+        }
+        if !any {
+            return Err(Error::Unsupported {
+                feature: "samplers",
+                needs: "a device with CL_DEVICE_IMAGE_SUPPORT; no device of the context has it"
+                    .into(),
+            });
+        }
+        let mut keys: Vec<sys::cl_sampler_properties> = Vec::new();
+        for p in properties {
+            let key = p.pair()[0];
+            if keys.contains(&key) {
+                return Err(Error::InvalidArgument(format!(
+                    "sampler property {key:#x} given twice"
+                )));
+            }
+            keys.push(key);
+        }
+        let raw = if context.platform_version() >= Version::V2_0 {
+            let mut list: Vec<sys::cl_sampler_properties> =
+                properties.iter().flat_map(|p| p.pair()).collect();
+            list.push(0);
+            // SAFETY: a valid context of a 2.0+ platform; a 0-terminated list; we own the result.
+            unsafe { raw::create_with_properties(context.as_raw(), &list) }
+                .map_err(Error::cl("clCreateSamplerWithProperties"))?
+        } else {
+            let (mut nc, mut am, mut fm) = (true, AddressingMode::Clamp, FilterMode::Nearest);
+            for p in properties {
+                match *p {
+                    SamplerProperty::NormalizedCoords(v) => nc = v,
+                    SamplerProperty::AddressingMode(m) => am = m,
+                    SamplerProperty::FilterMode(m) => fm = m,
+                    SamplerProperty::Raw(..) => {
+                        return Err(Error::needs_version(
+                            "sampler properties beyond the classic three",
+                            Version::V2_0,
+                            "platform",
+                            context.platform_version(),
+                        ))
+                    }
+                }
+            }
+            // SAFETY: a valid context; we own the result.
+            unsafe { raw::create(context.as_raw(), nc, am.to_raw(), fm.to_raw()) }
+                .map_err(Error::cl("clCreateSampler"))?
+        };
+        Ok(Sampler { raw })
+    }
+
+    /// Adopts one reference to a raw sampler (no retain).
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid sampler and the caller gives its reference to the new `Sampler`.
+    pub unsafe fn from_raw(raw: sys::cl_sampler) -> Sampler {
+        Sampler { raw }
+    }
+
+    /// Retains a raw sampler and wraps the new reference (PyOpenCL's
+    /// `from_int_ptr(..., retain=True)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clRetainSampler`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid sampler.
+    pub unsafe fn from_raw_retained(raw: sys::cl_sampler) -> Result<Sampler> {
+        // SAFETY: obligation 1.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainSampler"))?;
+        Ok(Sampler { raw })
+    }
+
+    /// The raw handle (still owned by `self`).
+    pub fn as_raw(&self) -> sys::cl_sampler {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    pub fn into_raw(self) -> sys::cl_sampler {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clReleaseSampler`.
+    pub fn release(self) -> Result<()> {
+        let raw = self.into_raw();
+        // SAFETY: we owned this reference.
+        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseSampler"))
+    }
+
+    fn info<T: cl_raw::InfoValue>(&self, param: sys::cl_sampler_info) -> Result<T> {
+        // SAFETY: a valid sampler; callers pass 1.0 parameters or gate newer ones.
+        unsafe { raw::get_info(self.raw, param) }.map_err(Error::cl("clGetSamplerInfo"))
+    }
+
+    /// `CL_SAMPLER_NORMALIZED_COORDS`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetSamplerInfo`.
+    pub fn normalized_coords(&self) -> Result<bool> {
+        self.info(sys::CL_SAMPLER_NORMALIZED_COORDS)
+    }
+
+    /// `CL_SAMPLER_ADDRESSING_MODE`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetSamplerInfo`.
+    pub fn addressing_mode(&self) -> Result<AddressingMode> {
+        self.info(sys::CL_SAMPLER_ADDRESSING_MODE)
+            .map(AddressingMode::from_raw)
+    }
+
+    /// `CL_SAMPLER_FILTER_MODE`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetSamplerInfo`.
+    pub fn filter_mode(&self) -> Result<FilterMode> {
+        self.info(sys::CL_SAMPLER_FILTER_MODE)
+            .map(FilterMode::from_raw)
+    }
+
+    /// `CL_SAMPLER_REFERENCE_COUNT` (racy by nature).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetSamplerInfo`.
+    pub fn reference_count(&self) -> Result<u32> {
+        self.info(sys::CL_SAMPLER_REFERENCE_COUNT)
+    }
+
+    /// `CL_SAMPLER_CONTEXT`, as a new owning [`Context`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetSamplerInfo` or `clRetainContext`.
+    pub fn context(&self) -> Result<Context> {
+        let ctx: sys::cl_context = self.info(sys::CL_SAMPLER_CONTEXT)?;
+        // SAFETY: the driver returned the sampler's live context.
+        unsafe { Context::from_raw_retained(ctx) }
+    }
+
+    /// `CL_SAMPLER_PROPERTIES` (3.0): the list given at creation, 0-terminated, or empty (the
+    /// classic call).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] before 3.0 (checked first); [`Error::Cl`] from `clGetSamplerInfo`.
+    pub fn properties(&self) -> Result<Vec<sys::cl_sampler_properties>> {
+        self.context()?
+            .require_platform_version(Version::V3_0, "CL_SAMPLER_PROPERTIES")?;
+        self.info(extra::CL_SAMPLER_PROPERTIES)
+    }
+}
+
+// SAFETY: `Bytes` carries the handle's value, which is what `clSetKernelArg` takes for a
+// `sampler_t` argument; the handle is valid while `self` lives.
+unsafe impl KernelArg for Sampler {
+    fn arg_value(&self) -> ArgValue<'_> {
+        // SAFETY: `self.raw` is a plain pointer value: its bytes are initialised and live as long
+        // as `&self`.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&self.raw as *const sys::cl_sampler).cast::<u8>(),
+                std::mem::size_of::<sys::cl_sampler>(),
+            )
+        };
+        ArgValue::Bytes(bytes)
+    }
+}
+
+impl Clone for Sampler {
+    fn clone(&self) -> Sampler {
+        // SAFETY: a valid sampler.
+        if let Err(e) = unsafe { raw::retain(self.raw) } {
+            tracing::error!(status = %e, "clRetainSampler failed");
+        }
+        Sampler { raw: self.raw }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference.
+        if let Err(e) = unsafe { raw::release(self.raw) } {
+            tracing::warn!(status = %e, "clReleaseSampler failed in drop");
+        }
+    }
+}
+
+impl PartialEq for Sampler {
+    fn eq(&self, other: &Sampler) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for Sampler {}
+
+impl std::hash::Hash for Sampler {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.raw.hash(state);
+    }
+}
+
+impl fmt::Debug for Sampler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sampler").field("raw", &self.raw).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_round_trip() {
+        for m in [
+            AddressingMode::None,
+            AddressingMode::ClampToEdge,
+            AddressingMode::Clamp,
+            AddressingMode::Repeat,
+            AddressingMode::MirroredRepeat,
+            AddressingMode::Other(7),
+        ] {
+            assert_eq!(AddressingMode::from_raw(m.to_raw()), m);
+        }
+        for m in [
+            FilterMode::Nearest,
+            FilterMode::Linear,
+            FilterMode::Other(9),
+        ] {
+            assert_eq!(FilterMode::from_raw(m.to_raw()), m);
+        }
+    }
+
+    #[test]
+    fn properties_flatten_to_pairs() {
+        assert_eq!(SamplerProperty::NormalizedCoords(true).pair(), [0x1152, 1]);
+        assert_eq!(
+            SamplerProperty::FilterMode(FilterMode::Linear).pair(),
+            [0x1154, 0x1141]
+        );
+    }
+}
