@@ -1,0 +1,385 @@
+//! cl-pool on live devices: pooled buffers in transfers and kernels, reuse, the out-of-memory
+//! reclaim path with a byte limit and with injected failures, and the cross-queue reuse protection
+//! PyOpenCL lacks (its issue #447).
+
+use std::time::{Duration, Instant};
+
+use cl_mem::{Buffer, ClError, Error, EventStatus, MemFlags, MemObject, Program, Queue, UserEvent};
+use cl_pool::{
+    Allocator, BufferBlock, DeferredAllocator, ImmediateAllocator, MemoryPool, PoolError,
+};
+use cl_tests::{fail, DeviceTest, TestDevice, TestResult};
+
+/// The suite.
+pub fn tests() -> Vec<DeviceTest> {
+    vec![
+        DeviceTest {
+            name: "pooled_buffers_roundtrip_through_transfers_and_kernels",
+            run: pooled_buffers_roundtrip_through_transfers_and_kernels,
+        },
+        DeviceTest {
+            name: "pool_hit_hands_out_the_same_buffer",
+            run: pool_hit_hands_out_the_same_buffer,
+        },
+        DeviceTest {
+            name: "pooled_buffer_reports_requested_and_rounded_sizes",
+            run: pooled_buffer_reports_requested_and_rounded_sizes,
+        },
+        DeviceTest {
+            name: "allocators_refuse_host_pointer_flags",
+            run: allocators_refuse_host_pointer_flags,
+        },
+        DeviceTest {
+            name: "zero_size_gives_no_buffer_and_pool_gives_one_byte",
+            run: zero_size_gives_no_buffer_and_pool_gives_one_byte,
+        },
+        DeviceTest {
+            name: "managed_limit_reclaims_held_buffers",
+            run: managed_limit_reclaims_held_buffers,
+        },
+        DeviceTest {
+            name: "injected_out_of_memory_frees_held_buffers_and_retries",
+            run: injected_out_of_memory_frees_held_buffers_and_retries,
+        },
+        DeviceTest {
+            name: "oversized_request_propagates_unchanged",
+            run: oversized_request_propagates_unchanged,
+        },
+        DeviceTest {
+            name: "reuse_on_another_queue_waits_for_the_old_queue",
+            run: reuse_on_another_queue_waits_for_the_old_queue,
+        },
+        DeviceTest {
+            name: "deferred_pool_waits_for_old_queue_on_the_host",
+            run: deferred_pool_waits_for_old_queue_on_the_host,
+        },
+    ]
+}
+
+const FILL_SRC: &str = "__kernel void fill(__global uint* p, uint v) { \
+                        size_t i = get_global_id(0); p[i] = v + (uint)i; }";
+
+fn fill_kernel(
+    q: &Queue,
+    target: &Buffer,
+    v: u32,
+    n: usize,
+    wait: &[&cl_mem::Event],
+) -> Result<cl_mem::Event, Error> {
+    let program = Program::build_from_source(q.context(), FILL_SRC, "")?;
+    let mut k = program.kernel("fill")?;
+    k.set_arg(0, target)?.set_arg(1, &v)?;
+    k.enqueue_nd_range(q, &[n], None, wait)
+}
+
+fn expected(v: u32, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|i| v + u32::try_from(i).unwrap_or(u32::MAX))
+        .collect()
+}
+
+fn immediate_pool(q: &Queue) -> Result<MemoryPool<ImmediateAllocator>, Error> {
+    Ok(MemoryPool::new(ImmediateAllocator::new(
+        q,
+        MemFlags::READ_WRITE,
+    )?))
+}
+
+fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let n = 1000;
+    let a = pool.allocate(n * 4)?;
+    // Transfers through Deref<Target = Buffer>.
+    let data: Vec<u32> = (0..u32::try_from(n)?).map(|i| i * 3).collect();
+    a.write(&q, 0, &data, &[])?;
+    let mut out = vec![0u32; n];
+    a.read(&q, 0, &mut out, &[])?;
+    assert_eq!(out, data);
+    // As a kernel argument.
+    fill_kernel(&q, a.buffer(), 7, n, &[])?.wait()?;
+    a.read(&q, 0, &mut out, &[])?;
+    assert_eq!(out, expected(7, n));
+    // As a memory object.
+    assert_eq!(a.mem_size_bytes()?, a.allocated_bytes());
+    assert_eq!(a.buffer().as_raw(), MemObject::as_raw(a.buffer()));
+    Ok(())
+}
+
+fn pool_hit_hands_out_the_same_buffer(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let a = pool.allocate(1000)?;
+    let raw = a.buffer().as_raw();
+    a.write(&q, 0, &[42u32; 4], &[])?;
+    drop(a);
+    assert_eq!(pool.held_blocks(), 1);
+    let b = pool.allocate(1001)?; // same bin (1023 bytes)
+    assert_eq!(b.buffer().as_raw(), raw);
+    let mut out = [0u32; 4];
+    b.read(&q, 0, &mut out, &[])?;
+    assert_eq!(
+        out, [42; 4],
+        "a hit hands out the held buffer with its contents"
+    );
+    let s = pool.stats();
+    assert_eq!((s.hits, s.misses, s.upstream_allocations), (1, 1, 1));
+    assert_eq!((pool.held_blocks(), pool.active_blocks()), (0, 1));
+    assert_eq!((pool.managed_bytes(), pool.active_bytes()), (1023, 1001));
+    Ok(())
+}
+
+fn pooled_buffer_reports_requested_and_rounded_sizes(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    for size in [1usize, 100, 1000, 4097, 1 << 20] {
+        let b = pool.allocate(size)?;
+        assert_eq!(b.requested_bytes(), size);
+        assert_eq!(b.allocated_bytes(), pool.layout().rounded_size(size));
+        assert_eq!(b.size_bytes(), b.allocated_bytes());
+        assert_eq!(b.mem_size_bytes()?, b.allocated_bytes());
+    }
+    Ok(())
+}
+
+fn allocators_refuse_host_pointer_flags(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    for flags in [
+        MemFlags::USE_HOST_PTR,
+        MemFlags::COPY_HOST_PTR,
+        MemFlags::READ_ONLY | MemFlags::COPY_HOST_PTR,
+    ] {
+        let e = ImmediateAllocator::new(&q, flags)
+            .err()
+            .ok_or_else(|| fail("accepted"))?;
+        assert_eq!(
+            e.to_string(),
+            "invalid argument: cannot specify USE_HOST_PTR or COPY_HOST_PTR flags"
+        );
+        assert!(DeferredAllocator::new(q.context(), flags).is_err());
+    }
+    assert!(ImmediateAllocator::new(&q, MemFlags::ALLOC_HOST_PTR | MemFlags::READ_ONLY).is_ok());
+    Ok(())
+}
+
+fn zero_size_gives_no_buffer_and_pool_gives_one_byte(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let imm = ImmediateAllocator::new(&q, MemFlags::READ_WRITE)?;
+    assert!(imm.allocate(0)?.is_none());
+    let def = DeferredAllocator::new(q.context(), MemFlags::READ_WRITE)?;
+    assert!(def.allocate(0)?.is_none());
+    assert!(def.is_deferred() && !imm.is_deferred());
+    let pool = MemoryPool::new(imm);
+    let z = pool.allocate(0)?;
+    assert_eq!((z.requested_bytes(), z.size_bytes()), (0, 1));
+    assert_eq!((pool.managed_bytes(), pool.active_bytes()), (1, 0));
+    Ok(())
+}
+
+fn managed_limit_reclaims_held_buffers(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    pool.set_managed_limit(Some(3 << 20));
+    let held: Vec<_> = (0..2)
+        .map(|_| pool.allocate(1 << 20))
+        .collect::<Result<_, _>>()?;
+    drop(held);
+    assert_eq!(pool.held_blocks(), 2);
+    let managed_before = pool.managed_bytes();
+    // 2 MiB rounds to 2.125 MiB: both held blocks (1.0625 MiB each) must go.
+    let big = pool.allocate(2 << 20)?;
+    let s = pool.stats();
+    assert_eq!(s.reclaims, 2);
+    assert_eq!(s.held_blocks, 0);
+    assert_eq!(s.managed_bytes, big.allocated_bytes());
+    assert!(managed_before + big.allocated_bytes() > 3 << 20);
+    big.write(&q, 0, &[1u8; 16], &[])?;
+    match pool.allocate(2 << 20) {
+        Err(PoolError::LimitReached(r)) => {
+            assert_eq!(r.limit, Some(3 << 20));
+            assert_eq!(r.managed_bytes, big.allocated_bytes());
+        }
+        other => return Err(fail(format!("expected LimitReached, got {other:?}"))),
+    }
+    Ok(())
+}
+
+/// ImmediateAllocator with out-of-memory injected on demand.
+#[derive(Debug)]
+struct Failing {
+    inner: ImmediateAllocator,
+    fail_next: std::sync::atomic::AtomicUsize,
+}
+
+impl Allocator for Failing {
+    type Block = BufferBlock;
+    type Error = Error;
+    fn allocate(&self, size: usize) -> Result<Option<BufferBlock>, Error> {
+        use std::sync::atomic::Ordering;
+        if self
+            .fail_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(Error::Cl {
+                call: "clCreateBuffer",
+                status: ClError::MemObjectAllocationFailure,
+            });
+        }
+        self.inner.allocate(size)
+    }
+    fn free(&self, block: BufferBlock) -> Result<(), Error> {
+        self.inner.free(block)
+    }
+}
+
+fn injected_out_of_memory_frees_held_buffers_and_retries(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = MemoryPool::new(Failing {
+        inner: ImmediateAllocator::new(&q, MemFlags::READ_WRITE)?,
+        fail_next: 0.into(),
+    });
+    let held: Vec<_> = [100usize, 5000, 70_000]
+        .iter()
+        .map(|&s| pool.allocate(s))
+        .collect::<Result<_, _>>()?;
+    drop(held);
+    pool.allocator()
+        .fail_next
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    let b = pool.allocate(1 << 20)?;
+    b.write(&q, 0, &[9u32; 8], &[])?;
+    let s = pool.stats();
+    // First try fails, free the 70,000-byte block (largest bin), second try fails, free the
+    // 5,000-byte one, third succeeds; the 100-byte block stays.
+    assert_eq!(s.reclaims, 2);
+    assert_eq!(s.held_blocks, 1);
+    assert_eq!(
+        pool.bin_stats()
+            .iter()
+            .find(|b| b.held_blocks == 1)
+            .map(|b| b.block_bytes),
+        Some(103)
+    );
+    // Nothing left to free: a typed error with the figures.
+    drop(b);
+    pool.free_held();
+    pool.allocator()
+        .fail_next
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    match pool.allocate(64) {
+        Err(PoolError::OutOfMemory { report, source }) => {
+            assert!(source.is_out_of_memory());
+            assert_eq!(
+                (report.requested, report.rounded, report.held_bytes),
+                (64, 67, 0)
+            );
+        }
+        other => return Err(fail(format!("expected OutOfMemory, got {other:?}"))),
+    }
+    Ok(())
+}
+
+fn oversized_request_propagates_unchanged(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    drop(pool.allocate(100)?);
+    let before = pool.stats();
+    let max = usize::try_from(dev.device.max_mem_alloc_size()?)?;
+    match pool.allocate(max + 1) {
+        Err(PoolError::Allocator(e)) => assert!(!e.is_out_of_memory(), "{e}"),
+        other => {
+            return Err(fail(format!(
+                "expected the allocator's error, got {other:?}"
+            )))
+        }
+    }
+    let after = pool.stats();
+    assert_eq!(
+        (
+            before.held_blocks,
+            before.managed_bytes,
+            before.active_bytes,
+            before.misses
+        ),
+        (
+            after.held_blocks,
+            after.managed_bytes,
+            after.active_bytes,
+            after.misses
+        )
+    );
+    Ok(())
+}
+
+fn reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> TestResult {
+    let q2 = dev.queue();
+    let q1 = Queue::new(q2.context(), &dev.device)?;
+    let pool = immediate_pool(&q2)?;
+    let n = 256;
+    let mut a = pool.allocate(n * 4)?;
+    let raw = a.buffer().as_raw();
+    a.write(&q2, 0, &vec![0u32; n], &[])?;
+    // Work on q1, held back by a gate, still pending when the block is returned. (No flush:
+    // Oclgrind runs a flushed command in flush(), which would wait for the gate forever.)
+    let gate = UserEvent::new(q1.context())?;
+    a.use_on_queue(&q1);
+    let pending = fill_kernel(&q1, a.buffer(), 5, n, &[&gate])?;
+    drop(a);
+    let opener = open_later(&gate, Duration::from_millis(100));
+    // The pool hands the block to q2's allocator: q2's work must wait for q1's pending kernel.
+    let t0 = Instant::now();
+    let b = pool.allocate(n * 4)?;
+    assert_eq!(b.buffer().as_raw(), raw);
+    let mut out = vec![0u32; n];
+    b.read(&q2, 0, &mut out, &[])?; // blocking, on q2
+    let waited = t0.elapsed();
+    opener.join().map_err(|_| fail("gate thread panicked"))??;
+    assert_eq!(
+        out,
+        expected(5, n),
+        "q2 read the block before q1's kernel wrote it"
+    );
+    assert!(
+        waited >= Duration::from_millis(80),
+        "q2 did not wait: {waited:?}"
+    );
+    assert_eq!(pending.status()?, EventStatus::Complete);
+    assert_eq!(
+        b.block().queues().len(),
+        1,
+        "the block now belongs to q2 alone"
+    );
+    Ok(())
+}
+
+fn open_later(gate: &UserEvent, after: Duration) -> std::thread::JoinHandle<Result<(), Error>> {
+    let gate = gate.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        gate.set_complete()
+    })
+}
+
+fn deferred_pool_waits_for_old_queue_on_the_host(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = MemoryPool::new(DeferredAllocator::new(q.context(), MemFlags::READ_WRITE)?);
+    let n = 64;
+    let mut a = pool.allocate(n * 4)?;
+    let gate = UserEvent::new(q.context())?;
+    a.use_on_queue(&q);
+    let pending = fill_kernel(&q, a.buffer(), 11, n, &[&gate])?;
+    drop(a);
+    let opener = open_later(&gate, Duration::from_millis(50));
+    let t0 = Instant::now();
+    let b = pool.allocate(n * 4)?; // finishes q on the host before handing the block out
+    let waited = t0.elapsed();
+    opener.join().map_err(|_| fail("gate thread panicked"))??;
+    assert!(
+        waited >= Duration::from_millis(40),
+        "handed out after {waited:?}"
+    );
+    assert_eq!(pending.status()?, EventStatus::Complete);
+    assert!(b.block().queues().is_empty());
+    Ok(())
+}
