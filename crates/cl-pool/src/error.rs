@@ -53,13 +53,13 @@ pub enum PoolError<E> {
     /// `MemoryError("memory_pool::allocate", MEM_OBJECT_ALLOCATION_FAILURE, "failed to free memory
     /// for allocation")`, with the figures that explain it).
     OutOfMemory {
-        /// The pool's figures at the time.
-        report: OomReport,
+        /// The pool's figures at the time (boxed: keeps `Result`s small on the hit path).
+        report: Box<OomReport>,
         /// The last out-of-memory error of the allocator.
         source: E,
     },
     /// The managed-bytes limit set on the pool would be exceeded even with no held blocks left.
-    LimitReached(OomReport),
+    LimitReached(Box<OomReport>),
     /// The allocator answered `Ok(None)` for a non-zero size (PyOpenCL: "allocator succeeded but
     /// returned NULL cl_mem").
     NoBlock {

@@ -522,7 +522,7 @@ impl<A: Allocator> MemoryPool<A> {
             }
         }
         inner.oom_failures.fetch_add(1, Ordering::Relaxed);
-        let report = inner.oom_report(size, rounded);
+        let report = Box::new(inner.oom_report(size, rounded));
         match last {
             Upstream::Oom(source) => Err(PoolError::OutOfMemory { report, source }),
             Upstream::Limit | Upstream::Fatal(_) => Err(PoolError::LimitReached(report)),
