@@ -1,0 +1,10 @@
+// A read map gives `&[T]` only.
+use cl_mem::{Buffer, Queue};
+
+fn main() {}
+
+#[allow(dead_code)]
+fn check(queue: Queue, buf: Buffer) {
+    let mut guard = buf.map_read::<u8>(&queue, .., &[]).unwrap();
+    guard[0] = 1;
+}

@@ -1,0 +1,12 @@
+// A slice borrowed from a map guard cannot outlive the guard (which unmaps on drop).
+use cl_mem::{Buffer, Queue};
+
+fn main() {}
+
+#[allow(dead_code)]
+fn check(queue: Queue, buf: Buffer) {
+    let guard = buf.map_read::<u8>(&queue, .., &[]).unwrap();
+    let slice: &[u8] = &guard;
+    drop(guard);
+    let _ = slice[0];
+}

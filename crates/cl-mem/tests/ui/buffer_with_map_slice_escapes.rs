@@ -1,0 +1,10 @@
+// The slice of a scoped map cannot escape the closure.
+use cl_mem::{Buffer, Queue};
+
+fn main() {}
+
+#[allow(dead_code)]
+fn check(queue: Queue, buf: Buffer) {
+    let escaped = buf.with_map::<u8, _>(&queue, .., |s| s).unwrap();
+    let _ = escaped[0];
+}
