@@ -113,9 +113,11 @@ fn array_layout<T: ImageElement>(
         Some(1) => (shape, 1),
         Some(n) => match shape.split_last() {
             Some((&last, rest)) if last == n => (rest, n),
-            _ => return Err(Error::InvalidArgument(format!(
+            _ => {
+                return Err(Error::InvalidArgument(format!(
                 "last dimension must be equal to number of channels ({n}), the shape is {shape:?}"
-            ))),
+            )))
+            }
         },
     };
     if !(1..=4).contains(&channels) {

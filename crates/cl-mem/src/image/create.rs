@@ -284,10 +284,22 @@ fn create(
     check_format(context, flags, format, desc.image_type)?;
 
     let raw_format = format.to_raw();
-    let host_ptr = match source {
-        Source::Copy(bytes) => bytes.as_ptr().cast_mut().cast::<c_void>(),
-        Source::Use(ptr, _) => ptr,
-        Source::Empty | Source::Buffer(_) => std::ptr::null_mut(),
+    // Copied data with pitches is repacked tightly first: Oclgrind ignores the host pitches of
+    // clCreateImage and PoCL the layer pitch of 1-D arrays (docs/DEVICES.md), and the copy is
+    // made anyway. Memory the image uses in place cannot be repacked: its pitches go to the
+    // driver (for 1-D arrays in both fields, see `driver_pitches`).
+    let repacked: Vec<u8>;
+    let (host_ptr, pitches) = match source {
+        Source::Copy(bytes) if !desc.pitches.is_packed() => {
+            repacked = repack(desc, format.itemsize()?, bytes);
+            (repacked.as_ptr().cast_mut().cast::<c_void>(), (0, 0))
+        }
+        Source::Copy(bytes) => (bytes.as_ptr().cast_mut().cast::<c_void>(), (0, 0)),
+        Source::Use(ptr, _) => (
+            ptr,
+            super::transfer::driver_pitches(desc.image_type, desc.pitches),
+        ),
+        Source::Empty | Source::Buffer(_) => (std::ptr::null_mut(), pitches),
     };
     let raw = match path {
         Path::Descriptor => {
@@ -587,6 +599,37 @@ pub(super) fn check_host_layout(
     Ok((p.row, p.slice))
 }
 
+/// The host data of `desc` (pitches checked against `bytes` by `check_host_layout`) without its
+/// padding.
+fn repack(desc: &ImageDesc, elem: usize, bytes: &[u8]) -> Vec<u8> {
+    let tight_row = desc.width * elem;
+    let row = if desc.pitches.row == 0 {
+        tight_row
+    } else {
+        desc.pitches.row
+    };
+    let (rows, slices, default_slice) = match desc.image_type {
+        ImageType::Image1d | ImageType::Image1dBuffer => (1, 1, 0),
+        ImageType::Image2d => (desc.height, 1, 0),
+        ImageType::Image1dArray => (1, desc.array_size, row),
+        ImageType::Image2dArray => (desc.height, desc.array_size, row * desc.height),
+        ImageType::Image3d => (desc.height, desc.depth, row * desc.height),
+    };
+    let slice = if desc.pitches.slice == 0 {
+        default_slice
+    } else {
+        desc.pitches.slice
+    };
+    let mut out = Vec::with_capacity(tight_row * rows * slices);
+    for z in 0..slices {
+        for y in 0..rows {
+            let start = z * slice + y * row;
+            out.extend_from_slice(&bytes[start..start + tight_row]);
+        }
+    }
+    out
+}
+
 fn mul(a: usize, b: usize) -> Result<usize> {
     a.checked_mul(b)
         .ok_or_else(|| Error::InvalidArgument("image size overflows usize".into()))
@@ -690,6 +733,20 @@ mod tests {
             check_host_layout(&d, f, Some(1 << 20)),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn repack_drops_row_and_slice_padding() {
+        let bytes: Vec<u8> = (0..36).collect();
+        let d = ImageDesc::d3(2, 2, 3).with_pitches(ImagePitches::new(3, 12));
+        assert_eq!(
+            repack(&d, 1, &bytes),
+            vec![0, 1, 3, 4, 12, 13, 15, 16, 24, 25, 27, 28]
+        );
+        let d = ImageDesc::d1_array(2, 3).with_pitches(ImagePitches::new(0, 4));
+        assert_eq!(repack(&d, 1, &bytes), vec![0, 1, 4, 5, 8, 9]);
+        let d = ImageDesc::d2(2, 2).with_pitches(ImagePitches::new(5, 0));
+        assert_eq!(repack(&d, 2, &bytes), vec![0, 1, 2, 3, 5, 6, 7, 8]);
     }
 
     #[test]

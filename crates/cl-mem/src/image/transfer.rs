@@ -147,6 +147,23 @@ pub(super) fn host_bytes(
         .ok_or_else(overflow)
 }
 
+/// The pitches handed to the driver. For 1-D arrays the layer stride goes in both: the spec
+/// makes `slice_pitch` the distance between layers ("the size in bytes of each image"), but PoCL,
+/// Oclgrind and the Intel CPU runtime step `row_pitch` between layers (docs/DEVICES.md); a
+/// single row needs no row pitch of its own, so with both equal every reading agrees.
+pub(super) fn driver_pitches(image_type: ImageType, pitches: ImagePitches) -> (usize, usize) {
+    if image_type == ImageType::Image1dArray {
+        let stride = if pitches.slice != 0 {
+            pitches.slice
+        } else {
+            pitches.row
+        };
+        (stride, stride)
+    } else {
+        (pitches.row, pitches.slice)
+    }
+}
+
 impl Image {
     /// Blocking host-to-image write of `region` at `origin` from `data` laid out with `pitches`
     /// (PyOpenCL's `enqueue_copy(queue, image, host, origin=, region=, pitches=)`), after
@@ -169,6 +186,7 @@ impl Image {
         let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = slice_as_bytes(data);
         self.check_host(r, pitches, bytes.len(), "host data of an image write")?;
+        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
         // SAFETY: valid queue/image/events; the write is blocking, so `bytes` is only read during
         // the call; the region is inside the image and `bytes` covers it with these pitches
         // (checked); we own the returned event.
@@ -179,8 +197,8 @@ impl Image {
                 true,
                 o,
                 r,
-                pitches.row,
-                pitches.slice,
+                row_pitch,
+                slice_pitch,
                 bytes.as_ptr().cast(),
                 &raw_list(wait),
             )
@@ -208,6 +226,7 @@ impl Image {
         let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = slice_as_bytes_mut(out);
         self.check_host(r, pitches, bytes.len(), "host memory of an image read")?;
+        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
         // SAFETY: valid queue/image/events; the read is blocking, so `bytes` is written only
         // during the call, through our exclusive borrow; region and length checked; we own the
         // event.
@@ -218,8 +237,8 @@ impl Image {
                 true,
                 o,
                 r,
-                pitches.row,
-                pitches.slice,
+                row_pitch,
+                slice_pitch,
                 bytes.as_mut_ptr().cast(),
                 &raw_list(wait),
             )
@@ -542,6 +561,21 @@ mod tests {
             Ok(3 * 32 + 2 * 8 + 4)
         );
         assert!(host_bytes(Image3d, 2, [2, 3, 4], ImagePitches::new(8, 16)).is_err());
+    }
+
+    #[test]
+    fn one_d_array_layer_stride_goes_in_both_pitches() {
+        use ImageType::*;
+        assert_eq!(
+            driver_pitches(Image1dArray, ImagePitches::new(0, 48)),
+            (48, 48)
+        );
+        assert_eq!(
+            driver_pitches(Image1dArray, ImagePitches::new(32, 0)),
+            (32, 32)
+        );
+        assert_eq!(driver_pitches(Image1dArray, ImagePitches::PACKED), (0, 0));
+        assert_eq!(driver_pitches(Image3d, ImagePitches::new(32, 64)), (32, 64));
     }
 
     #[test]
