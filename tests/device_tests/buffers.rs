@@ -4,6 +4,9 @@
 //! what the host reads; the bad-input tests check each typed error and the reference counts
 //! afterwards.
 
+#![expect(clippy::cast_possible_truncation, reason = "test sizes and indices are small, known values")]
+#![expect(clippy::unwrap_used, reason = "unwrap_err() in a test is the assertion that a call failed")]
+
 use std::collections::HashSet;
 
 use cl_mem::{

@@ -107,7 +107,13 @@ impl Buffer {
             )
         }
         .map_err(Error::cl("clCreateBuffer"))?;
-        Ok(Buffer::root(raw, size_bytes, flags, context, std::ptr::null_mut()))
+        Ok(Buffer::root(
+            raw,
+            size_bytes,
+            flags,
+            context,
+            std::ptr::null_mut(),
+        ))
     }
 
     /// An uninitialised buffer the driver allocates in host-reachable memory
@@ -147,7 +153,13 @@ impl Buffer {
             )
         }
         .map_err(Error::cl("clCreateBuffer"))?;
-        Ok(Buffer::root(raw, bytes.len(), flags, context, std::ptr::null_mut()))
+        Ok(Buffer::root(
+            raw,
+            bytes.len(),
+            flags,
+            context,
+            std::ptr::null_mut(),
+        ))
     }
 
     /// A buffer over host memory it owns for its whole life (`USE_HOST_PTR` is added): `host`
@@ -185,7 +197,9 @@ impl Buffer {
         let user_data = Box::into_raw(owner);
         // SAFETY: a valid buffer; `user_data` is a leaked box reclaimed exactly once by
         // `free_host_memory`, which calls no OpenCL function.
-        if let Err(e) = unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) } {
+        if let Err(e) =
+            unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) }
+        {
             // The driver may still use the memory: leak it (safe) rather than free it.
             release_in_drop(raw);
             return Err(Error::cl("clSetMemObjectDestructorCallback")(e));
@@ -237,9 +251,9 @@ impl Buffer {
         let (parent, origin) = match mem.mem_associated_object()? {
             Some(p) => {
                 let origin = mem.mem_offset_bytes()?;
-                let parent = p
-                    .into_buffer()
-                    .map_err(|_| Error::InvalidArgument("a sub-buffer's parent is not a buffer".into()))?;
+                let parent = p.into_buffer().map_err(|_| {
+                    Error::InvalidArgument("a sub-buffer's parent is not a buffer".into())
+                })?;
                 (Some(Arc::new(parent)), origin)
             }
             None => (None, 0),
@@ -434,7 +448,9 @@ impl Buffer {
         self.context
             .require_platform_version(Version::V1_1, "clCreateSubBuffer")?;
         if size_bytes == 0 {
-            return Err(Error::InvalidArgument("sub-buffer size must be positive".into()));
+            return Err(Error::InvalidArgument(
+                "sub-buffer size must be positive".into(),
+            ));
         }
         self.check_range("sub-buffer", origin_bytes, size_bytes)?;
         let host = MemFlags::HOST_PTR_FLAGS | MemFlags::ALLOC_HOST_PTR;
@@ -807,8 +823,19 @@ mod tests {
         assert_eq!(resolve_range(.., 10).unwrap(), (0, 10));
         assert_eq!(resolve_range(2..=3, 10).unwrap(), (2, 4));
         assert_eq!(resolve_range(4.., 10).unwrap(), (4, 10));
-        assert!(matches!(resolve_range(3..3, 10), Err(Error::InvalidArgument(_))));
-        assert!(matches!(resolve_range(5..11, 10), Err(Error::OutOfBounds { offset: 5, len: 6, size: 10, .. })));
+        assert!(matches!(
+            resolve_range(3..3, 10),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            resolve_range(5..11, 10),
+            Err(Error::OutOfBounds {
+                offset: 5,
+                len: 6,
+                size: 10,
+                ..
+            })
+        ));
         assert!(resolve_range(..=usize::MAX, 10).is_err());
     }
 
@@ -820,8 +847,12 @@ mod tests {
         assert!(check_sub_buffer_flags(MemFlags::WRITE_ONLY, MemFlags::READ_ONLY).is_err());
         assert!(check_sub_buffer_flags(MemFlags::READ_ONLY, MemFlags::READ_WRITE).is_err());
         assert!(check_sub_buffer_flags(rw, MemFlags::READ_ONLY | MemFlags::WRITE_ONLY).is_err());
-        assert!(check_sub_buffer_flags(MemFlags::HOST_NO_ACCESS, MemFlags::HOST_READ_ONLY).is_err());
-        assert!(check_sub_buffer_flags(MemFlags::HOST_WRITE_ONLY, MemFlags::HOST_READ_ONLY).is_err());
+        assert!(
+            check_sub_buffer_flags(MemFlags::HOST_NO_ACCESS, MemFlags::HOST_READ_ONLY).is_err()
+        );
+        assert!(
+            check_sub_buffer_flags(MemFlags::HOST_WRITE_ONLY, MemFlags::HOST_READ_ONLY).is_err()
+        );
         assert!(check_sub_buffer_flags(rw, MemFlags::KERNEL_READ_AND_WRITE).is_err());
     }
 }

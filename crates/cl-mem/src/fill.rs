@@ -173,15 +173,26 @@ mod tests {
             assert!(check_pattern(p, p * 3, p * 5).is_ok(), "{p}");
         }
         for p in [0, 3, 12, 256] {
-            assert!(matches!(check_pattern(p, 0, 0), Err(Error::InvalidArgument(_))), "{p}");
+            assert!(
+                matches!(check_pattern(p, 0, 0), Err(Error::InvalidArgument(_))),
+                "{p}"
+            );
         }
         assert_eq!(
             check_pattern(4, 2, 8),
-            Err(Error::Misaligned { what: "fill offset", value: 2, alignment: 4 })
+            Err(Error::Misaligned {
+                what: "fill offset",
+                value: 2,
+                alignment: 4
+            })
         );
         assert_eq!(
             check_pattern(4, 4, 6),
-            Err(Error::Misaligned { what: "fill size", value: 6, alignment: 4 })
+            Err(Error::Misaligned {
+                what: "fill size",
+                value: 6,
+                alignment: 4
+            })
         );
     }
 }

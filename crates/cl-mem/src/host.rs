@@ -50,10 +50,9 @@ impl<T: Pod> PinnedMemory<T> {
     /// the driver's pointer is not aligned for `T`.
     pub fn new(queue: &Queue, len: usize) -> Result<PinnedMemory<T>> {
         let n = std::mem::size_of::<T>();
-        let bytes = len
-            .checked_mul(n)
-            .filter(|&b| b > 0)
-            .ok_or_else(|| Error::InvalidArgument(format!("pinned memory of {len} elements of {n} bytes")))?;
+        let bytes = len.checked_mul(n).filter(|&b| b > 0).ok_or_else(|| {
+            Error::InvalidArgument(format!("pinned memory of {len} elements of {n} bytes"))
+        })?;
         let buffer = Buffer::alloc_host(queue.context(), MemFlags::READ_WRITE, bytes)?;
         // SAFETY: valid queue and buffer of one context; blocking map of the whole buffer; the
         // pointer is used only while the map is open (until `Drop` unmaps).

@@ -64,6 +64,7 @@
 //!
 //! None.
 
+mod array;
 mod buffer;
 mod context;
 mod device;

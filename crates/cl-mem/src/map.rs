@@ -210,7 +210,9 @@ impl<'a, G> PendingMap<'a, G> {
 
 impl<G> fmt::Debug for PendingMap<'_, G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PendingMap").field("event", &self.event).finish()
+        f.debug_struct("PendingMap")
+            .field("event", &self.event)
+            .finish()
     }
 }
 
@@ -226,7 +228,9 @@ impl Buffer {
     ) -> Result<(Mapping<'a>, usize, Event)> {
         let n = std::mem::size_of::<T>();
         if n == 0 {
-            return Err(Error::InvalidArgument("cannot map zero-sized elements".into()));
+            return Err(Error::InvalidArgument(
+                "cannot map zero-sized elements".into(),
+            ));
         }
         let (start, end) = resolve_range(range, self.len_of::<T>())?;
         let (offset, bytes) = (start * n, (end - start) * n);

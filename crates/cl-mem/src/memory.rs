@@ -188,8 +188,9 @@ pub unsafe trait MemObject {
     fn mem_associated_object(&self) -> Result<Option<Memory>> {
         // SAFETY: a valid object (trait contract); a 1.1 parameter (every platform the crate
         // accepts is 1.2+, and 1.1 platforms know it).
-        let m: sys::cl_mem = unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_ASSOCIATED_MEMOBJECT) }
-            .map_err(Error::cl("clGetMemObjectInfo"))?;
+        let m: sys::cl_mem =
+            unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_ASSOCIATED_MEMOBJECT) }
+                .map_err(Error::cl("clGetMemObjectInfo"))?;
         if m.is_null() {
             return Ok(None);
         }

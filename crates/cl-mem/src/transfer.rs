@@ -222,7 +222,11 @@ impl Rect {
             )));
         }
         let min_slice = r[1].checked_mul(row).ok_or_else(|| too_big(what))?;
-        let slice = if pitches[1] == 0 { min_slice } else { pitches[1] };
+        let slice = if pitches[1] == 0 {
+            min_slice
+        } else {
+            pitches[1]
+        };
         if slice < min_slice || !slice.is_multiple_of(row) {
             return Err(Error::InvalidArgument(format!(
                 "{what}: slice pitch {slice} must be a multiple of the row pitch {row} and at least {min_slice}"
@@ -386,7 +390,10 @@ impl Buffer {
         self.check_queue(queue)?;
         src.check_queue(queue)?;
         if same_memory(src, self) {
-            let (a, b) = (src.origin_bytes() + src_offset, self.origin_bytes() + dst_offset);
+            let (a, b) = (
+                src.origin_bytes() + src_offset,
+                self.origin_bytes() + dst_offset,
+            );
             if a < b + count && b < a + count && count > 0 {
                 return Err(Error::InvalidArgument(format!(
                     "copy ranges overlap in one buffer (source at {a}, destination at {b}, {count} bytes)"
@@ -430,8 +437,18 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Event> {
         let host = slice_as_bytes(host);
-        let hp = rect.side("host rectangle", rect.src_origin, rect.src_pitches, host.len())?;
-        let bp = rect.side("buffer rectangle", rect.dst_origin, rect.dst_pitches, self.size_bytes())?;
+        let hp = rect.side(
+            "host rectangle",
+            rect.src_origin,
+            rect.src_pitches,
+            host.len(),
+        )?;
+        let bp = rect.side(
+            "buffer rectangle",
+            rect.dst_origin,
+            rect.dst_pitches,
+            self.size_bytes(),
+        )?;
         self.check_queue(queue)?;
         self.check_host_access(false)?;
         queue
@@ -472,8 +489,18 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Event> {
         let host = slice_as_bytes_mut(host);
-        let bp = rect.side("buffer rectangle", rect.src_origin, rect.src_pitches, self.size_bytes())?;
-        let hp = rect.side("host rectangle", rect.dst_origin, rect.dst_pitches, host.len())?;
+        let bp = rect.side(
+            "buffer rectangle",
+            rect.src_origin,
+            rect.src_pitches,
+            self.size_bytes(),
+        )?;
+        let hp = rect.side(
+            "host rectangle",
+            rect.dst_origin,
+            rect.dst_pitches,
+            host.len(),
+        )?;
         self.check_queue(queue)?;
         self.check_host_access(true)?;
         queue
@@ -515,13 +542,24 @@ impl Buffer {
         rect: &Rect,
         wait: &[&Event],
     ) -> Result<Event> {
-        let sp = rect.side("source rectangle", rect.src_origin, rect.src_pitches, src.size_bytes())?;
-        let dp = rect.side("destination rectangle", rect.dst_origin, rect.dst_pitches, self.size_bytes())?;
+        let sp = rect.side(
+            "source rectangle",
+            rect.src_origin,
+            rect.src_pitches,
+            src.size_bytes(),
+        )?;
+        let dp = rect.side(
+            "destination rectangle",
+            rect.dst_origin,
+            rect.dst_pitches,
+            self.size_bytes(),
+        )?;
         self.check_queue(queue)?;
         src.check_queue(queue)?;
         if src == self && sp != dp {
             return Err(Error::InvalidArgument(
-                "a rectangular copy within one buffer needs equal source and destination pitches".into(),
+                "a rectangular copy within one buffer needs equal source and destination pitches"
+                    .into(),
             ));
         }
         queue
@@ -623,8 +661,14 @@ where
 
 impl CopyPair for (&Buffer, &Buffer) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        self.0
-            .copy_from_range(queue, self.1, o.src_offset, o.dst_offset, o.byte_count, wait)
+        self.0.copy_from_range(
+            queue,
+            self.1,
+            o.src_offset,
+            o.dst_offset,
+            o.byte_count,
+            wait,
+        )
     }
 }
 
@@ -654,7 +698,8 @@ impl<T: Pod> CopyPair for (&mut [T], &Buffer) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         let bytes = slice_as_bytes_mut(self.0);
         let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-        self.1.read_bytes(queue, o.src_offset, &mut bytes[a..b], wait)
+        self.1
+            .read_bytes(queue, o.src_offset, &mut bytes[a..b], wait)
     }
 }
 
@@ -721,7 +766,8 @@ pub fn enqueue_copy_buffer_p2p_amd(
     let name: &CStr = c"clEnqueueCopyBufferP2PAMD";
     // SAFETY: a platform id of a 1.2+ platform; the address is only transmuted to the
     // signature `cl_amd_copy_buffer_p2p` specifies.
-    let Some(addr) = (unsafe { raw_platform::get_extension_function_address(platform.as_raw(), name) })
+    let Some(addr) =
+        (unsafe { raw_platform::get_extension_function_address(platform.as_raw(), name) })
     else {
         return Err(Error::Unsupported {
             feature: "clEnqueueCopyBufferP2PAMD",
@@ -745,7 +791,11 @@ pub fn enqueue_copy_buffer_p2p_amd(
             0,
             count,
             n,
-            if list.is_empty() { std::ptr::null() } else { list.as_ptr() },
+            if list.is_empty() {
+                std::ptr::null()
+            } else {
+                list.as_ptr()
+            },
             &mut ev,
         )
     };
@@ -762,7 +812,14 @@ mod tests {
     fn rect_defaults_are_tightly_packed() {
         let r = Rect::new([4, 3, 2]);
         assert_eq!(r.side("x", [0; 3], [0, 0], 24).unwrap(), [4, 12]);
-        assert!(matches!(r.side("x", [0; 3], [0, 0], 23), Err(Error::OutOfBounds { size: 23, len: 24, .. })));
+        assert!(matches!(
+            r.side("x", [0; 3], [0, 0], 23),
+            Err(Error::OutOfBounds {
+                size: 23,
+                len: 24,
+                ..
+            })
+        ));
         // Origin (1, 1, 1) with pitches (8, 32): first = 32 + 8 + 1 = 41, end = 41 + 32 + 16 + 4.
         assert_eq!(r.side("x", [1, 1, 1], [8, 32], 93).unwrap(), [8, 32]);
         assert!(r.side("x", [1, 1, 1], [8, 32], 92).is_err());
@@ -771,12 +828,28 @@ mod tests {
     #[test]
     fn rect_pitch_rules() {
         let r = Rect::new([4, 3, 1]);
-        assert!(matches!(r.side("x", [0; 3], [3, 0], 100), Err(Error::InvalidArgument(_))));
-        assert!(matches!(r.side("x", [0; 3], [4, 8], 100), Err(Error::InvalidArgument(_))));
-        assert!(matches!(r.side("x", [0; 3], [4, 13], 100), Err(Error::InvalidArgument(_))));
-        assert!(matches!(Rect::new([0, 1, 1]).side("x", [0; 3], [0, 0], 100), Err(Error::InvalidArgument(_))));
-        assert!(Rect::new([1, 1, 1]).side("x", [usize::MAX, 0, 0], [0, 0], 100).is_err());
-        assert!(Rect::new([2, 2, 2]).side("x", [0, 0, usize::MAX], [0, 0], 100).is_err());
+        assert!(matches!(
+            r.side("x", [0; 3], [3, 0], 100),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            r.side("x", [0; 3], [4, 8], 100),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            r.side("x", [0; 3], [4, 13], 100),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            Rect::new([0, 1, 1]).side("x", [0; 3], [0, 0], 100),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(Rect::new([1, 1, 1])
+            .side("x", [usize::MAX, 0, 0], [0, 0], 100)
+            .is_err());
+        assert!(Rect::new([2, 2, 2])
+            .side("x", [0, 0, usize::MAX], [0, 0], 100)
+            .is_err());
     }
 
     #[test]

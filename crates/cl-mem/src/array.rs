@@ -1,0 +1,152 @@
+//! ndarray in and out of buffers and maps: contiguous arrays only (C or Fortran order), read and
+//! written as their memory-order bytes; a strided view is a clear [`Error::InvalidArgument`]
+//! (PyOpenCL: `ValueError: ndarray is not contiguous`). Map views take a shape (with `.f()` for
+//! Fortran order, or explicit strides) and are validated against the mapped elements by
+//! ndarray, so no view reaches past the map (PyOpenCL does not validate map strides,
+//! reference §9.10).
+
+use ndarray::{
+    Array, ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dimension, ShapeBuilder, StrideShape,
+};
+
+use crate::buffer::Buffer;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::map::{MapMut, MapRead};
+use crate::pod::Pod;
+use crate::queue::Queue;
+
+fn not_contiguous() -> Error {
+    Error::InvalidArgument(
+        "the array is not contiguous in C or Fortran order (a strided view): copy it with .as_standard_layout() first"
+            .into(),
+    )
+}
+
+/// True for C (row-major) or Fortran (column-major) contiguous arrays.
+fn is_c_or_f<S: Data, D: Dimension>(a: &ArrayBase<S, D>) -> bool {
+    a.is_standard_layout() || a.t().is_standard_layout()
+}
+
+impl Buffer {
+    /// Blocking write of a contiguous (C or Fortran order) array at `offset_bytes`, in its
+    /// memory order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a strided array (checked first); as [`Buffer::write`].
+    pub fn write_array<T: Pod, S: Data<Elem = T>, D: Dimension>(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        array: &ArrayBase<S, D>,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        if !is_c_or_f(array) {
+            return Err(not_contiguous());
+        }
+        let slice = array.as_slice_memory_order().ok_or_else(not_contiguous)?;
+        self.write(queue, offset_bytes, slice, wait)
+    }
+
+    /// Blocking read into a contiguous (C or Fortran order) array from `offset_bytes`, in its
+    /// memory order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a strided array (checked first); as [`Buffer::read`].
+    pub fn read_array<T: Pod, S: DataMut<Elem = T>, D: Dimension>(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        array: &mut ArrayBase<S, D>,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        if !is_c_or_f(array) {
+            return Err(not_contiguous());
+        }
+        let slice = array
+            .as_slice_memory_order_mut()
+            .ok_or_else(not_contiguous)?;
+        self.read(queue, offset_bytes, slice, wait)
+    }
+
+    /// Blocking read of the start of the buffer into a new array of `shape` (C order, or
+    /// Fortran order with `.f()`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a shape whose size overflows; [`Error::OutOfBounds`] when
+    /// it needs more bytes than the buffer has; as [`Buffer::read`].
+    pub fn to_array<T: Pod + Default, Sh: ShapeBuilder>(
+        &self,
+        queue: &Queue,
+        shape: Sh,
+        wait: &[&Event],
+    ) -> Result<Array<T, Sh::Dim>> {
+        let shape = shape.into_shape_with_order();
+        let len = shape.raw_dim().size_checked().ok_or_else(|| {
+            Error::InvalidArgument("the array shape's element count overflows".into())
+        })?;
+        self.check_range(
+            "array read",
+            0,
+            len.checked_mul(std::mem::size_of::<T>())
+                .ok_or_else(|| Error::InvalidArgument("the array's byte size overflows".into()))?,
+        )?;
+        let mut a = Array::from_elem(shape, T::default());
+        self.read_array(queue, 0, &mut a, wait)?;
+        Ok(a)
+    }
+}
+
+fn shape_error(e: ndarray::ShapeError, len: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "the view does not fit the {len} mapped elements: {e}"
+    ))
+}
+
+impl<T: Pod> MapRead<'_, T> {
+    /// The mapped elements as an array view of `shape` (C order by default, `.f()` for Fortran,
+    /// or explicit strides), checked to stay inside the map.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the shape or strides reach past the mapped elements.
+    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &self,
+        shape: Sh,
+    ) -> Result<ArrayView<'_, T, D>> {
+        let s: &[T] = self;
+        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+    }
+}
+
+impl<T: Pod> MapMut<'_, T> {
+    /// The mapped elements as an array view of `shape`; see [`MapRead::as_array`].
+    ///
+    /// # Errors
+    ///
+    /// As [`MapRead::as_array`].
+    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &self,
+        shape: Sh,
+    ) -> Result<ArrayView<'_, T, D>> {
+        let s: &[T] = self;
+        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+    }
+
+    /// The mapped elements as a mutable array view of `shape`; see [`MapRead::as_array`].
+    ///
+    /// # Errors
+    ///
+    /// As [`MapRead::as_array`].
+    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &mut self,
+        shape: Sh,
+    ) -> Result<ArrayViewMut<'_, T, D>> {
+        let s: &mut [T] = self;
+        let len = s.len();
+        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
+    }
+}
