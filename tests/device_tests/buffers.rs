@@ -44,6 +44,7 @@ pub fn tests() -> Vec<DeviceTest> {
         DeviceTest { name: "map_guards_unmap_and_count", run: map_guards_unmap_and_count },
         DeviceTest { name: "map_rejects_bad_ranges_and_flags", run: map_rejects_bad_ranges_and_flags },
         DeviceTest { name: "pinned_memory_is_a_transfer_endpoint", run: pinned_memory_is_a_transfer_endpoint },
+        DeviceTest { name: "ndarrays_in_and_out_in_c_and_fortran_order", run: ndarrays_in_and_out_in_c_and_fortran_order },
         DeviceTest { name: "p2p_copy_is_typed_unsupported_without_the_extension", run: p2p_copy_is_typed_unsupported_without_the_extension },
         DeviceTest { name: "bad_input_suite_leaks_no_references", run: bad_input_suite_leaks_no_references },
     ]
@@ -816,5 +817,52 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
     drop(buf);
     drop(other);
     assert_eq!(ctx.reference_count()?, ctx_refs);
+    Ok(())
+}
+
+fn ndarrays_in_and_out_in_c_and_fortran_order(dev: &TestDevice) -> TestResult {
+    use ndarray::{s, Array2, ShapeBuilder};
+    let q = dev.queue();
+    let p = program(&q)?;
+    let c = Array2::from_shape_fn((3, 4), |(i, j)| (10 * i + j) as i32);
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 12 * 4)?;
+    buf.write_array(&q, 0, &c, &[])?;
+    add(&q, &p, &buf, 1, 12)?;
+    let back: Array2<i32> = buf.to_array(&q, (3, 4), &[])?;
+    assert_eq!(back, c.mapv(|x| x + 1));
+    // Fortran order: memory order is column-major, so the buffer holds the transpose's rows.
+    let f = Array2::from_shape_vec((3, 4).f(), (0..12).collect::<Vec<i32>>())?;
+    buf.write_array(&q, 0, &f, &[])?;
+    assert_eq!(buf.read_vec::<i32>(&q, &[])?, (0..12).collect::<Vec<_>>());
+    let mut g = Array2::<i32>::zeros((3, 4).f());
+    buf.read_array(&q, 0, &mut g, &[])?;
+    assert_eq!(g, f);
+    let fb: Array2<i32> = buf.to_array(&q, (3, 4).f(), &[])?;
+    assert_eq!(fb, f);
+    // A strided view is refused before the driver; so is a shape larger than the buffer.
+    let strided = c.slice(s![.., ..2]);
+    assert!(matches!(buf.write_array(&q, 0, &strided, &[]), Err(Error::InvalidArgument(_))));
+    let mut big = Array2::<i32>::zeros((4, 4));
+    assert!(matches!(buf.read_array(&q, 0, &mut big, &[]), Err(Error::OutOfBounds { .. })));
+    assert!(matches!(buf.to_array::<i32, _>(&q, (5, 4), &[]), Err(Error::OutOfBounds { .. })));
+    // Map views: shape and order, checked against the mapped elements.
+    buf.write(&q, 0, &(0..12).collect::<Vec<i32>>(), &[])?;
+    {
+        let m = buf.map_read::<i32>(&q, .., &[])?;
+        let v = m.as_array((3, 4))?;
+        assert_eq!(v[[1, 2]], 6);
+        let vf = m.as_array((3, 4).f())?;
+        assert_eq!(vf[[1, 2]], 7);
+        assert!(matches!(m.as_array((4, 4)), Err(Error::InvalidArgument(_))));
+        // Strides reaching past the map are refused (PyOpenCL accepts them).
+        assert!(matches!(m.as_array((4, 3).strides((4, 1))), Err(Error::InvalidArgument(_))));
+        assert_eq!(m.as_array((3, 2).strides((4, 1)))?[[2, 1]], 9);
+    }
+    {
+        let mut m = buf.map_mut::<i32>(&q, MapFlags::READ | MapFlags::WRITE, .., &[])?;
+        let mut v = m.as_array_mut((2, 6))?;
+        v.row_mut(1).fill(-1);
+    }
+    assert_eq!(buf.read_vec::<i32>(&q, &[])?[6..], [-1; 6]);
     Ok(())
 }
