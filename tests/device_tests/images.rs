@@ -399,14 +399,16 @@ fn kernel_samples_2d_and_3d_images_exactly(dev: &TestDevice) -> TestResult {
     let img2 = image_from_array(&ctx, &a2, opts)?;
     let img3 = image_from_array(&ctx, &a3, opts)?;
     for normalized in [false, true] {
-        let sampler = Sampler::new(&ctx, normalized, AddressingMode::ClampToEdge, FilterMode::Nearest)?;
         for (name, img, expect) in [
             ("sample2d", &img2, a2.as_slice().unwrap_or_default()),
             ("sample3d", &img3, a3.as_slice().unwrap_or_default()),
         ] {
             let out = Buffer::new(&ctx, MemFlags::WRITE_ONLY, expect.len() * 4)?;
             let mut k = Kernel::new(&program, name)?;
+            let sampler = Sampler::new(&ctx, normalized, AddressingMode::ClampToEdge, FilterMode::Nearest)?;
             k.set_arg(0, img)?.set_arg(1, &sampler)?.set_arg(2, &i32::from(normalized))?.set_arg(3, &out)?;
+            // The kernel holds its own reference: dropping ours before the enqueue is fine.
+            drop(sampler);
             let global: Vec<usize> = img.shape();
             k.enqueue_nd_range(&q, &global, None, &[])?.wait()?;
             let mut got = vec![0f32; expect.len()];

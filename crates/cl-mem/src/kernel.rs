@@ -32,6 +32,9 @@ pub enum ArgValue<'a> {
         /// Whatever owns the storage.
         keep_alive: Arc<dyn Any + Send + Sync>,
     },
+    /// A sampler (`sampler_t`); the kernel retains it until the argument changes or the kernel
+    /// is dropped.
+    Sampler(sys::cl_sampler),
     /// A null memory object (`__global T* p = NULL`).
     NullMem,
     /// An SVM pointer (OpenCL 2.0), possibly into the middle of an allocation; `keep_alive`, when
@@ -53,6 +56,7 @@ impl fmt::Debug for ArgValue<'_> {
             ArgValue::MemKeepAlive { mem, .. } => {
                 f.debug_struct("MemKeepAlive").field("mem", mem).finish()
             }
+            ArgValue::Sampler(s) => f.debug_tuple("Sampler").field(s).finish(),
             ArgValue::NullMem => f.write_str("NullMem"),
             ArgValue::Svm { ptr, .. } => f.debug_struct("Svm").field("ptr", ptr).finish(),
         }
@@ -68,6 +72,7 @@ impl fmt::Debug for ArgValue<'_> {
 /// 2. [`ArgValue::Svm`] carries a pointer into a live SVM allocation of the kernel's context
 ///    that stays allocated while the kernel holds `keep_alive` (or, without one, until every
 ///    enqueue that uses it completed).
+/// 3. [`ArgValue::Sampler`] carries a valid sampler handle, alive while `self` is.
 pub unsafe trait KernelArg {
     /// How to pass the argument.
     fn arg_value(&self) -> ArgValue<'_>;
@@ -128,6 +133,7 @@ enum Held {
     Set,
     Mem(sys::cl_mem, Option<Arc<dyn Any + Send + Sync>>),
     Svm(Option<Arc<dyn Any + Send + Sync>>),
+    Sampler(sys::cl_sampler),
 }
 
 impl Held {
@@ -135,7 +141,7 @@ impl Held {
     fn keep_alive(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
         match self {
             Held::Mem(_, k) | Held::Svm(k) => k.as_ref(),
-            Held::Set => None,
+            Held::Set | Held::Sampler(_) => None,
         }
     }
 }
@@ -335,9 +341,29 @@ impl Kernel {
                     .map_err(Error::cl("clSetKernelArgSVMPointer"))?;
                 Held::Svm(keep_alive)
             }
+            ArgValue::Sampler(sampler) => {
+                // SAFETY: exclusive access; `sampler` is valid (KernelArg contract) and read as a
+                // `cl_sampler` value.
+                unsafe {
+                    raw::set_arg(
+                        self.raw,
+                        index,
+                        std::mem::size_of::<sys::cl_sampler>(),
+                        (&sampler as *const sys::cl_sampler).cast(),
+                    )
+                }
+                .map_err(Error::cl("clSetKernelArg"))?;
+                // SAFETY: `sampler` is valid (KernelArg contract); the reference is released when
+                // the slot changes or the kernel drops.
+                unsafe { cl_raw::sampler::retain(sampler) }
+                    .map_err(Error::cl("clRetainSampler"))?;
+                Held::Sampler(sampler)
+            }
         };
-        if let Some(Held::Mem(old, _)) = self.held[slot].replace(held) {
-            crate::memory::release_in_drop(old);
+        match self.held[slot].replace(held) {
+            Some(Held::Mem(old, _)) => crate::memory::release_in_drop(old),
+            Some(Held::Sampler(old)) => crate::sampler::release_in_drop(old),
+            _ => {}
         }
         Ok(self)
     }
@@ -461,8 +487,10 @@ impl Drop for Kernel {
             tracing::warn!(status = %e, "clReleaseKernel failed in drop");
         }
         for held in self.held.drain(..).flatten() {
-            if let Held::Mem(m, _) = held {
-                crate::memory::release_in_drop(m);
+            match held {
+                Held::Mem(m, _) => crate::memory::release_in_drop(m),
+                Held::Sampler(s) => crate::sampler::release_in_drop(s),
+                _ => {}
             }
         }
     }

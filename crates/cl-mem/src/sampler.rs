@@ -332,19 +332,18 @@ impl Sampler {
     }
 }
 
-// SAFETY: `Bytes` carries the handle's value, which is what `clSetKernelArg` takes for a
-// `sampler_t` argument; the handle is valid while `self` lives.
+// SAFETY: a valid sampler handle, kept alive by the kernel (it retains sampler arguments).
 unsafe impl KernelArg for Sampler {
     fn arg_value(&self) -> ArgValue<'_> {
-        // SAFETY: `self.raw` is a plain pointer value: its bytes are initialised and live as long
-        // as `&self`.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                (&self.raw as *const sys::cl_sampler).cast::<u8>(),
-                std::mem::size_of::<sys::cl_sampler>(),
-            )
-        };
-        ArgValue::Bytes(bytes)
+        ArgValue::Sampler(self.raw)
+    }
+}
+
+/// Releases one reference to a sampler from a `Drop`, logging failure.
+pub(crate) fn release_in_drop(sampler: sys::cl_sampler) {
+    // SAFETY: callers own one reference to `sampler` and give it up here.
+    if let Err(e) = unsafe { raw::release(sampler) } {
+        tracing::warn!(status = %e, "clReleaseSampler failed in drop");
     }
 }
 
@@ -360,10 +359,7 @@ impl Clone for Sampler {
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        // SAFETY: we own one reference.
-        if let Err(e) = unsafe { raw::release(self.raw) } {
-            tracing::warn!(status = %e, "clReleaseSampler failed in drop");
-        }
+        release_in_drop(self.raw);
     }
 }
 
