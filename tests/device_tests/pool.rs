@@ -18,6 +18,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: pooled_buffers_roundtrip_through_transfers_and_kernels,
         },
         DeviceTest {
+            name: "pooled_buffers_slice_and_migrate",
+            run: pooled_buffers_slice_and_migrate,
+        },
+        DeviceTest {
             name: "pool_hit_hands_out_the_same_buffer",
             run: pool_hit_hands_out_the_same_buffer,
         },
@@ -103,6 +107,43 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     // As a memory object.
     assert_eq!(a.mem_size_bytes()?, a.allocated_bytes());
     assert_eq!(a.buffer().as_raw(), MemObject::as_raw(a.buffer()));
+    Ok(())
+}
+
+fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let align = dev.device.mem_base_addr_align_bytes()?;
+    let n = 2 * align + 64;
+    let b = pool.allocate(n)?;
+    b.write(&q, 0, &vec![0u8; n], &[])?;
+    let part = b.slice(align..align + 64)?;
+    assert_eq!(part.size_bytes(), 64);
+    part.write(&q, 0, &[7u8; 64], &[])?;
+    let mut all = vec![1u8; n];
+    b.read(&q, 0, &mut all, &[])?;
+    assert!(all[..align].iter().all(|&x| x == 0));
+    assert!(all[align..align + 64].iter().all(|&x| x == 7));
+    // Slices stop at the requested size, not the rounded one (n = 2 * align + 64 is never a
+    // bin's exact size, so the block has room past n that a slice must not reach).
+    assert!(b.allocated_bytes() > n);
+    assert!(matches!(b.slice(0..n + 1), Err(Error::OutOfBounds { .. })));
+    assert!(matches!(b.slice(5..5), Err(Error::InvalidArgument(_))));
+    if dev.device.version() >= cl_mem::Version::V1_2
+        && dev.device.platform_version() >= cl_mem::Version::V1_2
+    {
+        // PyOpenCL refuses pooled buffers here (std::bad_cast).
+        cl_mem::enqueue_migrate_mem_objects(
+            &q,
+            &[b.buffer(), &*part],
+            cl_mem::MigrationFlags::empty(),
+            &[],
+        )?
+        .wait()?;
+        let mut again = vec![0u8; 64];
+        b.read(&q, align, &mut again, &[])?;
+        assert_eq!(again, vec![7u8; 64]);
+    }
     Ok(())
 }
 

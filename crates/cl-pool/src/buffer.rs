@@ -3,20 +3,27 @@
 //!
 //! Differences from PyOpenCL, each deliberate:
 //!
-//! - `ImmediateAllocator` forces the buffer with a *blocking* 4-byte write of a source it owns
-//!   (PyOpenCL issues a non-blocking write from a stack variable on pre-1.2 devices, a migration on
-//!   1.2+; cl-mem has no migration yet); a failed force releases the buffer (PyOpenCL leaks it).
+//! - `ImmediateAllocator` forces the buffer with a migration on 1.2+ devices (as PyOpenCL) and with
+//!   a *blocking* 4-byte write of a source it owns before (PyOpenCL issues a non-blocking write from
+//!   a stack variable); a failed force releases the buffer (PyOpenCL leaks it).
 //! - Pooled buffers are protected against cross-queue reuse (PyOpenCL's open issue #447): every
 //!   block remembers the queues it was used on; handing it to a different queue enqueues a marker
 //!   on each old queue and a barrier on the new one waiting for those markers (no event is kept, so
 //!   none leaks); an allocator without a queue finishes the old queues instead.
-//! - A [`PooledBuffer`] dereferences to its [`Buffer`], so transfers, fills, maps, kernel arguments,
-//!   migration and sub-buffers take it (PyOpenCL refuses it for migration and slicing).
+//! - A [`PooledBuffer`] dereferences to its [`Buffer`], so transfers, fills, maps, kernel arguments
+//!   (`pooled.buffer()`), migration (`&[pooled.buffer()]`) and sub-buffers take it (PyOpenCL refuses
+//!   it for migration and slicing, its issues #335 and section 9.11). It does not implement
+//!   `cl_mem::MemObject` itself: that trait is `unsafe` and this crate has no `unsafe`.
+//!   [`PoolBlock::slice`] gives a sub-buffer that cannot outlive the pooled block; a clone or
+//!   sub-buffer taken through `Deref` can, and then aliases whoever gets the block next.
 
 use std::fmt;
 use std::ops::Deref;
 
-use cl_mem::{Buffer, Context, Error, MemFlags, Queue};
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use cl_mem::{Buffer, Context, Error, MemFlags, MigrationFlags, Queue, Version};
 
 use crate::allocator::{Allocator, AllocatorError};
 use crate::pool::PoolBlock;
@@ -92,7 +99,7 @@ fn sync_to(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
         .collect();
     if !others.is_empty() {
         match to {
-            Some(to) if to.device().platform_version() >= cl_mem::Version::V1_2 => {
+            Some(to) if to.device().platform_version() >= Version::V1_2 => {
                 let mut markers = Vec::with_capacity(others.len());
                 for p in &others {
                     markers.push(p.enqueue_marker(&[])?);
@@ -212,12 +219,23 @@ impl ImmediateAllocator {
     }
 
     fn force(&self, buffer: &Buffer) -> Result<(), Error> {
-        // PyOpenCL uses clEnqueueMigrateMemObjects on 1.2+ devices; cl-mem has no migration yet,
-        // so every version takes the pre-1.2 path: a 4-byte write, blocking because its source
-        // lives on this stack frame only (PyOpenCL's write is non-blocking from a stack variable).
-        let zero = [0u8; 4];
-        let n = buffer.size_bytes().min(4);
-        buffer.write_bytes(&self.queue, 0, &zero[..n], &[])?;
+        let device = self.queue.device();
+        if device.version() >= Version::V1_2 && device.platform_version() >= Version::V1_2 {
+            // PyOpenCL PR #389: migrate with undefined contents; not waited for, as in PyOpenCL
+            // (allocation failure is reported at enqueue time). The event is released at once.
+            cl_mem::enqueue_migrate_mem_objects(
+                &self.queue,
+                &[buffer],
+                MigrationFlags::CONTENT_UNDEFINED,
+                &[],
+            )?;
+        } else {
+            // Blocking: the source lives on this stack frame only (PyOpenCL's pre-1.2 write is
+            // non-blocking from a stack variable).
+            let zero = [0u8; 4];
+            let n = buffer.size_bytes().min(4);
+            buffer.write_bytes(&self.queue, 0, &zero[..n], &[])?;
+        }
         Ok(())
     }
 }
@@ -266,6 +284,62 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
     /// [`Error::Cl`] from the marker, barrier or finish calls.
     pub fn bind_to_queue(&mut self, queue: &Queue) -> Result<(), Error> {
         self.block_mut().bind_to_queue(queue)
+    }
+}
+
+/// A sub-buffer of a pooled buffer that cannot outlive it (see [`PoolBlock::slice`]).
+#[derive(Debug)]
+pub struct PooledSlice<'a> {
+    buffer: Buffer,
+    _block: PhantomData<&'a BufferBlock>,
+}
+
+impl Deref for PooledSlice<'_> {
+    type Target = Buffer;
+
+    fn deref(&self) -> &Buffer {
+        &self.buffer
+    }
+}
+
+impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
+    /// A sub-buffer over `range` of the *requested* bytes, borrowing the pooled block so it cannot
+    /// be used after the block returns to the pool (PyOpenCL cannot slice pooled buffers, its
+    /// issue #335).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfBounds`] past the requested size, [`Error::InvalidArgument`] for an empty
+    /// range, and as [`Buffer::sub_buffer`] (alignment, versions, the driver).
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PooledSlice<'_>, Error> {
+        let len = self.requested_bytes();
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => len,
+        };
+        if end <= start {
+            return Err(Error::InvalidArgument(format!(
+                "empty slice {start}..{end} of a pooled buffer"
+            )));
+        }
+        if end > len {
+            return Err(Error::OutOfBounds {
+                what: "pooled buffer slice",
+                offset: start,
+                len: end - start,
+                size: len,
+            });
+        }
+        Ok(PooledSlice {
+            buffer: self.buffer().sub_buffer(start, end - start, MemFlags::empty())?,
+            _block: PhantomData,
+        })
     }
 }
 
