@@ -611,6 +611,19 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "channels: {r:?}");
     let r = image_from_array(ctx, &ndarray::Array4::<f32>::zeros((2, 2, 2, 2)), ArrayImageOptions::default());
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "4-D: {r:?}");
+    // A queue of another context; host access flags.
+    let other_q = dev.queue();
+    assert!(matches!(img.read(&other_q, &[], &[4, 4], &mut out, ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(img.fill(&other_q, FillColor::Float([0.0; 4]), &[], &[1], &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(img.map(&other_q, MapAccess::Read, &[], &[1], &[], |_| ()), Err(Error::InvalidArgument(_))));
+    let other_buf = Buffer::new(other_q.context(), MemFlags::READ_WRITE, 1024)?;
+    assert!(matches!(img.copy_to_buffer(&q, &other_buf, &[], &[1], 0, &[]), Err(Error::InvalidArgument(_))));
+    let wo = Image::new(ctx, MemFlags::READ_WRITE | MemFlags::HOST_WRITE_ONLY, RGBA_F, &d2)?;
+    assert!(matches!(wo.read(&q, &[], &[1], &mut out, ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(wo.map(&q, MapAccess::Read, &[], &[1], &[], |_| ()), Err(Error::InvalidArgument(_))));
+    wo.write(&q, &[], &[1], &[1f32; 4], ImagePitches::PACKED, &[])?;
+    let ro = Image::new(ctx, MemFlags::READ_WRITE | MemFlags::HOST_NO_ACCESS, RGBA_F, &d2)?;
+    assert!(matches!(ro.write(&q, &[], &[1], &[1f32; 4], ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
     // Nothing above leaked a mapping or a reference.
     assert_eq!(img.mem_map_count()?, 0);
     assert_eq!(img.mem_reference_count()?, 1);

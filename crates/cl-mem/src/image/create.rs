@@ -338,7 +338,7 @@ fn create(
             unsafe { create_legacy(context, flags, raw_format, desc, pitches, host_ptr) }?
         }
     };
-    Image::from_parts(raw, *desc, format, flags)
+    Image::from_parts(raw, context, *desc, format, flags)
 }
 
 /// `clCreateImage2D` / `clCreateImage3D`, which `cl_raw::image` does not wrap.

@@ -279,6 +279,13 @@ impl Image {
                 .context()
                 .require_platform_version(Version::V1_2, "CL_MAP_WRITE_INVALIDATE_REGION")?;
         }
+        self.check_queue(queue)?;
+        if matches!(access, MapAccess::Read | MapAccess::ReadWrite) {
+            self.check_host_access(true)?;
+        }
+        if access.writes() {
+            self.check_host_access(false)?;
+        }
         let (o, r) = coords(self.extent(), origin, region)?;
         self.map_lock.acquire(access.writes())?;
         // SAFETY: valid queue/image/events; blocking, so the pointer is usable on return; the

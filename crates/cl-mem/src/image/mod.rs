@@ -285,6 +285,7 @@ impl ImageDesc {
 /// `Drop` releases (never panics). Its type, format, size and flags are read once, at creation.
 pub struct Image {
     raw: sys::cl_mem,
+    context: Context,
     desc: ImageDesc,
     format: ImageFormat,
     element_size: usize,
@@ -331,6 +332,7 @@ impl Image {
     /// Wraps a reference we own; releases it on error.
     fn from_parts(
         raw: sys::cl_mem,
+        context: &Context,
         desc: ImageDesc,
         format: ImageFormat,
         flags: MemFlags,
@@ -338,6 +340,7 @@ impl Image {
         let element_size = format.itemsize().unwrap_or(0);
         let mut img = Image {
             raw,
+            context: context.clone(),
             desc,
             format,
             element_size,
@@ -404,9 +407,15 @@ impl Image {
             array_size,
             pitches: ImagePitches::PACKED,
         };
+        // SAFETY: as above.
+        let ctx: sys::cl_context = unsafe { cl_raw::mem::get_info(raw, sys::CL_MEM_CONTEXT) }
+            .map_err(Error::cl("clGetMemObjectInfo"))?;
+        // SAFETY: the driver returned the object's live context.
+        let context = unsafe { Context::from_raw_retained(ctx) }?;
         std::mem::forget(guard);
         Image::from_parts(
             raw,
+            &context,
             desc,
             ImageFormat::from_raw(format),
             MemFlags::from_bits_retain(flags),
@@ -450,6 +459,41 @@ impl Image {
         let raw = self.into_raw();
         // SAFETY: we owned this reference.
         unsafe { cl_raw::mem::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
+    }
+
+    /// The context it belongs to.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// [`Error::InvalidArgument`] unless `queue` is of the image's context.
+    pub(crate) fn check_queue(&self, queue: &crate::queue::Queue) -> Result<()> {
+        if queue.context().as_raw() == self.context.as_raw() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(
+                "the queue and the image belong to different contexts".into(),
+            ))
+        }
+    }
+
+    /// Refuses host reads of `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` images and host writes of
+    /// `HOST_READ_ONLY`/`HOST_NO_ACCESS` ones (the driver's `CL_INVALID_OPERATION`).
+    pub(crate) fn check_host_access(&self, reading: bool) -> Result<()> {
+        let forbidden = if reading {
+            MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS
+        } else {
+            MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS
+        };
+        if self.flags.intersects(forbidden) {
+            Err(Error::InvalidArgument(format!(
+                "host {} of an image created with {:?}",
+                if reading { "reads" } else { "writes" },
+                self.flags & forbidden
+            )))
+        } else {
+            Ok(())
+        }
     }
 
     /// The image type.
@@ -513,7 +557,7 @@ impl Image {
         // SAFETY: a valid image; a 1.0 parameter.
         let format: sys::cl_image_format = unsafe { raw::get_info(self.raw, sys::CL_IMAGE_FORMAT) }
             .map_err(Error::cl("clGetImageInfo"))?;
-        let ctx_version = self.mem_context()?.platform_version();
+        let ctx_version = self.context.platform_version();
         let (array_size, buffer, num_mip_levels, num_samples) = if ctx_version >= Version::V1_2 {
             // SAFETY: a valid image of a 1.2+ platform; 1.2 parameters.
             let (buf, mips, samples) = unsafe {
@@ -594,6 +638,7 @@ impl Clone for Image {
         retain_for_clone(self.raw);
         Image {
             raw: self.raw,
+            context: self.context.clone(),
             desc: self.desc,
             format: self.format,
             element_size: self.element_size,

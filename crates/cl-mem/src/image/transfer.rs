@@ -164,6 +164,16 @@ pub(super) fn driver_pitches(image_type: ImageType, pitches: ImagePitches) -> (u
     }
 }
 
+fn check_buffer_context(queue: &Queue, buffer: &Buffer) -> Result<()> {
+    if queue.context().as_raw() == buffer.context().as_raw() {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(
+            "the queue and the buffer belong to different contexts".into(),
+        ))
+    }
+}
+
 impl Image {
     /// Blocking host-to-image write of `region` at `origin` from `data` laid out with `pitches`
     /// (PyOpenCL's `enqueue_copy(queue, image, host, origin=, region=, pitches=)`), after
@@ -183,6 +193,8 @@ impl Image {
         pitches: ImagePitches,
         wait: &[&Event],
     ) -> Result<Event> {
+        self.check_queue(queue)?;
+        self.check_host_access(false)?;
         let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = slice_as_bytes(data);
         self.check_host(r, pitches, bytes.len(), "host data of an image write")?;
@@ -223,6 +235,8 @@ impl Image {
         pitches: ImagePitches,
         wait: &[&Event],
     ) -> Result<Event> {
+        self.check_queue(queue)?;
+        self.check_host_access(true)?;
         let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = slice_as_bytes_mut(out);
         self.check_host(r, pitches, bytes.len(), "host memory of an image read")?;
@@ -349,6 +363,7 @@ impl Image {
                 self.format
             )));
         }
+        self.check_queue(queue)?;
         let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = color.bytes();
         // SAFETY: valid queue/image/events of a 1.2 platform; the color is 16 bytes, copied by the
@@ -385,6 +400,8 @@ impl Image {
                 self.format, dst.format
             )));
         }
+        self.check_queue(queue)?;
+        dst.check_queue(queue)?;
         let (so, r) = coords(self.extent(), src_origin, region)?;
         let (dso, _) = coords(dst.extent(), dst_origin, &r)?;
         // SAFETY: valid queue/images/events; both regions are inside their images; we own the
@@ -421,6 +438,8 @@ impl Image {
         dst_offset: usize,
         wait: &[&Event],
     ) -> Result<Event> {
+        self.check_queue(queue)?;
+        check_buffer_context(queue, dst)?;
         let (o, r) = coords(self.extent(), src_origin, region)?;
         self.check_buffer_range(
             dst,
@@ -460,6 +479,8 @@ impl Image {
         region: &[usize],
         wait: &[&Event],
     ) -> Result<Event> {
+        self.check_queue(queue)?;
+        check_buffer_context(queue, src)?;
         let (o, r) = coords(self.extent(), dst_origin, region)?;
         self.check_buffer_range(src, src_offset, r, "buffer range of a buffer-to-image copy")?;
         // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
