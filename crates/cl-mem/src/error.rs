@@ -85,12 +85,12 @@ pub enum Error {
     #[error(transparent)]
     Version(#[from] VersionParseError),
     /// A device selector (`CL_TEST`, `CL_CTX`, `PYOPENCL_TEST`) is malformed or matches nothing.
-    #[error("{variable}: {source}")]
+    #[error("{variable}: {error}")]
     Select {
-        /// Where the selector came from (`"CL_TEST"`, or `"selector"` when passed directly).
+        /// Where the selector came from (`"CL_TEST"`, `"CL_CTX"`, or what the caller named it).
         variable: String,
-        /// What is wrong with it.
-        source: SelectError,
+        /// What is wrong with it (already part of this error's message, so not a `source()`).
+        error: SelectError,
     },
 }
 

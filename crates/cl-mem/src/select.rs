@@ -269,9 +269,9 @@ impl Selector {
 }
 
 fn select_error(variable: &str) -> impl Fn(SelectError) -> Error + '_ {
-    move |source| Error::Select {
+    move |error| Error::Select {
         variable: variable.to_owned(),
-        source,
+        error,
     }
 }
 
