@@ -10,7 +10,7 @@
 )]
 
 use cl_mem::{
-    image_from_array, supported_image_formats, AddressingMode, ArrayImageOptions, Buffer,
+    enqueue_copy, enqueue_copy_with, CopyOptions, image_from_array, supported_image_formats, AddressingMode, ArrayImageOptions, Buffer,
     ChannelOrder, ChannelType, Context, Error, FillColor, FilterMode, Image, ImageAccess,
     ImageDesc, ImageFormat, ImagePitches, ImageType, Kernel, MapAccess, MemFlags, MemObject,
     MemObjectType, Pipe, Program, Queue, Sampler, SamplerProperty, Version,
@@ -20,28 +20,94 @@ use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
 /// The suite's tests, in the order they run.
 pub fn tests() -> Vec<DeviceTest> {
     vec![
-        DeviceTest { name: "supported_formats_are_listed_per_type", run: supported_formats_are_listed_per_type },
-        DeviceTest { name: "every_image_type_roundtrips", run: every_image_type_roundtrips },
-        DeviceTest { name: "legacy_calls_create_2d_and_3d_images", run: legacy_calls_create_2d_and_3d_images },
-        DeviceTest { name: "owned_host_image_uses_its_memory", run: owned_host_image_uses_its_memory },
-        DeviceTest { name: "host_row_pitch_is_honoured_at_creation", run: host_row_pitch_is_honoured_at_creation },
-        DeviceTest { name: "used_host_row_pitch_is_honoured", run: used_host_row_pitch_is_honoured },
-        DeviceTest { name: "host_slice_pitch_is_honoured_at_creation", run: host_slice_pitch_is_honoured_at_creation },
-        DeviceTest { name: "pitched_transfers_roundtrip", run: pitched_transfers_roundtrip },
-        DeviceTest { name: "one_d_array_layer_pitch_is_honoured_at_creation", run: one_d_array_layer_pitch_is_honoured_at_creation },
-        DeviceTest { name: "one_d_array_layer_pitch_is_honoured_by_transfers", run: one_d_array_layer_pitch_is_honoured_by_transfers },
-        DeviceTest { name: "one_d_array_layer_count_is_right", run: one_d_array_layer_count_is_right },
-        DeviceTest { name: "image_info_matches_creation", run: image_info_matches_creation },
-        DeviceTest { name: "image_info_reports_pitches", run: image_info_reports_pitches },
-        DeviceTest { name: "image_from_array_reads_back_equal", run: image_from_array_reads_back_equal },
-        DeviceTest { name: "kernel_samples_2d_and_3d_images_exactly", run: kernel_samples_2d_and_3d_images_exactly },
-        DeviceTest { name: "fill_sets_every_pixel_of_the_region", run: fill_sets_every_pixel_of_the_region },
-        DeviceTest { name: "copies_between_images_and_buffers", run: copies_between_images_and_buffers },
-        DeviceTest { name: "maps_report_pitches_for_every_type", run: maps_report_pitches_for_every_type },
-        DeviceTest { name: "bad_image_inputs_are_typed_errors", run: bad_image_inputs_are_typed_errors },
-        DeviceTest { name: "unsupported_formats_are_reported", run: unsupported_formats_are_reported },
-        DeviceTest { name: "sampler_reports_its_properties", run: sampler_reports_its_properties },
-        DeviceTest { name: "pipe_passes_packets_between_kernels", run: pipe_passes_packets_between_kernels },
+        DeviceTest {
+            name: "supported_formats_are_listed_per_type",
+            run: supported_formats_are_listed_per_type,
+        },
+        DeviceTest {
+            name: "every_image_type_roundtrips",
+            run: every_image_type_roundtrips,
+        },
+        DeviceTest {
+            name: "legacy_calls_create_2d_and_3d_images",
+            run: legacy_calls_create_2d_and_3d_images,
+        },
+        DeviceTest {
+            name: "owned_host_image_uses_its_memory",
+            run: owned_host_image_uses_its_memory,
+        },
+        DeviceTest {
+            name: "host_row_pitch_is_honoured_at_creation",
+            run: host_row_pitch_is_honoured_at_creation,
+        },
+        DeviceTest {
+            name: "used_host_row_pitch_is_honoured",
+            run: used_host_row_pitch_is_honoured,
+        },
+        DeviceTest {
+            name: "host_slice_pitch_is_honoured_at_creation",
+            run: host_slice_pitch_is_honoured_at_creation,
+        },
+        DeviceTest {
+            name: "pitched_transfers_roundtrip",
+            run: pitched_transfers_roundtrip,
+        },
+        DeviceTest {
+            name: "one_d_array_layer_pitch_is_honoured_at_creation",
+            run: one_d_array_layer_pitch_is_honoured_at_creation,
+        },
+        DeviceTest {
+            name: "one_d_array_layer_pitch_is_honoured_by_transfers",
+            run: one_d_array_layer_pitch_is_honoured_by_transfers,
+        },
+        DeviceTest {
+            name: "one_d_array_layer_count_is_right",
+            run: one_d_array_layer_count_is_right,
+        },
+        DeviceTest {
+            name: "image_info_matches_creation",
+            run: image_info_matches_creation,
+        },
+        DeviceTest {
+            name: "image_info_reports_pitches",
+            run: image_info_reports_pitches,
+        },
+        DeviceTest {
+            name: "image_from_array_reads_back_equal",
+            run: image_from_array_reads_back_equal,
+        },
+        DeviceTest {
+            name: "kernel_samples_2d_and_3d_images_exactly",
+            run: kernel_samples_2d_and_3d_images_exactly,
+        },
+        DeviceTest {
+            name: "fill_sets_every_pixel_of_the_region",
+            run: fill_sets_every_pixel_of_the_region,
+        },
+        DeviceTest {
+            name: "copies_between_images_and_buffers",
+            run: copies_between_images_and_buffers,
+        },
+        DeviceTest {
+            name: "maps_report_pitches_for_every_type",
+            run: maps_report_pitches_for_every_type,
+        },
+        DeviceTest {
+            name: "bad_image_inputs_are_typed_errors",
+            run: bad_image_inputs_are_typed_errors,
+        },
+        DeviceTest {
+            name: "unsupported_formats_are_reported",
+            run: unsupported_formats_are_reported,
+        },
+        DeviceTest {
+            name: "sampler_reports_its_properties",
+            run: sampler_reports_its_properties,
+        },
+        DeviceTest {
+            name: "pipe_passes_packets_between_kernels",
+            run: pipe_passes_packets_between_kernels,
+        },
     ]
 }
 
@@ -51,7 +117,9 @@ const R_U32: ImageFormat = ImageFormat::new(ChannelOrder::R, ChannelType::Unsign
 /// A queue on a fresh context, or a skip when the device has no images.
 fn image_queue(dev: &TestDevice) -> Result<Queue, cl_tests::TestError> {
     if !dev.device.image_support()? {
-        return Err(skip("the device has no image support (CL_DEVICE_IMAGE_SUPPORT false)"));
+        return Err(skip(
+            "the device has no image support (CL_DEVICE_IMAGE_SUPPORT false)",
+        ));
     }
     Ok(dev.queue())
 }
@@ -89,7 +157,10 @@ fn supported_formats_are_listed_per_type(dev: &TestDevice) -> TestResult {
         }
     }
     let ro = supported_image_formats(ctx, MemFlags::READ_ONLY, ImageType::Image2d)?;
-    assert!(ro.contains(&ImageFormat::new(ChannelOrder::Rgba, ChannelType::UnormInt8)));
+    assert!(ro.contains(&ImageFormat::new(
+        ChannelOrder::Rgba,
+        ChannelType::UnormInt8
+    )));
     Ok(())
 }
 
@@ -138,13 +209,28 @@ fn legacy_calls_create_2d_and_3d_images(dev: &TestDevice) -> TestResult {
     let ctx = q.context();
     for desc in [ImageDesc::d2(5, 3), ImageDesc::d3(3, 2, 4)] {
         let data = pattern(desc.extent().iter().product::<usize>() * 4, 0.5);
-        let img = Image::new_through_legacy_calls(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, Some(&data))?;
+        let img =
+            Image::new_through_legacy_calls(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, Some(&data))?;
         assert_eq!(img.read_to_vec::<f32>(&q, &[])?, data);
-        assert_eq!(img.mem_type()?, if desc.image_type == ImageType::Image2d { MemObjectType::Image2d } else { MemObjectType::Image3d });
-        let empty = Image::new_through_legacy_calls::<f32>(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, None)?;
+        assert_eq!(
+            img.mem_type()?,
+            if desc.image_type == ImageType::Image2d {
+                MemObjectType::Image2d
+            } else {
+                MemObjectType::Image3d
+            }
+        );
+        let empty =
+            Image::new_through_legacy_calls::<f32>(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, None)?;
         assert_eq!(empty.shape(), img.shape());
     }
-    let e = Image::new_through_legacy_calls::<f32>(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d1(4), None);
+    let e = Image::new_through_legacy_calls::<f32>(
+        ctx,
+        MemFlags::READ_WRITE,
+        RGBA_F,
+        &ImageDesc::d1(4),
+        None,
+    );
     assert!(matches!(e, Err(Error::Unsupported { .. })), "{e:?}");
     Ok(())
 }
@@ -157,7 +243,14 @@ fn owned_host_image_uses_its_memory(dev: &TestDevice) -> TestResult {
     let img = Image::from_owned_host(ctx, MemFlags::READ_WRITE, R_U32, &desc, data.clone())?;
     assert!(img.flags().contains(MemFlags::USE_HOST_PTR));
     assert_eq!(img.read_to_vec::<u32>(&q, &[])?, data);
-    img.write(&q, &[2, 1], &[3, 1], &[100u32, 101, 102], ImagePitches::PACKED, &[])?;
+    img.write(
+        &q,
+        &[2, 1],
+        &[3, 1],
+        &[100u32, 101, 102],
+        ImagePitches::PACKED,
+        &[],
+    )?;
     let back = img.read_to_vec::<u32>(&q, &[])?;
     assert_eq!(&back[10..13], &[100, 101, 102]);
     // The host memory lives as long as the OpenCL object: a clone keeps it usable after the
@@ -175,7 +268,9 @@ fn padded_grid(w: usize, h: usize, pitch: usize) -> (Vec<u32>, Vec<u32>) {
             padded[y * pitch + x] = (y * 10 + x) as u32;
         }
     }
-    let tight = (0..h).flat_map(|y| (0..w).map(move |x| (y * 10 + x) as u32)).collect();
+    let tight = (0..h)
+        .flat_map(|y| (0..w).map(move |x| (y * 10 + x) as u32))
+        .collect();
     (padded, tight)
 }
 
@@ -205,7 +300,10 @@ fn host_slice_pitch_is_honoured_at_creation(dev: &TestDevice) -> TestResult {
     let desc = ImageDesc::d3(2, 2, 3).with_pitches(ImagePitches::new(8, 24));
     let data: Vec<u32> = (0..18).collect();
     let img = Image::from_host(q.context(), MemFlags::READ_WRITE, R_U32, &desc, &data)?;
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, vec![0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15]);
+    assert_eq!(
+        img.read_to_vec::<u32>(&q, &[])?,
+        vec![0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15]
+    );
     Ok(())
 }
 
@@ -228,10 +326,23 @@ fn pitched_transfers_roundtrip(dev: &TestDevice) -> TestResult {
     let img = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d3(2, 2, 3))?;
     let data: Vec<u32> = (0..18).collect();
     img.write(&q, &[], &[2, 2, 3], &data, ImagePitches::new(8, 24), &[])?;
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, vec![0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15]);
+    assert_eq!(
+        img.read_to_vec::<u32>(&q, &[])?,
+        vec![0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15]
+    );
     let mut back = vec![0u32; 18];
-    img.read(&q, &[], &[2, 2, 3], &mut back, ImagePitches::new(0, 24), &[])?;
-    assert_eq!(back, vec![0, 1, 2, 3, 0, 0, 6, 7, 8, 9, 0, 0, 12, 13, 14, 15, 0, 0]);
+    img.read(
+        &q,
+        &[],
+        &[2, 2, 3],
+        &mut back,
+        ImagePitches::new(0, 24),
+        &[],
+    )?;
+    assert_eq!(
+        back,
+        vec![0, 1, 2, 3, 0, 0, 6, 7, 8, 9, 0, 0, 12, 13, 14, 15, 0, 0]
+    );
     Ok(())
 }
 
@@ -249,7 +360,13 @@ fn one_d_array_layer_pitch_is_honoured_at_creation(dev: &TestDevice) -> TestResu
 fn one_d_array_layer_pitch_is_honoured_by_transfers(dev: &TestDevice) -> TestResult {
     let q = image_queue(dev)?;
     let data: Vec<u32> = (0..6).collect();
-    let img = Image::from_host(q.context(), MemFlags::READ_WRITE, R_U32, &ImageDesc::d1_array(2, 3), &data)?;
+    let img = Image::from_host(
+        q.context(),
+        MemFlags::READ_WRITE,
+        R_U32,
+        &ImageDesc::d1_array(2, 3),
+        &data,
+    )?;
     // Read with layers 3 values (12 bytes) apart (clEnqueueReadImage's slice_pitch).
     let mut layers = vec![99u32; 9];
     img.read(&q, &[], &[2, 3], &mut layers, ImagePitches::new(0, 12), &[])?;
@@ -281,7 +398,9 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         assert_eq!(info.element_size, 16);
         assert_eq!(info.width, desc.width);
         match desc.image_type {
-            ImageType::Image2d | ImageType::Image2dArray | ImageType::Image3d => assert_eq!(info.height, desc.height),
+            ImageType::Image2d | ImageType::Image2dArray | ImageType::Image3d => {
+                assert_eq!(info.height, desc.height)
+            }
             _ => assert!(info.height <= 1, "{info:?}"),
         }
         if desc.image_type == ImageType::Image3d {
@@ -294,7 +413,10 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         assert_eq!(info.num_mip_levels, 0);
         assert_eq!(info.num_samples, 0);
         assert_eq!(img.mem_flags()?, MemFlags::READ_ONLY);
-        assert_eq!(img.size_bytes_packed(), desc.extent().iter().product::<usize>() * 16);
+        assert_eq!(
+            img.size_bytes_packed(),
+            desc.extent().iter().product::<usize>() * 16
+        );
         // Adopting the raw handle reads the same description back.
         // SAFETY: a valid image handle; `from_raw_retained` takes its own reference.
         let again = unsafe { Image::from_raw_retained(img.as_raw()) }?;
@@ -332,39 +454,67 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
     let a = ndarray::Array2::from_shape_fn((4, 6), |(r, c)| (r * 6 + c) as f32);
     let img = image_from_array(ctx, &a, ArrayImageOptions::default())?;
     assert_eq!(img.shape(), vec![6, 4]);
-    assert_eq!(img.format(), ImageFormat::new(ChannelOrder::R, ChannelType::Float));
+    assert_eq!(
+        img.format(),
+        ImageFormat::new(ChannelOrder::R, ChannelType::Float)
+    );
     assert_eq!(img.mem_flags()? & MemFlags::READ_ONLY, MemFlags::READ_ONLY);
     let back = img.read_array::<f32>(&q, &[], &img.extent(), &[])?;
     assert_eq!(back.shape(), &[4, 6]);
     assert_eq!(back.as_slice(), a.as_slice());
     // (2, 3, 5, 4) u8 with 4 channels, normalized: a 5 x 3 x 2 RGBA/UNORM_INT8 3-D image.
-    let b = ndarray::Array4::from_shape_fn((2, 3, 5, 4), |(z, y, x, c)| (z * 60 + y * 20 + x * 4 + c) as u8);
-    let opts = ArrayImageOptions { num_channels: Some(4), access: ImageAccess::ReadWrite, norm_int: true };
+    let b = ndarray::Array4::from_shape_fn((2, 3, 5, 4), |(z, y, x, c)| {
+        (z * 60 + y * 20 + x * 4 + c) as u8
+    });
+    let opts = ArrayImageOptions {
+        num_channels: Some(4),
+        access: ImageAccess::ReadWrite,
+        norm_int: true,
+    };
     let img = image_from_array(ctx, &b, opts)?;
     assert_eq!(img.shape(), vec![5, 3, 2]);
-    assert_eq!(img.format(), ImageFormat::new(ChannelOrder::Rgba, ChannelType::UnormInt8));
+    assert_eq!(
+        img.format(),
+        ImageFormat::new(ChannelOrder::Rgba, ChannelType::UnormInt8)
+    );
     let back = img.read_array::<u8>(&q, &[], &img.extent(), &[])?;
     assert_eq!(back.shape(), b.shape());
     assert_eq!(back.as_slice(), b.as_slice());
     // Vector elements: [i16; 4] per pixel -> RGBA/SIGNED_INT16, 1-D.
     let c = ndarray::Array1::from_shape_fn(7, |i| [i as i16, -(i as i16), 2, i16::MIN]);
     let img = image_from_array(ctx, &c, ArrayImageOptions::default())?;
-    assert_eq!(img.format(), ImageFormat::new(ChannelOrder::Rgba, ChannelType::SignedInt16));
+    assert_eq!(
+        img.format(),
+        ImageFormat::new(ChannelOrder::Rgba, ChannelType::SignedInt16)
+    );
     assert_eq!(img.image_type(), ImageType::Image1d);
     let back = img.read_array::<[i16; 4]>(&q, &[], &[7], &[])?;
     assert_eq!(back.as_slice(), c.as_slice());
     // write_array over a region, read back.
     let patch = ndarray::Array2::from_shape_fn((2, 3), |(r, cc)| 100.0 + (r * 3 + cc) as f32);
-    let img = image_from_array(ctx, &a, ArrayImageOptions { access: ImageAccess::ReadWrite, ..Default::default() })?;
+    let img = image_from_array(
+        ctx,
+        &a,
+        ArrayImageOptions {
+            access: ImageAccess::ReadWrite,
+            ..Default::default()
+        },
+    )?;
     img.write_array(&q, &[1, 2], &patch, &[])?;
     let back = img.read_array::<f32>(&q, &[1, 2], &[3, 2], &[])?;
     assert_eq!(back.as_slice(), patch.as_slice());
     // Half floats.
-    let h = ndarray::Array2::from_shape_fn((2, 2), |(r, cc)| half::f16::from_f32((r * 2 + cc) as f32 * 0.5));
+    let h = ndarray::Array2::from_shape_fn((2, 2), |(r, cc)| {
+        half::f16::from_f32((r * 2 + cc) as f32 * 0.5)
+    });
     match image_from_array(ctx, &h, ArrayImageOptions::default()) {
         Ok(img) => {
             assert_eq!(img.format().channel_type, ChannelType::HalfFloat);
-            assert_eq!(img.read_array::<half::f16>(&q, &[], &[2, 2], &[])?.as_slice(), h.as_slice());
+            assert_eq!(
+                img.read_array::<half::f16>(&q, &[], &[2, 2], &[])?
+                    .as_slice(),
+                h.as_slice()
+            );
         }
         Err(Error::Unsupported { .. }) => {} // R/HALF_FLOAT is optional
         Err(e) => return Err(e.into()),
@@ -393,9 +543,15 @@ fn kernel_samples_2d_and_3d_images_exactly(dev: &TestDevice) -> TestResult {
     let q = image_queue(dev)?;
     let ctx = q.context().clone();
     let program = Program::build_from_source(&ctx, SAMPLE_SRC, "")?;
-    let a2 = ndarray::Array3::from_shape_fn((5, 7, 4), |(y, x, c)| (y * 100 + x * 10 + c) as f32 + 0.25);
-    let a3 = ndarray::Array4::from_shape_fn((3, 4, 5, 4), |(z, y, x, c)| (z * 1000 + y * 100 + x * 10 + c) as f32 - 0.5);
-    let opts = ArrayImageOptions { num_channels: Some(4), ..Default::default() };
+    let a2 =
+        ndarray::Array3::from_shape_fn((5, 7, 4), |(y, x, c)| (y * 100 + x * 10 + c) as f32 + 0.25);
+    let a3 = ndarray::Array4::from_shape_fn((3, 4, 5, 4), |(z, y, x, c)| {
+        (z * 1000 + y * 100 + x * 10 + c) as f32 - 0.5
+    });
+    let opts = ArrayImageOptions {
+        num_channels: Some(4),
+        ..Default::default()
+    };
     let img2 = image_from_array(&ctx, &a2, opts)?;
     let img3 = image_from_array(&ctx, &a3, opts)?;
     for normalized in [false, true] {
@@ -405,8 +561,16 @@ fn kernel_samples_2d_and_3d_images_exactly(dev: &TestDevice) -> TestResult {
         ] {
             let out = Buffer::new(&ctx, MemFlags::WRITE_ONLY, expect.len() * 4)?;
             let mut k = Kernel::new(&program, name)?;
-            let sampler = Sampler::new(&ctx, normalized, AddressingMode::ClampToEdge, FilterMode::Nearest)?;
-            k.set_arg(0, img)?.set_arg(1, &sampler)?.set_arg(2, &i32::from(normalized))?.set_arg(3, &out)?;
+            let sampler = Sampler::new(
+                &ctx,
+                normalized,
+                AddressingMode::ClampToEdge,
+                FilterMode::Nearest,
+            )?;
+            k.set_arg(0, img)?
+                .set_arg(1, &sampler)?
+                .set_arg(2, &i32::from(normalized))?
+                .set_arg(3, &out)?;
             // The kernel holds its own reference: dropping ours before the enqueue is fine.
             drop(sampler);
             let global: Vec<usize> = img.shape();
@@ -437,7 +601,13 @@ fn fill_sets_every_pixel_of_the_region(dev: &TestDevice) -> TestResult {
         let img = Image::from_host(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, &vec![0f32; n * 4])?;
         // Fill everything but the first pixel along x.
         let color = [1.5f32, -2.0, 3.25, 4.0];
-        img.fill(&q, FillColor::Float(color), &[1, 0, 0], &[e[0] - 1, e[1], e[2]], &[])?;
+        img.fill(
+            &q,
+            FillColor::Float(color),
+            &[1, 0, 0],
+            &[e[0] - 1, e[1], e[2]],
+            &[],
+        )?;
         let back = img.read_to_vec::<f32>(&q, &[])?;
         for (i, px) in back.chunks(4).enumerate() {
             let expect = if i % e[0] == 0 { [0.0; 4] } else { color };
@@ -446,7 +616,13 @@ fn fill_sets_every_pixel_of_the_region(dev: &TestDevice) -> TestResult {
     }
     // Unsigned integers.
     let img = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(5, 3))?;
-    img.fill(&q, FillColor::Uint([0xdead_beef, 0, 0, 0]), &[], &[5, 3], &[])?;
+    img.fill(
+        &q,
+        FillColor::Uint([0xdead_beef, 0, 0, 0]),
+        &[],
+        &[5, 3],
+        &[],
+    )?;
     assert_eq!(img.read_to_vec::<u32>(&q, &[])?, vec![0xdead_beef; 15]);
     // Normalized bytes: 1.0 is 255.
     let fmt = ImageFormat::new(ChannelOrder::Rgba, ChannelType::UnormInt8);
@@ -467,7 +643,12 @@ fn copies_between_images_and_buffers(dev: &TestDevice) -> TestResult {
         // Image to image, whole.
         let dst = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &desc)?;
         src.copy_to_image(&q, &dst, &[], &[], &e, &[])?;
-        assert_eq!(dst.read_to_vec::<u32>(&q, &[])?, data, "{}", desc.image_type);
+        assert_eq!(
+            dst.read_to_vec::<u32>(&q, &[])?,
+            data,
+            "{}",
+            desc.image_type
+        );
         // Image to buffer at an offset, and back into a second image.
         let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 16 + n * 4)?;
         src.copy_to_buffer(&q, &buf, &[], &e, 16, &[])?;
@@ -478,10 +659,39 @@ fn copies_between_images_and_buffers(dev: &TestDevice) -> TestResult {
         dst2.copy_from_buffer(&q, &buf, 16, &[], &e, &[])?;
         assert_eq!(dst2.read_to_vec::<u32>(&q, &[])?, data);
     }
+    // The enqueue_copy forms (whole images; 1-D ones included, which PyOpenCL refuses).
+    let data: Vec<u32> = (0..12).collect();
+    let a = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d1_array(4, 3))?;
+    let b = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d1_array(4, 3))?;
+    enqueue_copy(&q, &a, &data[..], &[])?;
+    enqueue_copy(&q, &b, &a, &[])?;
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
+    enqueue_copy_with(&q, &buf, &b, CopyOptions { dst_offset: 16, ..Default::default() }, &[])?;
+    let c = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(4, 3))?;
+    enqueue_copy_with(&q, &c, &buf, CopyOptions { src_offset: 16, ..Default::default() }, &[])?;
+    let mut back = vec![0u32; 12];
+    enqueue_copy(&q, &mut back[..], &c, &[])?;
+    assert_eq!(back, data);
+    let r = enqueue_copy_with(&q, &a, &data[..], CopyOptions { byte_count: Some(4), ..Default::default() }, &[]);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let d = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(4, 2))?;
+    assert!(matches!(enqueue_copy(&q, &a, &d, &[]), Err(Error::InvalidArgument(_))));
     // A sub-region of a 2-D image into the middle of a 3-D image's slice.
     let data: Vec<u32> = (0..24).collect();
-    let a = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(6, 4), &data)?;
-    let b = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d3(4, 4, 3), &[0u32; 48])?;
+    let a = Image::from_host(
+        ctx,
+        MemFlags::READ_WRITE,
+        R_U32,
+        &ImageDesc::d2(6, 4),
+        &data,
+    )?;
+    let b = Image::from_host(
+        ctx,
+        MemFlags::READ_WRITE,
+        R_U32,
+        &ImageDesc::d3(4, 4, 3),
+        &[0u32; 48],
+    )?;
     a.copy_to_image(&q, &b, &[2, 1], &[1, 2, 1], &[3, 2, 1], &[])?;
     let got = b.read_to_vec::<u32>(&q, &[])?;
     for (i, v) in got.iter().enumerate() {
@@ -508,10 +718,16 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
         img.map(&q, MapAccess::Read, &[], &e, &[], |m| -> TestResult {
             // The Intel CPU runtime maps 1-D images with a row pitch of 0 (docs/DEVICES.md).
             let one_d = matches!(t, ImageType::Image1d | ImageType::Image1dBuffer);
-            assert!(m.row_pitch() >= e[0] * 4 || (one_d && m.row_pitch() == 0), "{t}: row pitch {}", m.row_pitch());
+            assert!(
+                m.row_pitch() >= e[0] * 4 || (one_d && m.row_pitch() == 0),
+                "{t}: row pitch {}",
+                m.row_pitch()
+            );
             match t {
                 ImageType::Image1dArray => assert!(m.slice_pitch() >= m.row_pitch().min(e[0] * 4)),
-                ImageType::Image2dArray | ImageType::Image3d => assert!(m.slice_pitch() >= e[0] * 4 * e[1]),
+                ImageType::Image2dArray | ImageType::Image3d => {
+                    assert!(m.slice_pitch() >= e[0] * 4 * e[1])
+                }
                 _ => {}
             }
             assert!(m.bytes_mut().is_err());
@@ -527,10 +743,17 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
         })??;
         // Write through a map of one row (the last), then read with a transfer.
         let origin = [0, e[1] - 1, e[2] - 1];
-        img.map(&q, MapAccess::Write, &origin, &[e[0], 1, 1], &[], |m| -> TestResult {
-            m.row_mut::<u32>(0, 0)?.fill(77);
-            Ok(())
-        })??;
+        img.map(
+            &q,
+            MapAccess::Write,
+            &origin,
+            &[e[0], 1, 1],
+            &[],
+            |m| -> TestResult {
+                m.row_mut::<u32>(0, 0)?.fill(77);
+                Ok(())
+            },
+        )??;
         let back = img.read_to_vec::<u32>(&q, &[])?;
         assert!(back[n - e[0]..].iter().all(|&v| v == 77), "{t}: {back:?}");
         assert_eq!(&back[..n - e[0]], &data[..n - e[0]]);
@@ -550,32 +773,103 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
     let ctx = q.context();
     let inv = |r: Result<Image, Error>, what: &str| match r {
         Err(Error::InvalidArgument(_)) => Ok(()),
-        other => Err(fail(format!("{what}: expected InvalidArgument, got {other:?}"))),
+        other => Err(fail(format!(
+            "{what}: expected InvalidArgument, got {other:?}"
+        ))),
     };
     let d2 = ImageDesc::d2(4, 4);
     // Creation.
-    inv(Image::new(ctx, MemFlags::COPY_HOST_PTR, RGBA_F, &d2), "host flag without data")?;
-    inv(Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &d2.with_pitches(ImagePitches::new(64, 0))), "pitches without data")?;
-    inv(Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d2(0, 4)), "zero width")?;
-    inv(Image::new(ctx, MemFlags::READ_ONLY | MemFlags::WRITE_ONLY, RGBA_F, &d2), "two access flags")?;
-    inv(Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d1_buffer(4)), "1-D buffer without buffer")?;
+    inv(
+        Image::new(ctx, MemFlags::COPY_HOST_PTR, RGBA_F, &d2),
+        "host flag without data",
+    )?;
+    inv(
+        Image::new(
+            ctx,
+            MemFlags::READ_WRITE,
+            RGBA_F,
+            &d2.with_pitches(ImagePitches::new(64, 0)),
+        ),
+        "pitches without data",
+    )?;
+    inv(
+        Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d2(0, 4)),
+        "zero width",
+    )?;
+    inv(
+        Image::new(ctx, MemFlags::READ_ONLY | MemFlags::WRITE_ONLY, RGBA_F, &d2),
+        "two access flags",
+    )?;
+    inv(
+        Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d1_buffer(4)),
+        "1-D buffer without buffer",
+    )?;
     let limits = dev.device.image_limits()?;
-    inv(Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d2(limits.max_2d[0] + 1, 1)), "too wide")?;
-    inv(Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d1_array(4, limits.max_array_size + 1)), "too many layers")?;
+    inv(
+        Image::new(
+            ctx,
+            MemFlags::READ_WRITE,
+            RGBA_F,
+            &ImageDesc::d2(limits.max_2d[0] + 1, 1),
+        ),
+        "too wide",
+    )?;
+    inv(
+        Image::new(
+            ctx,
+            MemFlags::READ_WRITE,
+            RGBA_F,
+            &ImageDesc::d1_array(4, limits.max_array_size + 1),
+        ),
+        "too many layers",
+    )?;
     let mut odd = ImageDesc::d2(4, 4);
     odd.depth = 2;
-    inv(Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &odd), "depth on a 2-D image")?;
-    inv(Image::from_host(ctx, MemFlags::USE_HOST_PTR, RGBA_F, &d2, &[0f32; 64]), "borrowed USE_HOST_PTR")?;
-    inv(Image::from_host(ctx, MemFlags::READ_WRITE, RGBA_F, &d2.with_pitches(ImagePitches::new(32, 0)), &[0f32; 64]), "row pitch too small")?;
-    inv(Image::from_host(ctx, MemFlags::READ_WRITE, RGBA_F, &d2.with_pitches(ImagePitches::new(0, 256)), &[0f32; 64]), "slice pitch on 2-D")?;
+    inv(
+        Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &odd),
+        "depth on a 2-D image",
+    )?;
+    inv(
+        Image::from_host(ctx, MemFlags::USE_HOST_PTR, RGBA_F, &d2, &[0f32; 64]),
+        "borrowed USE_HOST_PTR",
+    )?;
+    inv(
+        Image::from_host(
+            ctx,
+            MemFlags::READ_WRITE,
+            RGBA_F,
+            &d2.with_pitches(ImagePitches::new(32, 0)),
+            &[0f32; 64],
+        ),
+        "row pitch too small",
+    )?;
+    inv(
+        Image::from_host(
+            ctx,
+            MemFlags::READ_WRITE,
+            RGBA_F,
+            &d2.with_pitches(ImagePitches::new(0, 256)),
+            &[0f32; 64],
+        ),
+        "slice pitch on 2-D",
+    )?;
     match Image::from_host(ctx, MemFlags::READ_WRITE, RGBA_F, &d2, &[0f32; 63]) {
-        Err(Error::OutOfBounds { len: 256, size: 252, .. }) => {}
+        Err(Error::OutOfBounds {
+            len: 256,
+            size: 252,
+            ..
+        }) => {}
         other => return Err(fail(format!("short host data: {other:?}"))),
     }
-    assert!(matches!(ImageDesc::from_shape(&[4, 4, 4, 4], false, false), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        ImageDesc::from_shape(&[4, 4, 4, 4], false, false),
+        Err(Error::InvalidArgument(_))
+    ));
     let small = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
     match Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &small, 5) {
-        Err(Error::OutOfBounds { len: 80, size: 64, .. }) => {}
+        Err(Error::OutOfBounds {
+            len: 80, size: 64, ..
+        }) => {}
         other => return Err(fail(format!("1-D buffer image past its buffer: {other:?}"))),
     }
     // Transfers.
@@ -585,45 +879,139 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         Err(Error::OutOfBounds { .. }) => Ok(()),
         other => Err(fail(format!("{what}: expected OutOfBounds, got {other:?}"))),
     };
-    oob(img.read(&q, &[1], &[4, 4], &mut out, ImagePitches::PACKED, &[]), "region past x")?;
-    oob(img.read(&q, &[0, 0, 1], &[1], &mut out, ImagePitches::PACKED, &[]), "z origin on 2-D")?;
-    oob(img.read(&q, &[], &[4, 4], &mut out[..63], ImagePitches::PACKED, &[]), "short host slice")?;
-    oob(img.write(&q, &[], &[4, 4], &out[..60], ImagePitches::PACKED, &[]), "short write data")?;
-    assert!(matches!(img.read(&q, &[0, 0, 0, 0], &[1], &mut out, ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(img.read(&q, &[], &[0], &mut out, ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(img.fill(&q, FillColor::Uint([1; 4]), &[], &[4, 4], &[]), Err(Error::InvalidArgument(_))));
-    oob(img.fill(&q, FillColor::Float([1.0; 4]), &[3, 3], &[2, 2], &[]), "fill past the edge")?;
+    oob(
+        img.read(&q, &[1], &[4, 4], &mut out, ImagePitches::PACKED, &[]),
+        "region past x",
+    )?;
+    oob(
+        img.read(&q, &[0, 0, 1], &[1], &mut out, ImagePitches::PACKED, &[]),
+        "z origin on 2-D",
+    )?;
+    oob(
+        img.read(&q, &[], &[4, 4], &mut out[..63], ImagePitches::PACKED, &[]),
+        "short host slice",
+    )?;
+    oob(
+        img.write(&q, &[], &[4, 4], &out[..60], ImagePitches::PACKED, &[]),
+        "short write data",
+    )?;
+    assert!(matches!(
+        img.read(&q, &[0, 0, 0, 0], &[1], &mut out, ImagePitches::PACKED, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        img.read(&q, &[], &[0], &mut out, ImagePitches::PACKED, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        img.fill(&q, FillColor::Uint([1; 4]), &[], &[4, 4], &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    oob(
+        img.fill(&q, FillColor::Float([1.0; 4]), &[3, 3], &[2, 2], &[]),
+        "fill past the edge",
+    )?;
     let other = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &d2)?;
-    assert!(matches!(img.copy_to_image(&q, &other, &[], &[], &[4, 4], &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        img.copy_to_image(&q, &other, &[], &[], &[4, 4], &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     let same = Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d2(2, 2))?;
-    oob(img.copy_to_image(&q, &same, &[], &[], &[4, 4], &[]), "copy past the destination")?;
-    oob(img.copy_to_buffer(&q, &small, &[], &[4, 4], 0, &[]), "copy past the buffer")?;
-    oob(img.copy_from_buffer(&q, &small, 16, &[], &[4, 1], &[]), "copy from past the buffer")?;
+    oob(
+        img.copy_to_image(&q, &same, &[], &[], &[4, 4], &[]),
+        "copy past the destination",
+    )?;
+    oob(
+        img.copy_to_buffer(&q, &small, &[], &[4, 4], 0, &[]),
+        "copy past the buffer",
+    )?;
+    oob(
+        img.copy_from_buffer(&q, &small, 16, &[], &[4, 1], &[]),
+        "copy from past the buffer",
+    )?;
     let m = img.map(&q, MapAccess::Read, &[2, 2], &[3, 3], &[], |_| ());
     assert!(matches!(m, Err(Error::OutOfBounds { .. })), "{m:?}");
     // Arrays.
     let f64s = ndarray::Array2::<u8>::zeros((4, 4));
     let r = image_from_array(ctx, &f64s.t(), ArrayImageOptions::default());
-    assert!(matches!(r, Err(Error::InvalidArgument(_))), "transposed: {r:?}");
-    let r = image_from_array(ctx, &ndarray::Array2::<f32>::zeros((4, 4)), ArrayImageOptions { norm_int: true, ..Default::default() });
-    assert!(matches!(r, Err(Error::InvalidArgument(_))), "norm f32: {r:?}");
-    let r = image_from_array(ctx, &ndarray::Array2::<f32>::zeros((4, 3)), ArrayImageOptions { num_channels: Some(4), ..Default::default() });
-    assert!(matches!(r, Err(Error::InvalidArgument(_))), "channels: {r:?}");
-    let r = image_from_array(ctx, &ndarray::Array4::<f32>::zeros((2, 2, 2, 2)), ArrayImageOptions::default());
+    assert!(
+        matches!(r, Err(Error::InvalidArgument(_))),
+        "transposed: {r:?}"
+    );
+    let r = image_from_array(
+        ctx,
+        &ndarray::Array2::<f32>::zeros((4, 4)),
+        ArrayImageOptions {
+            norm_int: true,
+            ..Default::default()
+        },
+    );
+    assert!(
+        matches!(r, Err(Error::InvalidArgument(_))),
+        "norm f32: {r:?}"
+    );
+    let r = image_from_array(
+        ctx,
+        &ndarray::Array2::<f32>::zeros((4, 3)),
+        ArrayImageOptions {
+            num_channels: Some(4),
+            ..Default::default()
+        },
+    );
+    assert!(
+        matches!(r, Err(Error::InvalidArgument(_))),
+        "channels: {r:?}"
+    );
+    let r = image_from_array(
+        ctx,
+        &ndarray::Array4::<f32>::zeros((2, 2, 2, 2)),
+        ArrayImageOptions::default(),
+    );
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "4-D: {r:?}");
     // A queue of another context; host access flags.
     let other_q = dev.queue();
-    assert!(matches!(img.read(&other_q, &[], &[4, 4], &mut out, ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(img.fill(&other_q, FillColor::Float([0.0; 4]), &[], &[1], &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(img.map(&other_q, MapAccess::Read, &[], &[1], &[], |_| ()), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        img.read(&other_q, &[], &[4, 4], &mut out, ImagePitches::PACKED, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        img.fill(&other_q, FillColor::Float([0.0; 4]), &[], &[1], &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        img.map(&other_q, MapAccess::Read, &[], &[1], &[], |_| ()),
+        Err(Error::InvalidArgument(_))
+    ));
     let other_buf = Buffer::new(other_q.context(), MemFlags::READ_WRITE, 1024)?;
-    assert!(matches!(img.copy_to_buffer(&q, &other_buf, &[], &[1], 0, &[]), Err(Error::InvalidArgument(_))));
-    let wo = Image::new(ctx, MemFlags::READ_WRITE | MemFlags::HOST_WRITE_ONLY, RGBA_F, &d2)?;
-    assert!(matches!(wo.read(&q, &[], &[1], &mut out, ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(wo.map(&q, MapAccess::Read, &[], &[1], &[], |_| ()), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        img.copy_to_buffer(&q, &other_buf, &[], &[1], 0, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    let wo = Image::new(
+        ctx,
+        MemFlags::READ_WRITE | MemFlags::HOST_WRITE_ONLY,
+        RGBA_F,
+        &d2,
+    )?;
+    assert!(matches!(
+        wo.read(&q, &[], &[1], &mut out, ImagePitches::PACKED, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        wo.map(&q, MapAccess::Read, &[], &[1], &[], |_| ()),
+        Err(Error::InvalidArgument(_))
+    ));
     wo.write(&q, &[], &[1], &[1f32; 4], ImagePitches::PACKED, &[])?;
-    let ro = Image::new(ctx, MemFlags::READ_WRITE | MemFlags::HOST_NO_ACCESS, RGBA_F, &d2)?;
-    assert!(matches!(ro.write(&q, &[], &[1], &[1f32; 4], ImagePitches::PACKED, &[]), Err(Error::InvalidArgument(_))));
+    let ro = Image::new(
+        ctx,
+        MemFlags::READ_WRITE | MemFlags::HOST_NO_ACCESS,
+        RGBA_F,
+        &d2,
+    )?;
+    assert!(matches!(
+        ro.write(&q, &[], &[1], &[1f32; 4], ImagePitches::PACKED, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     // Nothing above leaked a mapping or a reference.
     assert_eq!(img.mem_map_count()?, 0);
     assert_eq!(img.mem_reference_count()?, 1);
@@ -650,19 +1038,32 @@ fn unsupported_formats_are_reported(dev: &TestDevice) -> TestResult {
                 }
             } else {
                 match r {
-                    Err(Error::Unsupported { feature: "image format", .. }) => refused += 1,
+                    Err(Error::Unsupported {
+                        feature: "image format",
+                        ..
+                    }) => refused += 1,
                     Err(Error::InvalidArgument(_)) if f.itemsize().is_err() => refused += 1,
                     other => return Err(fail(format!("{f} is not listed but: {other:?}"))),
                 }
             }
         }
     }
-    assert_eq!(created, supported.iter().filter(|f| f.itemsize().is_ok()).count());
+    assert_eq!(
+        created,
+        supported.iter().filter(|f| f.itemsize().is_ok()).count()
+    );
     assert!(refused > 0);
     // RGB with a non-packed type: PyOpenCL's image_from_array makes the driver fail; here a
     // typed error unless the device lists it.
     let rgb = ndarray::Array3::<f32>::zeros((2, 2, 3));
-    let r = image_from_array(ctx, &rgb, ArrayImageOptions { num_channels: Some(3), ..Default::default() });
+    let r = image_from_array(
+        ctx,
+        &rgb,
+        ArrayImageOptions {
+            num_channels: Some(3),
+            ..Default::default()
+        },
+    );
     let listed = supported_image_formats(ctx, MemFlags::READ_ONLY, ImageType::Image2d)?
         .contains(&ImageFormat::new(ChannelOrder::Rgb, ChannelType::Float));
     assert!(listed == r.is_ok(), "RGB/FLOAT listed={listed}: {r:?}");
@@ -688,11 +1089,20 @@ fn sampler_reports_its_properties(dev: &TestDevice) -> TestResult {
     if ctx.platform_version() >= Version::V3_0 {
         let props = s.properties()?;
         assert_eq!(props.last(), Some(&0));
-        assert!(props.chunks(2).any(|kv| kv == [0x1153, 0x1133]), "{props:?}");
+        assert!(
+            props.chunks(2).any(|kv| kv == [0x1153, 0x1133]),
+            "{props:?}"
+        );
     } else {
         assert!(matches!(s.properties(), Err(Error::Unsupported { .. })));
     }
-    let twice = Sampler::with_properties(ctx, &[SamplerProperty::NormalizedCoords(false), SamplerProperty::NormalizedCoords(true)]);
+    let twice = Sampler::with_properties(
+        ctx,
+        &[
+            SamplerProperty::NormalizedCoords(false),
+            SamplerProperty::NormalizedCoords(true),
+        ],
+    );
     assert!(matches!(twice, Err(Error::InvalidArgument(_))));
     Ok(())
 }
@@ -715,7 +1125,9 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     let pipe = Pipe::new(ctx, MemFlags::empty(), 4, 64);
     if !has_pipes {
         assert!(matches!(pipe, Err(Error::Unsupported { .. })), "{pipe:?}");
-        return Err(skip("no pipe support: creation refused with Error::Unsupported before the driver"));
+        return Err(skip(
+            "no pipe support: creation refused with Error::Unsupported before the driver",
+        ));
     }
     let pipe = pipe?;
     assert_eq!(pipe.query_packet_size()?, 4);
@@ -724,9 +1136,18 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     if ctx.platform_version() >= Version::V3_0 {
         assert!(pipe.properties()?.iter().all(|&p| p == 0));
     }
-    assert!(matches!(Pipe::with_properties(ctx, MemFlags::empty(), 4, 4, &[1, 0]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(Pipe::new(ctx, MemFlags::READ_ONLY, 4, 4), Err(Error::InvalidArgument(_))));
-    assert!(matches!(Pipe::new(ctx, MemFlags::empty(), 0, 4), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        Pipe::with_properties(ctx, MemFlags::empty(), 4, 4, &[1, 0]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Pipe::new(ctx, MemFlags::READ_ONLY, 4, 4),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Pipe::new(ctx, MemFlags::empty(), 0, 4),
+        Err(Error::InvalidArgument(_))
+    ));
     let program = Program::build_from_source(ctx, PIPE_SRC, "-cl-std=CL2.0")?;
     let n = 48usize;
     let input: Vec<i32> = (0..n as i32).map(|v| v * 7 + 3).collect();
@@ -737,7 +1158,9 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     let mut consume = Kernel::new(&program, "consume")?;
     consume.set_arg(0, &pipe)?.set_arg(1, &dst)?;
     let written = produce.enqueue_nd_range(&q, &[n], None, &[])?;
-    consume.enqueue_nd_range(&q, &[n], None, &[&written])?.wait()?;
+    consume
+        .enqueue_nd_range(&q, &[n], None, &[&written])?
+        .wait()?;
     let mut got = vec![0i32; n];
     dst.read(&q, 0, &mut got, &[])?;
     got.sort_unstable();

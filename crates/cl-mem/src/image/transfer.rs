@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::event::{raw_list, Event};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
+use crate::transfer::{CopyOptions, CopyPair};
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
@@ -520,6 +521,68 @@ impl Image {
                 size: buffer.size_bytes(),
             }),
         }
+    }
+}
+
+// Whole-image forms of `crate::enqueue_copy` (PyOpenCL's `enqueue_copy` with images, whose
+// origin and region default to the whole image here): image from image (same extent), image from
+// host slice, host slice from image, buffer from image and image from buffer (at the buffer-side
+// offset of `CopyOptions`). 1-D images work too (PyOpenCL refuses them). Regions go through the
+// `Image` methods.
+
+/// Refuses image-side offsets and byte counts, which whole-image copies do not take.
+fn whole_image_options(o: &CopyOptions, image_side_offset: usize, what: &str) -> Result<()> {
+    if image_side_offset != 0 || o.byte_count.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "enqueue_copy with an image copies the whole image: {what} takes no image-side offset \
+             or byte count (use the Image methods for regions)"
+        )));
+    }
+    Ok(())
+}
+
+impl CopyPair for (&Image, &Image) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        let (dst, src) = self;
+        whole_image_options(&o, o.src_offset | o.dst_offset, "image from image")?;
+        if dst.extent() != src.extent() {
+            return Err(Error::InvalidArgument(format!(
+                "whole-image copy between different extents: {:?} from {:?}",
+                dst.extent(),
+                src.extent()
+            )));
+        }
+        src.copy_to_image(queue, dst, &[], &[], &src.extent(), wait)
+    }
+}
+
+impl<T: Pod> CopyPair for (&Image, &[T]) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        whole_image_options(&o, o.src_offset | o.dst_offset, "image from host")?;
+        self.0.write_all(queue, self.1, wait)
+    }
+}
+
+impl<T: Pod> CopyPair for (&mut [T], &Image) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        whole_image_options(&o, o.src_offset | o.dst_offset, "host from image")?;
+        self.1.read_all(queue, self.0, wait)
+    }
+}
+
+impl CopyPair for (&Buffer, &Image) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        whole_image_options(&o, o.src_offset, "buffer from image")?;
+        self.1
+            .copy_to_buffer(queue, self.0, &[], &self.1.extent(), o.dst_offset, wait)
+    }
+}
+
+impl CopyPair for (&Image, &Buffer) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        whole_image_options(&o, o.dst_offset, "image from buffer")?;
+        self.0
+            .copy_from_buffer(queue, self.1, o.src_offset, &[], &self.0.extent(), wait)
     }
 }
 
