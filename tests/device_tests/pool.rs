@@ -57,6 +57,14 @@ pub fn tests() -> Vec<DeviceTest> {
             name: "deferred_pool_waits_for_old_queue_on_the_host",
             run: deferred_pool_waits_for_old_queue_on_the_host,
         },
+        DeviceTest {
+            name: "svm_pool_reuses_allocations_in_kernels",
+            run: svm_pool_reuses_allocations_in_kernels,
+        },
+        DeviceTest {
+            name: "svm_pool_reuse_on_another_queue_waits_for_the_old_queue",
+            run: svm_pool_reuse_on_another_queue_waits_for_the_old_queue,
+        },
     ]
 }
 
@@ -422,5 +430,105 @@ fn deferred_pool_waits_for_old_queue_on_the_host(dev: &TestDevice) -> TestResult
     );
     assert_eq!(pending.status()?, EventStatus::Complete);
     assert!(b.block().queues().is_empty());
+    Ok(())
+}
+
+fn svm_queue(dev: &TestDevice) -> Result<Queue, cl_tests::TestError> {
+    let caps = dev.device.svm_capabilities()?;
+    if !caps.contains(cl_mem::SvmCapabilities::COARSE_GRAIN_BUFFER) {
+        return Err(cl_tests::skip("no coarse-grain buffer SVM (OpenCL 2.0)"));
+    }
+    Ok(dev.queue())
+}
+
+const SVM_FILL_SRC: &str = "__kernel void fill(__global uchar* p, uchar v) { \
+                            size_t i = get_global_id(0); p[i] = v + (uchar)i; }";
+
+fn svm_fill(
+    q: &Queue,
+    target: &cl_mem::svm::SvmAllocation,
+    v: u8,
+    n: usize,
+    wait: &[&cl_mem::Event],
+) -> Result<cl_mem::Event, Error> {
+    let program = Program::build_from_source(q.context(), SVM_FILL_SRC, "-cl-std=CL2.0")?;
+    let mut k = program.kernel("fill")?;
+    k.set_arg(0, target)?.set_arg(1, &v)?;
+    k.enqueue_nd_range(q, &[n], None, wait)
+}
+
+fn svm_pool_reuses_allocations_in_kernels(dev: &TestDevice) -> TestResult {
+    let q = svm_queue(dev)?;
+    let pool = MemoryPool::new(cl_pool::SvmAllocator::<cl_mem::svm::Coarse>::new(
+        &q,
+        cl_mem::svm::SvmOptions::new(),
+    ));
+    let n = 1000;
+    let a = pool.allocate(n)?;
+    assert_eq!((a.requested_bytes(), a.allocated_bytes()), (1000, 1023));
+    let ptr = a.svm_ptr();
+    assert!(!ptr.is_null());
+    svm_fill(&q, a.svm(), 3, n, &[])?.wait()?;
+    let mut out = vec![0u8; n];
+    a.svm().read(&q, 0, &mut out, &[])?;
+    assert_eq!(
+        out,
+        (0..n)
+            .map(|i| 3u8.wrapping_add(u8::try_from(i & 0xff).unwrap_or(0)))
+            .collect::<Vec<_>>()
+    );
+    drop(a);
+    let b = pool.allocate(1001)?;
+    assert_eq!(b.svm_ptr(), ptr, "a hit hands out the held allocation");
+    let s = pool.stats();
+    assert_eq!(
+        (s.hits, s.misses, s.held_blocks, s.active_blocks),
+        (1, 1, 0, 1)
+    );
+    // Zero bytes: a real 1-byte allocation, never address 0 (as PyOpenCL's SVMPool).
+    let z = pool.allocate(0)?;
+    assert!(!z.svm_ptr().is_null());
+    assert_eq!(z.allocated_bytes(), 1);
+    drop((b, z));
+    pool.free_held();
+    assert_eq!(pool.managed_bytes(), 0);
+    q.finish()?;
+    Ok(())
+}
+
+fn svm_pool_reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> TestResult {
+    let q2 = svm_queue(dev)?;
+    let q1 = Queue::new(q2.context(), &dev.device)?;
+    let pool = MemoryPool::new(cl_pool::SvmAllocator::<cl_mem::svm::Coarse>::new(
+        &q2,
+        cl_mem::svm::SvmOptions::new(),
+    ));
+    let n = 256;
+    let a = pool.allocate(n)?;
+    let ptr = a.svm_ptr();
+    a.svm().write(&q2, 0, &vec![0u8; n], &[])?;
+    a.bind_to_queue(&q1)?;
+    let gate = UserEvent::new(q1.context())?;
+    let pending = svm_fill(&q1, a.svm(), 9, n, &[&gate])?;
+    drop(a);
+    let opener = open_later(&gate, Duration::from_millis(100));
+    let t0 = Instant::now();
+    let b = pool.allocate(n)?; // bound back to q2: a barrier after q1's marker
+    assert_eq!(b.svm_ptr(), ptr);
+    let mut out = vec![0u8; n];
+    b.svm().read(&q2, 0, &mut out, &[])?;
+    let waited = t0.elapsed();
+    opener.join().map_err(|_| fail("gate thread panicked"))??;
+    assert_eq!(
+        out,
+        (0..n)
+            .map(|i| 9u8.wrapping_add(u8::try_from(i & 0xff).unwrap_or(0)))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        waited >= Duration::from_millis(80),
+        "q2 did not wait: {waited:?}"
+    );
+    assert_eq!(pending.status()?, EventStatus::Complete);
     Ok(())
 }

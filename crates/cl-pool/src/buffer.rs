@@ -337,7 +337,9 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
             });
         }
         Ok(PooledSlice {
-            buffer: self.buffer().sub_buffer(start, end - start, MemFlags::empty())?,
+            buffer: self
+                .buffer()
+                .sub_buffer(start, end - start, MemFlags::empty())?,
             _block: PhantomData,
         })
     }

@@ -34,6 +34,7 @@ pub mod cache;
 pub mod error;
 pub mod pool;
 pub mod stats;
+pub mod svm;
 pub mod trace;
 
 pub use allocator::{
@@ -51,3 +52,4 @@ pub use pool::{
     CounterScope, Eviction, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder, DEFAULT_SHARDS,
 };
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
+pub use svm::{PooledSvm, SvmAllocator};
