@@ -221,14 +221,15 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
         let ended = util::run_with_timeout(&mut cmd, limit)?;
         let took = start.elapsed();
         let counts = read_counts(&json);
-        let (status, ok) = match (&ended, counts) {
-            (Ended::TimedOut, _) => (format!("TIMED OUT after {}", util::secs(limit)), false),
-            (Ended::Exited(s), Some(c)) if s.success() && c[1] == 0 && c[4] == 0 => {
+        let aborted = read_aborted(&json);
+        let (status, ok) = match (&ended, counts, aborted) {
+            (Ended::TimedOut, _, _) => (format!("TIMED OUT after {}", util::secs(limit)), false),
+            (_, _, Some(why)) => (format!("ABORTED: {why}"), false),
+            (Ended::Exited(s), Some(c), None) if s.success() && c[1] == 0 && c[4] == 0 => {
                 ("ok".to_owned(), true)
             }
-            (Ended::Exited(s), Some(_)) if s.success() => ("FAILED".to_owned(), false),
-            (Ended::Exited(_), Some(_)) => ("FAILED".to_owned(), false),
-            (Ended::Exited(s), None) => (format!("CRASHED ({s}), no summary"), false),
+            (Ended::Exited(_), Some(_), None) => ("FAILED".to_owned(), false),
+            (Ended::Exited(s), None, None) => (format!("CRASHED ({s}), no summary"), false),
         };
         rows.push(Row {
             dev,
@@ -245,6 +246,12 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
     } else {
         Ok(())
     }
+}
+
+/// Why the harness stopped early (its watchdog caught a test that never returned), if it did.
+fn read_aborted(path: &Path) -> Option<String> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    v["aborted"].as_str().map(str::to_owned)
 }
 
 /// `[passed, failed, skipped, expected failures, unexpected passes]` from the harness's JSON summary.

@@ -1,0 +1,137 @@
+//! [`TestDevice`]: one selected device, with fresh-context factories, and the selection glue.
+
+use std::fmt;
+
+use cl_mem::{Context, Device, Platform, Queue};
+
+/// A device the tests run on, as the harness hands it to each [`crate::DeviceTest`].
+///
+/// [`context`](TestDevice::context) and [`queue`](TestDevice::queue) make a *fresh* context each call,
+/// like PyOpenCL's `ctx_factory`, so tests never share driver state.
+#[derive(Debug, Clone)]
+pub struct TestDevice {
+    /// The device's platform.
+    pub platform: Platform,
+    /// The device.
+    pub device: Device,
+    platform_name: String,
+    device_name: String,
+    version: String,
+    platform_index: usize,
+    device_index: usize,
+}
+
+/// Device selection failed: a malformed `CL_TEST`, a selector matching nothing, or a driver error while
+/// enumerating. The message names the available platforms and devices (from `cl_mem::select`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectionError(pub String);
+
+impl fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SelectionError {}
+
+impl From<cl_mem::Error> for SelectionError {
+    fn from(e: cl_mem::Error) -> Self {
+        SelectionError(e.to_string())
+    }
+}
+
+impl TestDevice {
+    /// The devices `CL_TEST` (else `PYOPENCL_TEST`, else every device) selects, in selection order.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectionError`] as described there.
+    pub fn selected() -> Result<Vec<TestDevice>, SelectionError> {
+        let selected = cl_mem::select::test_devices().map_err(|e| SelectionError(e.to_string()))?;
+        let platforms = Platform::list()?;
+        selected
+            .into_iter()
+            .map(|device| TestDevice::new(&platforms, device))
+            .collect()
+    }
+
+    /// Wraps `device`, reading its names and finding its `platform index:device index` in the loader's
+    /// enumeration (the grammar's index form, which `cargo xtask test-devices` uses to pin one device).
+    fn new(platforms: &[Platform], device: Device) -> Result<TestDevice, SelectionError> {
+        let platform = device.platform();
+        let platform_index = platforms
+            .iter()
+            .position(|p| *p == platform)
+            .ok_or_else(|| {
+                SelectionError("a selected device's platform is not in clGetPlatformIDs".into())
+            })?;
+        let device_index = platform
+            .devices()?
+            .iter()
+            .position(|d| *d == device)
+            .ok_or_else(|| {
+                SelectionError("a selected device is not in its platform's device list".into())
+            })?;
+        Ok(TestDevice {
+            platform,
+            device,
+            platform_name: platform.name()?.trim().to_owned(),
+            device_name: device.name()?.trim().to_owned(),
+            version: device.version_string()?.trim().to_owned(),
+            platform_index,
+            device_index,
+        })
+    }
+
+    /// A fresh context on this device alone (PyOpenCL's `ctx_factory()`).
+    ///
+    /// # Panics
+    ///
+    /// When the driver cannot create one: inside a device test that is a failure with the message.
+    pub fn context(&self) -> Context {
+        Context::from_device(&self.device)
+            .unwrap_or_else(|e| panic!("cannot create a context on {}: {e}", self.label()))
+    }
+
+    /// A fresh in-order queue on a fresh context of this device ([`queue.context()`](Queue::context)
+    /// returns that context).
+    ///
+    /// # Panics
+    ///
+    /// When the driver cannot create them: inside a device test that is a failure with the message.
+    pub fn queue(&self) -> Queue {
+        let context = self.context();
+        Queue::new(&context, &self.device)
+            .unwrap_or_else(|e| panic!("cannot create a queue on {}: {e}", self.label()))
+    }
+
+    /// `[platform name/device name]`, the prefix of result names.
+    pub fn label(&self) -> String {
+        format!("[{}/{}]", self.platform_name, self.device_name)
+    }
+
+    /// `CL_PLATFORM_NAME`, trimmed.
+    pub fn platform_name(&self) -> &str {
+        &self.platform_name
+    }
+
+    /// `CL_DEVICE_NAME`, trimmed.
+    pub fn device_name(&self) -> &str {
+        &self.device_name
+    }
+
+    /// `CL_DEVICE_VERSION` as the driver reports it (`OpenCL 3.0 PoCL ...`).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The platform's index in `clGetPlatformIDs` order.
+    pub fn platform_index(&self) -> usize {
+        self.platform_index
+    }
+
+    /// The device's index within its platform's `clGetDeviceIDs(CL_DEVICE_TYPE_ALL)` list.
+    pub fn device_index(&self) -> usize {
+        self.device_index
+    }
+}

@@ -1,0 +1,194 @@
+//! The expectations table: known driver bugs, as expected failures.
+//!
+//! Each entry names a platform (and optionally a device) by case-insensitive substring, the exact test
+//! name (`suite::test`), the reason, and a link to the `docs/DEVICES.md` section that documents the bug.
+//! A matching test that fails is reported as an *expected failure* and does not fail the run; one that
+//! passes is reported as an *unexpected pass* and does fail it, so that a fixed driver gets its entry
+//! removed (use [`Expectation::flaky`] for a bug that only sometimes shows). A host test checks that
+//! every link points at an existing heading of `docs/DEVICES.md`.
+//!
+//! To add one: append an entry below and a section (or a line in the runtime's section) to
+//! `docs/DEVICES.md`; see `docs/TESTING.md`.
+
+/// One known driver bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expectation {
+    /// Case-insensitive substring of the platform name (`"portable"`, `"intel"`, `"oclgrind"`).
+    pub platform: &'static str,
+    /// Case-insensitive substring of the device name; `""` matches every device of the platform.
+    pub device: &'static str,
+    /// The full test name, `suite::test`.
+    pub test: &'static str,
+    /// What goes wrong, in a few words.
+    pub reason: &'static str,
+    /// `docs/DEVICES.md#anchor` of the section that documents it.
+    pub link: &'static str,
+    /// The bug shows only sometimes: a pass is then not reported as an unexpected pass.
+    pub flaky: bool,
+}
+
+impl Expectation {
+    /// Whether this entry covers `test` on the device `device` of the platform `platform`.
+    pub fn matches(&self, platform: &str, device: &str, test: &str) -> bool {
+        let contains =
+            |hay: &str, needle: &str| hay.to_lowercase().contains(&needle.to_lowercase());
+        self.test == test && contains(platform, self.platform) && contains(device, self.device)
+    }
+}
+
+/// Every known driver bug. Keep entries sorted by platform, then test.
+pub const EXPECTATIONS: &[Expectation] = &[
+    Expectation {
+        platform: "oclgrind",
+        device: "",
+        test: "core::profiling_needs_a_profiling_queue",
+        reason: "clGetEventProfilingInfo answers for queues created without CL_QUEUE_PROFILING_ENABLE",
+        link: "docs/DEVICES.md#oclgrind",
+        flaky: false,
+    },
+    Expectation {
+        platform: "oclgrind",
+        device: "",
+        test: "images::image_info_reports_pitches",
+        reason: "CL_IMAGE_ROW_PITCH and CL_IMAGE_SLICE_PITCH read 0 for images created without host pitches",
+        link: "docs/DEVICES.md#oclgrind",
+        flaky: false,
+    },
+    Expectation {
+        platform: "oclgrind",
+        device: "",
+        test: "images::used_host_row_pitch_is_honoured",
+        reason: "clCreateImage ignores image_row_pitch: USE_HOST_PTR rows are read as if packed",
+        link: "docs/DEVICES.md#oclgrind",
+        flaky: false,
+    },
+    Expectation {
+        platform: "portable",
+        device: "",
+        test: "core::user_event_error_reaches_callback",
+        reason: "a CL_COMPLETE callback never runs when a user event is set to an error status",
+        link: "docs/DEVICES.md#pocl",
+        flaky: false,
+    },
+];
+
+/// The first entry covering `test` on `platform`/`device`, if any.
+pub fn lookup(platform: &str, device: &str, test: &str) -> Option<&'static Expectation> {
+    lookup_in(EXPECTATIONS, platform, device, test)
+}
+
+/// [`lookup`] over a given table (tests use their own).
+pub fn lookup_in<'a>(
+    table: &'a [Expectation],
+    platform: &str,
+    device: &str,
+    test: &str,
+) -> Option<&'a Expectation> {
+    table.iter().find(|e| e.matches(platform, device, test))
+}
+
+/// GitHub-style anchor of a Markdown heading: lowercase, spaces to `-`, punctuation other than `-` and `_`
+/// dropped.
+pub fn heading_anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every anchor a Markdown document defines: its headings' anchors and explicit `<a id="...">` tags.
+pub fn anchors(markdown: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in markdown.lines() {
+        let t = line.trim_start();
+        if t.starts_with('#') {
+            out.push(heading_anchor(t.trim_start_matches('#')));
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("<a id=\"") {
+            rest = &rest[i + 7..];
+            if let Some(end) = rest.find('"') {
+                out.push(rest[..end].to_owned());
+                rest = &rest[end..];
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &[Expectation] = &[Expectation {
+        platform: "portable",
+        device: "",
+        test: "buffers::fill_rejects_bad_pattern",
+        reason: "example",
+        link: "docs/DEVICES.md#pocl",
+        flaky: false,
+    }];
+
+    #[test]
+    fn lookup_matches_platform_substring_case_insensitively() {
+        let e = lookup_in(
+            TABLE,
+            "Portable Computing Language",
+            "pthread-x",
+            "buffers::fill_rejects_bad_pattern",
+        );
+        assert_eq!(e.map(|e| e.reason), Some("example"));
+    }
+
+    #[test]
+    fn lookup_needs_the_exact_test_name_and_platform() {
+        assert!(lookup_in(TABLE, "Portable Computing Language", "x", "buffers::fill").is_none());
+        assert!(lookup_in(
+            TABLE,
+            "Intel(R) OpenCL",
+            "x",
+            "buffers::fill_rejects_bad_pattern"
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn anchors_follow_github_slugs_and_explicit_ids() {
+        let md = "# Devices\n## PoCL 3.1 (Debian)\ntext <a id=\"intel-svm\"></a>\n### Oclgrind: quirks\n";
+        assert_eq!(
+            anchors(md),
+            ["devices", "pocl-31-debian", "intel-svm", "oclgrind-quirks"]
+        );
+    }
+
+    #[test]
+    fn every_expectation_links_an_existing_devices_md_section() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/DEVICES.md");
+        let doc = std::fs::read_to_string(path).expect("docs/DEVICES.md exists");
+        let known = anchors(&doc);
+        for e in EXPECTATIONS {
+            let anchor = e.link.strip_prefix("docs/DEVICES.md#").unwrap_or_else(|| {
+                panic!(
+                    "{}: link `{}` must start with docs/DEVICES.md#",
+                    e.test, e.link
+                )
+            });
+            assert!(
+                known.iter().any(|a| a == anchor),
+                "{}: no section #{anchor} in docs/DEVICES.md",
+                e.test
+            );
+            assert!(
+                !e.reason.is_empty() && !e.platform.is_empty(),
+                "{}: reason and platform required",
+                e.test
+            );
+        }
+    }
+}
