@@ -596,7 +596,7 @@ fn kernel_scales_buffer_roundtrip(dev: &TestDevice) -> TestResult {
     k.set_arg(0, &a)?
         .set_arg(1, &b)?
         .set_arg(2, &3.0f32)?
-        .set_arg(3, &(n as u32))?;
+        .set_arg(3, &u32::try_from(n)?)?;
     let done = k.enqueue_nd_range(&q, &[1024], None, &[])?;
     let mut out = vec![0f32; n];
     b.read(&q, 0, &mut out, &[&done])?;
@@ -617,7 +617,7 @@ fn kernel_local_memory_reverses_groups(dev: &TestDevice) -> TestResult {
         )));
     }
     let n = wg * 8;
-    let input: Vec<i32> = (0..n as i32).collect();
+    let input: Vec<i32> = (0..i32::try_from(n)?).collect();
     let a = cl_mem::Buffer::from_slice(q.context(), MemFlags::READ_ONLY, &input)?;
     let b = cl_mem::Buffer::new(q.context(), MemFlags::WRITE_ONLY, n * 4)?;
     k.set_arg(0, &a)?
