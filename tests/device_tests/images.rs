@@ -424,7 +424,14 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         assert_eq!(again.shape(), img.shape());
         assert_eq!(again.format(), RGBA_F);
         assert_eq!(again.image_type(), desc.image_type);
+        // Through the untyped memory handle and back.
+        let mem: cl_mem::Memory = again.into();
+        assert_eq!(mem.mem_type()?, MemObjectType::from_raw(desc.image_type.to_raw()));
+        let back = Image::try_from(mem).map_err(|m| fail(format!("{m:?} is not an image")))?;
+        assert_eq!(back, img);
     }
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
+    assert!(Image::try_from(cl_mem::Memory::from(buf)).is_err());
     Ok(())
 }
 

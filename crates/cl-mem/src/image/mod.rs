@@ -619,6 +619,28 @@ pub fn supported_image_formats(
     Ok(formats.into_iter().map(ImageFormat::from_raw).collect())
 }
 
+impl From<Image> for crate::memory::Memory {
+    /// The image as an untyped memory object (same reference).
+    fn from(image: Image) -> crate::memory::Memory {
+        // SAFETY: we give the image's one reference to the new `Memory`.
+        unsafe { crate::memory::Memory::from_raw(image.into_raw()) }
+    }
+}
+
+impl TryFrom<crate::memory::Memory> for Image {
+    type Error = crate::memory::Memory;
+
+    /// The memory object as an image, or back unchanged when it is not one.
+    fn try_from(mem: crate::memory::Memory) -> std::result::Result<Image, crate::memory::Memory> {
+        match mem.mem_type().map(ImageType::from_mem_type) {
+            // SAFETY: a valid image; the new `Image` takes one more reference and `mem`'s is
+            // dropped on return, so the count is unchanged.
+            Ok(Some(_)) => unsafe { Image::from_raw_retained(mem.as_raw()) }.map_err(|_| mem),
+            _ => Err(mem),
+        }
+    }
+}
+
 // SAFETY: `raw` is a valid image we hold a reference to for as long as `self` lives.
 unsafe impl MemObject for Image {
     fn as_raw(&self) -> sys::cl_mem {
