@@ -1,6 +1,8 @@
 //! [`Kernel`]: a kernel with its arguments, and [`KernelArg`], what can be passed to it.
 
 use std::any::Any;
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ffi::{c_void, CString};
 use std::fmt;
 use std::sync::Arc;
@@ -160,6 +162,8 @@ pub struct Kernel {
     name: String,
     program: Program,
     held: Vec<Option<Held>>,
+    /// Explicitly `!Sync` (`Cell` is `Send` but not `Sync`), independent of the field types.
+    not_sync: PhantomData<Cell<()>>,
 }
 
 // SAFETY: every OpenCL call on a kernel is thread-safe except clSetKernelArg,
@@ -186,6 +190,7 @@ impl Kernel {
             name: name.to_owned(),
             program: program.clone(),
             held: Vec::new(),
+            not_sync: PhantomData,
         };
         let n = k.num_args()?;
         k.held = (0..n).map(|_| None).collect();

@@ -1,0 +1,10 @@
+//! Compile-fail proofs of the runtime core's claims (`tests/ui/runtime_*.rs`, one claim per file;
+//! the expected errors are the `.stderr` files): a kernel is neither `Sync` nor `Clone` (the
+//! spec's one thread-safety exception), event callbacks must be `Send`, and `usize` is not a
+//! kernel scalar (a kernel's `size_t` width is the device's).
+
+#[test]
+fn runtime_claims_are_enforced_by_the_compiler() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/runtime_*.rs");
+}

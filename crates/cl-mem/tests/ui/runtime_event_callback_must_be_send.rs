@@ -1,0 +1,11 @@
+// Event callbacks run on a driver thread: the closure must be Send.
+use std::rc::Rc;
+
+fn register(ev: &cl_mem::Event) -> cl_mem::Result<()> {
+    let local = Rc::new(1);
+    ev.on_complete(move |_status| {
+        let _ = &local;
+    })
+}
+
+fn main() {}
