@@ -27,6 +27,9 @@
 //! | [`Program`], [`Kernel`], [`KernelArg`], [`LocalMemory`] | `cl_program`, `cl_kernel` | `Program`, `Kernel`, `LocalMemory` |
 //! | [`MemObject`], [`MemFlags`] | `cl_mem`, `cl_mem_flags` | `MemoryObjectHolder`, `mem_flags` |
 //! | [`Buffer`] | buffer `cl_mem` | `Buffer` |
+//! | [`Image`], [`ImageFormat`], [`ImageDesc`], [`image_from_array`] | image `cl_mem`, `cl_image_format`, `cl_image_desc` | `Image`, `ImageFormat`, `create_image`, `image_from_array` |
+//! | [`Sampler`] | `cl_sampler` | `Sampler` |
+//! | [`Pipe`] | pipe `cl_mem` | `Pipe` |
 //! | [`Pod`] | by-value data | numpy dtypes |
 //! | [`select`] (`CL_TEST`, `CL_CTX`) | — | `PYOPENCL_TEST`, `create_some_context` |
 //!

@@ -17,6 +17,24 @@
 //! [`ImagePitches`] are in bytes, 0 meaning tightly packed. As in OpenCL, the slice pitch is the
 //! distance between 2-D slices of a 3-D image or layers of a 2-D array, and between the rows
 //! (layers) of a 1-D array; 1-D and 2-D images take no slice pitch.
+//!
+//! # Checks
+//!
+//! Every mismatch PyOpenCL leaves to the driver (or misreports) is a typed error before the driver
+//! is called, in this order: image support and platform version ([`Error::Unsupported`]); flags,
+//! sizes against the largest device limits, pitches without host data or not fitting the shape
+//! ([`Error::InvalidArgument`]); host data too small for the shape and pitches
+//! ([`Error::OutOfBounds`]); a format the context does not support for these flags and this type
+//! ([`Error::Unsupported`], after one `clGetSupportedImageFormats`). Transfers check the queue's
+//! context, the host-access flags, origins and regions, host slice lengths against region and
+//! pitches, and buffer ranges.
+//!
+//! # Driver differences handled here
+//!
+//! - Copied host data with pitches is repacked tightly before `clCreateImage`: Oclgrind ignores
+//!   `image_row_pitch`/`image_slice_pitch`, PoCL the layer pitch of 1-D arrays.
+//! - For 1-D arrays the layer stride is passed as both row and slice pitch: PoCL, Oclgrind and
+//!   the Intel CPU runtime step `row_pitch` between layers where the spec says `slice_pitch`.
 
 mod array;
 mod create;
