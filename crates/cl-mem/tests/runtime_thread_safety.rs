@@ -1,0 +1,20 @@
+//! The thread-safety claims of the runtime core, checked at compile time: every handle type is
+//! `Send + Sync` (OpenCL 1.1+ API calls are thread-safe), except `Kernel`, which is only `Send`
+//! (the `clSetKernelArg` exception; `tests/ui/runtime_kernel_not_sync.rs` proves it is not `Sync`).
+
+fn send_sync<T: Send + Sync>() {}
+fn send<T: Send>() {}
+
+#[test]
+fn handles_are_send_and_sync_kernels_only_send() {
+    send_sync::<cl_mem::Platform>();
+    send_sync::<cl_mem::Device>();
+    send_sync::<cl_mem::Context>();
+    send_sync::<cl_mem::Queue>();
+    send_sync::<cl_mem::Event>();
+    send_sync::<cl_mem::UserEvent>();
+    send_sync::<cl_mem::Program>();
+    send_sync::<cl_mem::Buffer>();
+    send_sync::<cl_mem::Error>();
+    send::<cl_mem::Kernel>();
+}
