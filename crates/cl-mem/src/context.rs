@@ -70,7 +70,8 @@ impl Context {
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] when its devices cannot be queried; the reference is then released.
+    /// [`Error::Cl`] when its devices cannot be queried, [`Error::InvalidArgument`] when it reports
+    /// none; the reference is then released.
     ///
     /// # Safety
     ///
@@ -85,6 +86,15 @@ impl Context {
             ids.into_iter()
                 .map(|id| unsafe { Device::from_raw(id) })
                 .collect()
+        });
+        let devices = devices.and_then(|d| {
+            if d.is_empty() {
+                Err(Error::InvalidArgument(
+                    "the context reports no devices".into(),
+                ))
+            } else {
+                Ok(d)
+            }
         });
         match devices {
             Ok(devices) => Ok(Context {

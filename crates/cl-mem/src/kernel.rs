@@ -2,9 +2,9 @@
 
 use std::any::Any;
 use std::cell::Cell;
-use std::marker::PhantomData;
 use std::ffi::{c_void, CString};
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use cl_raw::{kernel as raw, mem as raw_mem, queue as raw_queue, sys, Version};
