@@ -116,6 +116,49 @@ impl Pipe {
         })
     }
 
+    /// Adopts one reference to a raw pipe (no retain), reading its packet size and count.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when it is not a pipe; [`Error::Cl`] from the queries. The
+    /// reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Pipe`.
+    pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Pipe> {
+        // `max_packets`/`packet_size` are filled below; dropping `p` on error releases `raw`.
+        let mut p = Pipe {
+            raw,
+            packet_size: 0,
+            max_packets: 0,
+        };
+        if p.mem_type()? != crate::memory::MemObjectType::Pipe {
+            return Err(Error::InvalidArgument(
+                "the memory object is not a pipe".into(),
+            ));
+        }
+        p.packet_size = p.query_packet_size()?;
+        p.max_packets = p.query_max_packets()?;
+        Ok(p)
+    }
+
+    /// Retains a raw pipe and wraps the new reference.
+    ///
+    /// # Errors
+    ///
+    /// As [`Pipe::from_raw`], plus [`Error::Cl`] from `clRetainMemObject`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object.
+    pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Pipe> {
+        // SAFETY: obligation 1.
+        unsafe { cl_raw::mem::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
+        // SAFETY: we own the reference just taken.
+        unsafe { Pipe::from_raw(raw) }
+    }
+
     /// The raw handle (still owned by `self`).
     pub fn as_raw(&self) -> sys::cl_mem {
         self.raw
