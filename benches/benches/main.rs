@@ -17,6 +17,7 @@
 use criterion::{criterion_group, criterion_main};
 
 mod buffer;
+mod pool;
 
-criterion_group!(benches, buffer::benches);
+criterion_group!(benches, buffer::benches, pool::benches);
 criterion_main!(benches);

@@ -93,6 +93,13 @@ impl Deref for BufferBlock {
 
 /// Synchronises a block's old queues with `to` (or with the host when `None`), then records `to`.
 fn sync_to(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
+    // The pool-hit fast path: already bound to `to` alone (or to nothing). No driver call, no
+    // allocation: in-order semantics order the new work after the old.
+    match (queues.as_slice(), to) {
+        ([only], Some(to)) if only == to => return Ok(()),
+        ([], None) => return Ok(()),
+        _ => {}
+    }
     let others: Vec<Queue> = queues
         .drain(..)
         .filter(|q| to.is_none_or(|t| q != t))
