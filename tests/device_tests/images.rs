@@ -29,6 +29,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: every_image_type_roundtrips,
         },
         DeviceTest {
+            name: "non_blocking_transfers_own_their_host_memory",
+            run: non_blocking_transfers_own_their_host_memory,
+        },
+        DeviceTest {
             name: "legacy_calls_create_2d_and_3d_images",
             run: legacy_calls_create_2d_and_3d_images,
         },
@@ -201,6 +205,26 @@ fn every_image_type_roundtrips(dev: &TestDevice) -> TestResult {
     buf.read(&q, 0, &mut all, &[])?;
     assert_eq!(&all[32..], &px);
     assert_eq!(img.info()?.buffer.as_ref(), Some(&buf));
+    Ok(())
+}
+
+fn non_blocking_transfers_own_their_host_memory(dev: &TestDevice) -> TestResult {
+    let q = image_queue(dev)?;
+    let ctx = q.context();
+    for desc in descs() {
+        let n = desc.extent().iter().product::<usize>();
+        let img = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &desc)?;
+        let data: Vec<u32> = (0..n as u32).map(|v| v ^ 0x5a5a).collect();
+        let written = img.enqueue_write(&q, &[], &desc.extent(), data.clone(), ImagePitches::PACKED, &[])?;
+        let read = img.enqueue_read(&q, &[], &desc.extent(), vec![0u32; n], ImagePitches::PACKED, &[written.event()])?;
+        assert_eq!(written.wait()?, data);
+        assert_eq!(read.wait()?, data, "{}", desc.image_type);
+    }
+    // A pending read dropped without waiting still completes before its memory goes.
+    let img = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(64, 64), &vec![7u32; 4096])?;
+    drop(img.enqueue_read(&q, &[], &[64, 64], vec![0u32; 4096], ImagePitches::PACKED, &[])?);
+    let short = img.enqueue_read(&q, &[], &[64, 64], vec![0u32; 4095], ImagePitches::PACKED, &[]);
+    assert!(matches!(short, Err(Error::OutOfBounds { .. })), "{short:?}");
     Ok(())
 }
 

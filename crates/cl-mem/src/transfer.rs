@@ -128,6 +128,17 @@ impl<H: HostMemory> Pending<H> {
     }
 }
 
+impl<H: HostMemory> Pending<H> {
+    /// Wraps a started non-blocking command that reads or writes `host` (for the other memory
+    /// modules: images). The caller handed `host`'s bytes to the command.
+    pub(crate) fn started(event: Event, host: H) -> Pending<H> {
+        Pending {
+            event,
+            host: ManuallyDrop::new(host),
+        }
+    }
+}
+
 impl<H: HostMemory> Drop for Pending<H> {
     fn drop(&mut self) {
         if let Err(e) = self.event.wait() {

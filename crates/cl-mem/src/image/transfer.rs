@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::event::{raw_list, Event};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
-use crate::transfer::{CopyOptions, CopyPair};
+use crate::transfer::{CopyOptions, CopyPair, HostMemory, Pending};
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
@@ -261,6 +261,91 @@ impl Image {
         .map_err(Error::cl("clEnqueueReadImage"))?;
         // SAFETY: a fresh reference we own.
         Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// Non-blocking host-to-image write of `region` at `origin` from `host` laid out with
+    /// `pitches`, after `wait`: `host` moves into the returned [`Pending`], which hands it back
+    /// from [`Pending::wait`] (and waits if dropped), so the memory outlives the command.
+    ///
+    /// # Errors
+    ///
+    /// As [`Image::write`].
+    pub fn enqueue_write<H: HostMemory>(
+        &self,
+        queue: &Queue,
+        origin: &[usize],
+        region: &[usize],
+        host: H,
+        pitches: ImagePitches,
+        wait: &[&Event],
+    ) -> Result<Pending<H>> {
+        self.check_queue(queue)?;
+        self.check_host_access(false)?;
+        let (o, r) = coords(self.extent(), origin, region)?;
+        let bytes = host.host_bytes();
+        self.check_host(r, pitches, bytes.len(), "host data of an image write")?;
+        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
+        // SAFETY: valid queue/image/events; `host` moves into the `Pending`, whose drop waits and
+        // whose forgetting leaks, so its (unmoving, HostMemory contract) bytes outlive the
+        // command; region and length checked; we own the returned event.
+        let ev = unsafe {
+            raw_queue::enqueue_write_image(
+                queue.as_raw(),
+                self.raw,
+                false,
+                o,
+                r,
+                row_pitch,
+                slice_pitch,
+                bytes.as_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(Pending::started(unsafe { Event::from_raw(ev) }, host))
+    }
+
+    /// Non-blocking image-to-host read of `region` at `origin` into `host` laid out with
+    /// `pitches`, after `wait`; [`Pending::wait`] returns the filled memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`Image::read`].
+    pub fn enqueue_read<H: HostMemory>(
+        &self,
+        queue: &Queue,
+        origin: &[usize],
+        region: &[usize],
+        mut host: H,
+        pitches: ImagePitches,
+        wait: &[&Event],
+    ) -> Result<Pending<H>> {
+        self.check_queue(queue)?;
+        self.check_host_access(true)?;
+        let (o, r) = coords(self.extent(), origin, region)?;
+        let bytes = host.host_bytes_mut();
+        self.check_host(r, pitches, bytes.len(), "host memory of an image read")?;
+        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
+        let ptr = bytes.as_mut_ptr();
+        // SAFETY: as in `enqueue_write`; the bytes are written only by the command, and the host
+        // cannot reach them until `Pending::wait` returns them.
+        let ev = unsafe {
+            raw_queue::enqueue_read_image(
+                queue.as_raw(),
+                self.raw,
+                false,
+                o,
+                r,
+                row_pitch,
+                slice_pitch,
+                ptr.cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueReadImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(Pending::started(unsafe { Event::from_raw(ev) }, host))
     }
 
     /// Writes the whole image from tightly packed `data`; see [`Image::write`].
