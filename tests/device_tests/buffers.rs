@@ -4,49 +4,139 @@
 //! what the host reads; the bad-input tests check each typed error and the reference counts
 //! afterwards.
 
-#![expect(clippy::cast_possible_truncation, reason = "test sizes and indices are small, known values")]
-#![expect(clippy::unwrap_used, reason = "unwrap_err() in a test is the assertion that a call failed")]
+#![expect(
+    clippy::cast_possible_truncation,
+    reason = "test sizes and indices are small, known values"
+)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "unwrap_err() in a test is the assertion that a call failed"
+)]
 
 use std::collections::HashSet;
 
 use cl_mem::{
-    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, enqueue_migrate_mem_objects, Buffer,
-    ClError, CopyOptions, Error, Event, Kernel, MapFlags, MemFlags, MemObject, MemObjectType, Memory,
-    MigrationFlags, PinnedMemory, Program, Queue, Rect, Version,
+    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, enqueue_migrate_mem_objects,
+    Buffer, ClError, CopyOptions, Error, Event, Kernel, MapFlags, MemFlags, MemObject,
+    MemObjectType, Memory, MigrationFlags, PinnedMemory, Program, Queue, Rect, Version,
 };
 use cl_tests::{skip, DeviceTest, TestDevice, TestResult};
 
 /// The suite's tests, in the order they run.
 pub fn tests() -> Vec<DeviceTest> {
     vec![
-        DeviceTest { name: "creation_forms_hold_their_data", run: creation_forms_hold_their_data },
-        DeviceTest { name: "use_host_memory_is_the_buffer_storage", run: use_host_memory_is_the_buffer_storage },
-        DeviceTest { name: "mem_info_queries_match_the_object", run: mem_info_queries_match_the_object },
-        DeviceTest { name: "raw_handles_round_trip_and_count", run: raw_handles_round_trip_and_count },
-        DeviceTest { name: "creation_rejects_bad_sizes_and_flags", run: creation_rejects_bad_sizes_and_flags },
-        DeviceTest { name: "sub_buffers_are_used_by_kernels", run: sub_buffers_are_used_by_kernels },
-        DeviceTest { name: "sub_buffer_of_sub_buffer_and_of_host_buffers", run: sub_buffer_of_sub_buffer_and_of_host_buffers },
-        DeviceTest { name: "sub_buffer_keeps_its_parent_alive", run: sub_buffer_keeps_its_parent_alive },
-        DeviceTest { name: "sub_buffer_rejects_bad_regions_and_flags", run: sub_buffer_rejects_bad_regions_and_flags },
-        DeviceTest { name: "fill_every_pattern_size", run: fill_every_pattern_size },
-        DeviceTest { name: "fill_rejects_bad_patterns_and_ranges", run: fill_rejects_bad_patterns_and_ranges },
-        DeviceTest { name: "migration_keeps_contents", run: migration_keeps_contents },
-        DeviceTest { name: "migration_rejects_bad_lists", run: migration_rejects_bad_lists },
-        DeviceTest { name: "kernel_reads_host_writes_and_host_reads_kernel_writes", run: kernel_reads_host_writes_and_host_reads_kernel_writes },
-        DeviceTest { name: "copy_default_count_is_the_smaller_size", run: copy_default_count_is_the_smaller_size },
-        DeviceTest { name: "copy_rejects_overlap_and_out_of_range", run: copy_rejects_overlap_and_out_of_range },
-        DeviceTest { name: "rect_write_read_copy_move_the_right_bytes", run: rect_write_read_copy_move_the_right_bytes },
-        DeviceTest { name: "rect_rejects_bad_regions_and_pitches", run: rect_rejects_bad_regions_and_pitches },
-        DeviceTest { name: "enqueue_copy_covers_every_pair", run: enqueue_copy_covers_every_pair },
-        DeviceTest { name: "non_blocking_transfers_return_their_memory", run: non_blocking_transfers_return_their_memory },
-        DeviceTest { name: "host_access_flags_are_enforced_first", run: host_access_flags_are_enforced_first },
-        DeviceTest { name: "maps_see_kernel_results_and_feed_kernels", run: maps_see_kernel_results_and_feed_kernels },
-        DeviceTest { name: "map_guards_unmap_and_count", run: map_guards_unmap_and_count },
-        DeviceTest { name: "map_rejects_bad_ranges_and_flags", run: map_rejects_bad_ranges_and_flags },
-        DeviceTest { name: "pinned_memory_is_a_transfer_endpoint", run: pinned_memory_is_a_transfer_endpoint },
-        DeviceTest { name: "ndarrays_in_and_out_in_c_and_fortran_order", run: ndarrays_in_and_out_in_c_and_fortran_order },
-        DeviceTest { name: "p2p_copy_is_typed_unsupported_without_the_extension", run: p2p_copy_is_typed_unsupported_without_the_extension },
-        DeviceTest { name: "bad_input_suite_leaks_no_references", run: bad_input_suite_leaks_no_references },
+        DeviceTest {
+            name: "creation_forms_hold_their_data",
+            run: creation_forms_hold_their_data,
+        },
+        DeviceTest {
+            name: "use_host_memory_is_the_buffer_storage",
+            run: use_host_memory_is_the_buffer_storage,
+        },
+        DeviceTest {
+            name: "mem_info_queries_match_the_object",
+            run: mem_info_queries_match_the_object,
+        },
+        DeviceTest {
+            name: "raw_handles_round_trip_and_count",
+            run: raw_handles_round_trip_and_count,
+        },
+        DeviceTest {
+            name: "creation_rejects_bad_sizes_and_flags",
+            run: creation_rejects_bad_sizes_and_flags,
+        },
+        DeviceTest {
+            name: "sub_buffers_are_used_by_kernels",
+            run: sub_buffers_are_used_by_kernels,
+        },
+        DeviceTest {
+            name: "sub_buffer_of_sub_buffer_and_of_host_buffers",
+            run: sub_buffer_of_sub_buffer_and_of_host_buffers,
+        },
+        DeviceTest {
+            name: "sub_buffer_keeps_its_parent_alive",
+            run: sub_buffer_keeps_its_parent_alive,
+        },
+        DeviceTest {
+            name: "sub_buffer_rejects_bad_regions_and_flags",
+            run: sub_buffer_rejects_bad_regions_and_flags,
+        },
+        DeviceTest {
+            name: "fill_every_pattern_size",
+            run: fill_every_pattern_size,
+        },
+        DeviceTest {
+            name: "fill_rejects_bad_patterns_and_ranges",
+            run: fill_rejects_bad_patterns_and_ranges,
+        },
+        DeviceTest {
+            name: "migration_keeps_contents",
+            run: migration_keeps_contents,
+        },
+        DeviceTest {
+            name: "migration_rejects_bad_lists",
+            run: migration_rejects_bad_lists,
+        },
+        DeviceTest {
+            name: "kernel_reads_host_writes_and_host_reads_kernel_writes",
+            run: kernel_reads_host_writes_and_host_reads_kernel_writes,
+        },
+        DeviceTest {
+            name: "copy_default_count_is_the_smaller_size",
+            run: copy_default_count_is_the_smaller_size,
+        },
+        DeviceTest {
+            name: "copy_rejects_overlap_and_out_of_range",
+            run: copy_rejects_overlap_and_out_of_range,
+        },
+        DeviceTest {
+            name: "rect_write_read_copy_move_the_right_bytes",
+            run: rect_write_read_copy_move_the_right_bytes,
+        },
+        DeviceTest {
+            name: "rect_rejects_bad_regions_and_pitches",
+            run: rect_rejects_bad_regions_and_pitches,
+        },
+        DeviceTest {
+            name: "enqueue_copy_covers_every_pair",
+            run: enqueue_copy_covers_every_pair,
+        },
+        DeviceTest {
+            name: "non_blocking_transfers_return_their_memory",
+            run: non_blocking_transfers_return_their_memory,
+        },
+        DeviceTest {
+            name: "host_access_flags_are_enforced_first",
+            run: host_access_flags_are_enforced_first,
+        },
+        DeviceTest {
+            name: "maps_see_kernel_results_and_feed_kernels",
+            run: maps_see_kernel_results_and_feed_kernels,
+        },
+        DeviceTest {
+            name: "map_guards_unmap_and_count",
+            run: map_guards_unmap_and_count,
+        },
+        DeviceTest {
+            name: "map_rejects_bad_ranges_and_flags",
+            run: map_rejects_bad_ranges_and_flags,
+        },
+        DeviceTest {
+            name: "pinned_memory_is_a_transfer_endpoint",
+            run: pinned_memory_is_a_transfer_endpoint,
+        },
+        DeviceTest {
+            name: "ndarrays_in_and_out_in_c_and_fortran_order",
+            run: ndarrays_in_and_out_in_c_and_fortran_order,
+        },
+        DeviceTest {
+            name: "p2p_copy_is_typed_unsupported_without_the_extension",
+            run: p2p_copy_is_typed_unsupported_without_the_extension,
+        },
+        DeviceTest {
+            name: "bad_input_suite_leaks_no_references",
+            run: bad_input_suite_leaks_no_references,
+        },
     ]
 }
 
@@ -108,12 +198,16 @@ fn creation_forms_hold_their_data(dev: &TestDevice) -> TestResult {
 
     let owned = Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, data.clone())?;
     assert_eq!(owned.read_vec::<i32>(&q, &[])?, data);
-    let boxed = Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, data.clone().into_boxed_slice())?;
+    let boxed =
+        Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, data.clone().into_boxed_slice())?;
     assert_eq!(boxed.read_vec::<i32>(&q, &[])?, data);
     let leaked: &'static mut [i32] = Box::leak(data.clone().into_boxed_slice());
     let borrowed = Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, leaked)?;
     assert_eq!(borrowed.read_vec::<i32>(&q, &[])?, data);
-    assert_eq!(borrowed.mem_flags()?, MemFlags::READ_WRITE | MemFlags::USE_HOST_PTR);
+    assert_eq!(
+        borrowed.mem_flags()?,
+        MemFlags::READ_WRITE | MemFlags::USE_HOST_PTR
+    );
     Ok(())
 }
 
@@ -144,7 +238,10 @@ fn use_host_memory_is_the_buffer_storage(dev: &TestDevice) -> TestResult {
     // Host memory only exists for USE_HOST_PTR buffers.
     let plain = Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
     // SAFETY: refused before any access.
-    assert!(matches!(unsafe { plain.host_slice::<i32>() }, Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        unsafe { plain.host_slice::<i32>() },
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
@@ -154,7 +251,10 @@ fn mem_info_queries_match_the_object(dev: &TestDevice) -> TestResult {
     let pv = dev.device.platform_version();
     let buf = Buffer::new(ctx, MemFlags::READ_ONLY | MemFlags::HOST_WRITE_ONLY, 4096)?;
     assert_eq!(buf.mem_type()?, MemObjectType::Buffer);
-    assert_eq!(buf.mem_flags()?, MemFlags::READ_ONLY | MemFlags::HOST_WRITE_ONLY);
+    assert_eq!(
+        buf.mem_flags()?,
+        MemFlags::READ_ONLY | MemFlags::HOST_WRITE_ONLY
+    );
     assert_eq!(buf.mem_size_bytes()?, 4096);
     assert_eq!(buf.mem_map_count()?, 0);
     assert_eq!(buf.mem_reference_count()?, 1);
@@ -166,18 +266,26 @@ fn mem_info_queries_match_the_object(dev: &TestDevice) -> TestResult {
     let sub = buf.sub_buffer(align, 64, MemFlags::empty())?;
     assert_eq!(sub.mem_offset_bytes()?, align);
     assert_eq!(sub.mem_size_bytes()?, 64);
-    let parent = sub.mem_associated_object()?.expect("a sub-buffer has a parent");
+    let parent = sub
+        .mem_associated_object()?
+        .expect("a sub-buffer has a parent");
     assert_eq!(parent.as_raw(), buf.as_raw());
     assert!(sub.is_sub_buffer() && sub.parent() == Some(&buf) && sub.origin_bytes() == align);
     if pv >= Version::V2_0 {
         assert!(!buf.mem_uses_svm_pointer()?);
     } else {
-        assert!(matches!(buf.mem_uses_svm_pointer(), Err(Error::Unsupported { .. })));
+        assert!(matches!(
+            buf.mem_uses_svm_pointer(),
+            Err(Error::Unsupported { .. })
+        ));
     }
     if pv >= Version::V3_0 {
         assert_eq!(buf.mem_properties()?, Vec::<u64>::new());
     } else {
-        assert!(matches!(buf.mem_properties(), Err(Error::Unsupported { .. })));
+        assert!(matches!(
+            buf.mem_properties(),
+            Err(Error::Unsupported { .. })
+        ));
     }
     Ok(())
 }
@@ -211,7 +319,9 @@ fn raw_handles_round_trip_and_count(dev: &TestDevice) -> TestResult {
     assert_eq!(m, m2);
     assert_eq!(buf.mem_reference_count()?, 3);
     drop(m2);
-    let narrowed = m.into_buffer().map_err(|_| cl_tests::fail("a buffer did not narrow"))?;
+    let narrowed = m
+        .into_buffer()
+        .map_err(|_| cl_tests::fail("a buffer did not narrow"))?;
     assert_eq!(narrowed.size_bytes(), 64);
     assert_eq!(buf.mem_reference_count()?, 2);
     let as_memory: Memory = narrowed.into();
@@ -219,25 +329,53 @@ fn raw_handles_round_trip_and_count(dev: &TestDevice) -> TestResult {
     assert_eq!(buf.mem_reference_count()?, 1);
     // A sub-buffer adopted from a raw handle finds its parent and offset.
     let align = base_align(dev)?;
-    let sub = Buffer::from_slice(&ctx, MemFlags::READ_WRITE, &vec![0u8; align * 2])?.sub_buffer(align, 8, MemFlags::empty())?;
+    let sub = Buffer::from_slice(&ctx, MemFlags::READ_WRITE, &vec![0u8; align * 2])?.sub_buffer(
+        align,
+        8,
+        MemFlags::empty(),
+    )?;
     // SAFETY: a valid buffer.
     let adopted = unsafe { Buffer::from_raw_retained(sub.as_raw()) }?;
     assert_eq!(adopted.origin_bytes(), align);
-    assert_eq!(adopted.parent().map(Buffer::as_raw), sub.parent().map(Buffer::as_raw));
+    assert_eq!(
+        adopted.parent().map(Buffer::as_raw),
+        sub.parent().map(Buffer::as_raw)
+    );
     Ok(())
 }
 
 fn creation_rejects_bad_sizes_and_flags(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
-    assert!(matches!(Buffer::new(&ctx, MemFlags::READ_WRITE, 0), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        Buffer::new(&ctx, MemFlags::READ_WRITE, 0),
+        Err(Error::InvalidArgument(_))
+    ));
     let max = usize::try_from(dev.device.max_mem_alloc_size()?).unwrap_or(usize::MAX);
     let e = Buffer::new(&ctx, MemFlags::READ_WRITE, max.saturating_add(1)).unwrap_err();
-    assert!(e.to_string().contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE"), "{e}");
-    assert!(matches!(Buffer::use_host_memory(&ctx, MemFlags::READ_WRITE, Vec::<u8>::new()), Err(Error::InvalidArgument(_))));
-    assert!(matches!(Buffer::use_host_memory(&ctx, MemFlags::COPY_HOST_PTR, vec![1u8]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(Buffer::use_host_memory(&ctx, MemFlags::ALLOC_HOST_PTR, vec![1u8]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(Buffer::new(&ctx, MemFlags::COPY_HOST_PTR, 8), Err(Error::InvalidArgument(_))));
-    assert!(matches!(Buffer::from_slice::<u32>(&ctx, MemFlags::READ_WRITE, &[]), Err(Error::InvalidArgument(_))));
+    assert!(
+        e.to_string().contains("CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
+        "{e}"
+    );
+    assert!(matches!(
+        Buffer::use_host_memory(&ctx, MemFlags::READ_WRITE, Vec::<u8>::new()),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Buffer::use_host_memory(&ctx, MemFlags::COPY_HOST_PTR, vec![1u8]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Buffer::use_host_memory(&ctx, MemFlags::ALLOC_HOST_PTR, vec![1u8]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Buffer::new(&ctx, MemFlags::COPY_HOST_PTR, 8),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        Buffer::from_slice::<u32>(&ctx, MemFlags::READ_WRITE, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
@@ -255,11 +393,23 @@ fn sub_buffers_are_used_by_kernels(dev: &TestDevice) -> TestResult {
     add(&q, &p, &b, -1000, 2 * per)?;
     let out = parent.read_vec::<i32>(&q, &[])?;
     for (i, &v) in out.iter().enumerate() {
-        let want = i as i32 + if i < per { 0 } else if i < 2 * per { 1000 } else { -1000 };
+        let want = i as i32
+            + if i < per {
+                0
+            } else if i < 2 * per {
+                1000
+            } else {
+                -1000
+            };
         assert_eq!(v, want, "element {i}");
     }
     // Transfers address the view, not the parent.
-    assert_eq!(a.read_vec::<i32>(&q, &[])?, (per as i32..2 * per as i32).map(|x| x + 1000).collect::<Vec<_>>());
+    assert_eq!(
+        a.read_vec::<i32>(&q, &[])?,
+        (per as i32..2 * per as i32)
+            .map(|x| x + 1000)
+            .collect::<Vec<_>>()
+    );
     b.write(&q, 0, &[42i32], &[])?;
     let mut first = [0i32];
     parent.read(&q, 2 * align, &mut first, &[])?;
@@ -284,7 +434,10 @@ fn sub_buffer_of_sub_buffer_and_of_host_buffers(dev: &TestDevice) -> TestResult 
     let hs = host.sub_buffer_range(align..2 * align)?;
     assert!(hs.mem_flags()?.contains(MemFlags::USE_HOST_PTR));
     assert_eq!(hs.read_vec::<u8>(&q, &[])?, &bytes[align..2 * align]);
-    assert_eq!(hs.mem_host_ptr()?, host.mem_host_ptr()?.wrapping_byte_add(align));
+    assert_eq!(
+        hs.mem_host_ptr()?,
+        host.mem_host_ptr()?.wrapping_byte_add(align)
+    );
     let pinned = Buffer::alloc_host(q.context(), MemFlags::READ_WRITE, align * 2)?;
     let ps = pinned.sub_buffer_range(align..)?;
     ps.write(&q, 0, &bytes[..align], &[])?;
@@ -303,7 +456,10 @@ fn sub_buffer_keeps_its_parent_alive(dev: &TestDevice) -> TestResult {
     drop(parent);
     add(&q, &p, &sub, 5, n / 2)?;
     let out = sub.read_vec::<i32>(&q, &[])?;
-    assert_eq!(out, (n as i32 / 2..n as i32).map(|x| x + 5).collect::<Vec<_>>());
+    assert_eq!(
+        out,
+        (n as i32 / 2..n as i32).map(|x| x + 5).collect::<Vec<_>>()
+    );
     assert_eq!(sub.parent().map(Buffer::as_raw), Some(raw_parent));
     Ok(())
 }
@@ -315,22 +471,53 @@ fn sub_buffer_rejects_bad_regions_and_flags(dev: &TestDevice) -> TestResult {
     if align > 1 {
         assert_eq!(
             buf.sub_buffer(1, 8, MemFlags::empty()).unwrap_err(),
-            Error::Misaligned { what: "sub-buffer origin", value: 1, alignment: align }
+            Error::Misaligned {
+                what: "sub-buffer origin",
+                value: 1,
+                alignment: align
+            }
         );
         // The absolute origin counts: aligned inside a misaligned... not possible; an aligned
         // child of an aligned parent at a misaligned offset is refused too.
         let child = buf.sub_buffer(align, align * 2, MemFlags::empty())?;
-        assert!(matches!(child.sub_buffer(align / 2, 4, MemFlags::empty()), Err(Error::Misaligned { .. })));
+        assert!(matches!(
+            child.sub_buffer(align / 2, 4, MemFlags::empty()),
+            Err(Error::Misaligned { .. })
+        ));
     }
-    assert!(matches!(buf.sub_buffer(0, align * 4 + 1, MemFlags::empty()), Err(Error::OutOfBounds { .. })));
-    assert!(matches!(buf.sub_buffer(align * 4, 1, MemFlags::empty()), Err(Error::OutOfBounds { .. })));
-    assert!(matches!(buf.sub_buffer(usize::MAX, 2, MemFlags::empty()), Err(Error::OutOfBounds { .. })));
-    assert!(matches!(buf.sub_buffer(0, 0, MemFlags::empty()), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.sub_buffer_range(8..8), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.sub_buffer(0, 8, MemFlags::USE_HOST_PTR), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.sub_buffer(0, 8, MemFlags::ALLOC_HOST_PTR), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.sub_buffer(0, align * 4 + 1, MemFlags::empty()),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.sub_buffer(align * 4, 1, MemFlags::empty()),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.sub_buffer(usize::MAX, 2, MemFlags::empty()),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.sub_buffer(0, 0, MemFlags::empty()),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.sub_buffer_range(8..8),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.sub_buffer(0, 8, MemFlags::USE_HOST_PTR),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.sub_buffer(0, 8, MemFlags::ALLOC_HOST_PTR),
+        Err(Error::InvalidArgument(_))
+    ));
     // A readable view of a write-only buffer.
-    assert!(matches!(buf.sub_buffer(0, 8, MemFlags::READ_ONLY), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.sub_buffer(0, 8, MemFlags::READ_ONLY),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(buf.sub_buffer(0, 8, MemFlags::WRITE_ONLY).is_ok());
     assert_eq!(buf.mem_reference_count()?, 1);
     Ok(())
@@ -347,7 +534,11 @@ fn fill_every_pattern_size(dev: &TestDevice) -> TestResult {
         buf.fill_bytes(&q, &pattern, offset, len, &[])?;
         let out = buf.read_vec::<u8>(&q, &[])?;
         for (i, &v) in out.iter().enumerate() {
-            let want = if (offset..offset + len).contains(&i) { pattern[(i - offset) % p] } else { 0xEE };
+            let want = if (offset..offset + len).contains(&i) {
+                pattern[(i - offset) % p]
+            } else {
+                0xEE
+            };
             assert_eq!(v, want, "pattern size {p}, byte {i}");
         }
     }
@@ -374,21 +565,47 @@ fn fill_every_pattern_size(dev: &TestDevice) -> TestResult {
 fn fill_rejects_bad_patterns_and_ranges(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 256)?;
-    assert!(matches!(buf.fill_bytes(&q, &[1, 2, 3], 0, 3, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.fill_bytes(&q, &[0; 256], 0, 256, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.fill_bytes(&q, &[], 0, 0, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.fill_bytes(&q, &[1, 2, 3], 0, 3, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.fill_bytes(&q, &[0; 256], 0, 256, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.fill_bytes(&q, &[], 0, 0, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     assert_eq!(
         buf.fill(&q, &1u32, 2, 8, &[]).unwrap_err(),
-        Error::Misaligned { what: "fill offset", value: 2, alignment: 4 }
+        Error::Misaligned {
+            what: "fill offset",
+            value: 2,
+            alignment: 4
+        }
     );
     assert_eq!(
         buf.fill(&q, &1u32, 4, 6, &[]).unwrap_err(),
-        Error::Misaligned { what: "fill size", value: 6, alignment: 4 }
+        Error::Misaligned {
+            what: "fill size",
+            value: 6,
+            alignment: 4
+        }
     );
-    assert!(matches!(buf.fill(&q, &1u32, 252, 8, &[]), Err(Error::OutOfBounds { .. })));
-    assert!(matches!(buf.fill(&q, &1u8, usize::MAX, 2, &[]), Err(Error::OutOfBounds { .. })));
+    assert!(matches!(
+        buf.fill(&q, &1u32, 252, 8, &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.fill(&q, &1u8, usize::MAX, 2, &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
     let other = dev.queue();
-    assert!(matches!(buf.fill(&other, &1u8, 0, 1, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.fill(&other, &1u8, 0, 1, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
@@ -413,7 +630,10 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
 
 fn migration_rejects_bad_lists(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
-    assert!(matches!(enqueue_migrate_mem_objects(&q, &[], MigrationFlags::empty(), &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        enqueue_migrate_mem_objects(&q, &[], MigrationFlags::empty(), &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     let foreign = Buffer::new(&dev.context(), MemFlags::READ_WRITE, 16)?;
     let e = enqueue_migrate_mem_objects(&q, &[&foreign], MigrationFlags::empty(), &[]).unwrap_err();
     assert!(e.to_string().contains("another context"), "{e}");
@@ -478,18 +698,42 @@ fn copy_rejects_overlap_and_out_of_range(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let a = Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
     let b = Buffer::new(q.context(), MemFlags::READ_WRITE, 32)?;
-    assert!(matches!(a.copy_from_range(&q, &a, 0, 8, Some(16), &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(b.copy_from_range(&q, &a, 0, 0, Some(33), &[]), Err(Error::OutOfBounds { what: "copy destination", .. })));
-    assert!(matches!(b.copy_from_range(&q, &a, 60, 0, Some(8), &[]), Err(Error::OutOfBounds { what: "copy source", .. })));
-    assert!(matches!(b.copy_from_range(&q, &a, usize::MAX, 0, Some(8), &[]), Err(Error::OutOfBounds { .. })));
+    assert!(matches!(
+        a.copy_from_range(&q, &a, 0, 8, Some(16), &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        b.copy_from_range(&q, &a, 0, 0, Some(33), &[]),
+        Err(Error::OutOfBounds {
+            what: "copy destination",
+            ..
+        })
+    ));
+    assert!(matches!(
+        b.copy_from_range(&q, &a, 60, 0, Some(8), &[]),
+        Err(Error::OutOfBounds {
+            what: "copy source",
+            ..
+        })
+    ));
+    assert!(matches!(
+        b.copy_from_range(&q, &a, usize::MAX, 0, Some(8), &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
     // Overlap through sub-buffers of one parent is caught too.
     let align = base_align(dev)?;
     let parent = Buffer::new(q.context(), MemFlags::READ_WRITE, align * 3)?;
     let s1 = parent.sub_buffer(0, align * 2, MemFlags::empty())?;
     let s2 = parent.sub_buffer(align, align * 2, MemFlags::empty())?;
-    assert!(matches!(s2.copy_from(&q, &s1, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        s2.copy_from(&q, &s1, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     let foreign = Buffer::new(&dev.context(), MemFlags::READ_WRITE, 32)?;
-    assert!(matches!(b.copy_from(&q, &foreign, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        b.copy_from(&q, &foreign, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
@@ -497,34 +741,84 @@ fn rect_write_read_copy_move_the_right_bytes(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     // A 6x5 host image of u8, value = 10 * y + x; copy the 3x2 block at (2, 1) into an 8x4
     // buffer image at (1, 2).
-    let host: Vec<u8> = (0..5).flat_map(|y| (0..6).map(move |x| 10 * y + x)).collect();
+    let host: Vec<u8> = (0..5)
+        .flat_map(|y| (0..6).map(move |x| 10 * y + x))
+        .collect();
     let buf = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[0u8; 32])?;
-    let rect = Rect::new([3, 2, 1]).src_origin([2, 1, 0]).src_pitches(6, 0).dst_origin([1, 2, 0]).dst_pitches(8, 0);
+    let rect = Rect::new([3, 2, 1])
+        .src_origin([2, 1, 0])
+        .src_pitches(6, 0)
+        .dst_origin([1, 2, 0])
+        .dst_pitches(8, 0);
     buf.write_rect(&q, &rect, &host, &[])?;
     let out = buf.read_vec::<u8>(&q, &[])?;
     for y in 0..4 {
         for x in 0..8 {
-            let want = if (1..4).contains(&x) && (2..4).contains(&y) { 10 * (y - 1) + (x + 1) } else { 0 };
+            let want = if (1..4).contains(&x) && (2..4).contains(&y) {
+                10 * (y - 1) + (x + 1)
+            } else {
+                0
+            };
             assert_eq!(out[y * 8 + x] as usize, want, "buffer ({x}, {y})");
         }
     }
     // Read the block back, tightly packed.
     let mut block = [0u8; 6];
-    buf.read_rect(&q, &Rect::new([3, 2, 1]).src_origin([1, 2, 0]).src_pitches(8, 0), &mut block, &[])?;
+    buf.read_rect(
+        &q,
+        &Rect::new([3, 2, 1]).src_origin([1, 2, 0]).src_pitches(8, 0),
+        &mut block,
+        &[],
+    )?;
     assert_eq!(block, [12, 13, 14, 22, 23, 24]);
     // 3-D: a 2x2x2 cube of a 4x4x4 volume, through buffer-to-buffer rect copy.
     let vol: Vec<u8> = (0..64).collect();
     let src = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &vol)?;
     let dst = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[0u8; 8])?;
-    dst.copy_rect_from(&q, &src, &Rect::new([2, 2, 2]).src_origin([1, 1, 1]).src_pitches(4, 16), &[])?;
-    assert_eq!(dst.read_vec::<u8>(&q, &[])?, [21, 22, 25, 26, 37, 38, 41, 42]);
+    dst.copy_rect_from(
+        &q,
+        &src,
+        &Rect::new([2, 2, 2])
+            .src_origin([1, 1, 1])
+            .src_pitches(4, 16),
+        &[],
+    )?;
+    assert_eq!(
+        dst.read_vec::<u8>(&q, &[])?,
+        [21, 22, 25, 26, 37, 38, 41, 42]
+    );
+    // Non-blocking rectangles own their host memory.
+    let w = buf.enqueue_write_rect(
+        &q,
+        &Rect::new([2, 2, 1]).dst_origin([6, 0, 0]).dst_pitches(8, 0),
+        vec![7u8, 8, 9, 10],
+        &[],
+    )?;
+    assert_eq!(w.wait()?, [7, 8, 9, 10]);
+    let r = buf.enqueue_read_rect(
+        &q,
+        &Rect::new([2, 2, 1]).src_origin([6, 0, 0]).src_pitches(8, 0),
+        vec![0u8; 4],
+        &[],
+    )?;
+    assert_eq!(r.wait()?, [7, 8, 9, 10]);
+    let r = buf.enqueue_read_rect(
+        &q,
+        &Rect::new([2, 2, 1]).src_origin([7, 3, 0]).src_pitches(8, 0),
+        vec![0u8; 4],
+        &[],
+    );
+    assert!(matches!(r, Err(Error::OutOfBounds { .. })));
     // A kernel reads what a rect write wrote.
     let p = program(&q)?;
     let ints = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[0i32; 8])?;
     let rows = [1i32, 2, 3, 4];
     ints.write_rect(&q, &Rect::new([8, 2, 1]).dst_pitches(16, 0), &rows, &[])?;
     add(&q, &p, &ints, 10, 8)?;
-    assert_eq!(ints.read_vec::<i32>(&q, &[])?, [11, 12, 10, 10, 13, 14, 10, 10]);
+    assert_eq!(
+        ints.read_vec::<i32>(&q, &[])?,
+        [11, 12, 10, 10, 13, 14, 10, 10]
+    );
     Ok(())
 }
 
@@ -535,20 +829,61 @@ fn rect_rejects_bad_regions_and_pitches(dev: &TestDevice) -> TestResult {
     let mut out = [0u8; 64];
     // Past the buffer: 8 rows of 8 from row 1.
     let r = Rect::new([8, 8, 1]).dst_origin([0, 1, 0]);
-    assert!(matches!(buf.write_rect(&q, &r, &host, &[]), Err(Error::OutOfBounds { what: "buffer rectangle", .. })));
+    assert!(matches!(
+        buf.write_rect(&q, &r, &host, &[]),
+        Err(Error::OutOfBounds {
+            what: "buffer rectangle",
+            ..
+        })
+    ));
     // Past the host slice.
     let r = Rect::new([8, 8, 1]).src_origin([1, 0, 0]);
-    assert!(matches!(buf.write_rect(&q, &r, &host, &[]), Err(Error::OutOfBounds { what: "host rectangle", .. })));
+    assert!(matches!(
+        buf.write_rect(&q, &r, &host, &[]),
+        Err(Error::OutOfBounds {
+            what: "host rectangle",
+            ..
+        })
+    ));
     let r = Rect::new([4, 4, 1]).dst_origin([0, 0, 0]).dst_pitches(8, 0);
-    assert!(matches!(buf.read_rect(&q, &r, &mut out[..20], &[]), Err(Error::OutOfBounds { what: "host rectangle", .. })));
+    assert!(matches!(
+        buf.read_rect(&q, &r, &mut out[..20], &[]),
+        Err(Error::OutOfBounds {
+            what: "host rectangle",
+            ..
+        })
+    ));
     // Zero region, short row pitch, bad slice pitch.
-    assert!(matches!(buf.write_rect(&q, &Rect::new([0, 1, 1]), &host, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.write_rect(&q, &Rect::new([8, 2, 1]).dst_pitches(4, 0), &host, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.write_rect(&q, &Rect::new([4, 2, 2]).dst_pitches(4, 6), &host, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.write_rect(&q, &Rect::new([1, 1, 1]).dst_origin([usize::MAX, 0, 0]), &host, &[]), Err(Error::InvalidArgument(_) | Error::OutOfBounds { .. })));
+    assert!(matches!(
+        buf.write_rect(&q, &Rect::new([0, 1, 1]), &host, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.write_rect(&q, &Rect::new([8, 2, 1]).dst_pitches(4, 0), &host, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.write_rect(&q, &Rect::new([4, 2, 2]).dst_pitches(4, 6), &host, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.write_rect(
+            &q,
+            &Rect::new([1, 1, 1]).dst_origin([usize::MAX, 0, 0]),
+            &host,
+            &[]
+        ),
+        Err(Error::InvalidArgument(_) | Error::OutOfBounds { .. })
+    ));
     // Within one buffer, different pitches are refused.
-    let r = Rect::new([2, 2, 1]).src_pitches(4, 0).dst_pitches(8, 0).dst_origin([0, 4, 0]);
-    assert!(matches!(buf.copy_rect_from(&q, &buf, &r, &[]), Err(Error::InvalidArgument(_))));
+    let r = Rect::new([2, 2, 1])
+        .src_pitches(4, 0)
+        .dst_pitches(8, 0)
+        .dst_origin([0, 4, 0]);
+    assert!(matches!(
+        buf.copy_rect_from(&q, &buf, &r, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
@@ -568,25 +903,77 @@ fn enqueue_copy_covers_every_pair(dev: &TestDevice) -> TestResult {
     enqueue_copy(&q, &a, &[9u32, 9], &[])?;
     enqueue_copy(&q, &a, &host, &[])?;
     // Offsets and counts on each side.
-    let opts = CopyOptions { src_offset: 4, dst_offset: 8, byte_count: Some(8) };
+    let opts = CopyOptions {
+        src_offset: 4,
+        dst_offset: 8,
+        byte_count: Some(8),
+    };
     enqueue_copy_with(&q, &b, &host[..], opts, &[])?;
     enqueue_copy(&q, &mut out[..], &b, &[])?;
     assert_eq!(out, [1, 2, 2, 3]);
     let mut two = [0u32; 2];
-    enqueue_copy_with(&q, &mut two[..], &b, CopyOptions { src_offset: 8, ..CopyOptions::default() }, &[])?;
+    enqueue_copy_with(
+        &q,
+        &mut two[..],
+        &b,
+        CopyOptions {
+            src_offset: 8,
+            ..CopyOptions::default()
+        },
+        &[],
+    )?;
     assert_eq!(two, [2, 3]);
     // With a host side the host slice decides the count: 8 bytes from offset 12 do not fit.
-    let r = enqueue_copy_with(&q, &mut two[..], &b, CopyOptions { src_offset: 12, ..CopyOptions::default() }, &[]);
-    assert!(matches!(r, Err(Error::OutOfBounds { what: "buffer read", offset: 12, len: 8, size: 16 })));
-    let opts = CopyOptions { src_offset: 4, dst_offset: 0, byte_count: Some(4) };
+    let r = enqueue_copy_with(
+        &q,
+        &mut two[..],
+        &b,
+        CopyOptions {
+            src_offset: 12,
+            ..CopyOptions::default()
+        },
+        &[],
+    );
+    assert!(matches!(
+        r,
+        Err(Error::OutOfBounds {
+            what: "buffer read",
+            offset: 12,
+            len: 8,
+            size: 16
+        })
+    ));
+    let opts = CopyOptions {
+        src_offset: 4,
+        dst_offset: 0,
+        byte_count: Some(4),
+    };
     enqueue_copy_with(&q, &b, &a, opts, &[])?;
     enqueue_copy(&q, &mut out[..], &b, &[])?;
     assert_eq!(out, [2, 2, 2, 3]);
     // Host slice longer than the buffer: a typed error, nothing reaches the driver.
     let long = [0u32; 5];
-    assert!(matches!(enqueue_copy(&q, &a, &long[..], &[]), Err(Error::OutOfBounds { .. })));
-    let r = enqueue_copy_with(&q, &a, &host[..], CopyOptions { src_offset: 20, ..CopyOptions::default() }, &[]);
-    assert!(matches!(r, Err(Error::OutOfBounds { what: "host slice", .. })));
+    assert!(matches!(
+        enqueue_copy(&q, &a, &long[..], &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
+    let r = enqueue_copy_with(
+        &q,
+        &a,
+        &host[..],
+        CopyOptions {
+            src_offset: 20,
+            ..CopyOptions::default()
+        },
+        &[],
+    );
+    assert!(matches!(
+        r,
+        Err(Error::OutOfBounds {
+            what: "host slice",
+            ..
+        })
+    ));
     Ok(())
 }
 
@@ -616,26 +1003,62 @@ fn non_blocking_transfers_return_their_memory(dev: &TestDevice) -> TestResult {
     assert!(r.is_complete()?);
     assert!(r.wait()?.iter().all(|&v| v == 5));
     // Checked first, memory dropped.
-    assert!(matches!(buf.enqueue_write(&q, n * 4 - 4, vec![1i32; 2], &[]), Err(Error::OutOfBounds { .. })));
-    assert!(matches!(buf.enqueue_read(&q, 0, Vec::<i32>::new(), &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.enqueue_write(&q, n * 4 - 4, vec![1i32; 2], &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.enqueue_read(&q, 0, Vec::<i32>::new(), &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
 fn host_access_flags_are_enforced_first(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
-    let no = Buffer::new(q.context(), MemFlags::READ_WRITE | MemFlags::HOST_NO_ACCESS, 16)?;
-    let wo = Buffer::new(q.context(), MemFlags::READ_WRITE | MemFlags::HOST_WRITE_ONLY, 16)?;
-    let ro = Buffer::from_slice(q.context(), MemFlags::READ_WRITE | MemFlags::HOST_READ_ONLY, &[4u8; 16])?;
+    let no = Buffer::new(
+        q.context(),
+        MemFlags::READ_WRITE | MemFlags::HOST_NO_ACCESS,
+        16,
+    )?;
+    let wo = Buffer::new(
+        q.context(),
+        MemFlags::READ_WRITE | MemFlags::HOST_WRITE_ONLY,
+        16,
+    )?;
+    let ro = Buffer::from_slice(
+        q.context(),
+        MemFlags::READ_WRITE | MemFlags::HOST_READ_ONLY,
+        &[4u8; 16],
+    )?;
     let mut out = [0u8; 16];
-    assert!(matches!(no.read(&q, 0, &mut out, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(no.write(&q, 0, &out, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(wo.read(&q, 0, &mut out, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        no.read(&q, 0, &mut out, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        no.write(&q, 0, &out, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        wo.read(&q, 0, &mut out, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     wo.write(&q, 0, &[1u8; 16], &[])?;
-    assert!(matches!(ro.write(&q, 0, &out, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        ro.write(&q, 0, &out, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     ro.read(&q, 0, &mut out, &[])?;
     assert_eq!(out, [4u8; 16]);
-    assert!(matches!(wo.map_read::<u8>(&q, .., &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(ro.map_mut::<u8>(&q, MapFlags::WRITE, .., &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        wo.map_read::<u8>(&q, .., &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        ro.map_mut::<u8>(&q, MapFlags::WRITE, .., &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     // A device copy is not host access.
     wo.copy_from(&q, &ro, &[])?;
     Ok(())
@@ -722,12 +1145,32 @@ fn map_guards_unmap_and_count(dev: &TestDevice) -> TestResult {
 fn map_rejects_bad_ranges_and_flags(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
-    assert!(matches!(buf.map_read::<u32>(&q, 10..17, &[]), Err(Error::OutOfBounds { .. })));
-    assert!(matches!(buf.map_read::<u32>(&q, 4..4, &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.map_mut::<u32>(&q, MapFlags::READ, .., &[]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(buf.map_mut::<u32>(&q, MapFlags::WRITE_INVALIDATE_REGION | MapFlags::WRITE, .., &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.map_read::<u32>(&q, 10..17, &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.map_read::<u32>(&q, 4..4, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.map_mut::<u32>(&q, MapFlags::READ, .., &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.map_mut::<u32>(
+            &q,
+            MapFlags::WRITE_INVALIDATE_REGION | MapFlags::WRITE,
+            ..,
+            &[]
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
     let other = dev.queue();
-    assert!(matches!(buf.map_read::<u8>(&other, .., &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.map_read::<u8>(&other, .., &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     assert_eq!(buf.mem_map_count()?, 0);
     Ok(())
 }
@@ -753,7 +1196,19 @@ fn pinned_memory_is_a_transfer_endpoint(dev: &TestDevice) -> TestResult {
     let r = buf.enqueue_read(&q, 0, pinned, &[])?;
     let pinned = r.wait()?;
     assert!(pinned.iter().all(|&x| x == 8));
-    assert!(matches!(PinnedMemory::<i32>::new(&q, 0), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        PinnedMemory::<i32>::new(&q, 0),
+        Err(Error::InvalidArgument(_))
+    ));
+    // An ndarray view of pinned memory, checked against its length.
+    let mut pinned = pinned;
+    pinned.as_array_mut((32, 32))?.column_mut(0).fill(-3);
+    assert_eq!(pinned.as_array((32, 32))?[[5, 0]], -3);
+    assert_eq!(pinned[5 * 32], -3);
+    assert!(matches!(
+        pinned.as_array((33, 32)),
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
@@ -762,17 +1217,29 @@ fn p2p_copy_is_typed_unsupported_without_the_extension(dev: &TestDevice) -> Test
     let a = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[1u8; 64])?;
     let q2 = dev.queue();
     let b = Buffer::new(q2.context(), MemFlags::READ_WRITE, 64)?;
-    let has = dev.platform.has_extension("cl_amd_copy_buffer_p2p")? || dev.device.has_extension("cl_amd_copy_buffer_p2p")?;
+    let has = dev.platform.has_extension("cl_amd_copy_buffer_p2p")?
+        || dev.device.has_extension("cl_amd_copy_buffer_p2p")?;
     let r = enqueue_copy_buffer_p2p_amd(dev.platform, &q, &a, &b, None, &[]);
     if has {
         r?.wait()?;
         assert_eq!(b.read_vec::<u8>(&q2, &[])?, vec![1u8; 64]);
     } else {
-        assert!(matches!(r, Err(Error::Unsupported { feature: "clEnqueueCopyBufferP2PAMD", .. })), "{r:?}");
+        assert!(
+            matches!(
+                r,
+                Err(Error::Unsupported {
+                    feature: "clEnqueueCopyBufferP2PAMD",
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
         // Bounds are still checked before the lookup result is used.
         let r = enqueue_copy_buffer_p2p_amd(dev.platform, &q, &a, &b, Some(65), &[]);
         assert!(matches!(r, Err(Error::OutOfBounds { .. })), "{r:?}");
-        return Err(skip("no cl_amd_copy_buffer_p2p: checked the typed Unsupported error only"));
+        return Err(skip(
+            "no cl_amd_copy_buffer_p2p: checked the typed Unsupported error only",
+        ));
     }
     Ok(())
 }
@@ -796,20 +1263,32 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
         buf.read_rect(&q, &Rect::new([16, 2, 1]).dst_pitches(8, 0), &mut host, &[]),
         enqueue_migrate_mem_objects(&q, &[], MigrationFlags::HOST, &[]),
         enqueue_copy(&q, &buf, &host[..], &[]),
-        buf.enqueue_write(&q, 255, vec![0u8; 2], &[]).map(|p| p.event().clone()),
+        buf.enqueue_write(&q, 255, vec![0u8; 2], &[])
+            .map(|p| p.event().clone()),
         buf.map_read::<u8>(&q, 0..300, &[]).map(|_| unreachable!()),
-        buf.sub_buffer(1 % align.max(2), 8, MemFlags::empty()).map(|_| unreachable!()),
-        buf.sub_buffer(0, 300, MemFlags::empty()).map(|_| unreachable!()),
+        buf.sub_buffer(1 % align.max(2), 8, MemFlags::empty())
+            .map(|_| unreachable!()),
+        buf.sub_buffer(0, 300, MemFlags::empty())
+            .map(|_| unreachable!()),
         Buffer::new(&ctx, MemFlags::READ_WRITE, 0).map(|_| unreachable!()),
     ];
     for (i, r) in errors.iter().enumerate() {
-        let e = r.as_ref().err().unwrap_or_else(|| panic!("bad input {i} was accepted"));
-        assert!(e.cl_status().is_none(), "bad input {i} reached the driver: {e}");
+        let e = r
+            .as_ref()
+            .err()
+            .unwrap_or_else(|| panic!("bad input {i} was accepted"));
+        assert!(
+            e.cl_status().is_none(),
+            "bad input {i} reached the driver: {e}"
+        );
     }
     drop(errors);
     // A real driver error, for contrast: it is reported with the call name, then nothing leaks.
     let e = ClError::InvalidValue;
-    assert_eq!(Error::cl("clEnqueueFillBuffer")(e).to_string(), "clEnqueueFillBuffer failed: CL_INVALID_VALUE");
+    assert_eq!(
+        Error::cl("clEnqueueFillBuffer")(e).to_string(),
+        "clEnqueueFillBuffer failed: CL_INVALID_VALUE"
+    );
     q.finish()?;
     assert_eq!(buf.mem_reference_count()?, 1);
     assert_eq!(other.mem_reference_count()?, 1);
@@ -841,10 +1320,19 @@ fn ndarrays_in_and_out_in_c_and_fortran_order(dev: &TestDevice) -> TestResult {
     assert_eq!(fb, f);
     // A strided view is refused before the driver; so is a shape larger than the buffer.
     let strided = c.slice(s![.., ..2]);
-    assert!(matches!(buf.write_array(&q, 0, &strided, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.write_array(&q, 0, &strided, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     let mut big = Array2::<i32>::zeros((4, 4));
-    assert!(matches!(buf.read_array(&q, 0, &mut big, &[]), Err(Error::OutOfBounds { .. })));
-    assert!(matches!(buf.to_array::<i32, _>(&q, (5, 4), &[]), Err(Error::OutOfBounds { .. })));
+    assert!(matches!(
+        buf.read_array(&q, 0, &mut big, &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.to_array::<i32, _>(&q, (5, 4), &[]),
+        Err(Error::OutOfBounds { .. })
+    ));
     // Map views: shape and order, checked against the mapped elements.
     buf.write(&q, 0, &(0..12).collect::<Vec<i32>>(), &[])?;
     {
@@ -855,7 +1343,10 @@ fn ndarrays_in_and_out_in_c_and_fortran_order(dev: &TestDevice) -> TestResult {
         assert_eq!(vf[[1, 2]], 7);
         assert!(matches!(m.as_array((4, 4)), Err(Error::InvalidArgument(_))));
         // Strides reaching past the map are refused (PyOpenCL accepts them).
-        assert!(matches!(m.as_array((4, 3).strides((4, 1))), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            m.as_array((4, 3).strides((4, 1))),
+            Err(Error::InvalidArgument(_))
+        ));
         assert_eq!(m.as_array((3, 2).strides((4, 1)))?[[2, 1]], 9);
     }
     {

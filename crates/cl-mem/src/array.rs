@@ -12,6 +12,7 @@ use ndarray::{
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::host::PinnedMemory;
 use crate::map::{MapMut, MapRead};
 use crate::pod::Pod;
 use crate::queue::Queue;
@@ -137,6 +138,35 @@ impl<T: Pod> MapMut<'_, T> {
     }
 
     /// The mapped elements as a mutable array view of `shape`; see [`MapRead::as_array`].
+    ///
+    /// # Errors
+    ///
+    /// As [`MapRead::as_array`].
+    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &mut self,
+        shape: Sh,
+    ) -> Result<ArrayViewMut<'_, T, D>> {
+        let s: &mut [T] = self;
+        let len = s.len();
+        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
+    }
+}
+
+impl<T: Pod> PinnedMemory<T> {
+    /// The pinned elements as an array view of `shape`; see [`MapRead::as_array`].
+    ///
+    /// # Errors
+    ///
+    /// As [`MapRead::as_array`].
+    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &self,
+        shape: Sh,
+    ) -> Result<ArrayView<'_, T, D>> {
+        let s: &[T] = self;
+        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+    }
+
+    /// The pinned elements as a mutable array view of `shape`; see [`MapRead::as_array`].
     ///
     /// # Errors
     ///

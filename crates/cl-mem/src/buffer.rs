@@ -197,9 +197,9 @@ impl Buffer {
         let user_data = Box::into_raw(owner);
         // SAFETY: a valid buffer; `user_data` is a leaked box reclaimed exactly once by
         // `free_host_memory`, which calls no OpenCL function.
-        if let Err(e) =
-            unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) }
-        {
+        let registered =
+            unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) };
+        if let Err(e) = registered {
             // The driver may still use the memory: leak it (safe) rather than free it.
             release_in_drop(raw);
             return Err(Error::cl("clSetMemObjectDestructorCallback")(e));

@@ -539,6 +539,118 @@ impl Buffer {
         Ok(unsafe { Event::from_raw(ev) })
     }
 
+    /// Non-blocking rectangular host-to-device copy: as [`Buffer::write_rect`], with the host
+    /// memory owned by the returned [`Pending`] until the command completes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_rect`] (checked first; `host` is dropped on error).
+    pub fn enqueue_write_rect<H: HostMemory>(
+        &self,
+        queue: &Queue,
+        rect: &Rect,
+        host: H,
+        wait: &[&Event],
+    ) -> Result<Pending<H>> {
+        let bytes = host.host_bytes();
+        let hp = rect.side(
+            "host rectangle",
+            rect.src_origin,
+            rect.src_pitches,
+            bytes.len(),
+        )?;
+        let bp = rect.side(
+            "buffer rectangle",
+            rect.dst_origin,
+            rect.dst_pitches,
+            self.size_bytes(),
+        )?;
+        self.check_queue(queue)?;
+        self.check_host_access(false)?;
+        queue
+            .context()
+            .require_platform_version(Version::V1_1, "clEnqueueWriteBufferRect")?;
+        // SAFETY: valid queue/buffer/events of one context; the host bytes stay valid and
+        // unmoved until the event completes (moved into the `Pending`, HostMemory contract 1);
+        // both rectangles are inside their memory; we own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_write_buffer_rect(
+                queue.as_raw(),
+                self.as_raw(),
+                false,
+                rect.dst_origin,
+                rect.src_origin,
+                rect.region,
+                bp,
+                hp,
+                bytes.as_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
+        Ok(Pending {
+            // SAFETY: a fresh reference we own.
+            event: unsafe { Event::from_raw(ev) },
+            host: ManuallyDrop::new(host),
+        })
+    }
+
+    /// Non-blocking rectangular device-to-host copy: as [`Buffer::read_rect`], with the host
+    /// memory owned by the returned [`Pending`] until the command completes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::read_rect`] (checked first; `host` is dropped on error).
+    pub fn enqueue_read_rect<H: HostMemory>(
+        &self,
+        queue: &Queue,
+        rect: &Rect,
+        mut host: H,
+        wait: &[&Event],
+    ) -> Result<Pending<H>> {
+        let bytes = host.host_bytes_mut();
+        let bp = rect.side(
+            "buffer rectangle",
+            rect.src_origin,
+            rect.src_pitches,
+            self.size_bytes(),
+        )?;
+        let hp = rect.side(
+            "host rectangle",
+            rect.dst_origin,
+            rect.dst_pitches,
+            bytes.len(),
+        )?;
+        self.check_queue(queue)?;
+        self.check_host_access(true)?;
+        queue
+            .context()
+            .require_platform_version(Version::V1_1, "clEnqueueReadBufferRect")?;
+        let ptr = bytes.as_mut_ptr();
+        // SAFETY: as in `enqueue_write_rect`; nothing else touches the bytes until the event
+        // completes.
+        let ev = unsafe {
+            raw_queue::enqueue_read_buffer_rect(
+                queue.as_raw(),
+                self.as_raw(),
+                false,
+                rect.src_origin,
+                rect.dst_origin,
+                rect.region,
+                bp,
+                hp,
+                ptr.cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueReadBufferRect"))?;
+        Ok(Pending {
+            // SAFETY: a fresh reference we own.
+            event: unsafe { Event::from_raw(ev) },
+            host: ManuallyDrop::new(host),
+        })
+    }
+
     /// Rectangular device-to-device copy from `src` into `self` (`clEnqueueCopyBufferRect`).
     ///
     /// # Errors
