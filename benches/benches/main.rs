@@ -18,6 +18,7 @@ use criterion::{criterion_group, criterion_main};
 
 mod buffer;
 mod pool;
+mod transfer;
 
-criterion_group!(benches, buffer::benches, pool::benches);
+criterion_group!(benches, buffer::benches, pool::benches, transfer::benches);
 criterion_main!(benches);
