@@ -316,10 +316,11 @@ impl<A: Allocator> PoolBuilder<A> {
         self
     }
 
-    /// Number of lock shards (default [`DEFAULT_SHARDS`]; 0 is taken as 1).
+    /// Number of lock shards (default [`DEFAULT_SHARDS`]), rounded up to a power of two (0 is
+    /// taken as 1, more than 1024 as 1024).
     #[must_use]
     pub fn shards(mut self, n: usize) -> Self {
-        self.shards = n.max(1);
+        self.shards = n.clamp(1, 1024).next_power_of_two();
         self
     }
 
@@ -795,9 +796,9 @@ impl<B> Shard<B> {
 impl<A: Allocator> Inner<A> {
     #[inline]
     fn shard(&self, bin: BinNumber) -> MutexGuard<'_, Shard<A::Block>> {
-        let n = self.shards.len();
-        // usize has at least 32 bits on every platform we build for.
-        let idx = usize::try_from(bin).unwrap_or(0) % n;
+        // The shard count is a power of two: a mask, not a division (a `div` costs several
+        // nanoseconds, twice per hit). usize has at least 32 bits on every platform we build for.
+        let idx = usize::try_from(bin).unwrap_or(0) & (self.shards.len() - 1);
         lock(&self.shards[idx].0)
     }
 
