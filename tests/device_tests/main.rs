@@ -19,6 +19,7 @@ mod core;
 mod harness;
 mod images;
 mod pool;
+mod svm;
 
 /// The suites, in the order they run: `(module name, its test list)`.
 const SUITES: &[cl_tests::Suite] = &[
@@ -27,6 +28,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("characterize", characterize::tests),
     ("pool", pool::tests),
     ("buffers", buffers::tests),
+    ("svm", svm::tests),
     ("images", images::tests),
 ];
 

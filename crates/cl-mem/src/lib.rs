@@ -86,6 +86,7 @@ mod program;
 mod queue;
 mod sampler;
 pub mod select;
+pub mod svm;
 mod transfer;
 
 pub use cl_raw::{ClError, Version};

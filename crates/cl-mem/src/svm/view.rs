@@ -6,14 +6,13 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cl_raw::{mem as raw_mem, sys};
+use cl_raw::{mem as raw_mem, queue as raw_queue, sys};
 
-use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::event::Event;
+use crate::event::{raw_list, Event};
 use crate::kernel::{ArgValue, KernelArg};
-use crate::memory::MemFlags;
-use crate::pod::Pod;
+use crate::memory::{release_in_drop, MemFlags};
+use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
 
 use super::core::Core;
@@ -22,16 +21,28 @@ use super::{Grain, SvmArray};
 /// A buffer object whose storage is an SVM allocation; it borrows the allocation, so it cannot
 /// outlive it.
 ///
-/// It deliberately does not hand out the inner [`Buffer`] (a clone would escape the borrow) nor
+/// It deliberately is not a [`crate::Buffer`] (a clone would escape the borrow) and does not
 /// implement `MemObject` (a non-blocking command through it would not tell the allocation its
 /// queue). What it offers: blocking [`read`](SvmBufferView::read) and
 /// [`write`](SvmBufferView::write), and use as a kernel argument, where the kernel keeps the
 /// *allocation* alive and reports its queues like an SVM-pointer argument.
+///
+/// It owns its handle directly rather than through [`crate::Buffer::from_raw`]: the Intel CPU
+/// runtime reports an internal `CL_MEM_ASSOCIATED_MEMOBJECT` for such a buffer that
+/// `clRetainMemObject` rejects (`CL_INVALID_MEM_OBJECT`).
 pub struct SvmBufferView<'a> {
-    buffer: Buffer,
+    raw: sys::cl_mem,
+    size: usize,
+    flags: MemFlags,
     core: Arc<Core>,
     _borrow: PhantomData<&'a ()>,
 }
+
+// SAFETY: OpenCL 1.1+ calls are thread-safe ("Multiple Host Threads"); the view only reaches
+// blocking transfers and queries through `&self`.
+unsafe impl Send for SvmBufferView<'_> {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for SvmBufferView<'_> {}
 
 impl<T: Pod, G: Grain> SvmArray<T, G> {
     /// A buffer object over the whole allocation (PyOpenCL's `as_buffer`: flags default to
@@ -73,10 +84,10 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
             )
         }
         .map_err(Error::cl("clCreateBuffer"))?;
-        // SAFETY: a fresh buffer reference we own.
-        let buffer = unsafe { Buffer::from_raw(raw) }?;
         Ok(SvmBufferView {
-            buffer,
+            raw,
+            size: self.size_bytes(),
+            flags,
             core: Arc::clone(&self.core),
             _borrow: PhantomData,
         })
@@ -86,24 +97,38 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
 impl SvmBufferView<'_> {
     /// The raw buffer handle (owned by the view; using it past the view is the caller's risk).
     pub fn as_raw(&self) -> sys::cl_mem {
-        self.buffer.as_raw()
+        self.raw
     }
 
     /// The size in bytes.
     pub fn size_bytes(&self) -> usize {
-        self.buffer.size_bytes()
+        self.size
     }
 
     /// The flags of the buffer (with `USE_HOST_PTR`).
     pub fn flags(&self) -> MemFlags {
-        self.buffer.flags()
+        self.flags
     }
 
-    /// Blocking `clEnqueueReadBuffer` through the buffer (see [`Buffer::read`]).
+    fn check(&self, queue: &Queue, what: &'static str, offset: usize, len: usize) -> Result<()> {
+        self.core.check_queue(queue)?;
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::OutOfBounds {
+                what,
+                offset,
+                len,
+                size: self.size,
+            }),
+        }
+    }
+
+    /// Blocking `clEnqueueReadBuffer` through the buffer into `out`, from `offset_bytes`.
     ///
     /// # Errors
     ///
-    /// As [`Buffer::read`], plus [`Error::InvalidArgument`] for a queue of another context.
+    /// [`Error::InvalidArgument`] for a queue of another context, [`Error::OutOfBounds`] past
+    /// the end (checked first); [`Error::Cl`] from `clEnqueueReadBuffer`.
     pub fn read<T: Pod>(
         &self,
         queue: &Queue,
@@ -111,15 +136,35 @@ impl SvmBufferView<'_> {
         out: &mut [T],
         wait: &[&Event],
     ) -> Result<Event> {
-        self.core.check_queue(queue)?;
-        self.buffer.read(queue, offset_bytes, out, wait)
+        let out = slice_as_bytes_mut(out);
+        self.check(queue, "SVM buffer view read", offset_bytes, out.len())?;
+        if out.is_empty() {
+            return queue.enqueue_marker(wait);
+        }
+        // SAFETY: a valid buffer and queue of one context; blocking, so `out` is written only
+        // during the call through our exclusive borrow; in bounds (checked); `out` cannot alias
+        // the SVM (host access to it needs `&mut` of the array this view borrows).
+        let raw = unsafe {
+            raw_queue::enqueue_read_buffer(
+                queue.as_raw(),
+                self.raw,
+                true,
+                offset_bytes,
+                out.len(),
+                out.as_mut_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueReadBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(raw) })
     }
 
-    /// Blocking `clEnqueueWriteBuffer` through the buffer (see [`Buffer::write`]).
+    /// Blocking `clEnqueueWriteBuffer` of `data` through the buffer at `offset_bytes`.
     ///
     /// # Errors
     ///
-    /// As [`SvmBufferView::read`].
+    /// As [`SvmBufferView::read`], with `clEnqueueWriteBuffer`.
     pub fn write<T: Pod>(
         &self,
         queue: &Queue,
@@ -127,8 +172,32 @@ impl SvmBufferView<'_> {
         data: &[T],
         wait: &[&Event],
     ) -> Result<Event> {
-        self.core.check_queue(queue)?;
-        self.buffer.write(queue, offset_bytes, data, wait)
+        let data = slice_as_bytes(data);
+        self.check(queue, "SVM buffer view write", offset_bytes, data.len())?;
+        if data.is_empty() {
+            return queue.enqueue_marker(wait);
+        }
+        // SAFETY: as for `read`; `data` is only read during the blocking call.
+        let raw = unsafe {
+            raw_queue::enqueue_write_buffer(
+                queue.as_raw(),
+                self.raw,
+                true,
+                offset_bytes,
+                data.len(),
+                data.as_ptr().cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(raw) })
+    }
+}
+
+impl Drop for SvmBufferView<'_> {
+    fn drop(&mut self) {
+        release_in_drop(self.raw);
     }
 }
 
@@ -138,7 +207,7 @@ impl SvmBufferView<'_> {
 unsafe impl KernelArg for SvmBufferView<'_> {
     fn arg_value(&self) -> ArgValue<'_> {
         ArgValue::MemKeepAlive {
-            mem: self.buffer.as_raw(),
+            mem: self.raw,
             keep_alive: Arc::clone(&self.core) as Arc<dyn Any + Send + Sync>,
         }
     }
@@ -147,7 +216,9 @@ unsafe impl KernelArg for SvmBufferView<'_> {
 impl fmt::Debug for SvmBufferView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SvmBufferView")
-            .field("buffer", &self.buffer)
+            .field("raw", &self.raw)
+            .field("size", &self.size)
+            .field("flags", &self.flags)
             .finish()
     }
 }
