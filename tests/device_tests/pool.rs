@@ -58,6 +58,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: deferred_pool_waits_for_old_queue_on_the_host,
         },
         DeviceTest {
+            name: "context_cache_computes_once_per_context_and_clears",
+            run: context_cache_computes_once_per_context_and_clears,
+        },
+        DeviceTest {
             name: "svm_pool_reuses_allocations_in_kernels",
             run: svm_pool_reuses_allocations_in_kernels,
         },
@@ -530,5 +534,40 @@ fn svm_pool_reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> 
         "q2 did not wait: {waited:?}"
     );
     assert_eq!(pending.status()?, EventStatus::Complete);
+    Ok(())
+}
+
+/// PyOpenCL's `test_context_dep_memoize`, plus what clearing does to the context's references.
+fn context_cache_computes_once_per_context_and_clears(dev: &TestDevice) -> TestResult {
+    let cache = cl_pool::ContextCache::<(u32,), u64>::new();
+    let ctx = dev.context();
+    let other = dev.context();
+    let refs = ctx.reference_count()?;
+    let mut calls = 0;
+    for _ in 0..2 {
+        let v = cache.get_or_insert_with(&(&ctx).into(), (5,), || {
+            calls += 1;
+            42
+        });
+        assert_eq!(v, 42);
+    }
+    assert_eq!(calls, 1, "the same context and arguments compute once");
+    cache.get_or_insert_with(&(&other).into(), (5,), || {
+        calls += 1;
+        7
+    });
+    assert_eq!(calls, 2, "another context computes again");
+    assert_eq!(
+        ctx.reference_count()?,
+        refs + 1,
+        "an entry keeps its context alive"
+    );
+    cl_pool::clear_first_arg_caches();
+    assert!(cache.is_empty());
+    assert_eq!(
+        ctx.reference_count()?,
+        refs,
+        "clearing releases the context"
+    );
     Ok(())
 }

@@ -157,6 +157,28 @@ where
     }
 }
 
+/// A [`cl_mem::Context`] as a cache key (PyOpenCL's `context_dependent_memoize` keys by the
+/// context object): hashed by its handle, compared by identity, and holding a reference, so the
+/// handle cannot be reused by a new context while an entry exists (as in PyOpenCL, cached
+/// contexts stay alive until [`clear_first_arg_caches`] or [`FirstArgCache::remove_object`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextKey(pub cl_mem::Context);
+
+impl Hash for ContextKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.0.as_raw() as usize).hash(state);
+    }
+}
+
+impl From<&cl_mem::Context> for ContextKey {
+    fn from(c: &cl_mem::Context) -> Self {
+        Self(c.clone())
+    }
+}
+
+/// A cache keyed by context (PyOpenCL's `context_dependent_memoize`).
+pub type ContextCache<Args, V> = FirstArgCache<ContextKey, Args, V>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

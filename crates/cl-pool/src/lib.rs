@@ -46,7 +46,7 @@ pub use bins::{
     DEFAULT_LEADING_BITS, MAX_LEADING_BITS,
 };
 pub use buffer::{BufferBlock, DeferredAllocator, ImmediateAllocator, PooledBuffer, PooledSlice};
-pub use cache::{clear_first_arg_caches, FirstArgCache};
+pub use cache::{clear_first_arg_caches, ContextCache, ContextKey, FirstArgCache};
 pub use error::{OomReport, PoolError};
 pub use pool::{
     CounterScope, Eviction, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder, DEFAULT_SHARDS,
