@@ -1135,6 +1135,8 @@ fn sampler_reports_its_properties(dev: &TestDevice) -> TestResult {
         ],
     );
     assert!(matches!(twice, Err(Error::InvalidArgument(_))));
+    let unnormalized_repeat = Sampler::new(ctx, false, AddressingMode::MirroredRepeat, FilterMode::Nearest);
+    assert!(matches!(unnormalized_repeat, Err(Error::InvalidArgument(_))));
     Ok(())
 }
 

@@ -138,7 +138,8 @@ impl Sampler {
     /// # Errors
     ///
     /// [`Error::Unsupported`] when no device of the context supports images (checked first: the
-    /// driver answers `CL_INVALID_OPERATION`); [`Error::Cl`] from the create call.
+    /// driver answers `CL_INVALID_OPERATION`); [`Error::InvalidArgument`] for a repeat addressing
+    /// mode with unnormalized coordinates; [`Error::Cl`] from the create call.
     pub fn new(
         context: &Context,
         normalized_coords: bool,
@@ -161,7 +162,8 @@ impl Sampler {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a property given twice; [`Error::Unsupported`] without image
+    /// [`Error::InvalidArgument`] for a property given twice or a repeat addressing mode with
+    /// unnormalized coordinates (undefined in OpenCL C); [`Error::Unsupported`] without image
     /// support, or for a [`SamplerProperty::Raw`] property before OpenCL 2.0; [`Error::Cl`] from
     /// `clCreateSamplerWithProperties` or `clCreateSampler`.
     pub fn with_properties(context: &Context, properties: &[SamplerProperty]) -> Result<Sampler> {
@@ -185,6 +187,28 @@ impl Sampler {
                 )));
             }
             keys.push(key);
+        }
+        let normalized = properties
+            .iter()
+            .rev()
+            .find_map(|p| match p {
+                SamplerProperty::NormalizedCoords(v) => Some(*v),
+                _ => None,
+            })
+            .unwrap_or(true);
+        let repeats = properties.iter().any(|p| {
+            matches!(
+                p,
+                SamplerProperty::AddressingMode(
+                    AddressingMode::Repeat | AddressingMode::MirroredRepeat
+                )
+            )
+        });
+        if repeats && !normalized {
+            // OpenCL C: the repeat modes are defined only for normalized coordinates.
+            return Err(Error::InvalidArgument(
+                "REPEAT and MIRRORED_REPEAT addressing need normalized coordinates".into(),
+            ));
         }
         let raw = if context.platform_version() >= Version::V2_0 {
             let mut list: Vec<sys::cl_sampler_properties> =
