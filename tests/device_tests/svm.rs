@@ -109,7 +109,7 @@ __kernel void spin_then_write(__global uint *a, uint iters) {
 
 /// What `spin_then_write` leaves in element `i`.
 fn spun(i: usize, iters: u32) -> u32 {
-    let mut acc = i as u32;
+    let mut acc = u32::try_from(i).expect("a small index");
     for _ in 0..iters {
         acc = acc.wrapping_mul(1_103_515_245).wrapping_add(12_345);
     }
@@ -151,7 +151,8 @@ fn wait_for(flag: &AtomicBool) -> bool {
     true
 }
 
-const N: usize = 1024;
+const N: usize = N32 as usize;
+const N32: u32 = 1024;
 
 /// The per-kind scenario on an array of `N` floats.
 fn roundtrip<G: Grain>(q: &Queue, a: &mut SvmArray<f32, G>) -> TestResult {
@@ -345,7 +346,7 @@ fn memcpy_in_every_direction(dev: &TestDevice) -> TestResult {
         "coarse-grain SVM",
     )?;
     let q = dev.queue();
-    let data: Vec<u32> = (0..N as u32).collect();
+    let data: Vec<u32> = (0..N32).collect();
     let a = csvm_empty::<u32>(&q, N)?;
     let mut b = csvm_empty::<u32>(&q, N)?;
     // host -> SVM
@@ -381,10 +382,7 @@ fn memcpy_in_every_direction(dev: &TestDevice) -> TestResult {
     // Partial reads at an offset.
     let mut few = [0u32; 4];
     a.read(&q, N - 4, &mut few, &[])?;
-    assert_eq!(
-        few,
-        [N as u32 - 4, N as u32 - 3, N as u32 - 2, N as u32 - 1]
-    );
+    assert_eq!(few, [N32 - 4, N32 - 3, N32 - 2, N32 - 1]);
     Ok(())
 }
 
@@ -459,7 +457,7 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
     let d = &dev.device;
     let q = dev.queue();
     let a = csvm_empty::<u32>(&q, N)?;
-    let data: Vec<u32> = (0..N as u32).map(|i| i * 3).collect();
+    let data: Vec<u32> = (0..N32).map(|i| i * 3).collect();
     a.write(&q, 0, &data, &[])?;
     if d.platform_version() < Version::V2_1 || d.version() < Version::V2_1 {
         assert!(matches!(
@@ -732,7 +730,7 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         "alignment 2^40",
     );
     invalid(alloc(usize::MAX / 2, SvmOptions::new()), "size overflow");
-    let max = dev.device.max_mem_alloc_size()? as usize;
+    let max = usize::try_from(dev.device.max_mem_alloc_size()?).unwrap_or(usize::MAX);
     invalid(
         alloc(max / 4 + 1, SvmOptions::new()),
         "above CL_DEVICE_MAX_MEM_ALLOC_SIZE",
@@ -743,7 +741,7 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
     );
     // A power-of-two alignment the driver may refuse: a typed error, never address 0.
     match SvmArray::<u32, Coarse>::with_options(&q, 4, SvmOptions::new().alignment(1 << 30)) {
-        Ok(a) => assert!(!a.svm_ptr().is_null() && a.svm_ptr() as usize % (1 << 30) == 0),
+        Ok(a) => assert!(!a.svm_ptr().is_null() && (a.svm_ptr() as usize).is_multiple_of(1 << 30)),
         Err(e @ Error::SvmAllocFailed { .. }) => assert!(e.is_out_of_memory()),
         Err(e) => panic!("alignment 2^30: {e}"),
     }

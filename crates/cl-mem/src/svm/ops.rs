@@ -77,7 +77,7 @@ fn fill_bytes_core(
         ("SVM fill offset", offset),
         ("SVM fill byte count", byte_count),
     ] {
-        if value % p != 0 {
+        if !value.is_multiple_of(p) {
             return Err(Error::Misaligned {
                 what,
                 value,
@@ -90,7 +90,7 @@ fn fill_bytes_core(
         return queue.enqueue_marker(wait);
     }
     let dst = offset_ptr(core.ptr(), offset);
-    if (dst as usize) % p != 0 {
+    if !(dst as usize).is_multiple_of(p) {
         return Err(Error::Misaligned {
             what: "SVM fill address",
             value: dst as usize,
