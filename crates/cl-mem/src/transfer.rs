@@ -731,12 +731,12 @@ pub struct CopyOptions {
 
 /// A (destination, source) pair [`enqueue_copy`] can transfer between: buffer from buffer,
 /// buffer from host slice, host slice from buffer, and the same with [`crate::PinnedMemory`]
-/// on the host side. Host to host is deliberately absent, so it does not compile (PyOpenCL
-/// raises `TypeError` at run time).
+/// on the host side (the image module adds the image pairs). Host to host is deliberately
+/// absent, so it does not compile (PyOpenCL raises `TypeError` at run time).
 #[diagnostic::on_unimplemented(
-    message = "`enqueue_copy` cannot copy from `{Self}`",
+    message = "`enqueue_copy` has no transfer for (destination, source) = `{Self}`",
     label = "no transfer between this destination and source",
-    note = "pairs are (&Buffer, &Buffer), (&Buffer, &[T]), (&mut [T], &Buffer) and the PinnedMemory forms; host-to-host copies are not transfers (use `copy_from_slice`)"
+    note = "host-to-host copies are not transfers: use `copy_from_slice`; the supported pairs are the implementors of `CopyPair`"
 )]
 pub trait CopyPair {
     /// Enqueues the blocking transfer (or device copy).
