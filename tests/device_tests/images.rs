@@ -10,10 +10,11 @@
 )]
 
 use cl_mem::{
-    enqueue_copy, enqueue_copy_with, CopyOptions, image_from_array, supported_image_formats, AddressingMode, ArrayImageOptions, Buffer,
-    ChannelOrder, ChannelType, Context, Error, FillColor, FilterMode, Image, ImageAccess,
-    ImageDesc, ImageFormat, ImagePitches, ImageType, Kernel, MapAccess, MemFlags, MemObject,
-    MemObjectType, Pipe, Program, Queue, Sampler, SamplerProperty, Version,
+    enqueue_copy, enqueue_copy_with, image_from_array, supported_image_formats, AddressingMode,
+    ArrayImageOptions, Buffer, ChannelOrder, ChannelType, Context, CopyOptions, Error, FillColor,
+    FilterMode, Image, ImageAccess, ImageDesc, ImageFormat, ImagePitches, ImageType, Kernel,
+    MapAccess, MemFlags, MemObject, MemObjectType, Pipe, Program, Queue, Sampler, SamplerProperty,
+    Version,
 };
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
 
@@ -215,15 +216,49 @@ fn non_blocking_transfers_own_their_host_memory(dev: &TestDevice) -> TestResult 
         let n = desc.extent().iter().product::<usize>();
         let img = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &desc)?;
         let data: Vec<u32> = (0..n as u32).map(|v| v ^ 0x5a5a).collect();
-        let written = img.enqueue_write(&q, &[], &desc.extent(), data.clone(), ImagePitches::PACKED, &[])?;
-        let read = img.enqueue_read(&q, &[], &desc.extent(), vec![0u32; n], ImagePitches::PACKED, &[written.event()])?;
+        let written = img.enqueue_write(
+            &q,
+            &[],
+            &desc.extent(),
+            data.clone(),
+            ImagePitches::PACKED,
+            &[],
+        )?;
+        let read = img.enqueue_read(
+            &q,
+            &[],
+            &desc.extent(),
+            vec![0u32; n],
+            ImagePitches::PACKED,
+            &[written.event()],
+        )?;
         assert_eq!(written.wait()?, data);
         assert_eq!(read.wait()?, data, "{}", desc.image_type);
     }
     // A pending read dropped without waiting still completes before its memory goes.
-    let img = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(64, 64), &vec![7u32; 4096])?;
-    drop(img.enqueue_read(&q, &[], &[64, 64], vec![0u32; 4096], ImagePitches::PACKED, &[])?);
-    let short = img.enqueue_read(&q, &[], &[64, 64], vec![0u32; 4095], ImagePitches::PACKED, &[]);
+    let img = Image::from_host(
+        ctx,
+        MemFlags::READ_WRITE,
+        R_U32,
+        &ImageDesc::d2(64, 64),
+        &vec![7u32; 4096],
+    )?;
+    drop(img.enqueue_read(
+        &q,
+        &[],
+        &[64, 64],
+        vec![0u32; 4096],
+        ImagePitches::PACKED,
+        &[],
+    )?);
+    let short = img.enqueue_read(
+        &q,
+        &[],
+        &[64, 64],
+        vec![0u32; 4095],
+        ImagePitches::PACKED,
+        &[],
+    );
     assert!(matches!(short, Err(Error::OutOfBounds { .. })), "{short:?}");
     Ok(())
 }
@@ -450,7 +485,10 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         assert_eq!(again.image_type(), desc.image_type);
         // Through the untyped memory handle and back.
         let mem: cl_mem::Memory = again.into();
-        assert_eq!(mem.mem_type()?, MemObjectType::from_raw(desc.image_type.to_raw()));
+        assert_eq!(
+            mem.mem_type()?,
+            MemObjectType::from_raw(desc.image_type.to_raw())
+        );
         let back = Image::try_from(mem).map_err(|m| fail(format!("{m:?} is not an image")))?;
         assert_eq!(back, img);
     }
@@ -697,16 +735,46 @@ fn copies_between_images_and_buffers(dev: &TestDevice) -> TestResult {
     enqueue_copy(&q, &a, &data[..], &[])?;
     enqueue_copy(&q, &b, &a, &[])?;
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
-    enqueue_copy_with(&q, &buf, &b, CopyOptions { dst_offset: 16, ..Default::default() }, &[])?;
+    enqueue_copy_with(
+        &q,
+        &buf,
+        &b,
+        CopyOptions {
+            dst_offset: 16,
+            ..Default::default()
+        },
+        &[],
+    )?;
     let c = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(4, 3))?;
-    enqueue_copy_with(&q, &c, &buf, CopyOptions { src_offset: 16, ..Default::default() }, &[])?;
+    enqueue_copy_with(
+        &q,
+        &c,
+        &buf,
+        CopyOptions {
+            src_offset: 16,
+            ..Default::default()
+        },
+        &[],
+    )?;
     let mut back = vec![0u32; 12];
     enqueue_copy(&q, &mut back[..], &c, &[])?;
     assert_eq!(back, data);
-    let r = enqueue_copy_with(&q, &a, &data[..], CopyOptions { byte_count: Some(4), ..Default::default() }, &[]);
+    let r = enqueue_copy_with(
+        &q,
+        &a,
+        &data[..],
+        CopyOptions {
+            byte_count: Some(4),
+            ..Default::default()
+        },
+        &[],
+    );
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     let d = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(4, 2))?;
-    assert!(matches!(enqueue_copy(&q, &a, &d, &[]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        enqueue_copy(&q, &a, &d, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
     // A sub-region of a 2-D image into the middle of a 3-D image's slice.
     let data: Vec<u32> = (0..24).collect();
     let a = Image::from_host(
@@ -1135,8 +1203,16 @@ fn sampler_reports_its_properties(dev: &TestDevice) -> TestResult {
         ],
     );
     assert!(matches!(twice, Err(Error::InvalidArgument(_))));
-    let unnormalized_repeat = Sampler::new(ctx, false, AddressingMode::MirroredRepeat, FilterMode::Nearest);
-    assert!(matches!(unnormalized_repeat, Err(Error::InvalidArgument(_))));
+    let unnormalized_repeat = Sampler::new(
+        ctx,
+        false,
+        AddressingMode::MirroredRepeat,
+        FilterMode::Nearest,
+    );
+    assert!(matches!(
+        unnormalized_repeat,
+        Err(Error::InvalidArgument(_))
+    ));
     Ok(())
 }
 
