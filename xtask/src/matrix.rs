@@ -165,6 +165,8 @@ struct Row {
     dev: Listed,
     counts: Option<[u64; 5]>,
     status: String,
+    /// Why a device did not finish normally, printed under the table.
+    note: Option<String>,
     ok: bool,
     took: Duration,
 }
@@ -222,19 +224,28 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
         let took = start.elapsed();
         let counts = read_counts(&json);
         let aborted = read_aborted(&json);
-        let (status, ok) = match (&ended, counts, aborted) {
-            (Ended::TimedOut, _, _) => (format!("TIMED OUT after {}", util::secs(limit)), false),
-            (_, _, Some(why)) => (format!("ABORTED: {why}"), false),
+        let (status, note, ok) = match (&ended, counts, aborted) {
+            (Ended::TimedOut, _, _) => (
+                "TIMED OUT".to_owned(),
+                Some(format!("killed after {} (--timeout)", util::secs(limit))),
+                false,
+            ),
+            (_, _, Some(why)) => ("ABORTED".to_owned(), Some(why), false),
             (Ended::Exited(s), Some(c), None) if s.success() && c[1] == 0 && c[4] == 0 => {
-                ("ok".to_owned(), true)
+                ("ok".to_owned(), None, true)
             }
-            (Ended::Exited(_), Some(_), None) => ("FAILED".to_owned(), false),
-            (Ended::Exited(s), None, None) => (format!("CRASHED ({s}), no summary"), false),
+            (Ended::Exited(_), Some(_), None) => ("FAILED".to_owned(), None, false),
+            (Ended::Exited(s), None, None) => (
+                "CRASHED".to_owned(),
+                Some(format!("{s}, no summary written")),
+                false,
+            ),
         };
         rows.push(Row {
             dev,
             counts,
             status,
+            note,
             ok,
             took,
         });
@@ -331,6 +342,14 @@ fn print_table(rows: &[Row]) {
     );
     for row in &cells {
         println!("{}", line(row));
+    }
+    for r in rows {
+        if let Some(note) = &r.note {
+            println!(
+                "  {} [{}/{}]: {note}",
+                r.status, r.dev.platform, r.dev.device
+            );
+        }
     }
 }
 
