@@ -34,6 +34,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: system_roundtrip,
         },
         DeviceTest {
+            name: "svm_pointer_into_the_middle_reaches_the_tail",
+            run: svm_pointer_into_the_middle_reaches_the_tail,
+        },
+        DeviceTest {
             name: "fine_grain_is_host_accessible_between_kernels",
             run: fine_grain_is_host_accessible_between_kernels,
         },
@@ -261,6 +265,38 @@ fn system_roundtrip(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+/// An SVM pointer may point into the middle of an allocation (a buffer cannot); maps give
+/// ndarray views.
+fn svm_pointer_into_the_middle_reaches_the_tail(dev: &TestDevice) -> TestResult {
+    require(
+        dev,
+        SvmCapabilities::COARSE_GRAIN_BUFFER,
+        "coarse-grain SVM",
+    )?;
+    let q = dev.queue();
+    let mut a = csvm_empty::<f32>(&q, N)?;
+    a.with_map_rw(&q, |s| {
+        s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32)
+    })?;
+    let mut k = kernel(&q, "twice")?;
+    k.set_arg(0, &a.arg_at(N / 2)?)?;
+    k.enqueue_nd_range(&q, &[N / 2], None, &[])?;
+    drop(k);
+    let m = a.map_ro(&q)?;
+    for (i, &v) in m.iter().enumerate() {
+        let want = if i < N / 2 { i as f32 } else { 2.0 * i as f32 };
+        assert_eq!(v, want, "at {i}");
+    }
+    let view = m.as_array((2, N / 2))?;
+    assert_eq!(view[[0, 3]], 3.0);
+    assert_eq!(view[[1, 3]], 2.0 * (N / 2 + 3) as f32);
+    assert!(matches!(
+        m.as_array((3, N / 2)),
+        Err(Error::InvalidArgument(_))
+    ));
+    Ok(())
+}
+
 /// Fine-grain memory is read and written without maps between kernel runs.
 fn fine_grain_is_host_accessible_between_kernels(dev: &TestDevice) -> TestResult {
     require(
@@ -282,6 +318,22 @@ fn fine_grain_is_host_accessible_between_kernels(dev: &TestDevice) -> TestResult
     for (i, &v) in a.as_slice()?.iter().enumerate() {
         assert_eq!(v, 2.0 * i as f32, "at {i}");
     }
+    // As ndarray views, C and Fortran order.
+    {
+        let v = a.as_array((32, 32))?;
+        assert_eq!(v[[1, 2]], 2.0 * 34.0);
+    }
+    {
+        use ndarray::ShapeBuilder;
+        let mut v = a.as_array_mut((32, 32).f())?;
+        assert_eq!(v[[1, 2]], 2.0 * 65.0);
+        v[[0, 1]] = -1.0;
+    }
+    assert_eq!(a.as_slice()?[32], -1.0);
+    assert!(matches!(
+        a.as_array((33, 32)),
+        Err(Error::InvalidArgument(_))
+    ));
     // With atomics, where the device has them.
     if dev
         .device

@@ -6,6 +6,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
+
 use crate::error::{Error, Result};
 use crate::event::{Event, EventStatus};
 use crate::kernel::{ArgValue, KernelArg};
@@ -13,6 +15,7 @@ use crate::pod::Pod;
 use crate::queue::Queue;
 
 use super::core::{require_in_order, require_svm, sealed, Core};
+use super::map::shape_error;
 use super::SvmPointer;
 use super::{Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmMemFlags, SvmOptions, System};
 
@@ -261,9 +264,20 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         if self.len == 0 {
             return &[];
         }
-        // SAFETY: a live allocation of `len` values of `T` (`Pod`: every byte pattern valid);
-        // callers guarantee no device command runs on it (see above).
-        unsafe { std::slice::from_raw_parts(self.core.ptr().cast::<T>(), self.len) }
+        // SAFETY: a live allocation of `len` values of `T` (`Pod`: every byte pattern valid),
+        // or zero-size values at a dangling, aligned address; callers guarantee no device
+        // command runs on it (see above).
+        unsafe { std::slice::from_raw_parts(self.data_ptr(), self.len) }
+    }
+
+    /// The address as `*mut T`, dangling (never null) when nothing is allocated.
+    fn data_ptr(&self) -> *mut T {
+        let p = self.core.ptr().cast::<T>();
+        if p.is_null() {
+            std::ptr::NonNull::dangling().as_ptr()
+        } else {
+            p
+        }
     }
 
     /// Enqueues the free now (after `wait` and every queue that used it) and returns its event;
@@ -316,10 +330,38 @@ impl<T: Pod, G: HostAccessible> SvmArray<T, G> {
         if self.len == 0 {
             return Ok(&mut []);
         }
-        // SAFETY: a live allocation of `len` values of `T` (`Pod`); every queue that used it is
-        // idle, no kernel holds it (checked), and `&mut self` excludes every other access for
-        // the borrow's duration.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.core.ptr().cast::<T>(), self.len) })
+        // SAFETY: a live allocation of `len` values of `T` (`Pod`), or zero-size values at a
+        // dangling address; every queue that used it is idle, no kernel holds it (checked), and
+        // `&mut self` excludes every other access for the borrow's duration.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), self.len) })
+    }
+
+    /// The values as an array view of `shape` (C order by default, `.f()` for Fortran), directly
+    /// (fine grain), after waiting as [`SvmArray::as_slice`] does.
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::as_slice`], plus [`Error::InvalidArgument`] when the shape does not fit.
+    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &mut self,
+        shape: Sh,
+    ) -> Result<ArrayView<'_, T, D>> {
+        let s = self.as_slice()?;
+        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+    }
+
+    /// The values as a mutable array view of `shape`; see [`SvmArray::as_array`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::as_array`].
+    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &mut self,
+        shape: Sh,
+    ) -> Result<ArrayViewMut<'_, T, D>> {
+        let s = self.as_mut_slice()?;
+        let len = s.len();
+        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
     }
 }
 

@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut, Range};
 
 use cl_raw::{queue as raw_queue, sys};
+use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
 use crate::error::{Error, Result};
 use crate::event::{raw_list, Event};
@@ -88,6 +89,56 @@ impl<T: Pod> SvmMapMut<'_, T> {
     }
 }
 
+/// The error for a view that does not fit `len` elements.
+pub(crate) fn shape_error(e: ndarray::ShapeError, len: usize) -> Error {
+    Error::InvalidArgument(format!("the view does not fit the {len} SVM elements: {e}"))
+}
+
+impl<T: Pod> SvmMap<'_, T> {
+    /// The mapped values as an array view of `shape` (C order by default, `.f()` for Fortran,
+    /// or explicit strides), checked by ndarray to stay inside the map.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the shape or strides reach past the mapped values.
+    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &self,
+        shape: Sh,
+    ) -> Result<ArrayView<'_, T, D>> {
+        let s: &[T] = self;
+        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+    }
+}
+
+impl<T: Pod> SvmMapMut<'_, T> {
+    /// The mapped values as an array view; see [`SvmMap::as_array`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmMap::as_array`].
+    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &self,
+        shape: Sh,
+    ) -> Result<ArrayView<'_, T, D>> {
+        let s: &[T] = self;
+        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+    }
+
+    /// The mapped values as a mutable array view; see [`SvmMap::as_array`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmMap::as_array`].
+    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
+        &mut self,
+        shape: Sh,
+    ) -> Result<ArrayViewMut<'_, T, D>> {
+        let s: &mut [T] = self;
+        let len = s.len();
+        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
+    }
+}
+
 impl<T: Pod> Deref for SvmMap<'_, T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
@@ -164,7 +215,9 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
                 queue: None,
                 base: std::ptr::null_mut(),
             };
-            return Ok((mapping, std::ptr::NonNull::dangling().as_ptr(), 0));
+            // Zero-size values need no memory: all `len` of them live at a dangling address.
+            let n = if elem == 0 { len } else { 0 };
+            return Ok((mapping, std::ptr::NonNull::dangling().as_ptr(), n));
         }
         // SAFETY: `range` is inside the allocation (checked).
         let ptr = unsafe { self.core.ptr().cast::<T>().add(range.start) };

@@ -89,3 +89,61 @@ pub trait SvmPointer: self::core::sealed::Sealed {
     /// The grain: `"coarse-grain"`, `"fine-grain"` or `"system"`.
     fn grain_name(&self) -> &'static str;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn owned_svm_and_views_cross_threads() {
+        send_sync::<SvmArray<f32, Coarse>>();
+        send_sync::<SvmArray<u8, Fine>>();
+        send_sync::<SystemSvm<u64>>();
+        send_sync::<SvmBufferView<'static>>();
+    }
+
+    #[test]
+    fn options_become_svm_flags() {
+        let o = SvmOptions::new();
+        assert_eq!(o.get_access().flags(), SvmMemFlags::READ_WRITE);
+        assert_eq!(o.get_alignment(), None);
+        assert!(!o.get_atomics());
+        let o = SvmOptions::new()
+            .access(SvmAccess::ReadOnly)
+            .alignment(64)
+            .atomics(true);
+        assert_eq!(o.get_access().flags(), SvmMemFlags::READ_ONLY);
+        assert_eq!(o.get_alignment(), Some(64));
+        assert!(o.get_atomics());
+        assert_eq!(SvmAccess::WriteOnly.flags(), SvmMemFlags::WRITE_ONLY);
+        // PyOpenCL's svm_mem_flags values.
+        assert_eq!(SvmMemFlags::READ_WRITE.bits(), 1);
+        assert_eq!(SvmMemFlags::WRITE_ONLY.bits(), 2);
+        assert_eq!(SvmMemFlags::READ_ONLY.bits(), 4);
+        assert_eq!(SvmMemFlags::SVM_FINE_GRAIN_BUFFER.bits(), 1 << 10);
+        assert_eq!(SvmMemFlags::SVM_ATOMICS.bits(), 1 << 11);
+        assert_eq!(<Coarse as DeviceGrain>::FLAGS, SvmMemFlags::empty());
+        assert_eq!(
+            <Fine as DeviceGrain>::FLAGS,
+            SvmMemFlags::SVM_FINE_GRAIN_BUFFER
+        );
+    }
+
+    #[test]
+    fn svm_errors_read_well() {
+        let e = crate::Error::SvmAllocFailed {
+            size: 16,
+            alignment: 8,
+        };
+        assert_eq!(
+            e.to_string(),
+            "clSVMAlloc returned NULL for 16 bytes with alignment 8"
+        );
+        assert!(e.is_out_of_memory());
+        let e = crate::Error::SvmInUse("mapping: 1 kernel argument(s) still hold it".into());
+        assert!(!e.is_out_of_memory());
+        assert!(e.to_string().starts_with("SVM in use: mapping"));
+    }
+}
