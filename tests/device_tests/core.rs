@@ -37,6 +37,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: context_lists_its_device_and_refcounts,
         },
         DeviceTest {
+            name: "context_destructor_callback_runs_or_is_refused",
+            run: context_destructor_callback_runs_or_is_refused,
+        },
+        DeviceTest {
             name: "context_rejects_bad_device_lists",
             run: context_rejects_bad_device_lists,
         },
@@ -289,6 +293,36 @@ fn context_lists_its_device_and_refcounts(dev: &TestDevice) -> TestResult {
     assert_eq!(ctx.reference_count()?, 2);
     again.release()?;
     assert_eq!(ctx.reference_count()?, 1);
+    Ok(())
+}
+
+fn context_destructor_callback_runs_or_is_refused(dev: &TestDevice) -> TestResult {
+    let ctx = Context::from_device(&dev.device)?;
+    let (tx, rx) = mpsc::channel();
+    let r = ctx.on_destroy(move || {
+        let _ = tx.send(());
+    });
+    if dev.device.platform_version() < Version::V3_0 {
+        // Refused before the driver is called: Oclgrind hangs on 3.0 entry points.
+        assert!(
+            matches!(
+                r,
+                Err(Error::Unsupported {
+                    feature: "clSetContextDestructorCallback",
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        return Ok(());
+    }
+    r?;
+    let queue = Queue::new(&ctx, &dev.device)?;
+    drop(ctx);
+    assert!(rx.try_recv().is_err(), "the queue still holds the context");
+    drop(queue);
+    rx.recv_timeout(Duration::from_secs(10))
+        .map_err(|e| cl_tests::fail(format!("destructor callback did not run: {e}")))?;
     Ok(())
 }
 

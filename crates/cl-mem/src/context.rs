@@ -1,6 +1,8 @@
 //! [`Context`]: the scope of memory objects, programs and queues.
 
+use std::ffi::c_void;
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use cl_raw::{context as raw, sys, Version};
@@ -182,6 +184,35 @@ impl Context {
         }
     }
 
+    /// Runs `callback` once the context is destroyed (its last reference released, including
+    /// those held by queues, programs and memory objects), on whichever thread releases it or a
+    /// driver thread (`clSetContextDestructorCallback`, OpenCL 3.0).
+    ///
+    /// A panic inside the callback is caught and logged.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] on platforms older than 3.0 (checked first: Oclgrind 21.10, an
+    /// OpenCL 1.2 platform, hangs on 3.0 entry points); [`Error::Cl`] from
+    /// `clSetContextDestructorCallback` (the closure is dropped then).
+    pub fn on_destroy(&self, callback: impl FnOnce() + Send + 'static) -> Result<()> {
+        self.require_platform_version(Version::V3_0, "clSetContextDestructorCallback")?;
+        let boxed: Box<DestroyCallback> = Box::new(Box::new(callback));
+        let user_data = Box::into_raw(boxed).cast::<c_void>();
+        // SAFETY: a valid context of a 3.0 platform (checked above); `user_data` stays valid until
+        // `destroy_trampoline` reclaims it, which the driver calls exactly once; the trampoline
+        // never unwinds.
+        match unsafe { raw::set_destructor_callback(self.raw, destroy_trampoline, user_data) } {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // SAFETY: registration failed, so the driver never calls the trampoline: the box
+                // is still ours.
+                drop(unsafe { Box::from_raw(user_data.cast::<DestroyCallback>()) });
+                Err(Error::cl("clSetContextDestructorCallback")(e))
+            }
+        }
+    }
+
     /// `CL_CONTEXT_REFERENCE_COUNT` (for tests and leak hunting; racy by nature).
     ///
     /// # Errors
@@ -241,5 +272,17 @@ impl fmt::Debug for Context {
             .field("raw", &self.raw)
             .field("devices", &self.devices)
             .finish()
+    }
+}
+
+type DestroyCallback = Box<dyn FnOnce() + Send + 'static>;
+
+extern "C" fn destroy_trampoline(_context: sys::cl_context, user_data: *mut c_void) {
+    // SAFETY: `user_data` is the `Box<DestroyCallback>` leaked by `Context::on_destroy`; the
+    // driver calls each registered destructor callback exactly once.
+    let callback = unsafe { Box::from_raw(user_data.cast::<DestroyCallback>()) };
+    // A panic must not unwind into the driver (undefined behaviour across `extern "C"`).
+    if catch_unwind(AssertUnwindSafe(callback)).is_err() {
+        tracing::error!("context destructor callback panicked; the panic was contained");
     }
 }
