@@ -189,6 +189,9 @@ impl Event {
 
     /// All four profiling timestamps.
     ///
+    /// Driver quirk: Oclgrind 21.10 also answers for queues without profiling, with four equal
+    /// timestamps (docs/DEVICES.md).
+    ///
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetEventProfilingInfo`: `CL_PROFILING_INFO_NOT_AVAILABLE` when the
@@ -212,6 +215,9 @@ impl Event {
     /// The closure gets the status that triggered it. It must not block or call blocking OpenCL
     /// functions (`wait`, `finish`, blocking transfers): the spec leaves that undefined. A panic
     /// inside it is caught and logged.
+    ///
+    /// Driver quirk: PoCL 3.1 never runs a `CL_COMPLETE` callback of a user event that is set to
+    /// an error status (the spec says it runs on abnormal termination too; docs/DEVICES.md).
     ///
     /// # Errors
     ///

@@ -204,6 +204,10 @@ impl Queue {
 
     /// Submits queued commands to the device.
     ///
+    /// Driver quirk: Oclgrind 21.10 runs the queue inside `clFlush` on the calling thread, so a
+    /// flush while a command waits on a [`crate::UserEvent`] that is not yet set never returns
+    /// there (docs/DEVICES.md). Set user events before flushing.
+    ///
     /// # Errors
     ///
     /// [`Error::Cl`] from `clFlush`.
