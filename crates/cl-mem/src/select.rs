@@ -323,10 +323,17 @@ fn env_nonempty(name: &str) -> Option<String> {
 ///
 /// As [`select_devices`].
 pub fn test_devices() -> Result<Vec<Device>> {
-    match (env_nonempty("CL_TEST"), env_nonempty("PYOPENCL_TEST")) {
-        (Some(v), _) => select_devices(&v, "CL_TEST"),
-        (None, Some(v)) => select_devices(&v, "PYOPENCL_TEST"),
-        (None, None) => select_devices("", "CL_TEST"),
+    let (spec, variable) = test_selector(env_nonempty("CL_TEST"), env_nonempty("PYOPENCL_TEST"));
+    select_devices(&spec, variable)
+}
+
+/// Which selector and variable [`test_devices`] uses: `CL_TEST` wins, `PYOPENCL_TEST` is the
+/// fallback, neither selects everything (blank values count as unset).
+fn test_selector(cl_test: Option<String>, pyopencl_test: Option<String>) -> (String, &'static str) {
+    match (cl_test, pyopencl_test) {
+        (Some(v), _) => (v, "CL_TEST"),
+        (None, Some(v)) => (v, "PYOPENCL_TEST"),
+        (None, None) => (String::new(), "CL_TEST"),
     }
 }
 
@@ -551,6 +558,20 @@ mod tests {
             Selector::parse("1.0").unwrap().entries[0].platform,
             Ident::Name("1.0".into())
         );
+    }
+
+    #[test]
+    fn cl_test_wins_over_pyopencl_test() {
+        let s = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            test_selector(s("port"), s("intel")),
+            ("port".into(), "CL_TEST")
+        );
+        assert_eq!(
+            test_selector(None, s("intel")),
+            ("intel".into(), "PYOPENCL_TEST")
+        );
+        assert_eq!(test_selector(None, None), (String::new(), "CL_TEST"));
     }
 
     #[test]
