@@ -419,6 +419,9 @@ impl Core {
 
     /// Markers on every queue with possible pending work, except `on` when it is in order (its
     /// own order covers it). Each marked queue is flushed so a wait on another queue progresses.
+    /// A queue of another context (a kernel of another context given this pointer: a misuse
+    /// the driver may not catch) cannot appear in a wait list, so it is waited for on the host
+    /// here instead.
     pub(crate) fn pending_markers(&self, on: Option<&Queue>) -> Result<Vec<Event>> {
         let q = lock(&self.queues);
         let mut markers = Vec::with_capacity(1 + q.others.len());
@@ -426,8 +429,13 @@ impl Core {
             if on.is_some_and(|o| o == queue && o.is_in_order()) {
                 continue;
             }
-            markers.push(queue.enqueue_marker(&[])?);
+            let marker = queue.enqueue_marker(&[])?;
             queue.flush()?;
+            if queue.context() == &self.context {
+                markers.push(marker);
+            } else {
+                marker.wait()?;
+            }
         }
         Ok(markers)
     }
@@ -521,7 +529,11 @@ impl Core {
                 ev
             }
         };
-        bound.flush()?;
+        // The free is enqueued: from here on nothing may report failure, or the drop path
+        // would free a second time.
+        if let Err(e) = bound.flush() {
+            tracing::warn!(error = %e, "clFlush after the SVM free failed");
+        }
         Ok(ev)
     }
 
@@ -594,6 +606,9 @@ impl Drop for Core {
                 Ok(()) => {
                     self.released.store(true, Ordering::Release);
                     self.free_unordered();
+                    for cb in std::mem::take(&mut *lock(&self.on_release)) {
+                        cb(EventStatus::Complete);
+                    }
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "SVM memory leaked: its queues could not be waited for");
