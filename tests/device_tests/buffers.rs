@@ -1252,6 +1252,7 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
     let other = Buffer::new(&ctx, MemFlags::READ_WRITE, 64)?;
     let mut host = [0u8; 512];
     let align = base_align(dev)?;
+    let fq = dev.queue();
     let errors: Vec<Result<Event, Error>> = vec![
         buf.read(&q, 200, &mut host[..100], &[]),
         buf.write(&q, 257, &host[..0], &[]),
@@ -1271,6 +1272,35 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
         buf.sub_buffer(0, 300, MemFlags::empty())
             .map(|_| unreachable!()),
         Buffer::new(&ctx, MemFlags::READ_WRITE, 0).map(|_| unreachable!()),
+        // A queue of another context, for each operation.
+        buf.read(&fq, 0, &mut host[..4], &[]),
+        buf.write(&fq, 0, &host[..4], &[]),
+        buf.fill(&fq, &0u8, 0, 4, &[]),
+        buf.copy_from(&fq, &other, &[]),
+        buf.write_rect(&fq, &Rect::new([4, 1, 1]), &host, &[]),
+        buf.read_rect(&fq, &Rect::new([4, 1, 1]), &mut host, &[]),
+        buf.copy_rect_from(&fq, &other, &Rect::new([4, 1, 1]), &[]),
+        enqueue_migrate_mem_objects(&fq, &[&buf], MigrationFlags::empty(), &[]),
+        buf.enqueue_read(&fq, 0, vec![0u8; 4], &[]).map(|p| p.event().clone()),
+        buf.map_read::<u8>(&fq, .., &[]).map(|_| unreachable!()),
+        // Patterns, pitches, flags, offsets, sizes.
+        buf.fill_bytes(&q, &[0u8; 256], 0, 256, &[]),
+        buf.fill_bytes(&q, &[0u8; 2], 0, 255, &[]),
+        buf.copy_rect_from(
+            &q,
+            &buf,
+            &Rect::new([2, 2, 1]).src_pitches(4, 0).dst_pitches(8, 0).dst_origin([0, 8, 0]),
+            &[],
+        ),
+        buf.map_mut::<u8>(&q, MapFlags::READ, .., &[]).map(|_| unreachable!()),
+        buf.map_mut::<u8>(&q, MapFlags::WRITE_INVALIDATE_REGION | MapFlags::READ, .., &[])
+            .map(|_| unreachable!()),
+        buf.sub_buffer(0, 8, MemFlags::COPY_HOST_PTR).map(|_| unreachable!()),
+        buf.sub_buffer(0, 8, MemFlags::READ_ONLY | MemFlags::WRITE_ONLY).map(|_| unreachable!()),
+        Buffer::use_host_memory(&ctx, MemFlags::ALLOC_HOST_PTR, vec![0u8; 4]).map(|_| unreachable!()),
+        enqueue_copy_with(&q, &buf, &host[..], CopyOptions { src_offset: 600, ..CopyOptions::default() }, &[]),
+        enqueue_copy_with(&q, &buf, &other, CopyOptions { byte_count: Some(65), ..CopyOptions::default() }, &[]),
+        PinnedMemory::<u8>::new(&q, 0).map(|_| unreachable!()),
     ];
     for (i, r) in errors.iter().enumerate() {
         let e = r
