@@ -27,6 +27,11 @@
 //! | [`Program`], [`Kernel`], [`KernelArg`], [`LocalMemory`] | `cl_program`, `cl_kernel` | `Program`, `Kernel`, `LocalMemory` |
 //! | [`MemObject`], [`MemFlags`] | `cl_mem`, `cl_mem_flags` | `MemoryObjectHolder`, `mem_flags` |
 //! | [`Buffer`] | buffer `cl_mem` | `Buffer` |
+//! | [`Memory`] | any `cl_mem`, owned | `MemoryObject` (`from_int_ptr`) |
+//! | [`Buffer::sub_buffer`], [`Buffer::fill`], [`enqueue_migrate_mem_objects`] | `clCreateSubBuffer`, `clEnqueueFillBuffer`, `clEnqueueMigrateMemObjects` | `get_sub_region`, `enqueue_fill_buffer`, `enqueue_migrate_mem_objects` |
+//! | [`enqueue_copy`], [`Rect`], [`Pending`], [`HostMemory`] | `clEnqueue{Read,Write,Copy}Buffer[Rect]` | `enqueue_copy`, `NannyEvent` |
+//! | [`Buffer::with_map`], [`MapRead`], [`MapMut`], [`MapFlags`] | `clEnqueueMapBuffer`, `clEnqueueUnmapMemObject` | `enqueue_map_buffer`, `MemoryMap` |
+//! | [`PinnedMemory`] | mapped `ALLOC_HOST_PTR` buffer | — |
 //! | [`Image`], [`ImageFormat`], [`ImageDesc`], [`image_from_array`] | image `cl_mem`, `cl_image_format`, `cl_image_desc` | `Image`, `ImageFormat`, `create_image`, `image_from_array` |
 //! | [`Sampler`] | `cl_sampler` | `Sampler` |
 //! | [`Pipe`] | pipe `cl_mem` | `Pipe` |
