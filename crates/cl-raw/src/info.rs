@@ -121,10 +121,9 @@ where
     check(call(0, std::ptr::null_mut(), &mut size))?;
     let mut bytes = vec![0u8; size];
     if size > 0 {
-        let mut written = 0usize;
-        check(call(size, bytes.as_mut_ptr().cast(), &mut written))?;
-        // A driver that reports a smaller size on the fill call (strings shrinking) is trusted.
-        bytes.truncate(written.min(size));
+        // No size out-parameter on the fill call: the size query already answered it, and a
+        // driver that leaves it unwritten must not truncate the value to nothing.
+        check(call(size, bytes.as_mut_ptr().cast(), std::ptr::null_mut()))?;
     }
     T::from_info_bytes(&bytes)
 }
