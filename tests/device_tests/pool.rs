@@ -58,6 +58,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: deferred_pool_waits_for_old_queue_on_the_host,
         },
         DeviceTest {
+            name: "threads_share_a_device_pool",
+            run: threads_share_a_device_pool,
+        },
+        DeviceTest {
             name: "context_cache_computes_once_per_context_and_clears",
             run: context_cache_computes_once_per_context_and_clears,
         },
@@ -569,5 +573,51 @@ fn context_cache_computes_once_per_context_and_clears(dev: &TestDevice) -> TestR
         refs,
         "clearing releases the context"
     );
+    Ok(())
+}
+
+/// Four threads, each with its own queue, allocating, writing, reading and returning pooled
+/// buffers of one pool: contents stay private to their holder and the counters balance.
+fn threads_share_a_device_pool(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let results: Vec<Result<(), String>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..4u32)
+            .map(|t| {
+                let pool = pool.clone();
+                let ctx = q.context().clone();
+                let device = dev.device;
+                sc.spawn(move || -> Result<(), String> {
+                    let my_q = Queue::new(&ctx, &device).map_err(|e| e.to_string())?;
+                    for i in 0..50u32 {
+                        let n = 64 + 16 * usize::try_from((t + i) % 4).unwrap_or(0);
+                        let mut b = pool.allocate(n * 4).map_err(|e| e.to_string())?;
+                        b.bind_to_queue(&my_q).map_err(|e| e.to_string())?;
+                        let data = vec![t * 1000 + i; n];
+                        b.write(&my_q, 0, &data, &[]).map_err(|e| e.to_string())?;
+                        let mut out = vec![0u32; n];
+                        b.read(&my_q, 0, &mut out, &[]).map_err(|e| e.to_string())?;
+                        if out != data {
+                            return Err(format!("thread {t} iteration {i} read another's data"));
+                        }
+                    }
+                    my_q.finish().map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("thread panicked".into())))
+            .collect()
+    });
+    for r in results {
+        r.map_err(fail)?;
+    }
+    let s = pool.stats();
+    assert_eq!((s.active_blocks, s.active_bytes), (0, 0));
+    assert_eq!(s.hits + s.misses, 200);
+    assert_eq!(s.managed_bytes, s.held_bytes);
+    assert_eq!(u64::try_from(s.held_blocks)?, s.upstream_allocations);
+    assert!(s.hits >= 150, "only {} hits of 200", s.hits);
     Ok(())
 }
