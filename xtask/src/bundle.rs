@@ -31,11 +31,16 @@ export LD_LIBRARY_PATH=/tmp/ocl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_
 # Register the NVIDIA driver's OpenCL library unless an ICD file for it exists already.
 mkdir -p /etc/OpenCL/vendors
 if ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
-  lib=libnvidia-opencl.so.1
+  lib=
   for c in /usr/lib/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 /usr/lib64/libnvidia-opencl.so.1; do
     if [ -e "$c" ]; then lib=$c; break; fi
   done
-  echo "$lib" > /etc/OpenCL/vendors/nvidia.icd
+  if [ -z "$lib" ] && ldconfig -p 2>/dev/null | grep -q 'libnvidia-opencl.so.1 '; then lib=libnvidia-opencl.so.1; fi
+  if [ -n "$lib" ]; then
+    echo "$lib" > /etc/OpenCL/vendors/nvidia.icd
+  else
+    echo "no libnvidia-opencl.so.1 on this machine: not registering an NVIDIA ICD"
+  fi
 fi
 echo "ICD files:"; grep -H . /etc/OpenCL/vendors/*.icd
 nvidia-smi -L 2>/dev/null || true

@@ -174,10 +174,17 @@ struct Row {
 /// Runs the matrix; an error if any device failed or none was selected.
 pub(crate) fn run(o: &Options) -> Result {
     setup::ensure_platform()?;
-    if !o.no_host {
-        host_tests()?;
+    // A host-test failure does not stop the matrix: both results are worth seeing in one run.
+    let host = if o.no_host { Ok(()) } else { host_tests() };
+    let devices = device_matrix(o);
+    match (host, devices) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(h), Ok(())) => {
+            Err(format!("host tests failed ({h}); the device matrix passed").into())
+        }
+        (Ok(()), Err(d)) => Err(d),
+        (Err(h), Err(d)) => Err(format!("host tests failed ({h}), and {d}").into()),
     }
-    device_matrix(o)
 }
 
 /// The per-device part of [`run`].
