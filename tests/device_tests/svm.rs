@@ -431,6 +431,21 @@ fn memcpy_in_every_direction(dev: &TestDevice) -> TestResult {
         c.copy_from(&q, &f, &[])?;
         c.with_map_ro(&q, |s| assert_eq!(s[0], 77))?;
     }
+    // Through the untyped interface, as PyOpenCL's SVMPointer (object-safe: kinds mix).
+    {
+        let p: &mut dyn SvmPointer = &mut b;
+        assert_eq!(p.size_bytes(), N * 4);
+        let bytes = p.map_ro_bytes(&q)?;
+        assert_eq!(&bytes[4..8], &101u32.to_ne_bytes());
+    }
+    {
+        let p: &mut dyn SvmPointer = &mut b;
+        p.map_rw_bytes(&q)?[0..4].copy_from_slice(&5u32.to_ne_bytes());
+        let view = p.as_buffer(MemFlags::READ_ONLY)?;
+        let mut first = [0u32; 1];
+        view.read(&q, 0, &mut first, &[])?;
+        assert_eq!(first, [5]);
+    }
     // Partial reads at an offset.
     let mut few = [0u32; 4];
     a.read(&q, N - 4, &mut few, &[])?;

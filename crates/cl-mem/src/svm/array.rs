@@ -14,7 +14,7 @@ use crate::kernel::{ArgValue, KernelArg};
 use crate::pod::Pod;
 use crate::queue::Queue;
 
-use super::core::{require_in_order, require_svm, sealed, Core};
+use super::core::{exclusive, require_in_order, require_svm, sealed, Core};
 use super::map::shape_error;
 use super::SvmPointer;
 use super::{Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmMemFlags, SvmOptions, System};
@@ -248,15 +248,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
 
     /// [`Error::SvmInUse`] unless `self` holds the only reference (no kernel argument holds it).
     pub(crate) fn exclusive(&self, what: &str) -> Result<()> {
-        let holders = Arc::strong_count(&self.core) - 1;
-        if holders == 0 {
-            Ok(())
-        } else {
-            Err(Error::SvmInUse(format!(
-                "{what}: {holders} kernel argument(s) still hold the allocation; drop the kernel \
-                 or set another argument first"
-            )))
-        }
+        exclusive(&self.core, what)
     }
 
     /// The contents as a slice; callers waited for every queue and hold `&mut self` (or own it).

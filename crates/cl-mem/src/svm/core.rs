@@ -250,6 +250,19 @@ pub(crate) fn require_svm(
     Ok(())
 }
 
+/// [`Error::SvmInUse`] unless the owner holds the only reference (no kernel argument holds it).
+pub(crate) fn exclusive(core: &Arc<Core>, what: &str) -> Result<()> {
+    let holders = Arc::strong_count(core) - 1;
+    if holders == 0 {
+        Ok(())
+    } else {
+        Err(Error::SvmInUse(format!(
+            "{what}: {holders} kernel argument(s) still hold the allocation; drop the kernel or \
+             set another argument first"
+        )))
+    }
+}
+
 /// Refuses out-of-order queues: they cannot order the free after earlier commands.
 pub(crate) fn require_in_order(queue: &Queue, what: &str) -> Result<()> {
     if queue.is_in_order() {

@@ -4,6 +4,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut, Range};
+use std::sync::Arc;
 
 use cl_raw::{queue as raw_queue, sys};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
@@ -13,10 +14,11 @@ use crate::event::{raw_list, Event};
 use crate::pod::Pod;
 use crate::queue::Queue;
 
+use super::core::{exclusive, Core};
 use super::{Grain, SvmArray};
 
 /// A live `clEnqueueSVMMap` of one range; unmapped (and waited for) once.
-struct Mapping {
+pub(crate) struct Mapping {
     /// `None` once unmapped, or when nothing was mapped (an empty range).
     queue: Option<Queue>,
     base: *mut c_void,
@@ -190,63 +192,87 @@ impl<T: Pod> fmt::Debug for SvmMapMut<'_, T> {
     }
 }
 
-impl<T: Pod, G: Grain> SvmArray<T, G> {
-    /// Maps `range` (in values) on `queue` after every queue that used the memory.
-    fn map_range(
-        &mut self,
-        queue: &Queue,
-        range: Range<usize>,
-        flags: sys::cl_map_flags,
-    ) -> Result<(Mapping, *mut T, usize)> {
-        self.exclusive("mapping")?;
-        self.core.check_queue(queue)?;
-        let elem = std::mem::size_of::<T>();
-        if range.start > range.end || range.end > self.len() {
-            return Err(Error::OutOfBounds {
-                what: "SVM map",
-                offset: range.start.saturating_mul(elem),
-                len: range.end.saturating_sub(range.start).saturating_mul(elem),
-                size: self.size_bytes(),
-            });
-        }
-        let len = range.end - range.start;
-        if len == 0 || elem == 0 {
-            let mapping = Mapping {
-                queue: None,
-                base: std::ptr::null_mut(),
-            };
-            // Zero-size values need no memory: all `len` of them live at a dangling address.
-            let n = if elem == 0 { len } else { 0 };
-            return Ok((mapping, std::ptr::NonNull::dangling().as_ptr(), n));
-        }
-        // SAFETY: `range` is inside the allocation (checked).
-        let ptr = unsafe { self.core.ptr().cast::<T>().add(range.start) };
-        let markers = self.core.pending_markers(Some(queue))?;
-        let waits: Vec<&Event> = markers.iter().collect();
-        // SAFETY: a 2.0+ platform (checked at allocation) and a queue of its context (checked);
-        // the range lies in the allocation; the map is blocking and waits for every queue that
-        // used the memory, and no kernel holds it, so the host reference made from it races with
-        // nothing; `Mapping` unmaps it once.
-        let raw = unsafe {
-            raw_queue::enqueue_svm_map(
-                queue.as_raw(),
-                true,
-                flags,
-                ptr.cast::<c_void>(),
-                len * elem,
-                &raw_list(&waits),
-            )
-        }
-        .map_err(Error::cl("clEnqueueSVMMap"))?;
-        // SAFETY: a fresh reference we own; the map is complete (blocking).
-        drop(unsafe { Event::from_raw(raw) });
-        let mapping = Mapping {
-            queue: Some(queue.clone()),
-            base: ptr.cast::<c_void>(),
-        };
-        Ok((mapping, ptr, len))
+/// Maps `range` (in values of `T`) of the allocation of `len` values behind `core` on `queue`,
+/// after every queue that used the memory. Callers hold `&mut` of the owner.
+pub(crate) fn map_core<T: Pod>(
+    core: &Arc<Core>,
+    len_total: usize,
+    queue: &Queue,
+    range: Range<usize>,
+    flags: sys::cl_map_flags,
+) -> Result<(Mapping, *mut T, usize)> {
+    exclusive(core, "mapping")?;
+    core.check_queue(queue)?;
+    let elem = std::mem::size_of::<T>();
+    if range.start > range.end || range.end > len_total {
+        return Err(Error::OutOfBounds {
+            what: "SVM map",
+            offset: range.start.saturating_mul(elem),
+            len: range.end.saturating_sub(range.start).saturating_mul(elem),
+            size: core.size(),
+        });
     }
+    let len = range.end - range.start;
+    if len == 0 || elem == 0 {
+        let mapping = Mapping {
+            queue: None,
+            base: std::ptr::null_mut(),
+        };
+        // Zero-size values need no memory: all `len` of them live at a dangling address.
+        let n = if elem == 0 { len } else { 0 };
+        return Ok((mapping, std::ptr::NonNull::dangling().as_ptr(), n));
+    }
+    // SAFETY: `range` is inside the allocation (checked).
+    let ptr = unsafe { core.ptr().cast::<T>().add(range.start) };
+    let markers = core.pending_markers(Some(queue))?;
+    let waits: Vec<&Event> = markers.iter().collect();
+    // SAFETY: a 2.0+ platform (checked at allocation) and a queue of its context (checked);
+    // the range lies in the allocation; the map is blocking and waits for every queue that used
+    // the memory, and no kernel holds it, so the host reference made from it races with nothing;
+    // `Mapping` unmaps it once.
+    let raw = unsafe {
+        raw_queue::enqueue_svm_map(
+            queue.as_raw(),
+            true,
+            flags,
+            ptr.cast::<c_void>(),
+            len * elem,
+            &raw_list(&waits),
+        )
+    }
+    .map_err(Error::cl("clEnqueueSVMMap"))?;
+    // SAFETY: a fresh reference we own; the map is complete (blocking).
+    drop(unsafe { Event::from_raw(raw) });
+    let mapping = Mapping {
+        queue: Some(queue.clone()),
+        base: ptr.cast::<c_void>(),
+    };
+    Ok((mapping, ptr, len))
+}
 
+impl<T: Pod> SvmMap<'_, T> {
+    pub(crate) fn from_parts((mapping, ptr, len): (Mapping, *mut T, usize)) -> Self {
+        SvmMap {
+            mapping,
+            ptr: ptr.cast_const(),
+            len,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+impl<T: Pod> SvmMapMut<'_, T> {
+    pub(crate) fn from_parts((mapping, ptr, len): (Mapping, *mut T, usize)) -> Self {
+        SvmMapMut {
+            mapping,
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+impl<T: Pod, G: Grain> SvmArray<T, G> {
     /// Maps the whole allocation for reading (PyOpenCL's `map_ro`), blocking, after every queue
     /// that used it.
     ///
@@ -266,13 +292,8 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     ///
     /// [`Error::OutOfBounds`] past the end (checked first), then as [`SvmArray::map_ro`].
     pub fn map_ro_range(&mut self, queue: &Queue, range: Range<usize>) -> Result<SvmMap<'_, T>> {
-        let (mapping, ptr, len) = self.map_range(queue, range, sys::CL_MAP_READ)?;
-        Ok(SvmMap {
-            mapping,
-            ptr: ptr.cast_const(),
-            len,
-            _borrow: PhantomData,
-        })
+        let parts = map_core(&self.core, self.len(), queue, range, sys::CL_MAP_READ)?;
+        Ok(SvmMap::from_parts(parts))
     }
 
     /// Maps the whole allocation for reading and writing (PyOpenCL's `map_rw`).
@@ -291,14 +312,9 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     ///
     /// As [`SvmArray::map_ro_range`].
     pub fn map_rw_range(&mut self, queue: &Queue, range: Range<usize>) -> Result<SvmMapMut<'_, T>> {
-        let (mapping, ptr, len) =
-            self.map_range(queue, range, sys::CL_MAP_READ | sys::CL_MAP_WRITE)?;
-        Ok(SvmMapMut {
-            mapping,
-            ptr,
-            len,
-            _borrow: PhantomData,
-        })
+        let flags = sys::CL_MAP_READ | sys::CL_MAP_WRITE;
+        let parts = map_core(&self.core, self.len(), queue, range, flags)?;
+        Ok(SvmMapMut::from_parts(parts))
     }
 
     /// Runs `f` on a read-only map and unmaps (the scope form: nothing can be forgotten).

@@ -75,6 +75,12 @@ pub(crate) use self::core::note_kernel_use;
 
 use std::ffi::c_void;
 
+use cl_raw::sys;
+
+use crate::error::Result;
+use crate::memory::MemFlags;
+use crate::queue::Queue;
+
 /// Anything that is an SVM pointer with a known size: owned allocations and system memory
 /// ([`SvmArray`] of every [`Grain`]). Object-safe, so several kinds mix in one list
 /// ([`enqueue_svm_migrate`], [`enqueue_svm_memcpy`]). Sealed: the release ordering relies on
@@ -86,8 +92,42 @@ pub trait SvmPointer: self::core::sealed::Sealed {
     /// The size in bytes (PyOpenCL's `size`).
     fn size_bytes(&self) -> usize;
 
-    /// The grain: `"coarse-grain"`, `"fine-grain"` or `"system"`.
+    /// The grain: `"coarse-grain buffer SVM"`, `"fine-grain buffer SVM"` or
+    /// `"fine-grain system SVM"`.
     fn grain_name(&self) -> &'static str;
+
+    /// Maps all bytes for reading (the untyped `map_ro`; typed: [`SvmArray::map_ro`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::map_ro`].
+    fn map_ro_bytes(&mut self, queue: &Queue) -> Result<SvmMap<'_, u8>> {
+        let size = self.size_bytes();
+        let parts = map::map_core(self.core(), size, queue, 0..size, sys::CL_MAP_READ)?;
+        Ok(SvmMap::from_parts(parts))
+    }
+
+    /// Maps all bytes for reading and writing (the untyped `map_rw`).
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::map_ro`].
+    fn map_rw_bytes(&mut self, queue: &Queue) -> Result<SvmMapMut<'_, u8>> {
+        let size = self.size_bytes();
+        let flags = sys::CL_MAP_READ | sys::CL_MAP_WRITE;
+        let parts = map::map_core(self.core(), size, queue, 0..size, flags)?;
+        Ok(SvmMapMut::from_parts(parts))
+    }
+
+    /// A buffer object over the memory that cannot outlive it (PyOpenCL's `as_buffer`); see
+    /// [`SvmArray::as_buffer`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SvmArray::as_buffer`].
+    fn as_buffer(&self, flags: MemFlags) -> Result<SvmBufferView<'_>> {
+        view::view_core(self.core(), flags)
+    }
 }
 
 #[cfg(test)]

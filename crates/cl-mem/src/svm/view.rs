@@ -53,45 +53,44 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     /// [`Error::InvalidArgument`] for an empty allocation (buffers cannot be empty), for
     /// `COPY_HOST_PTR`/`ALLOC_HOST_PTR` (checked first); [`Error::Cl`] from `clCreateBuffer`.
     pub fn as_buffer(&self, flags: MemFlags) -> Result<SvmBufferView<'_>> {
-        if self.is_empty() || self.size_bytes() == 0 {
-            return Err(Error::InvalidArgument(
-                "an empty SVM allocation cannot back a buffer".into(),
-            ));
-        }
-        if flags.intersects(MemFlags::COPY_HOST_PTR | MemFlags::ALLOC_HOST_PTR) {
-            return Err(Error::InvalidArgument(
-                "an SVM buffer view uses the SVM memory (USE_HOST_PTR): COPY_HOST_PTR and \
-                 ALLOC_HOST_PTR are invalid"
-                    .into(),
-            ));
-        }
-        let flags = if flags.intersects(MemFlags::READ_ONLY | MemFlags::WRITE_ONLY) {
-            flags
-        } else {
-            flags | MemFlags::READ_WRITE
-        } | MemFlags::USE_HOST_PTR;
-        let context = self.core.context();
-        // SAFETY: a valid context; USE_HOST_PTR on an SVM pointer with at most its allocated
-        // size makes the SVM the buffer's storage (OpenCL 3.0, clCreateBuffer); the view borrows
-        // the allocation and kernels holding the buffer also hold the allocation, so the storage
-        // outlives every use of the buffer.
-        let raw = unsafe {
-            raw_mem::create_buffer(
-                context.as_raw(),
-                flags.bits(),
-                self.size_bytes(),
-                self.core.ptr(),
-            )
-        }
-        .map_err(Error::cl("clCreateBuffer"))?;
-        Ok(SvmBufferView {
-            raw,
-            size: self.size_bytes(),
-            flags,
-            core: Arc::clone(&self.core),
-            _borrow: PhantomData,
-        })
+        view_core(&self.core, flags)
     }
+}
+
+/// A buffer over the whole allocation behind `core`, borrowing its owner for `'a`.
+pub(crate) fn view_core(core: &Arc<Core>, flags: MemFlags) -> Result<SvmBufferView<'_>> {
+    let size = core.size();
+    if size == 0 {
+        return Err(Error::InvalidArgument(
+            "an empty SVM allocation cannot back a buffer".into(),
+        ));
+    }
+    if flags.intersects(MemFlags::COPY_HOST_PTR | MemFlags::ALLOC_HOST_PTR) {
+        return Err(Error::InvalidArgument(
+            "an SVM buffer view uses the SVM memory (USE_HOST_PTR): COPY_HOST_PTR and \
+             ALLOC_HOST_PTR are invalid"
+                .into(),
+        ));
+    }
+    let flags = if flags.intersects(MemFlags::READ_ONLY | MemFlags::WRITE_ONLY) {
+        flags
+    } else {
+        flags | MemFlags::READ_WRITE
+    } | MemFlags::USE_HOST_PTR;
+    // SAFETY: a valid context; USE_HOST_PTR on an SVM pointer with at most its allocated size
+    // makes the SVM the buffer's storage (OpenCL 3.0, clCreateBuffer); the view borrows the
+    // allocation's owner and kernels holding the buffer also hold the allocation, so the storage
+    // outlives every use of the buffer.
+    let raw =
+        unsafe { raw_mem::create_buffer(core.context().as_raw(), flags.bits(), size, core.ptr()) }
+            .map_err(Error::cl("clCreateBuffer"))?;
+    Ok(SvmBufferView {
+        raw,
+        size,
+        flags,
+        core: Arc::clone(core),
+        _borrow: PhantomData,
+    })
 }
 
 impl SvmBufferView<'_> {
