@@ -8,7 +8,10 @@
 //! - on the bench device (the first one `CL_TEST` selects, when there is one), named after
 //!   PyOpenCL's keys so `cargo xtask bench` lines them up: `pool_hit_alloc_free/<bytes>` (a pooled
 //!   buffer over `ImmediateAllocator`, allocate + drop) and `immediate_allocator/<bytes>` (create +
-//!   force + release); `raw_buffer_create_release/<bytes>` is in `buffer.rs`.
+//!   force + release); `raw_buffer_create_release/<bytes>` is in `buffer.rs`;
+//!   `staged_write/<bytes>` (pageable data through the pinned staging pool) against
+//!   `pageable_write/<bytes>` (the plain blocking write of the same vector); with coarse-grain
+//!   SVM, `svm_pool_hit_alloc_free/<bytes>` against `svm_alloc_free/<bytes>`.
 
 use std::hint::black_box;
 
@@ -96,6 +99,30 @@ mod device {
         }
         g.finish();
         queue.finish().ok();
+
+        // Pageable host-to-device through the pinned staging pool (issue 8), against the plain
+        // blocking write from the same pageable vector (`pageable_write/<bytes>` here;
+        // `buffer_write/<bytes>` in buffer.rs is the same call for small sizes).
+        let staging = cl_pool::StagingPool::new(cl_pool::PinnedAllocator::new(&queue));
+        for size in [1usize << 20, 64 << 20] {
+            let Ok(dst) = cl_mem::Buffer::new(queue.context(), MemFlags::READ_WRITE, size) else {
+                continue;
+            };
+            let host = vec![1u8; size];
+            let chunk = size.min(4 << 20);
+            let mut g = c.benchmark_group("staged_write");
+            g.throughput(criterion::Throughput::Bytes(size as u64));
+            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
+                b.iter(|| cl_pool::write_staged(&queue, &dst, 0, &host, &staging, chunk).ok());
+            });
+            g.finish();
+            let mut g = c.benchmark_group("pageable_write");
+            g.throughput(criterion::Throughput::Bytes(size as u64));
+            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
+                b.iter(|| dst.write(&queue, 0, &host, &[]).ok());
+            });
+            g.finish();
+        }
 
         let svm = queue
             .device()

@@ -33,6 +33,7 @@ pub mod buffer;
 pub mod cache;
 pub mod error;
 pub mod pool;
+pub mod staging;
 pub mod stats;
 pub mod svm;
 pub mod trace;
@@ -51,5 +52,6 @@ pub use error::{OomReport, PoolError};
 pub use pool::{
     CounterScope, Eviction, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder, DEFAULT_SHARDS,
 };
+pub use staging::{write_staged, PinnedAllocator, StagingPool};
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 pub use svm::{PooledSvm, SvmAllocator};
