@@ -55,13 +55,26 @@ pub(crate) fn run() -> Result {
     let mut log = StepLog::new();
     log.step("apt packages", || apt_packages(privilege))?;
     log.step("Oclgrind ICD", || oclgrind_icd(privilege))?;
-    let mut lib = PathBuf::new();
-    log.step("Intel CPU runtime (pip)", || {
-        let (outcome, found) = intel_venv()?;
-        lib = found;
-        Ok(outcome)
-    })?;
-    log.step("Intel CPU ICD", || intel_icd(privilege, &lib))?;
+    if let Some(other) = registered_elsewhere() {
+        // Another checkout's runtime is registered and loads: keep it rather than install ~700 MiB again
+        // and repoint the system-wide ICD file at this checkout (a temporary clone would then break
+        // the platform for every checkout once deleted).
+        log.step("Intel CPU runtime", || {
+            Ok(format!(
+                "already registered from another checkout: {} (kept; delete {} and rerun to use this checkout's)",
+                other.display(),
+                INTEL_ICD
+            ))
+        })?;
+    } else {
+        let mut lib = PathBuf::new();
+        log.step("Intel CPU runtime (pip)", || {
+            let (outcome, found) = intel_venv()?;
+            lib = found;
+            Ok(outcome)
+        })?;
+        log.step("Intel CPU ICD", || intel_icd(privilege, &lib))?;
+    }
     log.step("verify (clinfo -l)", verify)?;
     log.print("setup summary");
     Ok(())
@@ -216,6 +229,20 @@ fn unresolved(lib: &Path) -> Result<Vec<String>> {
     Ok(v)
 }
 
+/// The Intel ICD file setup writes.
+const INTEL_ICD: &str = "/etc/OpenCL/vendors/intel-cpu.icd";
+
+/// The library the Intel ICD file names, when that is outside this checkout's venv, exists, and has every
+/// dependency resolved.
+fn registered_elsewhere() -> Option<PathBuf> {
+    let named = PathBuf::from(std::fs::read_to_string(INTEL_ICD).ok()?.trim());
+    let ours = util::root().join(INTEL_VENV);
+    let usable = named.is_file()
+        && !named.starts_with(&ours)
+        && unresolved(&named).is_ok_and(|v| v.is_empty());
+    usable.then_some(named)
+}
+
 fn intel_icd(privilege: Privilege, lib: &Path) -> Result<String> {
     let dir = lib
         .parent()
@@ -240,8 +267,8 @@ fn intel_icd(privilege: Privilege, lib: &Path) -> Result<String> {
     if !still.is_empty() {
         return Err(format!("{} still cannot find: {}", lib.display(), still.join(" ")).into());
     }
-    let icd = Path::new(VENDORS_DIR).join("intel-cpu.icd");
-    let wrote = privilege.write_file(&icd, &format!("{}\n", lib.display()))?;
+    let icd = Path::new(INTEL_ICD);
+    let wrote = privilege.write_file(icd, &format!("{}\n", lib.display()))?;
     notes.push(format!(
         "{} {} -> {} (dependencies resolve via its RUNPATH $ORIGIN; ldd: all found)",
         if wrote {
