@@ -60,7 +60,8 @@ impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
     /// Checked before calling the driver: [`Error::Unsupported`] when the platform or a device
     /// is older than 2.0 or lacks the grain (or atomics) in `CL_DEVICE_SVM_CAPABILITIES`;
     /// [`Error::InvalidArgument`] for an out-of-order queue, atomics on coarse grain, an
-    /// alignment that is not a power of two, or a size that overflows or exceeds
+    /// alignment that is not a power of two or exceeds 128 bytes (the largest OpenCL data type,
+    /// the spec's limit for `clSVMAlloc`), or a size that overflows or exceeds
     /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`. Then [`Error::SvmAllocFailed`] when `clSVMAlloc` returns
     /// NULL (PyOpenCL's allocator silently returns address 0 instead).
     pub fn with_options(queue: &Queue, len: usize, options: SvmOptions) -> Result<Self> {

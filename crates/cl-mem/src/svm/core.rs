@@ -172,6 +172,10 @@ impl DeviceGrain for Fine {
 impl HostAccessible for Fine {}
 impl HostAccessible for System {}
 
+/// The largest `clSVMAlloc` alignment the spec allows: the size of the largest OpenCL C data
+/// type (`long16`, `double16`).
+pub(crate) const MAX_SVM_ALIGNMENT: usize = 128;
+
 /// Frees system memory handed over by [`Core::from_system`].
 type SystemFree = unsafe fn(*mut c_void, usize);
 
@@ -294,6 +298,15 @@ impl Core {
         if !alignment.is_power_of_two() {
             return Err(Error::InvalidArgument(format!(
                 "SVM alignment {alignment} is not a power of two"
+            )));
+        }
+        // clSVMAlloc: the alignment "must be equal to or smaller than the size of the largest
+        // data type supported by the OpenCL device" (long16 / double16: 128 bytes). PoCL and the
+        // Intel CPU runtime return NULL above it.
+        if alignment > MAX_SVM_ALIGNMENT {
+            return Err(Error::InvalidArgument(format!(
+                "SVM alignment {alignment} exceeds {MAX_SVM_ALIGNMENT} bytes, the largest OpenCL \
+                 data type (clSVMAlloc)"
             )));
         }
         let align32 = u32::try_from(alignment).map_err(|_| {
