@@ -35,6 +35,7 @@
 //! | [`Image`], [`ImageFormat`], [`ImageDesc`], [`image_from_array`] | image `cl_mem`, `cl_image_format`, `cl_image_desc` | `Image`, `ImageFormat`, `create_image`, `image_from_array` |
 //! | [`Sampler`] | `cl_sampler` | `Sampler` |
 //! | [`Pipe`] | pipe `cl_mem` | `Pipe` |
+//! | [`svm::SvmArray`] ([`svm::csvm_empty`], [`svm::fsvm_empty`], [`svm::SvmPointer`], maps, [`svm::SvmBufferView`]) | `clSVMAlloc`, `clEnqueueSVM*` | `SVMAllocation`, `SVMPointer`, `SVMMap`, `svm_empty`, `SVM` |
 //! | [`Pod`] | by-value data | numpy dtypes |
 //! | [`select`] (`CL_TEST`, `CL_CTX`) | — | `PYOPENCL_TEST`, `create_some_context` |
 //!
@@ -67,6 +68,8 @@
 //! and [`KernelArg`] whose implementors promise valid bytes or handles. Host memory given to a
 //! transfer is borrowed only by blocking calls. Kernels retain the memory objects set as their
 //! arguments, so dropping a buffer between `set_arg` and the enqueue cannot dangle.
+//! SVM has no reference count: [`svm`] frees an allocation on its in-order queue after every
+//! queue that used it (kernels report their queues and hold their SVM arguments).
 //!
 //! # Features
 //!
