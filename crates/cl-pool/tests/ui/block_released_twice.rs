@@ -1,0 +1,10 @@
+// Releasing returns the block to the pool and consumes it: a second release (PyOpenCL's
+// LogicError) does not compile.
+use cl_pool::{MemoryPool, TestAllocator};
+
+fn main() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let block = pool.allocate(16).unwrap();
+    block.release();
+    block.release();
+}
