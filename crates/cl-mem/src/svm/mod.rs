@@ -47,6 +47,37 @@
 //! directly (between kernel runs). A map guard borrows the array, so forgetting it
 //! (`mem::forget`) leaves the region mapped but no reference behind: sound.
 //!
+//! # Examples
+//!
+//! ```no_run
+//! use cl_mem::svm::{csvm_empty, fsvm_empty};
+//! use cl_mem::{Context, Device, Platform, Program, Queue};
+//!
+//! # fn main() -> cl_mem::Result<()> {
+//! let device: Device = Platform::list()?[0].devices()?[0];
+//! let context = Context::from_device(&device)?;
+//! let queue = Queue::new(&context, &device)?;
+//! let program = Program::build_from_source(
+//!     &context,
+//!     "__kernel void twice(__global float *a) { a[get_global_id(0)] *= 2.0f; }",
+//!     "",
+//! )?;
+//!
+//! let mut a = csvm_empty::<f32>(&queue, 1024)?; // coarse grain: host access through maps
+//! a.with_map_rw(&queue, |s| s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32))?;
+//! let mut kernel = program.kernel("twice")?;
+//! kernel.set_arg(0, &a)?;
+//! kernel.enqueue_nd_range(&queue, &[1024], None, &[])?;
+//! drop(kernel); // the kernel held the allocation; host access waits for that
+//! a.with_map_ro(&queue, |s| assert_eq!(s[3], 6.0))?;
+//!
+//! let mut f = fsvm_empty::<u32>(&queue, 16)?; // fine grain: direct host access
+//! f.as_mut_slice()?.fill(7);
+//! drop(a); // freed by clEnqueueSVMFree on `queue`, after the kernel
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Capability gating
 //!
 //! Nothing here calls an SVM entry point unless the context's platform and every device are
