@@ -38,6 +38,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: allocation_options_and_like_helpers_are_honoured,
         },
         DeviceTest {
+            name: "forgotten_map_guard_is_unmapped_before_the_next_use",
+            run: forgotten_map_guard_is_unmapped_before_the_next_use,
+        },
+        DeviceTest {
             name: "svm_pointer_into_the_middle_reaches_the_tail",
             run: svm_pointer_into_the_middle_reaches_the_tail,
         },
@@ -328,6 +332,55 @@ fn allocation_options_and_like_helpers_are_honoured(dev: &TestDevice) -> TestRes
         .map_err(|_| cl_tests::fail("the dropping thread panicked"))?;
     gate.set_complete()?;
     assert!(wait_for(&freed), "the free did not come after the kernel");
+    Ok(())
+}
+
+/// `mem::forget` on a map guard is safe (the borrow ends, no reference remains) and benign: the
+/// region is unmapped before the next map, host access or free.
+fn forgotten_map_guard_is_unmapped_before_the_next_use(dev: &TestDevice) -> TestResult {
+    require(
+        dev,
+        SvmCapabilities::COARSE_GRAIN_BUFFER,
+        "coarse-grain SVM",
+    )?;
+    let q = dev.queue();
+    let mut a = csvm_empty::<f32>(&q, N)?;
+    {
+        let mut m = a.map_rw(&q)?;
+        m.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
+        std::mem::forget(m);
+    }
+    a.with_map_ro(&q, |s| assert_eq!(s[5], 5.0))?;
+    let mut k = kernel(&q, "twice")?;
+    k.set_arg(0, &a)?;
+    k.enqueue_nd_range(&q, &[N], None, &[])?;
+    drop(k);
+    std::mem::forget(a.map_ro(&q)?);
+    let mut out = vec![0f32; N];
+    a.read(&q, 0, &mut out, &[])?;
+    assert_eq!(out[7], 14.0);
+    a.with_map_rw(&q, |s| s[0] = -3.0)?;
+    std::mem::forget(a.map_rw_range(&q, 0..4)?);
+    let freed = Arc::new(AtomicBool::new(false));
+    {
+        let freed = Arc::clone(&freed);
+        a.on_release(move |s| freed.store(s == EventStatus::Complete, Ordering::SeqCst));
+    }
+    drop(a); // unmaps the leftover, then frees
+    assert!(
+        wait_for(&freed),
+        "the free after a forgotten map did not complete"
+    );
+    if dev
+        .device
+        .svm_capabilities()?
+        .contains(SvmCapabilities::FINE_GRAIN_BUFFER)
+    {
+        let mut f = fsvm_empty::<u32>(&q, 8)?;
+        std::mem::forget(f.map_rw(&q)?);
+        f.as_mut_slice()?.fill(3);
+        assert_eq!(f.as_slice()?, &[3; 8]);
+    }
     Ok(())
 }
 

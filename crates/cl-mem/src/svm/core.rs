@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bitflags::bitflags;
@@ -209,6 +209,10 @@ pub struct Core {
     queues: Mutex<Queues>,
     on_release: Mutex<Vec<ReleaseCallback>>,
     released: AtomicBool,
+    /// Live maps `(id, queue, address)`; an entry left when no guard exists is a guard leaked
+    /// with `mem::forget`, unmapped before the next map, host access or free.
+    maps: Mutex<Vec<(u64, Queue, usize)>>,
+    next_map: AtomicU64,
 }
 
 // SAFETY: the pointer is an SVM (or system SVM) address, valid in every host thread of the
@@ -385,6 +389,8 @@ impl Core {
             }),
             on_release: Mutex::new(Vec::new()),
             released: AtomicBool::new(false),
+            maps: Mutex::new(Vec::new()),
+            next_map: AtomicU64::new(1),
         }
     }
 
@@ -472,10 +478,37 @@ impl Core {
         if self.size == 0 {
             return Ok(());
         }
+        self.unmap_leftovers()?;
         let markers = self.pending_markers(None)?;
         let refs: Vec<&Event> = markers.iter().collect();
         Event::wait_for_all(&refs)?;
         lock(&self.queues).others.clear();
+        Ok(())
+    }
+
+    /// Records a live map; returns its id.
+    pub(crate) fn remember_map(&self, queue: &Queue, base: *mut c_void) -> u64 {
+        let id = self.next_map.fetch_add(1, Ordering::Relaxed);
+        lock(&self.maps).push((id, queue.clone(), base as usize));
+        id
+    }
+
+    /// Forgets a map its guard unmapped.
+    pub(crate) fn forget_map(&self, id: u64) {
+        lock(&self.maps).retain(|(i, _, _)| *i != id);
+    }
+
+    /// Unmaps maps whose guards were leaked (`mem::forget`). Callers hold the owner's `&mut` or
+    /// own the last reference, so no guard is alive and every entry is a leftover.
+    pub(crate) fn unmap_leftovers(&self) -> Result<()> {
+        let leftovers = std::mem::take(&mut *lock(&self.maps));
+        for (_, queue, base) in leftovers {
+            tracing::warn!(
+                address = base,
+                "unmapping SVM whose map guard was forgotten"
+            );
+            super::map::unmap_now(&queue, base as *mut c_void)?;
+        }
         Ok(())
     }
 
@@ -509,6 +542,7 @@ impl Core {
     }
 
     fn enqueue_release_inner(&self, wait: &[&Event]) -> Result<Event> {
+        self.unmap_leftovers()?;
         let bound = self.bound_queue();
         let markers = self.pending_markers(Some(&bound))?;
         let mut all: Vec<&Event> = wait.to_vec();

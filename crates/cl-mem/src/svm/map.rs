@@ -17,31 +17,43 @@ use crate::queue::Queue;
 use super::core::{exclusive, Core};
 use super::{Grain, SvmArray};
 
-/// A live `clEnqueueSVMMap` of one range; unmapped (and waited for) once.
-pub(crate) struct Mapping {
+/// A live `clEnqueueSVMMap` of one range; unmapped (and waited for) once. Registered in the
+/// allocation's [`Core`] so that a guard leaked with `mem::forget` is unmapped before the next
+/// map, host access or free.
+pub(crate) struct Mapping<'a> {
+    core: &'a Core,
     /// `None` once unmapped, or when nothing was mapped (an empty range).
     queue: Option<Queue>,
     base: *mut c_void,
+    id: u64,
 }
 
-impl Mapping {
+impl Mapping<'_> {
     fn unmap(&mut self) -> Result<()> {
         let Some(queue) = self.queue.take() else {
             return Ok(());
         };
-        // SAFETY: `base` was mapped on `queue` by `map_range` and is unmapped once (`take`);
-        // the host reference derived from it ends with the guard that owns this mapping.
-        let raw = unsafe { raw_queue::enqueue_svm_unmap(queue.as_raw(), self.base, &[]) }
-            .map_err(Error::cl("clEnqueueSVMUnmap"))?;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(raw) };
-        // Waiting keeps cross-queue use simple: once the guard is gone the memory is unmapped,
-        // whatever queue the next command goes to.
-        ev.wait()
+        unmap_now(&queue, self.base)?;
+        self.core.forget_map(self.id);
+        Ok(())
     }
 }
 
-impl Drop for Mapping {
+/// Enqueues `clEnqueueSVMUnmap` of `base` on `queue` and waits for it.
+pub(crate) fn unmap_now(queue: &Queue, base: *mut c_void) -> Result<()> {
+    // SAFETY: `base` was mapped on `queue` by `map_core` and is unmapped once (callers take it
+    // out of the mapping or the allocation's list first); the host reference derived from it
+    // ended with the guard.
+    let raw = unsafe { raw_queue::enqueue_svm_unmap(queue.as_raw(), base, &[]) }
+        .map_err(Error::cl("clEnqueueSVMUnmap"))?;
+    // SAFETY: a fresh reference we own.
+    let ev = unsafe { Event::from_raw(raw) };
+    // Waiting keeps cross-queue use simple: once the guard is gone the memory is unmapped,
+    // whatever queue the next command goes to.
+    ev.wait()
+}
+
+impl Drop for Mapping<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.unmap() {
             tracing::warn!(error = %e, "clEnqueueSVMUnmap failed in drop");
@@ -54,7 +66,7 @@ impl Drop for Mapping {
 /// Borrows the [`SvmArray`] mutably, so nothing can enqueue work on it meanwhile; forgetting the
 /// guard leaves the region mapped but leaves no reference to it (sound).
 pub struct SvmMap<'a, T: Pod> {
-    mapping: Mapping,
+    mapping: Mapping<'a>,
     ptr: *const T,
     len: usize,
     _borrow: PhantomData<&'a [T]>,
@@ -63,7 +75,7 @@ pub struct SvmMap<'a, T: Pod> {
 /// A read-write map of SVM: derefs to `&mut [T]`; unmapped on drop (or [`SvmMapMut::release`]).
 /// See [`SvmMap`].
 pub struct SvmMapMut<'a, T: Pod> {
-    mapping: Mapping,
+    mapping: Mapping<'a>,
     ptr: *mut T,
     len: usize,
     _borrow: PhantomData<&'a mut [T]>,
@@ -194,15 +206,16 @@ impl<T: Pod> fmt::Debug for SvmMapMut<'_, T> {
 
 /// Maps `range` (in values of `T`) of the allocation of `len` values behind `core` on `queue`,
 /// after every queue that used the memory. Callers hold `&mut` of the owner.
-pub(crate) fn map_core<T: Pod>(
-    core: &Arc<Core>,
+pub(crate) fn map_core<'a, T: Pod>(
+    core: &'a Arc<Core>,
     len_total: usize,
     queue: &Queue,
     range: Range<usize>,
     flags: sys::cl_map_flags,
-) -> Result<(Mapping, *mut T, usize)> {
+) -> Result<(Mapping<'a>, *mut T, usize)> {
     exclusive(core, "mapping")?;
     core.check_queue(queue)?;
+    core.unmap_leftovers()?;
     let elem = std::mem::size_of::<T>();
     if range.start > range.end || range.end > len_total {
         return Err(Error::OutOfBounds {
@@ -215,8 +228,10 @@ pub(crate) fn map_core<T: Pod>(
     let len = range.end - range.start;
     if len == 0 || elem == 0 {
         let mapping = Mapping {
+            core,
             queue: None,
             base: std::ptr::null_mut(),
+            id: 0,
         };
         // Zero-size values need no memory: all `len` of them live at a dangling address.
         let n = if elem == 0 { len } else { 0 };
@@ -244,14 +259,16 @@ pub(crate) fn map_core<T: Pod>(
     // SAFETY: a fresh reference we own; the map is complete (blocking).
     drop(unsafe { Event::from_raw(raw) });
     let mapping = Mapping {
+        core,
         queue: Some(queue.clone()),
         base: ptr.cast::<c_void>(),
+        id: core.remember_map(queue, ptr.cast::<c_void>()),
     };
     Ok((mapping, ptr, len))
 }
 
-impl<T: Pod> SvmMap<'_, T> {
-    pub(crate) fn from_parts((mapping, ptr, len): (Mapping, *mut T, usize)) -> Self {
+impl<'a, T: Pod> SvmMap<'a, T> {
+    pub(crate) fn from_parts((mapping, ptr, len): (Mapping<'a>, *mut T, usize)) -> Self {
         SvmMap {
             mapping,
             ptr: ptr.cast_const(),
@@ -261,8 +278,8 @@ impl<T: Pod> SvmMap<'_, T> {
     }
 }
 
-impl<T: Pod> SvmMapMut<'_, T> {
-    pub(crate) fn from_parts((mapping, ptr, len): (Mapping, *mut T, usize)) -> Self {
+impl<'a, T: Pod> SvmMapMut<'a, T> {
+    pub(crate) fn from_parts((mapping, ptr, len): (Mapping<'a>, *mut T, usize)) -> Self {
         SvmMapMut {
             mapping,
             ptr,

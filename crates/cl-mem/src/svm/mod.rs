@@ -45,7 +45,9 @@
 //! Coarse-grain memory is reachable only through a map ([`SvmMap`], [`SvmMapMut`], or the
 //! `with_map_*` scopes); fine-grain and system memory also give `as_slice` / `as_mut_slice`
 //! directly (between kernel runs). A map guard borrows the array, so forgetting it
-//! (`mem::forget`) leaves the region mapped but no reference behind: sound.
+//! (`mem::forget`) leaves no reference behind (sound); the allocation remembers the map and
+//! unmaps it before its next map, host access, SVM command or free (a kernel enqueued in
+//! between would see mapped memory: device-side only, never a host reference).
 //!
 //! # Examples
 //!

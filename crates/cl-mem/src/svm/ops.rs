@@ -3,7 +3,7 @@
 //!
 //! They take `&self`: the device writes, but no host reference into the memory can exist
 //! meanwhile (host access needs `&mut SvmArray`). Non-blocking commands note their queue so the
-//! free waits for it.
+//! free waits for it. A map whose guard was leaked (`mem::forget`) is unmapped first.
 
 use std::ffi::c_void;
 use std::ops::Range;
@@ -89,6 +89,7 @@ fn fill_bytes_core(
     if byte_count == 0 {
         return queue.enqueue_marker(wait);
     }
+    core.unmap_leftovers()?;
     let dst = offset_ptr(core.ptr(), offset);
     if !(dst as usize).is_multiple_of(p) {
         return Err(Error::Misaligned {
@@ -131,6 +132,8 @@ fn copy_core(
             "SVM copy source and destination overlap (CL_MEM_COPY_OVERLAP)".into(),
         ));
     }
+    dcore.unmap_leftovers()?;
+    score.unmap_leftovers()?;
     // SAFETY: a 2.0+ platform; both ranges lie in live allocations of the queue's context,
     // which stay allocated until the command is done (both note the queue below); they do not
     // overlap; no host reference exists into either.
@@ -202,6 +205,7 @@ pub fn enqueue_svm_migrate(
     let mut sizes = Vec::with_capacity(svms.len());
     for s in svms {
         s.core().check_queue(queue)?;
+        s.core().unmap_leftovers()?;
         if s.size_bytes() > 0 {
             ptrs.push(s.svm_ptr().cast_const());
             sizes.push(s.size_bytes());
@@ -314,6 +318,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         if bytes.is_empty() {
             return queue.enqueue_marker(wait);
         }
+        self.core.unmap_leftovers()?;
         // SAFETY: a 2.0+ platform; the destination range lies in the live allocation; the copy
         // is blocking, so `data` is only read during the call; `data` cannot alias this
         // allocation (a host reference into it needs `&mut self`).
@@ -351,6 +356,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         if bytes.is_empty() {
             return queue.enqueue_marker(wait);
         }
+        self.core.unmap_leftovers()?;
         // SAFETY: a 2.0+ platform; the source range lies in the live allocation; blocking, so
         // `out` is written only during the call through our exclusive borrow, and it cannot
         // alias this allocation (that needs `&mut self`).
