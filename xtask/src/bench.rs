@@ -28,6 +28,8 @@ pub(crate) fn run(args: &[String]) -> Result {
         cmd.arg("--").args(args);
     }
     println!("  $ {}", util::show(&cmd));
+    // Only benchmarks this run measured: target/criterion keeps every earlier run's results too.
+    let started = std::time::SystemTime::now();
     let out = cmd.stderr(Stdio::inherit()).output()?;
     let text = String::from_utf8_lossy(&out.stdout);
     print!("{text}");
@@ -35,7 +37,7 @@ pub(crate) fn run(args: &[String]) -> Result {
     if !out.status.success() {
         return Err("cargo bench failed".into());
     }
-    let rust = criterion_means(&root.join("target/criterion"));
+    let rust = criterion_means(&root.join("target/criterion"), started);
     std::fs::write(dir.join("rust.json"), serde_json::to_string_pretty(&rust)?)?;
 
     let tool = root.join("../shared/tools/pyopencl-reference");
@@ -66,14 +68,14 @@ pub(crate) fn run(args: &[String]) -> Result {
     Ok(())
 }
 
-/// Mean time (ns) of every benchmark criterion has results for, keyed `group/param`.
-fn criterion_means(dir: &Path) -> BTreeMap<String, f64> {
+/// Mean time (ns) of every benchmark criterion wrote results for since `since`, keyed `group/param`.
+fn criterion_means(dir: &Path, since: std::time::SystemTime) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
+    walk(dir, dir, since, &mut out);
     out
 }
 
-fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, f64>) {
+fn walk(base: &Path, dir: &Path, since: std::time::SystemTime, out: &mut BTreeMap<String, f64>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -84,6 +86,12 @@ fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, f64>) {
         }
         if e.file_name() == "new" {
             let est = p.join("estimates.json");
+            let fresh = std::fs::metadata(&est)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t >= since);
+            if !fresh {
+                continue;
+            }
             let mean = std::fs::read_to_string(&est)
                 .ok()
                 .and_then(|s| serde_json::from_str::<Value>(&s).ok())
@@ -93,7 +101,7 @@ fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, f64>) {
             }
         } else if e.file_name() != "report" && e.file_name() != "base" && e.file_name() != "change"
         {
-            walk(base, &p, out);
+            walk(base, &p, since, out);
         }
     }
 }
@@ -104,7 +112,14 @@ fn side_by_side(rust: &BTreeMap<String, f64>, reference: Option<&Value>) -> Stri
         .map(|a| a.iter().collect())
         .unwrap_or_default();
     let mut md = String::from("# Bench report: cl-benches vs PyOpenCL\n\n");
-    md.push_str("Rust: criterion mean on the bench device (first device that CL_TEST selects). ");
+    let selection = std::env::var("CL_TEST").or_else(|_| std::env::var("PYOPENCL_TEST"));
+    md.push_str(&format!(
+        "Rust: criterion mean on the bench device, the first one that the selection ({}) picks. ",
+        selection.map_or_else(
+            |_| "unset: the first device".to_owned(),
+            |s| format!("`{s}`")
+        )
+    ));
     md.push_str(
         "PyOpenCL: `pyopencl-reference --bench`, per device. Times in ns per operation.\n\n",
     );
