@@ -1,6 +1,7 @@
 //! cl-pool: the cost of a pool hit against the allocations it saves.
 //!
 //! - `pool_host/hit_repeated_size`: allocate + drop from a warm bin (one size), host allocator;
+//! - `pool_host/hit_local`: the same through `allocate_local` (the block borrows the pool);
 //! - `pool_host/hit_mixed_sizes`: the same over 64 warm bins;
 //! - `pool_host/hit_sharded_16`: a repeated-size hit on a pool with 16 lock shards;
 //! - `pool_host/miss_simulated`: a request that misses (stop-holding pool over a host allocator):
@@ -25,6 +26,9 @@ pub fn benches(c: &mut Criterion) {
     drop(pool.allocate(4096));
     g.bench_function("hit_repeated_size", |b| {
         b.iter(|| black_box(pool.allocate(black_box(4096))));
+    });
+    g.bench_function("hit_local", |b| {
+        b.iter(|| black_box(pool.allocate_local(black_box(4096))));
     });
     let sizes: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();
     for &s in &sizes {

@@ -43,6 +43,22 @@ fn measure(
     Ok(percentiles(samples))
 }
 
+fn measure_local(
+    pool: &MemoryPool<SimulatedAllocator>,
+) -> Result<(f64, f64), PoolError<cl_pool::HostAllocError>> {
+    drop(pool.allocate_local(4096)?);
+    let mut samples = Vec::new();
+    for _ in 0..2000 {
+        let t0 = Instant::now();
+        for _ in 0..BATCH {
+            let b = pool.allocate_local(4096)?;
+            black_box(&b);
+        }
+        samples.push(t0.elapsed().as_nanos() as f64 / f64::from(BATCH));
+    }
+    Ok(percentiles(samples))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mixed: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();
     for shards in [1usize, 16] {
@@ -54,6 +70,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("shards {shards:2}: repeated size  p50 {p50:6.1} ns  p99 {p99:6.1} ns");
         let (p50, p99) = measure(&pool, &mixed).map_err(|e| e.to_string())?;
         println!("shards {shards:2}: mixed sizes    p50 {p50:6.1} ns  p99 {p99:6.1} ns");
+        let (p50, p99) = measure_local(&pool).map_err(|e| e.to_string())?;
+        println!("shards {shards:2}: allocate_local p50 {p50:6.1} ns  p99 {p99:6.1} ns");
         let scope = pool.scope();
         let (p50, _) = measure(&pool, &[4096]).map_err(|e| e.to_string())?;
         drop(scope);

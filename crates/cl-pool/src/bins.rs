@@ -103,6 +103,7 @@ impl BinLayout {
 
     /// The bin a request of `size` bytes goes to (PyOpenCL's `bin_number`).
     #[must_use]
+    #[inline]
     pub const fn bin_number(self, size: usize) -> BinNumber {
         bin_number_l(size as u64, self.leading_bits)
     }
@@ -115,6 +116,7 @@ impl BinLayout {
         clippy::cast_possible_truncation,
         reason = "checked against usize::MAX just before"
     )]
+    #[inline]
     pub const fn alloc_size(self, bin: BinNumber) -> usize {
         let s = alloc_size_l(bin, self.leading_bits);
         if s > usize::MAX as u64 {
@@ -126,6 +128,7 @@ impl BinLayout {
 
     /// `alloc_size(bin_number(size))`: the bytes a block serving `size` really has.
     #[must_use]
+    #[inline]
     pub const fn rounded_size(self, size: usize) -> usize {
         self.alloc_size(self.bin_number(size))
     }
@@ -150,6 +153,7 @@ pub const fn alloc_size(bin: BinNumber) -> usize {
     clippy::cast_possible_truncation,
     reason = "l <= 63 and l_bits <= 25: the bin number is below 2^31"
 )]
+#[inline]
 const fn bin_number_l(size: u64, l_bits: u32) -> BinNumber {
     let l = bitlog2(size);
     let shifted = if l >= l_bits {
@@ -162,6 +166,7 @@ const fn bin_number_l(size: u64, l_bits: u32) -> BinNumber {
     ((l << l_bits) as u64 | chopped) as BinNumber
 }
 
+#[inline]
 const fn alloc_size_l(bin: BinNumber, l_bits: u32) -> u64 {
     let e = bin >> l_bits;
     let m = (bin & ((1u32 << l_bits) - 1)) as u64;

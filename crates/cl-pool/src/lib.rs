@@ -50,7 +50,8 @@ pub use buffer::{BufferBlock, DeferredAllocator, ImmediateAllocator, PooledBuffe
 pub use cache::{clear_first_arg_caches, ContextCache, ContextKey, FirstArgCache};
 pub use error::{OomReport, PoolError};
 pub use pool::{
-    CounterScope, Eviction, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder, DEFAULT_SHARDS,
+    CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
+    DEFAULT_SHARDS,
 };
 pub use staging::{write_staged, PinnedAllocator, StagingPool};
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};

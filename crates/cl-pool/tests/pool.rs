@@ -637,3 +637,19 @@ fn pool_error_is_a_std_error_with_its_source() {
     assert!(dyn_err.source().is_some());
     assert_eq!(e.oom_report().unwrap().rounded, 103);
 }
+
+#[test]
+fn local_blocks_count_and_return_like_pooled_blocks() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    pool.start_recording();
+    let a = pool.allocate_local(1000).unwrap();
+    assert_eq!((a.requested_bytes(), a.allocated_bytes()), (1000, 1023));
+    let id = a.block().id;
+    assert_eq!(figures(&pool), (0, 1, 1023, 1000));
+    a.release();
+    assert_eq!(figures(&pool), (1, 0, 1023, 0));
+    let b = pool.allocate(1001).unwrap();
+    assert_eq!(b.block().id, id);
+    drop(b);
+    assert_eq!(pool.stop_recording().len(), 4);
+}
