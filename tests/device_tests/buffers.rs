@@ -1279,7 +1279,8 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
         buf.read_rect(&fq, &Rect::new([4, 1, 1]), &mut host, &[]),
         buf.copy_rect_from(&fq, &other, &Rect::new([4, 1, 1]), &[]),
         enqueue_migrate_mem_objects(&fq, &[&buf], MigrationFlags::empty(), &[]),
-        buf.enqueue_read(&fq, 0, vec![0u8; 4], &[]).map(|p| p.event().clone()),
+        buf.enqueue_read(&fq, 0, vec![0u8; 4], &[])
+            .map(|p| p.event().clone()),
         buf.map_read::<u8>(&fq, .., &[]).map(|_| unreachable!()),
         // Patterns, pitches, flags, offsets, sizes.
         buf.fill_bytes(&q, &[0u8; 256], 0, 256, &[]),
@@ -1287,17 +1288,47 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
         buf.copy_rect_from(
             &q,
             &buf,
-            &Rect::new([2, 2, 1]).src_pitches(4, 0).dst_pitches(8, 0).dst_origin([0, 8, 0]),
+            &Rect::new([2, 2, 1])
+                .src_pitches(4, 0)
+                .dst_pitches(8, 0)
+                .dst_origin([0, 8, 0]),
             &[],
         ),
-        buf.map_mut::<u8>(&q, MapFlags::READ, .., &[]).map(|_| unreachable!()),
-        buf.map_mut::<u8>(&q, MapFlags::WRITE_INVALIDATE_REGION | MapFlags::READ, .., &[])
+        buf.map_mut::<u8>(&q, MapFlags::READ, .., &[])
             .map(|_| unreachable!()),
-        buf.sub_buffer(0, 8, MemFlags::COPY_HOST_PTR).map(|_| unreachable!()),
-        buf.sub_buffer(0, 8, MemFlags::READ_ONLY | MemFlags::WRITE_ONLY).map(|_| unreachable!()),
-        Buffer::use_host_memory(&ctx, MemFlags::ALLOC_HOST_PTR, vec![0u8; 4]).map(|_| unreachable!()),
-        enqueue_copy_with(&q, &buf, &host[..], CopyOptions { src_offset: 600, ..CopyOptions::default() }, &[]),
-        enqueue_copy_with(&q, &buf, &other, CopyOptions { byte_count: Some(65), ..CopyOptions::default() }, &[]),
+        buf.map_mut::<u8>(
+            &q,
+            MapFlags::WRITE_INVALIDATE_REGION | MapFlags::READ,
+            ..,
+            &[],
+        )
+        .map(|_| unreachable!()),
+        buf.sub_buffer(0, 8, MemFlags::COPY_HOST_PTR)
+            .map(|_| unreachable!()),
+        buf.sub_buffer(0, 8, MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)
+            .map(|_| unreachable!()),
+        Buffer::use_host_memory(&ctx, MemFlags::ALLOC_HOST_PTR, vec![0u8; 4])
+            .map(|_| unreachable!()),
+        enqueue_copy_with(
+            &q,
+            &buf,
+            &host[..],
+            CopyOptions {
+                src_offset: 600,
+                ..CopyOptions::default()
+            },
+            &[],
+        ),
+        enqueue_copy_with(
+            &q,
+            &buf,
+            &other,
+            CopyOptions {
+                byte_count: Some(65),
+                ..CopyOptions::default()
+            },
+            &[],
+        ),
         PinnedMemory::<u8>::new(&q, 0).map(|_| unreachable!()),
     ];
     for (i, r) in errors.iter().enumerate() {
