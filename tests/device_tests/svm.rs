@@ -893,6 +893,37 @@ fn explicit_releases_report_their_completion(dev: &TestDevice) -> TestResult {
     }
     c.release_now()?;
     assert!(freed.load(Ordering::SeqCst));
+    // into_raw / from_raw hand the pointer over and back (what an allocator does).
+    let d = csvm_empty::<u32>(&q, 64)?;
+    let e = csvm_empty::<u32>(&q, 64)?;
+    assert!(d != e);
+    let d_ptr = d.svm_ptr();
+    d.write(&q, 0, &[9u32; 64], &[])?;
+    let p = d.into_raw()?;
+    assert_eq!(p, d_ptr);
+    // SAFETY: `p` came from clSVMAlloc in this context with 64 u32 (coarse, read-write) and
+    // was given up by `into_raw`; the write above was blocking.
+    let back = unsafe { SvmArray::<u32, Coarse>::from_raw(&q, p, 64, 4, SvmMemFlags::READ_WRITE) }?;
+    let mut out = [0u32; 64];
+    back.read(&q, 0, &mut out, &[])?;
+    assert_eq!(out, [9; 64]);
+    // SAFETY: the checks below refuse before adopting anything.
+    let misaligned = unsafe {
+        SvmArray::<u32, Coarse>::from_raw(
+            &q,
+            p.cast::<u8>().wrapping_add(2).cast(),
+            4,
+            4,
+            SvmMemFlags::READ_WRITE,
+        )
+    };
+    assert!(matches!(misaligned, Err(Error::Misaligned { .. })));
+    // SAFETY: as above.
+    let null = unsafe {
+        SvmArray::<u32, Coarse>::from_raw(&q, std::ptr::null_mut(), 4, 4, SvmMemFlags::READ_WRITE)
+    };
+    assert!(matches!(null, Err(Error::InvalidArgument(_))));
+    drop(back);
     Ok(())
 }
 

@@ -86,6 +86,80 @@ impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
     }
 }
 
+impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
+    /// Adopts memory from `clSVMAlloc` (PyOpenCL's adopting `SVMAllocation` constructor, used by
+    /// allocators), bound to `queue`; it is then freed like any other `SvmArray`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] when the context lacks the grain (2.0+); [`Error::InvalidArgument`]
+    /// for an out-of-order queue, a null pointer with `len > 0`, or a pointer not aligned to
+    /// `alignment` (checked before adopting; on error the memory is *not* freed).
+    ///
+    /// # Safety
+    ///
+    /// 1. `ptr` came from `clSVMAlloc` in the queue's context with `flags` (of grain `G`) and at
+    ///    least `len * size_of::<T>()` bytes, or is null with `len * size_of::<T>() == 0`.
+    /// 2. Nothing else frees it, and no command uses it that the caller has not finished or
+    ///    ordered before work on `queue`.
+    pub unsafe fn from_raw(
+        queue: &Queue,
+        ptr: *mut c_void,
+        len: usize,
+        alignment: usize,
+        flags: SvmMemFlags,
+    ) -> Result<Self> {
+        require_svm(queue.context(), G::CAPABILITY, G::NAME)?;
+        require_in_order(queue, "an SVM allocation")?;
+        let size = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::InvalidArgument(format!("{len} values overflow usize")))?;
+        if ptr.is_null() != (size == 0) {
+            return Err(Error::InvalidArgument(
+                "an adopted SVM pointer is null exactly when the size is 0".into(),
+            ));
+        }
+        if !alignment.is_power_of_two() || !(ptr as usize).is_multiple_of(alignment) {
+            return Err(Error::Misaligned {
+                what: "adopted SVM pointer",
+                value: ptr as usize,
+                alignment,
+            });
+        }
+        // SAFETY: obligations 1 and 2.
+        let core = unsafe { Core::adopt(queue, ptr, size, alignment, flags | G::FLAGS) };
+        Ok(SvmArray::from_core(core, len))
+    }
+
+    /// Gives the memory up without freeing it; the caller must free it (`clEnqueueSVMFree` or
+    /// `clSVMFree`) after every command that uses it. Leftover maps are unmapped first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SvmInUse`] while a kernel holds it (nothing is given up; it is then released
+    /// normally); [`Error::Cl`] from unmapping a forgotten map.
+    pub fn into_raw(self) -> Result<*mut c_void> {
+        self.exclusive("into_raw")?;
+        self.core.disown()
+    }
+}
+
+impl<T: Pod, G: Grain> PartialEq for SvmArray<T, G> {
+    /// Identity of the allocation (PyOpenCL's `SVMAllocation.__eq__` compares pointers; here two
+    /// zero-size arrays are different allocations).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.core, &other.core)
+    }
+}
+
+impl<T: Pod, G: Grain> Eq for SvmArray<T, G> {}
+
+impl<T: Pod, G: Grain> std::hash::Hash for SvmArray<T, G> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.core).hash(state);
+    }
+}
+
 impl<T: Pod> SvmArray<T, System> {
     /// Hands host memory over to be used as SVM, bound to `queue` (PyOpenCL's `SVM(ndarray)`,
     /// but owning: a borrowed slice could be freed while a kernel still uses it).

@@ -368,6 +368,29 @@ impl Core {
         )
     }
 
+    /// Adopts a `clSVMAlloc` pointer (see `SvmArray::from_raw`).
+    ///
+    /// # Safety
+    ///
+    /// 1. As `SvmArray::from_raw`.
+    pub(crate) unsafe fn adopt(
+        queue: &Queue,
+        ptr: *mut c_void,
+        size: usize,
+        alignment: usize,
+        flags: SvmMemFlags,
+    ) -> Core {
+        Core::with_storage(queue, ptr, size, alignment, flags, Storage::Svm)
+    }
+
+    /// Gives the pointer up without freeing it (see `SvmArray::into_raw`); the caller holds the
+    /// only reference.
+    pub(crate) fn disown(&self) -> Result<*mut c_void> {
+        self.unmap_leftovers()?;
+        self.released.store(true, Ordering::Release);
+        Ok(self.ptr)
+    }
+
     fn with_storage(
         queue: &Queue,
         ptr: *mut c_void,
