@@ -10,11 +10,12 @@
 //!
 //! - **One shard (the default, [`DEFAULT_SHARDS`])**: every hit-path counter (active, held, tick,
 //!   peaks) is written with a plain load + store under the one lock, so a hit costs one lock/unlock
-//!   pair and nothing else atomic but the `Arc` count of the block's pool handle. Measured
+//!   pair each way and nothing else atomic but the `Arc` count of the block's pool handle. Measured
 //!   (`cargo run --release -p cl-pool --example hit_latency`): allocate + drop from a warm bin
-//!   ~62 ns median, ~64 ns over 64 mixed sizes. On this VM one locked instruction costs ~6 ns and an
-//!   uncontended `Mutex` lock/unlock ~12.6 ns, so two lock pairs + the `Arc` clone/drop are ~37 ns of
-//!   that; PyOpenCL's hit is 300-400 ns.
+//!   ~60 ns median, also over 64 mixed sizes; through [`MemoryPool::allocate_local`], whose block
+//!   borrows the pool (no `Arc` traffic), ~33 ns. On this VM one locked instruction costs ~6 ns and
+//!   an uncontended `Mutex` lock/unlock ~12.6 ns; PyOpenCL's hit is 300-400 ns. With
+//!   `allocate_local`, 2 and 8 threads on distinct sizes take the same total time per hit as one.
 //! - **Several shards** ([`PoolBuilder::shards`]): threads on different sizes lock different
 //!   mutexes, but `active_bytes` (for an exact peak), `held_bytes` and the allocation tick become
 //!   atomic read-modify-writes shared by all threads: ~80-95 ns per hit single-threaded here. On
