@@ -195,6 +195,7 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
                 flush();
             }
             lock(&shared).current = Some((name.clone(), Instant::now()));
+            mark_current(&args, Some(&full));
             let start = Instant::now();
             let result = run_one(test, dev);
             let took = start.elapsed();
@@ -228,6 +229,7 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
             }
         }
     }
+    mark_current(&args, None);
     let state = lock(&shared);
     if args.quiet {
         println!();
@@ -244,6 +246,19 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// With `--json PATH`, keeps `PATH.current` naming the test now running (removed at the end), so that
+/// when a driver crash kills the process before any summary, `cargo xtask test-devices` can still say
+/// which test it was.
+fn mark_current(args: &Args, test: Option<&str>) {
+    let Some(json) = &args.json else { return };
+    let mut path = json.clone().into_os_string();
+    path.push(".current");
+    let _ = match test {
+        Some(t) => std::fs::write(&path, t),
+        None => std::fs::remove_file(&path),
+    };
 }
 
 /// What the run loop and the watchdog share.

@@ -217,6 +217,7 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
         );
         let json = out_dir.join(format!("{}-{}.json", dev.platform_index, dev.device_index));
         let _ = std::fs::remove_file(&json);
+        let _ = std::fs::remove_file(current_file(&json));
         let mut cmd = Command::new(&bin);
         cmd.env(
             "CL_TEST",
@@ -244,7 +245,10 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
             (Ended::Exited(_), Some(_), None) => ("FAILED".to_owned(), None, false),
             (Ended::Exited(s), None, None) => (
                 "CRASHED".to_owned(),
-                Some(format!("{s}, no summary written")),
+                Some(match running_test(&json) {
+                    Some(t) => format!("{s} while running {t}"),
+                    None => format!("{s}, no summary written"),
+                }),
                 false,
             ),
         };
@@ -264,6 +268,20 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
     } else {
         Ok(())
     }
+}
+
+/// The harness's `<summary>.current` file: the test running now (see `cl_tests` runner).
+fn current_file(json: &Path) -> PathBuf {
+    let mut p = json.as_os_str().to_owned();
+    p.push(".current");
+    PathBuf::from(p)
+}
+
+/// The test that was running when the process died, if the harness recorded it.
+fn running_test(json: &Path) -> Option<String> {
+    std::fs::read_to_string(current_file(json))
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 /// Why the harness stopped early (its watchdog caught a test that never returned), if it did.
@@ -408,6 +426,12 @@ mod tests {
         std::fs::write(&p, r#"{"totals":{"passed":7}}"#).unwrap();
         assert_eq!(read_counts(&p), None);
         assert_eq!(read_counts(&dir.join("missing.json")), None);
+        assert_eq!(read_aborted(&p), None);
+        std::fs::write(&p, r#"{"aborted":"core::x: timed out"}"#).unwrap();
+        assert_eq!(read_aborted(&p).as_deref(), Some("core::x: timed out"));
+        assert_eq!(running_test(&p), None);
+        std::fs::write(current_file(&p), "[P/D] pool::threads").unwrap();
+        assert_eq!(running_test(&p).as_deref(), Some("[P/D] pool::threads"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
