@@ -1,5 +1,5 @@
 //! Writes SVG plots of managed / active bytes over a trace replayed under PyOpenCL's policy and
-//! under a capped policy.
+//! under a capped policy, and the same replays as PyTorch memory-viewer snapshots (JSON).
 //!
 //! `cargo run --release -p cl-pool --example trace_plot -- [TRACE.jsonl] [OUT_DIR]`: without a
 //! trace file, RMM's random_allocations shape is used.
@@ -8,8 +8,8 @@ use std::error::Error;
 use std::path::PathBuf;
 
 use cl_pool::trace::{
-    from_json_lines, random_trace, replay_with_timeline, timeline_svg, RandomTraceShape,
-    ReplayConfig,
+    from_json_lines, pytorch_snapshot, random_trace, replay_with_timeline, timeline_svg,
+    RandomTraceShape, ReplayConfig,
 };
 use cl_pool::{Eviction, Policy};
 
@@ -52,6 +52,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         let path = out.join(format!("pool-{name}.svg"));
         std::fs::write(&path, timeline_svg(&t, &title))?;
         println!("{}: {title}", path.display());
+        let snap = pytorch_snapshot(
+            &trace,
+            &ReplayConfig {
+                policy,
+                ..ReplayConfig::default()
+            },
+        )?;
+        let path = out.join(format!("pool-{name}.snapshot.json"));
+        std::fs::write(&path, serde_json::to_string(&snap)?)?;
+        println!("{}: PyTorch memory-viewer snapshot (JSON)", path.display());
     }
     Ok(())
 }

@@ -249,3 +249,51 @@ fn timeline_follows_the_gauges_and_plots_as_svg() {
     assert!(svg.contains("a &lt;small&gt; trace"));
     assert_eq!(svg.matches("<path").count(), 2);
 }
+
+#[test]
+fn pytorch_snapshot_lists_segments_and_events() {
+    let trace = vec![
+        TraceEvent::Alloc { id: 1, size: 1000 },
+        TraceEvent::Alloc { id: 2, size: 100 },
+        TraceEvent::Free { id: 1 },
+        TraceEvent::Alloc { id: 3, size: 1001 },
+        TraceEvent::Free { id: 2 },
+        TraceEvent::Free { id: 3 },
+    ];
+    let snap = cl_pool::trace::pytorch_snapshot(&trace, &ReplayConfig::default()).unwrap();
+    let segs = snap["segments"].as_array().unwrap();
+    assert_eq!(segs.len(), 2);
+    assert_eq!(segs[0]["address"], 0);
+    assert_eq!(segs[0]["total_size"], 1023);
+    assert_eq!(segs[0]["blocks"][0]["state"], "active_allocated");
+    assert_eq!(segs[0]["blocks"][0]["requested_size"], 1001);
+    assert_eq!(segs[1]["address"], 1024);
+    assert_eq!(segs[1]["total_size"], 103);
+    assert_eq!(segs[1]["blocks"][0]["state"], "inactive");
+    let actions: Vec<(String, u64)> = snap["device_traces"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap().to_owned(),
+                e["addr"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expect = [
+        ("segment_alloc", 0),
+        ("alloc", 0),
+        ("segment_alloc", 1024),
+        ("alloc", 1024),
+        ("free_requested", 0),
+        ("free_completed", 0),
+        ("alloc", 0),
+        ("free_requested", 1024),
+        ("free_completed", 1024),
+        ("free_requested", 0),
+        ("free_completed", 0),
+    ];
+    let expect: Vec<(String, u64)> = expect.iter().map(|(a, n)| ((*a).to_owned(), *n)).collect();
+    assert_eq!(actions, expect);
+}
