@@ -653,3 +653,86 @@ fn local_blocks_count_and_return_like_pooled_blocks() {
     drop(b);
     assert_eq!(pool.stop_recording().len(), 4);
 }
+
+/// An allocator that calls back into its own pool from every hook: if the pool held one of its
+/// locks while calling the allocator, these calls would deadlock.
+struct Reentrant {
+    inner: TestAllocator,
+    pool: Mutex<Option<MemoryPool<Reentrant>>>,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Reentrant {
+    fn poke(&self) {
+        let pool = self.pool.lock().unwrap().clone();
+        if let Some(pool) = pool {
+            let s = pool.stats();
+            std::hint::black_box(s);
+            std::hint::black_box(pool.bin_stats());
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+impl Allocator for Reentrant {
+    type Block = HostBlock;
+    type Error = HostAllocError;
+    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
+        self.poke();
+        self.inner.allocate(size)
+    }
+    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
+        self.poke();
+        self.inner.free(block)
+    }
+    fn try_release_blocks(&self) {
+        self.poke();
+    }
+    fn hand_out_existing_block(&self, _block: &mut HostBlock) -> Result<(), HostAllocError> {
+        self.poke();
+        Ok(())
+    }
+}
+
+#[test]
+fn allocator_calls_are_made_without_pool_locks_held() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for shards in [1, 4] {
+            let pool = MemoryPool::builder(Reentrant {
+                inner: TestAllocator::with_capacity(4000),
+                pool: Mutex::new(None),
+                calls: 0.into(),
+            })
+            .shards(shards)
+            .policy(Policy {
+                held_bytes_cap: Some(2500),
+                idle_release_after: Some(50),
+                ..Policy::default()
+            })
+            .build()
+            .unwrap();
+            *pool.allocator().pool.lock().unwrap() = Some(pool.clone());
+            let a = pool.allocate(1000).unwrap(); // miss: allocate
+            drop(a);
+            let b = pool.allocate(1000).unwrap(); // hit: hand_out
+            let c = pool.allocate(2000).unwrap(); // miss
+            drop(b);
+            drop(c); // over the held cap: freed through the allocator
+            let _d = pool.allocate(3500).unwrap(); // OOM: release hook, reclaim (free), retry
+            pool.free_held();
+            pool.stop_holding();
+            assert!(
+                pool.allocator()
+                    .calls
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    >= 7
+            );
+            // Break the cycle pool -> allocator -> pool.
+            pool.allocator().pool.lock().unwrap().take();
+        }
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .expect("an allocator call re-entering the pool deadlocked: a pool lock was held");
+}
