@@ -7,12 +7,21 @@
 
 // Bench modules expose `pub fn benches()` by convention; in a bench binary nothing is reachable from
 // outside, so the lint would ask for `pub(crate)` in every module.
-#![expect(unreachable_pub, reason = "bench modules expose `pub fn benches()` by convention")]
+#![expect(
+    unreachable_pub,
+    reason = "bench modules expose `pub fn benches()` by convention"
+)]
 // `criterion_group!` expands to an undocumented `pub fn benches()`.
-#![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
+#![expect(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented pub fn"
+)]
 // clippy.toml's allow-unwrap-in-tests does not reach a `harness = false` target; a bench that cannot
 // set up should stop with its message.
-#![allow(clippy::unwrap_used, reason = "benches are test code: a failed unwrap stops with its message")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "benches are test code: a failed unwrap stops with its message"
+)]
 
 use criterion::{criterion_group, criterion_main};
 

@@ -6,12 +6,18 @@
 
 // Suite modules expose `pub fn tests()` by convention (docs/TESTING.md); in a binary nothing is
 // reachable from outside, so the lint would ask for `pub(crate)` in every suite.
-#![expect(unreachable_pub, reason = "suite modules expose `pub fn tests()` by convention")]
+#![expect(
+    unreachable_pub,
+    reason = "suite modules expose `pub fn tests()` by convention"
+)]
 // clippy.toml's allow-unwrap-in-tests covers `cfg(test)` code only, and a `harness = false` target is not
 // compiled with `--test`. A failed unwrap here is a failed test with its message (panics are caught per
 // test), so unwrapping is as fine as in a `#[test]`. `allow`, not `expect`: whether any suite unwraps
 // changes as suites are edited.
-#![allow(clippy::unwrap_used, reason = "device tests are tests: a failed unwrap is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "device tests are tests: a failed unwrap is a failed test"
+)]
 
 mod buffers;
 mod characterize;
