@@ -11,7 +11,8 @@
 //!   buffer over `ImmediateAllocator`, allocate + drop) and `immediate_allocator/<bytes>` (create +
 //!   force + release); `raw_buffer_create_release/<bytes>` is in `buffer.rs`;
 //!   `staged_write/<bytes>` (pageable data through the pinned staging pool) against
-//!   `pageable_write/<bytes>` (the plain blocking write of the same vector); with coarse-grain
+//!   `pageable_write/<bytes>` (the plain blocking write of the same vector), and `staged_read` /
+//!   `pageable_read` the other way; with coarse-grain
 //!   SVM, `svm_pool_hit_alloc_free/<bytes>` against `svm_alloc_free/<bytes>`.
 
 use std::hint::black_box;
@@ -124,6 +125,19 @@ mod device {
             g.throughput(criterion::Throughput::Bytes(size as u64));
             g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
                 b.iter(|| dst.write(&queue, 0, &host, &[]).ok());
+            });
+            g.finish();
+            let mut back = vec![0u8; size];
+            let mut g = c.benchmark_group("staged_read");
+            g.throughput(criterion::Throughput::Bytes(size as u64));
+            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
+                b.iter(|| cl_pool::read_staged(&queue, &dst, 0, &mut back, &staging, chunk).ok());
+            });
+            g.finish();
+            let mut g = c.benchmark_group("pageable_read");
+            g.throughput(criterion::Throughput::Bytes(size as u64));
+            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
+                b.iter(|| dst.read(&queue, 0, &mut back, &[]).ok());
             });
             g.finish();
         }

@@ -58,8 +58,8 @@ pub fn tests() -> Vec<DeviceTest> {
             run: deferred_pool_waits_for_old_queue_on_the_host,
         },
         DeviceTest {
-            name: "staged_pageable_write_roundtrips",
-            run: staged_pageable_write_roundtrips,
+            name: "staged_pageable_transfers_roundtrip",
+            run: staged_pageable_transfers_roundtrip,
         },
         DeviceTest {
             name: "threads_share_a_device_pool",
@@ -626,7 +626,7 @@ fn threads_share_a_device_pool(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
-fn staged_pageable_write_roundtrips(dev: &TestDevice) -> TestResult {
+fn staged_pageable_transfers_roundtrip(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let staging = cl_pool::StagingPool::new(cl_pool::PinnedAllocator::new(&q));
     let n = 100_003usize;
@@ -649,6 +649,17 @@ fn staged_pageable_write_roundtrips(dev: &TestDevice) -> TestResult {
     cl_pool::write_staged(&q, &dst, 16, &data, &staging, 4096)?;
     let s = staging.stats();
     assert_eq!((s.upstream_allocations, s.hits), (7, 3));
+    // And back through the same pool.
+    for chunk in [4096usize, 30_000] {
+        let mut back = vec![0u8; n];
+        cl_pool::read_staged(&q, &dst, 16, &mut back, &staging, chunk)?;
+        assert!(back == data, "staged read, chunk {chunk}");
+    }
+    let mut too_long = vec![0u8; n + 1];
+    assert!(matches!(
+        cl_pool::read_staged(&q, &dst, 16, &mut too_long, &staging, 4096),
+        Err(PoolError::Allocator(Error::OutOfBounds { .. }))
+    ));
     assert!(matches!(
         cl_pool::write_staged(&q, &dst, 17, &data, &staging, 4096),
         Err(PoolError::Allocator(Error::OutOfBounds { .. }))

@@ -53,6 +53,6 @@ pub use pool::{
     CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
     DEFAULT_SHARDS,
 };
-pub use staging::{write_staged, PinnedAllocator, StagingPool};
+pub use staging::{read_staged, write_staged, PinnedAllocator, StagingPool};
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 pub use svm::{PooledSvm, SvmAllocator};

@@ -142,3 +142,89 @@ pub fn write_staged(
     })
     // The ring's blocks return to the pool as `free_rx` is dropped here.
 }
+
+/// Reads `out.len()` bytes of `src` from `offset_bytes` into pageable `out` through pinned blocks
+/// of `staging`, `chunk` bytes at a time, overlapping the device read of one chunk with the host
+/// copy of the previous. Blocking.
+///
+/// # Errors
+///
+/// As [`write_staged`].
+///
+/// # Panics
+///
+/// Never; a panic of the reader thread would be reported as an error.
+pub fn read_staged(
+    queue: &Queue,
+    src: &Buffer,
+    offset_bytes: usize,
+    out: &mut [u8],
+    staging: &StagingPool,
+    chunk: usize,
+) -> Result<(), PoolError<Error>> {
+    if chunk == 0 {
+        return Err(PoolError::Allocator(Error::InvalidArgument(
+            "staging chunk size must be positive".into(),
+        )));
+    }
+    let total = out.len();
+    if offset_bytes
+        .checked_add(total)
+        .is_none_or(|end| end > src.size_bytes())
+    {
+        return Err(PoolError::Allocator(Error::OutOfBounds {
+            what: "staged read",
+            offset: offset_bytes,
+            len: total,
+            size: src.size_bytes(),
+        }));
+    }
+    if total == 0 {
+        return Ok(());
+    }
+    let ring = total.div_ceil(chunk).min(3);
+    let blocks = (0..ring)
+        .map(|_| staging.allocate(chunk))
+        .collect::<Result<Vec<_>, _>>()?;
+    type Block = crate::PoolBlock<PinnedAllocator>;
+    let (free_tx, free_rx) = mpsc::channel::<Block>();
+    for b in blocks {
+        let _ = free_tx.send(b);
+    }
+    std::thread::scope(|s| {
+        let (done_tx, done_rx) = mpsc::sync_channel::<(usize, Block, usize)>(1);
+        let reader = s.spawn(move || -> Result<(), Error> {
+            let mut off = 0;
+            while off < total {
+                let len = chunk.min(total - off);
+                let Ok(mut block) = free_rx.recv() else {
+                    break; // the copier stopped
+                };
+                src.read_bytes(
+                    queue,
+                    offset_bytes + off,
+                    &mut block.block_mut()[..len],
+                    &[],
+                )?;
+                if done_tx.send((off, block, len)).is_err() {
+                    break;
+                }
+                off += len;
+            }
+            Ok(())
+        });
+        for (off, block, len) in done_rx {
+            out[off..off + len].copy_from_slice(&block.block()[..len]);
+            // Fails only when the reader stopped: the block then returns to the pool on drop.
+            let _ = free_tx.send(block);
+        }
+        reader
+            .join()
+            .unwrap_or_else(|_| {
+                Err(Error::InvalidArgument(
+                    "the staging reader thread panicked".into(),
+                ))
+            })
+            .map_err(PoolError::Allocator)
+    })
+}
