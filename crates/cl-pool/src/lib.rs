@@ -1,26 +1,40 @@
 //! Memory pools for OpenCL: PyOpenCL's `pyopencl.tools` memory tooling, in Rust, and beyond it.
 //!
-//! What this layer is for: reusing device memory so that a request costs tens of nanoseconds
-//! instead of the microseconds to milliseconds of creating (and forcing) a buffer. What it is not
-//! for: general-purpose host allocation, or sub-allocating one big buffer (blocks are whole
-//! allocations of the upstream, as in PyOpenCL).
+//! **For:** reusing device memory so that a request costs tens of nanoseconds instead of the
+//! microseconds to milliseconds of creating (and forcing) a buffer or an SVM allocation; seeing
+//! what the pool does (statistics, traces, plots); CL-object-dependent memoization. **Not for:**
+//! general-purpose host allocation, or sub-allocating one big buffer (blocks are whole allocations
+//! of the upstream, as in PyOpenCL).
 //!
 //! | layer | crate | here |
 //! | --- | --- | --- |
 //! | raw FFI | `cl-raw` | - |
-//! | safe runtime | `cl-mem` | allocators use its buffers and queues |
+//! | safe runtime | `cl-mem` | allocators use its buffers, SVM, pinned memory and queues |
 //! | pools | **`cl-pool`** | bins, [`Allocator`], [`MemoryPool`], policies, statistics, traces, caches |
 //!
-//! | Rust | PyOpenCL |
-//! | --- | --- |
-//! | [`bitlog2`], [`bin_number`], [`alloc_size`], [`BinLayout`] | `_cl.bitlog2`, `MemoryPool.bin_number`, `MemoryPool.alloc_size` |
-//! | [`Allocator`] | `AllocatorBase` |
-//! | [`MemoryPool`] | `MemoryPool`, `SVMPool` (same template) |
-//! | [`PoolBlock`] | `PooledBuffer`, `PooledSVM` |
-//! | [`TestAllocator`] | `_TestMemoryPool`'s fake allocator (plus capacity and fault injection) |
-//! | [`FirstArgCache`], [`clear_first_arg_caches`] | `first_arg_dependent_memoize`, `clear_first_arg_caches` |
+//! | Rust | OpenCL | PyOpenCL |
+//! | --- | --- | --- |
+//! | [`bitlog2`], [`bin_number`], [`alloc_size`], [`BinLayout`] | - | `_cl.bitlog2`, `MemoryPool.bin_number`, `MemoryPool.alloc_size` |
+//! | [`Allocator`], [`AllocatorError`] | - | `AllocatorBase` |
+//! | [`DeferredAllocator`] | `clCreateBuffer` | `DeferredAllocator` |
+//! | [`ImmediateAllocator`] | `clCreateBuffer` + `clEnqueueMigrateMemObjects` | `ImmediateAllocator` |
+//! | [`SvmAllocator`] | `clSVMAlloc` / `clEnqueueSVMFree` (through `cl_mem::svm`) | `SVMAllocator` |
+//! | [`MemoryPool`], [`PoolBlock`], [`LocalBlock`] | - | `MemoryPool`, `SVMPool` (same template) |
+//! | [`PooledBuffer`], [`PooledSlice`], [`PooledSvm`] | a `cl_mem` / SVM pointer held by the pool | `PooledBuffer`, `PooledSVM` |
+//! | [`StagingPool`], [`write_staged`], [`read_staged`] | `ALLOC_HOST_PTR` buffers, mapped | - |
+//! | [`TestAllocator`], [`SimulatedAllocator`] | - | `_TestMemoryPool`'s fake allocator |
+//! | [`FirstArgCache`], [`ContextCache`], [`clear_first_arg_caches`] | - | `first_arg_dependent_memoize`, `context_dependent_memoize`, `clear_first_arg_caches` |
+//! | [`trace`] | - | `_set_trace` (stdout only) |
+//!
+//! Crate features: none.
 //!
 //! Safety model: this crate contains no `unsafe` (`#![forbid(unsafe_code)]`); every OpenCL call
+//! goes through `cl-mem`, and no allocator (so no OpenCL) call is made while one of the pool's
+//! locks is held.
+//!
+//! Thread safety and scaling: see the [`pool`] module docs.
+
+#![forbid(unsafe_code)]`); every OpenCL call
 //! goes through `cl-mem`.
 //!
 //! Thread safety and scaling: see the [`pool`] module docs.
