@@ -34,11 +34,6 @@
 //!
 //! Thread safety and scaling: see the [`pool`] module docs.
 
-#![forbid(unsafe_code)]`); every OpenCL call
-//! goes through `cl-mem`.
-//!
-//! Thread safety and scaling: see the [`pool`] module docs.
-
 #![forbid(unsafe_code)]
 
 pub mod allocator;
