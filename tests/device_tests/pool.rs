@@ -18,6 +18,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: pooled_buffers_roundtrip_through_transfers_and_kernels,
         },
         DeviceTest {
+            name: "pooled_buffers_fill_copy_and_map",
+            run: pooled_buffers_fill_copy_and_map,
+        },
+        DeviceTest {
             name: "pooled_buffers_slice_and_migrate",
             run: pooled_buffers_slice_and_migrate,
         },
@@ -127,6 +131,37 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     // As a memory object.
     assert_eq!(a.mem_size_bytes()?, a.allocated_bytes());
     assert_eq!(a.buffer().as_raw(), MemObject::as_raw(a.buffer()));
+    Ok(())
+}
+
+/// Fills, device-to-device copies (`enqueue_copy`, memcpy order) and maps take pooled buffers
+/// through `Deref` / `buffer()`.
+fn pooled_buffers_fill_copy_and_map(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let n = 256;
+    let a = pool.allocate(n * 4)?;
+    let b = pool.allocate(n * 4)?;
+    a.fill(&q, &7u32, 0, n * 4, &[])?.wait()?;
+    b.fill(&q, &1u32, 0, n * 4, &[])?.wait()?;
+    // The pooled blocks are larger than requested: copy exactly the requested bytes.
+    cl_mem::enqueue_copy_with(
+        &q,
+        b.buffer(),
+        a.buffer(),
+        cl_mem::CopyOptions {
+            byte_count: Some(n * 4),
+            ..cl_mem::CopyOptions::default()
+        },
+        &[],
+    )?
+    .wait()?;
+    let sum: u64 = b.with_map::<u32, _>(&q, ..n, |s| s.iter().map(|&x| u64::from(x)).sum())?;
+    assert_eq!(sum, 7 * 256);
+    b.with_map_mut::<u32, _>(&q, ..4, |s| s.copy_from_slice(&[1, 2, 3, 4]))?;
+    let mut head = [0u32; 4];
+    b.read(&q, 0, &mut head, &[])?;
+    assert_eq!(head, [1, 2, 3, 4]);
     Ok(())
 }
 
