@@ -34,6 +34,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: pooled_buffer_reports_requested_and_rounded_sizes,
         },
         DeviceTest {
+            name: "immediate_allocator_forces_by_write_and_by_migration",
+            run: immediate_allocator_forces_by_write_and_by_migration,
+        },
+        DeviceTest {
             name: "allocators_refuse_host_pointer_flags",
             run: allocators_refuse_host_pointer_flags,
         },
@@ -234,6 +238,40 @@ fn pooled_buffer_reports_requested_and_rounded_sizes(dev: &TestDevice) -> TestRe
         assert_eq!(b.allocated_bytes(), pool.layout().rounded_size(size));
         assert_eq!(b.size_bytes(), b.allocated_bytes());
         assert_eq!(b.mem_size_bytes()?, b.allocated_bytes());
+    }
+    Ok(())
+}
+
+/// Both ways of forcing (PyOpenCL's pre-1.2 write, its 1.2+ migration) give usable buffers;
+/// migration is refused before OpenCL 1.2.
+fn immediate_allocator_forces_by_write_and_by_migration(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let v12 = dev.device.version() >= cl_mem::Version::V1_2
+        && dev.device.platform_version() >= cl_mem::Version::V1_2;
+    for mode in [
+        cl_pool::ForceMode::Write,
+        cl_pool::ForceMode::Migrate,
+        cl_pool::ForceMode::Auto,
+    ] {
+        let imm = match ImmediateAllocator::with_force_mode(&q, MemFlags::READ_WRITE, mode) {
+            Ok(imm) => imm,
+            Err(Error::Unsupported { .. }) if mode == cl_pool::ForceMode::Migrate && !v12 => {
+                continue
+            }
+            Err(e) => return Err(e.into()),
+        };
+        assert_eq!(imm.force_mode(), mode);
+        for size in [1usize, 3, 4, 4096] {
+            let block = imm.allocate(size)?.ok_or_else(|| fail("no block"))?;
+            let data: Vec<u8> = (0..size)
+                .map(|i| u8::try_from(i % 200).unwrap_or(0))
+                .collect();
+            block.write(&q, 0, &data, &[])?;
+            let mut out = vec![0u8; size];
+            block.read(&q, 0, &mut out, &[])?;
+            assert_eq!(out, data, "{mode:?} {size}");
+            imm.free(block)?;
+        }
     }
     Ok(())
 }

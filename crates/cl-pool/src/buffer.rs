@@ -197,6 +197,20 @@ impl Allocator for DeferredAllocator {
     }
 }
 
+/// How [`ImmediateAllocator`] forces a new buffer into existence on its device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ForceMode {
+    /// PyOpenCL's choice: [`ForceMode::Migrate`] on OpenCL 1.2+ devices and platforms,
+    /// [`ForceMode::Write`] before.
+    #[default]
+    Auto,
+    /// `clEnqueueMigrateMemObjects` with undefined contents (1.2+; not waited for, as PyOpenCL).
+    Migrate,
+    /// A blocking write of up to 4 zero bytes (any version).
+    Write,
+}
+
 /// `clCreateBuffer` plus forcing the memory into existence on the queue's device (PyOpenCL's
 /// `ImmediateAllocator`): a migration on OpenCL 1.2+ devices, a blocking 4-byte write before, so
 /// out-of-memory is reported by the allocation, as a pool needs.
@@ -204,6 +218,7 @@ impl Allocator for DeferredAllocator {
 pub struct ImmediateAllocator {
     queue: Queue,
     flags: MemFlags,
+    force: ForceMode,
 }
 
 impl ImmediateAllocator {
@@ -213,11 +228,36 @@ impl ImmediateAllocator {
     ///
     /// [`Error::InvalidArgument`] for `USE_HOST_PTR` / `COPY_HOST_PTR`.
     pub fn new(queue: &Queue, flags: MemFlags) -> Result<Self, Error> {
+        Self::with_force_mode(queue, flags, ForceMode::Auto)
+    }
+
+    /// As [`new`](Self::new), with an explicit way of forcing new buffers.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for `USE_HOST_PTR` / `COPY_HOST_PTR`; [`Error::Unsupported`]
+    /// for [`ForceMode::Migrate`] on a device or platform older than OpenCL 1.2.
+    pub fn with_force_mode(
+        queue: &Queue,
+        flags: MemFlags,
+        force: ForceMode,
+    ) -> Result<Self, Error> {
         check_flags(flags)?;
+        if force == ForceMode::Migrate {
+            queue
+                .device()
+                .require_version(Version::V1_2, "clEnqueueMigrateMemObjects")?;
+        }
         Ok(Self {
             queue: queue.clone(),
             flags,
+            force,
         })
+    }
+
+    /// The force mode.
+    pub fn force_mode(&self) -> ForceMode {
+        self.force
     }
 
     /// The queue.
@@ -227,7 +267,14 @@ impl ImmediateAllocator {
 
     fn force(&self, buffer: &Buffer) -> Result<(), Error> {
         let device = self.queue.device();
-        if device.version() >= Version::V1_2 && device.platform_version() >= Version::V1_2 {
+        let migrate = match self.force {
+            ForceMode::Migrate => true,
+            ForceMode::Write => false,
+            ForceMode::Auto => {
+                device.version() >= Version::V1_2 && device.platform_version() >= Version::V1_2
+            }
+        };
+        if migrate {
             // PyOpenCL PR #389: migrate with undefined contents; not waited for, as in PyOpenCL
             // (allocation failure is reported at enqueue time). The event is released at once.
             cl_mem::enqueue_migrate_mem_objects(

@@ -55,7 +55,9 @@ pub use bins::{
     alloc_size, bin_number, bitlog2, BinLayout, BinNumber, InvalidLeadingBits,
     DEFAULT_LEADING_BITS, MAX_LEADING_BITS,
 };
-pub use buffer::{BufferBlock, DeferredAllocator, ImmediateAllocator, PooledBuffer, PooledSlice};
+pub use buffer::{
+    BufferBlock, DeferredAllocator, ForceMode, ImmediateAllocator, PooledBuffer, PooledSlice,
+};
 pub use cache::{clear_first_arg_caches, ContextCache, ContextKey, FirstArgCache};
 pub use error::{OomReport, PoolError};
 pub use pool::{
