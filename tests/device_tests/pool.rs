@@ -656,6 +656,13 @@ fn context_cache_computes_once_per_context_and_clears(dev: &TestDevice) -> TestR
 /// Four threads, each with its own queue, allocating, writing, reading and returning pooled
 /// buffers of one pool: contents stay private to their holder and the counters balance.
 fn threads_share_a_device_pool(dev: &TestDevice) -> TestResult {
+    if dev.platform_name().contains("Oclgrind") {
+        // Observed: SIGSEGV in about one run of five with API calls from several host threads
+        // (each on its own queue), which the OpenCL 1.2 spec allows; see docs/DEVICES.md.
+        return Err(cl_tests::skip(
+            "Oclgrind 21.10 crashes on concurrent API calls from several host threads",
+        ));
+    }
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
     let results: Vec<Result<(), String>> = std::thread::scope(|sc| {
