@@ -45,8 +45,10 @@ pub(crate) fn run() -> Result {
         ]))
         .map(|()| "ok".into())
     })?;
-    log.step("host tests", || matrix::host_tests().map(|()| "ok".into()))?;
-    log.step("device matrix", || {
+    log.step("test-devices (host tests)", || {
+        matrix::host_tests().map(|()| "ok".into())
+    })?;
+    log.step("test-devices (matrix)", || {
         matrix::device_matrix(&matrix::Options::default()).map(|()| "ok".into())
     })?;
     log.print("ci summary");
