@@ -239,3 +239,72 @@ impl StepLog {
         println!("  {:<w$}  {:>7}", "total", secs(total));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_root_or_sudo_privileged_steps_are_refused_clearly() {
+        let e = Privilege::None
+            .command("apt-get", "run apt-get")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("cannot run apt-get: this needs root"), "{e}");
+        assert!(e.contains("neither root nor is `sudo` installed"), "{e}");
+        let e = Privilege::None
+            .write_file(Path::new("/nonexistent-dir/x.icd"), "x\n")
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("cannot write /nonexistent-dir/x.icd"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sudo_prefixes_and_root_runs_directly() {
+        let c = Privilege::Sudo.command("apt-get", "x").unwrap();
+        assert_eq!(show(&c), "sudo apt-get");
+        let c = Privilege::Root.command("apt-get", "x").unwrap();
+        assert_eq!(show(&c), "apt-get");
+    }
+
+    #[test]
+    fn show_quotes_arguments_with_spaces() {
+        let mut c = Command::new("echo");
+        c.args(["a b", "c"]).env("K", "v");
+        assert_eq!(show(&c), "K=v echo 'a b' c");
+    }
+
+    /// Architecture invariant: xtask depends on no `cl-*` crate, and nothing depends on `cl-tests` or
+    /// `cl-benches` (docs/ARCHITECTURE.md).
+    #[test]
+    fn tidy_xtask_links_no_opencl_and_nothing_depends_on_tests_or_benches() {
+        let manifest = std::fs::read_to_string(root().join("xtask/Cargo.toml")).unwrap();
+        let deps = manifest.split("[dependencies]").nth(1).unwrap_or("");
+        let deps = deps.split("\n[").next().unwrap_or("");
+        for line in deps.lines() {
+            assert!(
+                !line.trim_start().starts_with("cl-"),
+                "xtask must not depend on `{}`",
+                line.trim()
+            );
+        }
+        for dir in [
+            "crates/cl-raw",
+            "crates/cl-mem",
+            "crates/cl-pool",
+            "crates/cl-characterize",
+            "xtask",
+        ] {
+            let toml = std::fs::read_to_string(root().join(dir).join("Cargo.toml")).unwrap();
+            for line in toml.lines().map(str::trim_start) {
+                assert!(
+                    !line.starts_with("cl-tests") && !line.starts_with("cl-benches"),
+                    "{dir} must not depend on cl-tests or cl-benches: `{line}`"
+                );
+            }
+        }
+    }
+}
