@@ -71,8 +71,13 @@ fn collect(suites: &[Suite]) -> Result<Vec<(String, DeviceTest)>, String> {
 
 /// Runs one test, catching panics; `Err((is_skip, message))` when it did not pass.
 fn run_one(test: &DeviceTest, dev: &TestDevice) -> Result<(), (bool, String)> {
+    run_caught(|| (test.run)(dev))
+}
+
+/// Runs `body`, catching a panic: `Err((is_skip, message))` when it did not pass.
+fn run_caught(body: impl FnOnce() -> crate::TestResult) -> Result<(), (bool, String)> {
     LAST_PANIC.with(|p| p.borrow_mut().take());
-    match panic::catch_unwind(AssertUnwindSafe(|| (test.run)(dev))) {
+    match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err((e.is_skip(), e.message().to_owned())),
         Err(payload) => {
@@ -163,7 +168,13 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
             ),
             None => msg,
         };
-        LAST_PANIC.with(|p| *p.borrow_mut() = Some(full));
+        // Tests run on the main thread: its panic becomes the test's failure message. A panic on a
+        // thread a test spawned is printed as the default hook would (the test sees it through `join`).
+        let current = std::thread::current();
+        match current.name() {
+            Some("main") => LAST_PANIC.with(|p| *p.borrow_mut() = Some(full)),
+            name => eprintln!("\nthread '{}' {full}", name.unwrap_or("<unnamed>")),
+        }
     }));
 
     let selected_per_device = |d: &TestDevice| {
@@ -449,6 +460,27 @@ mod tests {
                 run: t,
             },
         ]
+    }
+
+    #[test]
+    fn panics_errors_and_skips_are_caught_with_their_messages() {
+        // No hook installed in unit tests: the message comes from the payload.
+        let r = run_caught(|| {
+            assert_eq!(1 + 1, 3, "arithmetic");
+            Ok(())
+        });
+        let (skip, msg) = r.unwrap_err();
+        assert!(!skip);
+        assert!(msg.contains("arithmetic"), "{msg}");
+        assert_eq!(
+            run_caught(|| Err(crate::skip("no SVM"))),
+            Err((true, "no SVM".to_owned()))
+        );
+        assert_eq!(
+            run_caught(|| Err(crate::fail("bad"))),
+            Err((false, "bad".to_owned()))
+        );
+        assert_eq!(run_caught(|| Ok(())), Ok(()));
     }
 
     #[test]
