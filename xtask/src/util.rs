@@ -222,6 +222,32 @@ impl StepLog {
         }
     }
 
+    /// Like [`StepLog::step`], but a failure is recorded without printing the summary, so that the
+    /// caller can go on with the next step.
+    pub(crate) fn step_continue(
+        &mut self,
+        name: &str,
+        f: impl FnOnce() -> Result<String>,
+    ) -> Result {
+        println!("==> {name}");
+        let start = Instant::now();
+        let res = f();
+        let took = start.elapsed();
+        match res {
+            Ok(outcome) => {
+                println!("    {outcome} ({})", secs(took));
+                self.rows.push((name.to_owned(), outcome, took));
+                Ok(())
+            }
+            Err(e) => {
+                println!("    FAILED: {e} ({})", secs(took));
+                self.rows
+                    .push((name.to_owned(), format!("FAILED: {e}"), took));
+                Err(e)
+            }
+        }
+    }
+
     /// Prints the steps as a table.
     pub(crate) fn print(&self, title: &str) {
         let w = self
