@@ -21,7 +21,8 @@ usage: cargo xtask <command> [options]
 
 commands:
   setup                       install + register PoCL, Oclgrind and the Intel CPU runtime (idempotent)
-  devices                     list OpenCL platforms and devices with versions
+  devices [--clinfo]          list OpenCL platforms and devices with versions (--clinfo: from clinfo,
+                              without building the cl-devices binary)
   test-devices [--device SELECTOR]... [--timeout SECS] [--no-host] [-- <test args>]
                               host tests, then the device suites once per selected device, each in
                               its own process; prints the per-device matrix
@@ -40,7 +41,7 @@ fn main() -> ExitCode {
     };
     let res = match cmd.as_str() {
         "setup" => no_args(rest).and_then(|()| setup::run()),
-        "devices" => no_args(rest).and_then(|()| devices::run()),
+        "devices" => devices::run(rest),
         "test-devices" => matrix::Options::parse(rest).and_then(|o| matrix::run(&o)),
         "ci" => no_args(rest).and_then(|()| ci::run()),
         "bench" => bench::run(rest),

@@ -8,7 +8,7 @@ pub(crate) fn run(args: &[String]) -> Result {
     crate::setup::ensure_platform()?;
     if !report_binary_exists() {
         println!("cl-characterize has no `cl-report` binary yet: listing devices instead");
-        return crate::devices::run();
+        return crate::devices::run(&[]);
     }
     let mut cmd = util::cargo();
     cmd.args([
