@@ -131,11 +131,12 @@ fn list_devices(bin: &Path, selection: Option<&str>) -> Result<Vec<Listed>> {
         .output()
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     if !out.status.success() {
-        return Err(format!(
-            "device selection failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )
-        .into());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(stderr
+            .trim()
+            .trim_start_matches("error: ")
+            .to_owned()
+            .into());
     }
     let mut v: Vec<Listed> = Vec::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
