@@ -8,7 +8,8 @@
 //!   a stack variable); a failed force releases the buffer (PyOpenCL leaks it).
 //! - Pooled buffers are protected against cross-queue reuse (PyOpenCL's open issue #447): every
 //!   block remembers the queues it was used on; handing it to a different queue enqueues a marker
-//!   on each old queue and a barrier on the new one waiting for those markers (no event is kept, so
+//!   on each old queue, flushes it (the spec's condition for a wait across queues), and a barrier
+//!   on the new one waiting for those markers (no event is kept, so
 //!   none leaks); an allocator without a queue finishes the old queues instead.
 //! - A [`PooledBuffer`] dereferences to its [`Buffer`], so transfers, fills, maps, kernel arguments
 //!   (`pooled.buffer()`), migration (`&[pooled.buffer()]`) and sub-buffers take it (PyOpenCL refuses
@@ -77,7 +78,7 @@ impl BufferBlock {
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from the marker, barrier or finish calls.
+    /// [`Error::Cl`] from the marker, flush, barrier or finish calls.
     pub fn bind_to_queue(&mut self, queue: &Queue) -> Result<(), Error> {
         sync_to(&mut self.queues, Some(queue))
     }
@@ -110,6 +111,9 @@ fn sync_to(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
                 let mut markers = Vec::with_capacity(others.len());
                 for p in &others {
                     markers.push(p.enqueue_marker(&[])?);
+                    // The spec (clFlush): a command may wait on an event of another queue only
+                    // once that queue is flushed; unflushed, the wait may never end.
+                    p.flush()?;
                 }
                 let refs: Vec<&cl_mem::Event> = markers.iter().collect();
                 // A barrier, not PyOpenCL's marker: it also orders out-of-order queues. The events
@@ -335,7 +339,7 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from the marker, barrier or finish calls.
+    /// [`Error::Cl`] from the marker, flush, barrier or finish calls.
     pub fn bind_to_queue(&mut self, queue: &Queue) -> Result<(), Error> {
         self.block_mut().bind_to_queue(queue)
     }
