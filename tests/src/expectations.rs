@@ -39,6 +39,46 @@ impl Expectation {
 /// Every known driver bug. Keep entries sorted by platform, then test.
 pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
+        platform: "nvidia",
+        device: "",
+        test: "buffers::migration_keeps_contents",
+        reason: "CL_MIGRATE_MEM_OBJECT_HOST of a buffer together with its sub-buffer fails with CL_INVALID_VALUE",
+        link: "docs/DEVICES.md#nvidia-gpu-machine",
+        flaky: false,
+    },
+    Expectation {
+        platform: "nvidia",
+        device: "",
+        test: "core::marker_waits_for_user_event",
+        reason: "markers and barriers with a non-empty wait list report CL_EVENT_COMMAND_TYPE 0x4003, not CL_COMMAND_MARKER",
+        link: "docs/DEVICES.md#nvidia-gpu-machine",
+        flaky: false,
+    },
+    Expectation {
+        platform: "nvidia",
+        device: "",
+        test: "core::user_event_error_reaches_callback",
+        reason: "a CL_COMPLETE callback gets CL_COMPLETE, not the error, when a user event is set to an error status",
+        link: "docs/DEVICES.md#nvidia-gpu-machine",
+        flaky: false,
+    },
+    Expectation {
+        platform: "nvidia",
+        device: "",
+        test: "core::user_event_status_is_set_once",
+        reason: "a second clSetUserEventStatus(CL_COMPLETE) returns CL_SUCCESS, not CL_INVALID_OPERATION",
+        link: "docs/DEVICES.md#nvidia-gpu-machine",
+        flaky: false,
+    },
+    Expectation {
+        platform: "nvidia",
+        device: "",
+        test: "images::copies_between_images_and_buffers",
+        reason: "clEnqueueCopyImageToBuffer / clEnqueueCopyBufferToImage fail with CL_INVALID_VALUE for every 1-D image array",
+        link: "docs/DEVICES.md#nvidia-gpu-machine",
+        flaky: false,
+    },
+    Expectation {
         platform: "oclgrind",
         device: "",
         test: "core::profiling_needs_a_profiling_queue",
