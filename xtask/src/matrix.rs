@@ -263,6 +263,12 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
         });
     }
     print_table(&rows);
+    let summary = out_dir.join("matrix.json");
+    std::fs::write(&summary, serde_json::to_string_pretty(&matrix_json(&rows))?)?;
+    println!(
+        "  (per-device summaries and matrix.json in {})",
+        out_dir.display()
+    );
     let bad = rows.iter().filter(|r| !r.ok).count();
     if bad > 0 {
         Err(format!("{bad} of {} device(s) failed", rows.len()).into())
@@ -303,6 +309,32 @@ fn read_counts(path: &Path) -> Option<[u64; 5]> {
         n("expected_failures")?,
         n("unexpected_passes")?,
     ])
+}
+
+/// The matrix as JSON (`target/test-devices/matrix.json`), one object per device.
+fn matrix_json(rows: &[Row]) -> Value {
+    let devices: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let c = |i: usize| r.counts.map(|c| c[i]);
+            serde_json::json!({
+                "platform": r.dev.platform,
+                "device": r.dev.device,
+                "version": r.dev.version,
+                "selector": format!("{}:{}", r.dev.platform_index, r.dev.device_index),
+                "passed": c(0),
+                "failed": c(1),
+                "skipped": c(2),
+                "expected_failures": c(3),
+                "unexpected_passes": c(4),
+                "seconds": r.took.as_secs_f64(),
+                "status": r.status,
+                "note": r.note,
+                "ok": r.ok,
+            })
+        })
+        .collect();
+    serde_json::json!({ "devices": devices, "ok": rows.iter().all(|r| r.ok) })
 }
 
 fn print_table(rows: &[Row]) {
