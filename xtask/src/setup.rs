@@ -85,6 +85,20 @@ fn dpkg_installed(pkg: &str) -> bool {
         .is_some_and(|s| s.trim() == "install ok installed")
 }
 
+/// `apt-get install -y --no-install-recommends`, non-interactive. The variable goes through `env` because
+/// `sudo` resets the environment.
+fn apt_install(privilege: Privilege, why: &str) -> Result<Command> {
+    let mut cmd = privilege.command("env", why)?;
+    cmd.args([
+        "DEBIAN_FRONTEND=noninteractive",
+        "apt-get",
+        "install",
+        "-y",
+        "--no-install-recommends",
+    ]);
+    Ok(cmd)
+}
+
 fn apt_packages(privilege: Privilege) -> Result<String> {
     if !util::on_path("dpkg-query") || !util::on_path("apt-get") {
         return Err("this setup needs a Debian/Ubuntu system (dpkg and apt-get not found)".into());
@@ -99,13 +113,7 @@ fn apt_packages(privilege: Privilege) -> Result<String> {
     }
     println!("  missing: {}", missing.join(" "));
     util::run(privilege.command("apt-get", "run apt-get")?.arg("update"))?;
-    util::run(
-        privilege
-            .command("apt-get", "run apt-get")?
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(["install", "-y", "--no-install-recommends"])
-            .args(&missing),
-    )?;
+    util::run(apt_install(privilege, "run apt-get")?.args(&missing))?;
     Ok(format!("installed: {}", missing.join(" ")))
 }
 
@@ -138,12 +146,7 @@ fn venv_python() -> Result<String> {
         return Ok("python3".into());
     }
     println!("  python3 cannot create virtual environments here: installing python3-venv");
-    util::run(
-        Privilege::detect()
-            .command("apt-get", "install python3-venv")?
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(["install", "-y", "--no-install-recommends", "python3-venv"]),
-    )?;
+    util::run(apt_install(Privilege::detect(), "install python3-venv")?.arg("python3-venv"))?;
     if works("/usr/bin/python3") {
         Ok("/usr/bin/python3".into())
     } else {
@@ -332,6 +335,16 @@ pub(crate) fn ensure_platform() -> Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apt_install_is_noninteractive_through_sudo() {
+        let cmd = apt_install(Privilege::Sudo, "x").unwrap();
+        assert_eq!(
+            util::show(&cmd),
+            "sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends"
+        );
+        assert!(apt_install(Privilege::None, "install things").is_err());
+    }
 
     #[test]
     fn clinfo_list_yields_platform_names() {
