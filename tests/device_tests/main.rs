@@ -2,7 +2,8 @@
 //! `PYOPENCL_TEST`, else all devices). See `docs/TESTING.md`.
 //!
 //! To add a suite: create `tests/device_tests/<suite>.rs` with `pub fn tests() -> Vec<cl_tests::DeviceTest>`,
-//! then add its `mod` line and its line in `SUITES`. Keep both lists in the same order.
+//! then add its `mod` line (rustfmt keeps them sorted) and its line in `SUITES` (which sets the run order);
+//! a host test (`cargo test -p cl-tests --lib`) fails when a suite file is not registered in both.
 
 // Suite modules expose `pub fn tests()` by convention (docs/TESTING.md); in a binary nothing is
 // reachable from outside, so the lint would ask for `pub(crate)` in every suite.

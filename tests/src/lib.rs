@@ -50,3 +50,34 @@ pub type Suite = (&'static str, fn() -> Vec<DeviceTest>);
 pub fn main(suites: &[Suite]) -> std::process::ExitCode {
     runner::main(suites)
 }
+
+#[cfg(test)]
+mod tidy {
+    /// Every suite file in `tests/device_tests/` has its `mod` line and its `SUITES` entry: a file
+    /// without them would silently never run.
+    #[test]
+    fn every_suite_file_is_registered() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/device_tests");
+        let main = std::fs::read_to_string(format!("{dir}/main.rs")).expect("device_tests/main.rs");
+        let mut suites = 0;
+        for entry in std::fs::read_dir(dir).expect("device_tests/") {
+            let path = entry.expect("dir entry").path();
+            let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            if path.extension().is_none_or(|e| e != "rs") || stem == "main" {
+                continue;
+            }
+            suites += 1;
+            assert!(
+                main.contains(&format!("mod {stem};")),
+                "device_tests/main.rs lacks `mod {stem};`"
+            );
+            assert!(
+                main.contains(&format!("(\"{stem}\", {stem}::tests)")),
+                "device_tests/main.rs lacks `(\"{stem}\", {stem}::tests),` in SUITES"
+            );
+        }
+        assert!(suites > 0, "no suite files found in {dir}");
+    }
+}
