@@ -168,6 +168,8 @@ struct Row {
     status: String,
     /// Why a device did not finish normally, printed under the table.
     note: Option<String>,
+    /// The harness's summary file for this device.
+    json: PathBuf,
     ok: bool,
     took: Duration,
 }
@@ -258,6 +260,7 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
             counts,
             status,
             note,
+            json,
             ok,
             took,
         });
@@ -409,6 +412,60 @@ fn print_table(rows: &[Row]) {
             );
         }
     }
+    for r in rows {
+        let reasons = grouped_reasons(&r.json);
+        if !reasons.is_empty() {
+            println!(
+                "\n[{}/{}] skips and expected failures:",
+                r.dev.platform, r.dev.device
+            );
+            for (n, outcome, reason) in reasons {
+                println!("  {n:>3} {outcome}: {reason}");
+            }
+        }
+    }
+}
+
+/// Skipped and expected-failure tests of one device's summary, grouped by their reason's first line
+/// (most frequent first): the matrix's "why" at a glance.
+fn grouped_reasons(json: &Path) -> Vec<(usize, &'static str, String)> {
+    let Some(v) = std::fs::read_to_string(json)
+        .ok()
+        .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+    else {
+        return Vec::new();
+    };
+    let mut groups: Vec<(usize, &'static str, String)> = Vec::new();
+    let tests = v["devices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|d| d["tests"].as_array().into_iter().flatten());
+    for t in tests {
+        let outcome = match t["outcome"].as_str() {
+            Some("skipped") => "skipped",
+            Some("expected_failure") => "expected failure",
+            _ => continue,
+        };
+        let msg = t["message"]
+            .as_str()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("");
+        // Expected failures carry "reason (link): panic text"; the reason and link are the grouping key.
+        let key = match msg.find("): ") {
+            Some(i) if outcome == "expected failure" => &msg[..=i],
+            _ => msg,
+        };
+        let key: String = key.chars().take(140).collect();
+        match groups.iter_mut().find(|g| g.1 == outcome && g.2 == key) {
+            Some(g) => g.0 += 1,
+            None => groups.push((1, outcome, key)),
+        }
+    }
+    groups.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    groups
 }
 
 #[cfg(test)]
