@@ -55,7 +55,15 @@ pub(crate) fn run() -> Result {
     let mut log = StepLog::new();
     log.step("apt packages", || apt_packages(privilege))?;
     log.step("Oclgrind ICD", || oclgrind_icd(privilege))?;
-    if let Some(other) = registered_elsewhere() {
+    if std::env::consts::ARCH != "x86_64" {
+        // The PyPI wheels of the Intel runtime exist for x86-64 Linux only.
+        log.step("Intel CPU runtime", || {
+            Ok(format!(
+                "skipped: no Intel CPU runtime for {}",
+                std::env::consts::ARCH
+            ))
+        })?;
+    } else if let Some(other) = registered_elsewhere() {
         // Another checkout's runtime is registered and loads: keep it rather than install ~700 MiB again
         // and repoint the system-wide ICD file at this checkout (a temporary clone would then break
         // the platform for every checkout once deleted).
@@ -308,6 +316,7 @@ fn verify() -> Result<String> {
         .iter()
         .copied()
         .filter(|p| !found.iter().any(|f| f == p))
+        .filter(|p| std::env::consts::ARCH == "x86_64" || !p.starts_with("Intel"))
         .collect();
     if missing.is_empty() {
         Ok(format!("{} platform(s): {}", found.len(), found.join(", ")))
