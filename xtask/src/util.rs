@@ -95,13 +95,53 @@ pub(crate) fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Result<End
             return Ok(Ended::Exited(status));
         }
         if start.elapsed() > limit {
-            // The child is our own process; kill only it, by its handle.
+            // Kill what we started, by id: the child and the processes it started (a test may run a
+            // helper such as pyopencl-reference), deepest first so none is re-parented and missed.
+            // The child stays in our process group so that Ctrl-C still reaches it.
+            for pid in descendants(child.id()).into_iter().rev() {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
             let _ = child.kill();
             let _ = child.wait();
             return Ok(Ended::TimedOut);
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The pids of every live descendant of `root` (from `/proc/<pid>/stat`), parents before children.
+fn descendants(root: u32) -> Vec<u32> {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the parenthesised command name: state, ppid, ...
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter_map(|pid| Some((pid, parent_of(pid)?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, ppid) in &all {
+            if ppid == p && !out.contains(&pid) {
+                out.push(pid);
+                frontier.push(pid);
+            }
+        }
+    }
+    out
 }
 
 /// Formats a duration as seconds with one decimal.
@@ -294,6 +334,38 @@ mod tests {
         assert_eq!(show(&c), "sudo apt-get");
         let c = Privilege::Root.command("apt-get", "x").unwrap();
         assert_eq!(show(&c), "apt-get");
+    }
+
+    #[test]
+    fn timeout_kills_the_child_and_its_children() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & sleep 30; wait"]);
+        let start = Instant::now();
+        let ended = run_with_timeout(&mut cmd, Duration::from_millis(300)).unwrap();
+        assert!(matches!(ended, Ended::TimedOut), "{ended:?}");
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let mut quick = Command::new("true");
+        assert!(
+            matches!(run_with_timeout(&mut quick, Duration::from_secs(10)).unwrap(), Ended::Exited(s) if s.success())
+        );
+    }
+
+    #[test]
+    fn descendants_finds_grandchildren() {
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30; wait"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let d = descendants(child.id());
+        assert_eq!(d.len(), 2, "two sleeps under the shell: {d:?}");
+        for pid in d.iter().rev() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]
