@@ -81,9 +81,9 @@ mod context;
 mod device;
 mod error;
 mod event;
-pub mod image;
 mod fill;
 mod host;
+pub mod image;
 mod kernel;
 mod map;
 mod memory;
@@ -107,20 +107,20 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
-pub use kernel::{ArgValue, Kernel, KernelArg, LocalMemory, NullMem};
 pub use fill::{enqueue_migrate_mem_objects, MigrationFlags};
 pub use host::PinnedMemory;
+pub use kernel::{ArgValue, Kernel, KernelArg, LocalMemory, NullMem};
 pub use map::{MapFlags, MapMut, MapRead, PendingMap};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
-pub use transfer::{
-    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair, HostMemory,
-    Pending, Rect,
-};
 pub use platform::Platform;
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use program::Program;
 pub use queue::{Queue, QueueBuilder, QueueProperties};
 pub use select::{create_some_context, test_devices};
+pub use transfer::{
+    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair,
+    HostMemory, Pending, Rect,
+};
 
 pub use image::{
     image_from_array, supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder,
