@@ -536,7 +536,7 @@ fn svm_fill(
     n: usize,
     wait: &[&cl_mem::Event],
 ) -> Result<cl_mem::Event, Error> {
-    let program = Program::build_from_source(q.context(), SVM_FILL_SRC, "-cl-std=CL2.0")?;
+    let program = Program::build_from_source(q.context(), SVM_FILL_SRC, "")?;
     let mut k = program.kernel("fill")?;
     k.set_arg(0, target)?.set_arg(1, &v)?;
     k.enqueue_nd_range(q, &[n], None, wait)
