@@ -33,16 +33,16 @@ use std::ops::{Bound, RangeBounds};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use cl_raw::{mem as raw, queue as raw_queue, sys, Version};
+use cl_raw::{mem as raw, sys, Version};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::Event;
 use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
-use crate::transfer::HostMemory;
+use crate::transfer::{self, HostMemory};
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
 /// `Drop` releases (never panics). Equality and hashing are by handle (PyOpenCL's `__eq__` and
@@ -555,25 +555,19 @@ impl Buffer {
         self.check_range("buffer write", offset_bytes, data.len())?;
         self.check_queue(queue)?;
         self.check_host_access(false)?;
-        if data.is_empty() {
-            return queue.enqueue_marker(wait);
-        }
-        // SAFETY: valid queue/buffer/events of one context; the write is blocking, so `data` is
-        // only read during the call; the range is in bounds; we own the returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_write_buffer(
-                queue.as_raw(),
+        // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
+        // the write is blocking, so `data` is only read during the call.
+        unsafe {
+            transfer::enqueue_write_buffer(
+                queue,
                 self.raw,
                 true,
                 offset_bytes,
+                data.as_ptr(),
                 data.len(),
-                data.as_ptr().cast(),
-                &raw_list(wait),
+                wait,
             )
         }
-        .map_err(Error::cl("clEnqueueWriteBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
     }
 
     /// Blocking device-to-host copy into `out` from `offset_bytes`, after `wait`. Empty `out` is a
@@ -608,26 +602,20 @@ impl Buffer {
         self.check_range("buffer read", offset_bytes, out.len())?;
         self.check_queue(queue)?;
         self.check_host_access(true)?;
-        if out.is_empty() {
-            return queue.enqueue_marker(wait);
-        }
-        // SAFETY: valid queue/buffer/events of one context; the read is blocking, so `out` is
-        // written only during the call, through our exclusive borrow; the range is in bounds; we
-        // own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_read_buffer(
-                queue.as_raw(),
+        // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
+        // the read is blocking, so `out` is written only during the call, through our exclusive
+        // borrow.
+        unsafe {
+            transfer::enqueue_read_buffer(
+                queue,
                 self.raw,
                 true,
                 offset_bytes,
+                out.as_mut_ptr(),
                 out.len(),
-                out.as_mut_ptr().cast(),
-                &raw_list(wait),
+                wait,
             )
         }
-        .map_err(Error::cl("clEnqueueReadBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
     }
 
     /// Blocking read of the whole buffer as `T`s.

@@ -271,6 +271,92 @@ fn too_big(what: &'static str) -> Error {
     Error::InvalidArgument(format!("{what}: the rectangle's extent overflows usize"))
 }
 
+/// `clEnqueueReadBuffer` of `len` bytes at `offset_bytes` of `mem` into `host`, after `wait`; a
+/// 0-byte read is a marker (OpenCL refuses size 0). The one buffer-read call behind
+/// [`Buffer::read`], [`Buffer::enqueue_read`] and `SvmBufferView::read`, which check their
+/// arguments first, each in its own order.
+///
+/// # Errors
+///
+/// [`Error::Cl`] from `clEnqueueReadBuffer` (or from the marker).
+///
+/// # Safety
+///
+/// 1. `mem` is a valid buffer of `queue`'s context, as is every event of `wait`.
+/// 2. `offset_bytes + len` is at most the size of `mem`.
+/// 3. `host` is valid for `len` bytes of writes and nothing else reads or writes them until the
+///    command completes (when `blocking`: until this call returns).
+pub(crate) unsafe fn enqueue_read_buffer(
+    queue: &Queue,
+    mem: sys::cl_mem,
+    blocking: bool,
+    offset_bytes: usize,
+    host: *mut u8,
+    len: usize,
+    wait: &[&Event],
+) -> Result<Event> {
+    if len == 0 {
+        return queue.enqueue_marker(wait);
+    }
+    // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
+    let ev = unsafe {
+        raw_queue::enqueue_read_buffer(
+            queue.as_raw(),
+            mem,
+            blocking,
+            offset_bytes,
+            len,
+            host.cast(),
+            &raw_list(wait),
+        )
+    }
+    .map_err(Error::cl("clEnqueueReadBuffer"))?;
+    // SAFETY: a fresh reference we own.
+    Ok(unsafe { Event::from_raw(ev) })
+}
+
+/// `clEnqueueWriteBuffer` of `len` bytes from `host` to `offset_bytes` of `mem`, after `wait`;
+/// a 0-byte write is a marker. The write twin of [`enqueue_read_buffer`].
+///
+/// # Errors
+///
+/// [`Error::Cl`] from `clEnqueueWriteBuffer` (or from the marker).
+///
+/// # Safety
+///
+/// 1. `mem` is a valid buffer of `queue`'s context, as is every event of `wait`.
+/// 2. `offset_bytes + len` is at most the size of `mem`.
+/// 3. `host` is valid for `len` bytes of reads and nothing writes them until the command
+///    completes (when `blocking`: until this call returns).
+pub(crate) unsafe fn enqueue_write_buffer(
+    queue: &Queue,
+    mem: sys::cl_mem,
+    blocking: bool,
+    offset_bytes: usize,
+    host: *const u8,
+    len: usize,
+    wait: &[&Event],
+) -> Result<Event> {
+    if len == 0 {
+        return queue.enqueue_marker(wait);
+    }
+    // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
+    let ev = unsafe {
+        raw_queue::enqueue_write_buffer(
+            queue.as_raw(),
+            mem,
+            blocking,
+            offset_bytes,
+            len,
+            host.cast(),
+            &raw_list(wait),
+        )
+    }
+    .map_err(Error::cl("clEnqueueWriteBuffer"))?;
+    // SAFETY: a fresh reference we own.
+    Ok(unsafe { Event::from_raw(ev) })
+}
+
 impl Buffer {
     /// Non-blocking host-to-device copy of all of `host` to `offset_bytes`, after `wait`. The
     /// memory is owned by the returned [`Pending`] until the command completes.
@@ -294,26 +380,21 @@ impl Buffer {
         if bytes.is_empty() {
             return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
         }
-        // SAFETY: valid queue/buffer/events of one context; the bytes stay valid and unmoved
-        // until the event completes because `host` moves into the `Pending`, whose drop waits
-        // and whose forgetting leaks (HostMemory contract 1); in bounds; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_write_buffer(
-                queue.as_raw(),
+        // SAFETY: valid queue/buffer/events of one context; in bounds (checked); the bytes stay
+        // valid and unmoved until the event completes because `host` moves into the `Pending`,
+        // whose drop waits and whose forgetting leaks (HostMemory contract 1).
+        let event = unsafe {
+            enqueue_write_buffer(
+                queue,
                 self.as_raw(),
                 false,
                 offset_bytes,
+                bytes.as_ptr(),
                 bytes.len(),
-                bytes.as_ptr().cast(),
-                &raw_list(wait),
+                wait,
             )
-        }
-        .map_err(Error::cl("clEnqueueWriteBuffer"))?;
-        Ok(Pending {
-            // SAFETY: a fresh reference we own.
-            event: unsafe { Event::from_raw(ev) },
-            host: ManuallyDrop::new(host),
-        })
+        }?;
+        Ok(Pending::started(event, host))
     }
 
     /// Non-blocking device-to-host copy from `offset_bytes` into all of `host`, after `wait`;
@@ -339,23 +420,10 @@ impl Buffer {
         let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
         // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
         // completes (the `Pending` owns them and only hands them out after waiting).
-        let ev = unsafe {
-            raw_queue::enqueue_read_buffer(
-                queue.as_raw(),
-                self.as_raw(),
-                false,
-                offset_bytes,
-                len,
-                ptr.cast(),
-                &raw_list(wait),
-            )
-        }
-        .map_err(Error::cl("clEnqueueReadBuffer"))?;
-        Ok(Pending {
-            // SAFETY: a fresh reference we own.
-            event: unsafe { Event::from_raw(ev) },
-            host: ManuallyDrop::new(host),
-        })
+        let event = unsafe {
+            enqueue_read_buffer(queue, self.as_raw(), false, offset_bytes, ptr, len, wait)
+        }?;
+        Ok(Pending::started(event, host))
     }
 
     /// Device-to-device copy of all of `src` that fits (`min(src, dst)` bytes) to the start of

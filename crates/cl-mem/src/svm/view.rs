@@ -6,14 +6,15 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cl_raw::{mem as raw_mem, queue as raw_queue, sys};
+use cl_raw::{mem as raw_mem, sys};
 
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::Event;
 use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, MemFlags};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
+use crate::transfer::{enqueue_read_buffer, enqueue_write_buffer};
 
 use super::core::Core;
 use super::{Grain, SvmArray};
@@ -137,26 +138,20 @@ impl SvmBufferView<'_> {
     ) -> Result<Event> {
         let out = slice_as_bytes_mut(out);
         self.check(queue, "SVM buffer view read", offset_bytes, out.len())?;
-        if out.is_empty() {
-            return queue.enqueue_marker(wait);
-        }
         // SAFETY: a valid buffer and queue of one context; blocking, so `out` is written only
         // during the call through our exclusive borrow; in bounds (checked); `out` cannot alias
         // the SVM (host access to it needs `&mut` of the array this view borrows).
-        let raw = unsafe {
-            raw_queue::enqueue_read_buffer(
-                queue.as_raw(),
+        unsafe {
+            enqueue_read_buffer(
+                queue,
                 self.raw,
                 true,
                 offset_bytes,
+                out.as_mut_ptr(),
                 out.len(),
-                out.as_mut_ptr().cast(),
-                &raw_list(wait),
+                wait,
             )
         }
-        .map_err(Error::cl("clEnqueueReadBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(raw) })
     }
 
     /// Blocking `clEnqueueWriteBuffer` of `data` through the buffer at `offset_bytes`.
@@ -173,24 +168,18 @@ impl SvmBufferView<'_> {
     ) -> Result<Event> {
         let data = slice_as_bytes(data);
         self.check(queue, "SVM buffer view write", offset_bytes, data.len())?;
-        if data.is_empty() {
-            return queue.enqueue_marker(wait);
-        }
         // SAFETY: as for `read`; `data` is only read during the blocking call.
-        let raw = unsafe {
-            raw_queue::enqueue_write_buffer(
-                queue.as_raw(),
+        unsafe {
+            enqueue_write_buffer(
+                queue,
                 self.raw,
                 true,
                 offset_bytes,
+                data.as_ptr(),
                 data.len(),
-                data.as_ptr().cast(),
-                &raw_list(wait),
+                wait,
             )
         }
-        .map_err(Error::cl("clEnqueueWriteBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(raw) })
     }
 }
 
