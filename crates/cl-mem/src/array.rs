@@ -101,9 +101,39 @@ impl Buffer {
     }
 }
 
-fn shape_error(e: ndarray::ShapeError, len: usize) -> Error {
+/// `elems` as an array view of `shape` (C order by default, `.f()` for Fortran, or explicit
+/// strides), checked by ndarray to stay inside `elems`: the one place behind every `as_array`
+/// (maps, pinned memory, SVM maps and arrays). `what` names the elements in the error
+/// ("mapped", "SVM").
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when the shape or strides reach past `elems`.
+pub(crate) fn view_of<'a, T, D: Dimension, Sh: Into<StrideShape<D>>>(
+    elems: &'a [T],
+    shape: Sh,
+    what: &str,
+) -> Result<ArrayView<'a, T, D>> {
+    ArrayView::from_shape(shape, elems).map_err(|e| shape_error(e, elems.len(), what))
+}
+
+/// `elems` as a mutable array view of `shape`; see [`view_of`].
+///
+/// # Errors
+///
+/// As [`view_of`].
+pub(crate) fn view_of_mut<'a, T, D: Dimension, Sh: Into<StrideShape<D>>>(
+    elems: &'a mut [T],
+    shape: Sh,
+    what: &str,
+) -> Result<ArrayViewMut<'a, T, D>> {
+    let len = elems.len();
+    ArrayViewMut::from_shape(shape, elems).map_err(|e| shape_error(e, len, what))
+}
+
+fn shape_error(e: ndarray::ShapeError, len: usize, what: &str) -> Error {
     Error::InvalidArgument(format!(
-        "the view does not fit the {len} mapped elements: {e}"
+        "the view does not fit the {len} {what} elements: {e}"
     ))
 }
 
@@ -118,8 +148,7 @@ impl<T: Pod> MapRead<'_, T> {
         &self,
         shape: Sh,
     ) -> Result<ArrayView<'_, T, D>> {
-        let s: &[T] = self;
-        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+        view_of(self, shape, "mapped")
     }
 }
 
@@ -133,8 +162,7 @@ impl<T: Pod> MapMut<'_, T> {
         &self,
         shape: Sh,
     ) -> Result<ArrayView<'_, T, D>> {
-        let s: &[T] = self;
-        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+        view_of(self, shape, "mapped")
     }
 
     /// The mapped elements as a mutable array view of `shape`; see [`MapRead::as_array`].
@@ -146,9 +174,7 @@ impl<T: Pod> MapMut<'_, T> {
         &mut self,
         shape: Sh,
     ) -> Result<ArrayViewMut<'_, T, D>> {
-        let s: &mut [T] = self;
-        let len = s.len();
-        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
+        view_of_mut(self, shape, "mapped")
     }
 }
 
@@ -162,8 +188,7 @@ impl<T: Pod> PinnedMemory<T> {
         &self,
         shape: Sh,
     ) -> Result<ArrayView<'_, T, D>> {
-        let s: &[T] = self;
-        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+        view_of(self, shape, "mapped")
     }
 
     /// The pinned elements as a mutable array view of `shape`; see [`MapRead::as_array`].
@@ -175,8 +200,6 @@ impl<T: Pod> PinnedMemory<T> {
         &mut self,
         shape: Sh,
     ) -> Result<ArrayViewMut<'_, T, D>> {
-        let s: &mut [T] = self;
-        let len = s.len();
-        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
+        view_of_mut(self, shape, "mapped")
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
+use crate::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventStatus};
 use crate::kernel::{ArgValue, KernelArg};
@@ -15,7 +16,6 @@ use crate::pod::Pod;
 use crate::queue::Queue;
 
 use super::core::{exclusive, require_in_order, require_svm, sealed, Core};
-use super::map::shape_error;
 use super::SvmPointer;
 use super::{Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmMemFlags, SvmOptions, System};
 
@@ -413,8 +413,7 @@ impl<T: Pod, G: HostAccessible> SvmArray<T, G> {
         &mut self,
         shape: Sh,
     ) -> Result<ArrayView<'_, T, D>> {
-        let s = self.as_slice()?;
-        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+        view_of(self.as_slice()?, shape, "SVM")
     }
 
     /// The values as a mutable array view of `shape`; see [`SvmArray::as_array`].
@@ -426,9 +425,7 @@ impl<T: Pod, G: HostAccessible> SvmArray<T, G> {
         &mut self,
         shape: Sh,
     ) -> Result<ArrayViewMut<'_, T, D>> {
-        let s = self.as_mut_slice()?;
-        let len = s.len();
-        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
+        view_of_mut(self.as_mut_slice()?, shape, "SVM")
     }
 }
 

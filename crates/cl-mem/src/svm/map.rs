@@ -9,6 +9,7 @@ use std::sync::Arc;
 use cl_raw::{queue as raw_queue, sys};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
+use crate::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
 use crate::event::{raw_list, Event};
 use crate::pod::Pod;
@@ -103,11 +104,6 @@ impl<T: Pod> SvmMapMut<'_, T> {
     }
 }
 
-/// The error for a view that does not fit `len` elements.
-pub(crate) fn shape_error(e: ndarray::ShapeError, len: usize) -> Error {
-    Error::InvalidArgument(format!("the view does not fit the {len} SVM elements: {e}"))
-}
-
 impl<T: Pod> SvmMap<'_, T> {
     /// The mapped values as an array view of `shape` (C order by default, `.f()` for Fortran,
     /// or explicit strides), checked by ndarray to stay inside the map.
@@ -119,8 +115,7 @@ impl<T: Pod> SvmMap<'_, T> {
         &self,
         shape: Sh,
     ) -> Result<ArrayView<'_, T, D>> {
-        let s: &[T] = self;
-        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+        view_of(self, shape, "SVM")
     }
 }
 
@@ -134,8 +129,7 @@ impl<T: Pod> SvmMapMut<'_, T> {
         &self,
         shape: Sh,
     ) -> Result<ArrayView<'_, T, D>> {
-        let s: &[T] = self;
-        ArrayView::from_shape(shape, s).map_err(|e| shape_error(e, s.len()))
+        view_of(self, shape, "SVM")
     }
 
     /// The mapped values as a mutable array view; see [`SvmMap::as_array`].
@@ -147,9 +141,7 @@ impl<T: Pod> SvmMapMut<'_, T> {
         &mut self,
         shape: Sh,
     ) -> Result<ArrayViewMut<'_, T, D>> {
-        let s: &mut [T] = self;
-        let len = s.len();
-        ArrayViewMut::from_shape(shape, s).map_err(|e| shape_error(e, len))
+        view_of_mut(self, shape, "SVM")
     }
 }
 
