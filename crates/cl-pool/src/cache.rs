@@ -6,9 +6,14 @@
 //! [`clear_first_arg_caches`] empties them all (PyOpenCL also runs it at exit and before each new
 //! test context). Unlike PyOpenCL's, the cache is thread-safe, computes a missing value outside its
 //! lock (the computation may use the cache), and entries of one object can be dropped on their own
-//! ([`FirstArgCache::remove_object`]) - what a context destructor callback calls.
+//! ([`FirstArgCache::remove_object`]).
+//!
+//! [`ContextCache`] keys by context and, on OpenCL 3.0+ platforms, drops a context's entries from
+//! the context's destructor callback without keeping the context alive (PyOpenCL's cache holds the
+//! context until `clear_first_arg_caches()`); on older platforms its entries hold the context, as
+//! in PyOpenCL. See [`ContextCache`] for the rules.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -125,14 +130,30 @@ where
             return Ok(v.clone());
         }
         let v = f()?;
+        Ok(self.insert_first(object.clone(), args, v))
+    }
+
+    /// Stores `v` unless a value is there already (another thread's: memoization keeps the
+    /// first); returns the stored value. The losing value is dropped outside the lock.
+    fn insert_first(&self, object: K, args: Args, v: V) -> V {
         let mut map = lock(&self.map);
-        // If another thread stored a value meanwhile, keep the first one (memoization).
-        let stored = map
-            .entry(object.clone())
-            .or_default()
-            .entry(args)
-            .or_insert(v);
-        Ok(stored.clone())
+        let per_object = map.entry(object).or_default();
+        if let Some(existing) = per_object.get(&args) {
+            let existing = existing.clone();
+            drop(map);
+            drop(v);
+            return existing;
+        }
+        per_object.insert(args, v.clone());
+        v
+    }
+
+    /// Re-inserts `object`'s entries under `object` itself (its key value replaces an equal one).
+    fn rekey(&self, object: &K) {
+        let mut map = lock(&self.map);
+        if let Some(entries) = map.remove(object) {
+            map.insert(object.clone(), entries);
+        }
     }
 
     /// Drops every entry of `object` (e.g. from a context destructor callback).
@@ -157,27 +178,231 @@ where
     }
 }
 
-/// A [`cl_mem::Context`] as a cache key (PyOpenCL's `context_dependent_memoize` keys by the
-/// context object): hashed by its handle, compared by identity, and holding a reference, so the
-/// handle cannot be reused by a new context while an entry exists (as in PyOpenCL, cached
-/// contexts stay alive until [`clear_first_arg_caches`] or [`FirstArgCache::remove_object`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextKey(pub cl_mem::Context);
+/// A context as a key of [`ContextCache`]: hashed and compared by its raw handle.
+///
+/// Weak (no reference held) when the cache evicts the context's entries from its destructor
+/// callback; strong (holding a [`cl_mem::Context`]) where no callback could be registered (a
+/// platform older than OpenCL 3.0), so that the handle cannot be reused by a new context while an
+/// entry of the old one exists.
+#[derive(Clone)]
+struct ContextKey {
+    raw: usize,
+    keep_alive: Option<cl_mem::Context>,
+}
+
+impl ContextKey {
+    fn weak(context: &cl_mem::Context) -> Self {
+        Self {
+            raw: context.as_raw() as usize,
+            keep_alive: None,
+        }
+    }
+}
+
+impl fmt::Debug for ContextKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextKey")
+            .field("raw", &format_args!("{:#x}", self.raw))
+            .field("strong", &self.keep_alive.is_some())
+            .finish()
+    }
+}
+
+impl PartialEq for ContextKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+impl Eq for ContextKey {}
 
 impl Hash for ContextKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.0.as_raw() as usize).hash(state);
+        self.raw.hash(state);
     }
 }
 
-impl From<&cl_mem::Context> for ContextKey {
-    fn from(c: &cl_mem::Context) -> Self {
-        Self(c.clone())
+/// A cache keyed by context and arguments (PyOpenCL's `context_dependent_memoize`), whose entries
+/// go away with their context.
+///
+/// **Lifetime of entries.** On OpenCL 3.0+ platforms the cache does not keep the context alive:
+/// it keys entries by the raw handle and registers a context destructor callback
+/// (`clSetContextDestructorCallback`, through [`cl_mem::Context::on_destroy`]) the first time it
+/// stores a value for a context; when the last reference to the context is released the callback
+/// drops that context's entries (the handle may be reused only after that, so a new context never
+/// sees an old context's values). On older platforms (OpenCL 1.x, 2.x: no destructor callback) an
+/// entry holds a reference to its context, as PyOpenCL's cache does: the context and its entries
+/// live until [`clear_first_arg_caches`], [`ContextCache::clear`] or
+/// [`ContextCache::remove_context`]. A cached value that itself holds the context (a program, a
+/// buffer) keeps the context alive on any platform, so the callback cannot fire: clear such
+/// caches explicitly.
+///
+/// # Examples
+///
+/// ```no_run
+/// # fn main() -> Result<(), cl_mem::Error> {
+/// let context = cl_mem::Context::from_device(&cl_mem::Platform::list()?[0].devices()?[0])?;
+/// let cache = cl_pool::ContextCache::<(u32,), u64>::new();
+/// let v = cache.get_or_insert_with(&context, (5,), || 42);
+/// assert_eq!(v, 42);
+/// drop(context); // on OpenCL 3.0+, the entry is gone now
+/// # Ok(())
+/// # }
+/// ```
+pub struct ContextCache<Args, V> {
+    cache: Arc<FirstArgCache<ContextKey, Args, V>>,
+    /// Raw handles of contexts whose destructor callback (for this cache) is registered.
+    watched: Arc<Mutex<HashSet<usize>>>,
+}
+
+impl<Args, V> fmt::Debug for ContextCache<Args, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextCache")
+            .field("cache", &self.cache)
+            .field("watched_contexts", &lock(&self.watched).len())
+            .finish()
     }
 }
 
-/// A cache keyed by context (PyOpenCL's `context_dependent_memoize`).
-pub type ContextCache<Args, V> = FirstArgCache<ContextKey, Args, V>;
+impl<Args, V> ContextCache<Args, V>
+where
+    Args: Hash + Eq + Send + 'static,
+    V: Clone + Send + 'static,
+{
+    /// A new cache, registered for [`clear_first_arg_caches`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            cache: FirstArgCache::new(),
+            watched: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    /// The cached value, if any.
+    pub fn get(&self, context: &cl_mem::Context, args: &Args) -> Option<V> {
+        self.cache.get(&ContextKey::weak(context), args)
+    }
+
+    /// The cached value, computing and storing it on a miss.
+    pub fn get_or_insert_with(
+        &self,
+        context: &cl_mem::Context,
+        args: Args,
+        f: impl FnOnce() -> V,
+    ) -> V {
+        match self.try_get_or_insert_with(context, args, || Ok::<V, std::convert::Infallible>(f()))
+        {
+            Ok(v) => v,
+            Err(never) => match never {},
+        }
+    }
+
+    /// The cached value, computing it on a miss; an error is returned and not cached.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `f` returns.
+    pub fn try_get_or_insert_with<E>(
+        &self,
+        context: &cl_mem::Context,
+        args: Args,
+        f: impl FnOnce() -> Result<V, E>,
+    ) -> Result<V, E> {
+        if let Some(v) = self.get(context, &args) {
+            return Ok(v);
+        }
+        let v = f()?;
+        let key = self.key_for(context);
+        Ok(self.cache.insert_first(key, args, v))
+    }
+
+    /// The key under which `context`'s entries are stored: weak once the destructor callback is
+    /// registered, strong where it cannot be.
+    fn key_for(&self, context: &cl_mem::Context) -> ContextKey {
+        let raw = context.as_raw() as usize;
+        if context.platform_version() < cl_mem::Version::V3_0 {
+            return ContextKey {
+                raw,
+                keep_alive: Some(context.clone()),
+            };
+        }
+        // Claimed before registering (no driver call under our lock); a concurrent first insert
+        // for the same context then uses a weak key at once.
+        if !lock(&self.watched).insert(raw) {
+            return ContextKey::weak(context);
+        }
+        let cache = Arc::downgrade(&self.cache);
+        let watched = Arc::downgrade(&self.watched);
+        let registered = context.on_destroy(move || {
+            if let Some(w) = watched.upgrade() {
+                lock(&w).remove(&raw);
+            }
+            if let Some(c) = cache.upgrade() {
+                c.remove_object(&ContextKey {
+                    raw,
+                    keep_alive: None,
+                });
+            }
+        });
+        match registered {
+            Ok(()) => ContextKey::weak(context),
+            Err(e) => {
+                tracing::warn!(
+                    error = %e,
+                    "context cache: no destructor callback; entries keep their context alive"
+                );
+                lock(&self.watched).remove(&raw);
+                let strong = ContextKey {
+                    raw,
+                    keep_alive: Some(context.clone()),
+                };
+                // Entries another thread stored meanwhile under a weak key become strong.
+                self.cache.rekey(&strong);
+                strong
+            }
+        }
+    }
+
+    /// Drops every entry of `context` now; returns how many there were.
+    pub fn remove_context(&self, context: &cl_mem::Context) -> usize {
+        self.cache.remove_object(&ContextKey::weak(context))
+    }
+
+    /// Whether entries of `context` are dropped by its destructor callback (an OpenCL 3.0+
+    /// platform, callback registered) rather than kept with a reference to it.
+    pub fn evicts_on_destroy(&self, context: &cl_mem::Context) -> bool {
+        lock(&self.watched).contains(&(context.as_raw() as usize))
+    }
+
+    /// Drops every entry (destructor callbacks stay registered and remain harmless).
+    pub fn clear(&self) {
+        self.cache.clear();
+    }
+
+    /// Number of cached values.
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Number of contexts with at least one cached value.
+    pub fn contexts(&self) -> usize {
+        lock(&self.cache.map).len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+}
+
+impl<Args, V> Default for ContextCache<Args, V>
+where
+    Args: Hash + Eq + Send + 'static,
+    V: Clone + Send + 'static,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -58,7 +58,7 @@ pub use bins::{
 pub use buffer::{
     BufferBlock, DeferredAllocator, ForceMode, ImmediateAllocator, PooledBuffer, PooledSlice,
 };
-pub use cache::{clear_first_arg_caches, ContextCache, ContextKey, FirstArgCache};
+pub use cache::{clear_first_arg_caches, ContextCache, FirstArgCache};
 pub use error::{OomReport, PoolError};
 pub use pool::{
     CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,

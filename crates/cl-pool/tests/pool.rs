@@ -736,3 +736,66 @@ fn allocator_calls_are_made_without_pool_locks_held() {
     rx.recv_timeout(std::time::Duration::from_secs(20))
         .expect("an allocator call re-entering the pool deadlocked: a pool lock was held");
 }
+
+/// Records the level and message of every `tracing` event in its scope.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<(tracing::Level, String)>>>);
+
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut m = Message(String::new());
+        event.record(&mut m);
+        self.0
+            .lock()
+            .unwrap()
+            .push((*event.metadata().level(), m.0));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// PyOpenCL's `UserWarning` for a deferred allocator, as a `tracing` warning with its text; none
+/// for a non-deferred one.
+#[test]
+fn a_deferred_allocator_makes_the_pool_warn() {
+    let capture = Capture::default();
+    let (deferred, immediate) = tracing::subscriber::with_default(capture.clone(), || {
+        let a = TestAllocator::new();
+        a.set_deferred(true);
+        let deferred = MemoryPool::new(a);
+        let before = capture.0.lock().unwrap().len();
+        let immediate = MemoryPool::builder(TestAllocator::new()).build().unwrap();
+        (
+            (deferred, before),
+            (immediate, capture.0.lock().unwrap().len() - before),
+        )
+    });
+    let events = capture.0.lock().unwrap().clone();
+    assert_eq!(deferred.1, 1, "{events:?}");
+    assert_eq!(immediate.1, 0, "{events:?}");
+    assert_eq!(events[0].0, tracing::Level::WARN);
+    assert_eq!(
+        events[0].1,
+        "Memory pools expect non-deferred semantics from their allocators. You passed a deferred \
+         allocator, i.e. an allocator whose allocations can turn out to be unavailable long after \
+         allocation."
+    );
+}
