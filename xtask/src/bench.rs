@@ -3,6 +3,12 @@
 //!
 //! Matching convention: a criterion benchmark `<group>/<bytes>` lines up with PyOpenCL's key
 //! `<group>_ns_<bytes>` (e.g. `raw_buffer_create_release/1024` and `raw_buffer_create_release_ns_1024`).
+//! Transfers are compared in GB/s (1e9 bytes/s) in a second table, by [`TRANSFERS`]: `write/<bytes>`
+//! against `h2d_GBps_<bytes>`, `read/<bytes>` against `d2h_GBps_<bytes>`, `copy/<bytes>` against
+//! `d2d_GBps_rw_<bytes>` (both directions counted, so twice the bytes per copy) and
+//! `host_memcpy/<bytes>` against `host_memcpy_GBps_<bytes>`; the raw-loop (`write_raw`, `read_raw`,
+//! `copy_raw`) and pinned (`write_pinned`, `read_pinned`) rows are set against the same PyOpenCL
+//! key for context.
 //! Files written: `rust.txt` (criterion's output), `rust.json` (mean ns per benchmark),
 //! `pyopencl.json` (the reference tool's output), `report.md` (the side-by-side table).
 
@@ -62,7 +68,8 @@ pub(crate) fn run(args: &[String]) -> Result {
         None
     };
 
-    let md = side_by_side(&rust, reference.as_ref());
+    let mut md = side_by_side(&rust, reference.as_ref());
+    md.push_str(&transfers_side_by_side(&rust, reference.as_ref()));
     std::fs::write(dir.join("report.md"), &md)?;
     println!("\n{md}\nwritten to {}", dir.display());
     Ok(())
@@ -146,6 +153,88 @@ fn side_by_side(rust: &BTreeMap<String, f64>, reference: Option<&Value>) -> Stri
     md
 }
 
+/// Criterion transfer groups, the PyOpenCL key prefix each is compared with, and the bytes moved
+/// per byte of payload (2 for a device-to-device copy: PyOpenCL's `d2d_GBps_rw` counts the read and
+/// the write).
+const TRANSFERS: &[(&str, &str, f64)] = &[
+    ("write", "h2d_GBps", 1.0),
+    ("write_raw", "h2d_GBps", 1.0),
+    ("write_pinned", "h2d_GBps", 1.0),
+    ("read", "d2h_GBps", 1.0),
+    ("read_raw", "d2h_GBps", 1.0),
+    ("read_pinned", "d2h_GBps", 1.0),
+    ("copy", "d2d_GBps_rw", 2.0),
+    ("copy_raw", "d2d_GBps_rw", 2.0),
+    ("host_memcpy", "host_memcpy_GBps", 1.0),
+];
+
+/// A criterion transfer benchmark (`<group>/<bytes>`) as (Rust GB/s, PyOpenCL key), if it is one.
+fn transfer_rate(id: &str, mean_ns: f64) -> Option<(f64, String)> {
+    let (group, bytes) = id.rsplit_once('/')?;
+    let n: u64 = bytes.parse().ok()?;
+    let &(_, prefix, factor) = TRANSFERS.iter().find(|(g, _, _)| *g == group)?;
+    if mean_ns <= 0.0 {
+        return None;
+    }
+    // Bytes per nanosecond is GB/s (1e9 bytes/s).
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "transfer sizes stay far below 2^52 bytes"
+    )]
+    let gbps = n as f64 * factor / mean_ns;
+    Some((gbps, format!("{prefix}_{bytes}")))
+}
+
+/// The transfer table: GB/s of each criterion transfer row and, per PyOpenCL device, its GB/s and
+/// the ratio Rust / PyOpenCL. Empty when the run measured no transfer.
+fn transfers_side_by_side(rust: &BTreeMap<String, f64>, reference: Option<&Value>) -> String {
+    let mut rows: Vec<(usize, u64, &str, f64, String)> = rust
+        .iter()
+        .filter_map(|(id, &mean)| {
+            let (gbps, key) = transfer_rate(id, mean)?;
+            let (group, bytes) = id.rsplit_once('/')?;
+            let order = TRANSFERS.iter().position(|(g, _, _)| *g == group)?;
+            Some((order, bytes.parse().ok()?, id.as_str(), gbps, key))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    rows.sort_by_key(|r| (r.1, r.0));
+    let devices: Vec<&Value> = reference
+        .and_then(|r| r["devices"].as_array())
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let mut md = String::from(
+        "\n## Transfers (GB/s = 1e9 bytes/s; a copy counts both directions)\n\n\
+         `write`, `read`, `copy` and `host_memcpy` match PyOpenCL's measurement; `_raw` rows are \
+         the same call through the raw C API, `_pinned` rows use pinned host memory, both set \
+         against the same PyOpenCL key for context. Ratio = Rust / PyOpenCL (above 1: Rust is \
+         faster).\n\n| benchmark | Rust (GB/s) | PyOpenCL key |",
+    );
+    for d in &devices {
+        let name = d["char"]["name"].as_str().unwrap_or("?");
+        let plat = d["char"]["platform"].as_str().unwrap_or("?");
+        md.push_str(&format!(" PyOpenCL {plat}/{name} (GB/s) | ratio |"));
+    }
+    md.push_str("\n|---|---|---|");
+    md.push_str(&"---|---|".repeat(devices.len()));
+    md.push('\n');
+    for (_, _, id, gbps, key) in rows {
+        md.push_str(&format!("| {id} | {gbps:.2} | `{key}` |"));
+        for d in &devices {
+            match d["bench"][key.as_str()].as_f64() {
+                Some(py) if py > 0.0 => {
+                    md.push_str(&format!(" {py:.2} | {:.2}x |", gbps / py));
+                }
+                _ => md.push_str(" - | - |"),
+            }
+        }
+        md.push('\n');
+    }
+    md
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +257,59 @@ mod tests {
             alone.contains("| raw_buffer_create_release/1024 | 1500 |\n"),
             "{alone}"
         );
+    }
+
+    #[test]
+    fn transfers_are_compared_in_gbps_with_pyopencls_keys() {
+        // 1 MiB in 262144 ns = 4.0 GB/s; a copy of 1 MiB in 524288 ns moves 2 MiB: 4.0 GB/s too.
+        let rust = BTreeMap::from([
+            ("write/1048576".to_owned(), 262_144.0),
+            ("write_raw/1048576".to_owned(), 209_715.2),
+            ("write_pinned/1048576".to_owned(), 104_857.6),
+            ("read/1048576".to_owned(), 524_288.0),
+            ("copy/1048576".to_owned(), 524_288.0),
+            ("host_memcpy/1048576".to_owned(), 104_857.6),
+            ("raw_buffer_create_release/1024".to_owned(), 1500.0),
+        ]);
+        let reference = serde_json::json!({"devices": [{
+            "char": {"name": "AMD EPYC", "platform": "Intel(R) OpenCL"},
+            "bench": {
+                "h2d_GBps_1048576": 2.0,
+                "d2h_GBps_1048576": 4.0,
+                "d2d_GBps_rw_1048576": 8.0,
+                "raw_buffer_create_release_ns_1024": 2500.0
+            }
+        }]});
+        let md = transfers_side_by_side(&rust, Some(&reference));
+        assert!(
+            md.contains("PyOpenCL Intel(R) OpenCL/AMD EPYC (GB/s) | ratio |"),
+            "{md}"
+        );
+        for row in [
+            "| write/1048576 | 4.00 | `h2d_GBps_1048576` | 2.00 | 2.00x |",
+            "| write_raw/1048576 | 5.00 | `h2d_GBps_1048576` | 2.00 | 2.50x |",
+            "| write_pinned/1048576 | 10.00 | `h2d_GBps_1048576` | 2.00 | 5.00x |",
+            "| read/1048576 | 2.00 | `d2h_GBps_1048576` | 4.00 | 0.50x |",
+            "| copy/1048576 | 4.00 | `d2d_GBps_rw_1048576` | 8.00 | 0.50x |",
+            // No PyOpenCL value: a dash, no ratio.
+            "| host_memcpy/1048576 | 10.00 | `host_memcpy_GBps_1048576` | - | - |",
+        ] {
+            assert!(md.contains(row), "missing {row:?} in\n{md}");
+        }
+        // Rows in TRANSFERS order; ns benchmarks stay out of this table.
+        let write = md.find("| write/").unwrap_or(usize::MAX);
+        let read = md.find("| read/").unwrap_or(usize::MAX);
+        let copy = md.find("| copy/").unwrap_or(usize::MAX);
+        assert!(write < read && read < copy, "{md}");
+        assert!(!md.contains("raw_buffer_create_release"), "{md}");
+        // The ns table still matches its keys, and the Rust side alone still renders.
+        assert!(side_by_side(&rust, Some(&reference))
+            .contains("| raw_buffer_create_release/1024 | 1500 | 2500 |"));
+        let alone = transfers_side_by_side(&rust, None);
+        assert!(
+            alone.contains("| copy/1048576 | 4.00 | `d2d_GBps_rw_1048576` |\n"),
+            "{alone}"
+        );
+        assert!(transfers_side_by_side(&BTreeMap::new(), None).is_empty());
     }
 }
