@@ -165,6 +165,16 @@ pub(super) fn driver_pitches(image_type: ImageType, pitches: ImagePitches) -> (u
     }
 }
 
+/// A host transfer that passed [`Image::check_host_transfer`]: completed coordinates and the
+/// pitches to hand the driver.
+#[derive(Clone, Copy, Debug)]
+struct HostSpan {
+    origin: [usize; 3],
+    region: [usize; 3],
+    row_pitch: usize,
+    slice_pitch: usize,
+}
+
 fn check_buffer_context(queue: &Queue, buffer: &Buffer) -> Result<()> {
     if queue.context().as_raw() == buffer.context().as_raw() {
         Ok(())
@@ -194,31 +204,11 @@ impl Image {
         pitches: ImagePitches,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
-        let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = slice_as_bytes(data);
-        self.check_host(r, pitches, bytes.len(), "host data of an image write")?;
-        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
-        // SAFETY: valid queue/image/events; the write is blocking, so `bytes` is only read during
-        // the call; the region is inside the image and `bytes` covers it with these pitches
-        // (checked); we own the returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_write_image(
-                queue.as_raw(),
-                self.raw,
-                true,
-                o,
-                r,
-                row_pitch,
-                slice_pitch,
-                bytes.as_ptr().cast(),
-                &raw_list(wait),
-            )
-        }
-        .map_err(Error::cl("clEnqueueWriteImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let span = self.check_host_transfer(queue, false, origin, region, pitches, bytes.len())?;
+        // SAFETY: checked for this queue and `bytes.len()`; the write is blocking, so `bytes` is
+        // only read during the call.
+        unsafe { self.enqueue_write_host(queue, true, span, bytes.as_ptr(), wait) }
     }
 
     /// Blocking image-to-host read of `region` at `origin` into `out` laid out with `pitches`,
@@ -236,31 +226,11 @@ impl Image {
         pitches: ImagePitches,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = slice_as_bytes_mut(out);
-        self.check_host(r, pitches, bytes.len(), "host memory of an image read")?;
-        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
-        // SAFETY: valid queue/image/events; the read is blocking, so `bytes` is written only
-        // during the call, through our exclusive borrow; region and length checked; we own the
-        // event.
-        let ev = unsafe {
-            raw_queue::enqueue_read_image(
-                queue.as_raw(),
-                self.raw,
-                true,
-                o,
-                r,
-                row_pitch,
-                slice_pitch,
-                bytes.as_mut_ptr().cast(),
-                &raw_list(wait),
-            )
-        }
-        .map_err(Error::cl("clEnqueueReadImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let span = self.check_host_transfer(queue, true, origin, region, pitches, bytes.len())?;
+        // SAFETY: checked for this queue and `bytes.len()`; the read is blocking, so `bytes` is
+        // written only during the call, through our exclusive borrow.
+        unsafe { self.enqueue_read_host(queue, true, span, bytes.as_mut_ptr(), wait) }
     }
 
     /// Non-blocking host-to-image write of `region` at `origin` from `host` laid out with
@@ -279,31 +249,13 @@ impl Image {
         pitches: ImagePitches,
         wait: &[&Event],
     ) -> Result<Pending<H>> {
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
-        let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = host.host_bytes();
-        self.check_host(r, pitches, bytes.len(), "host data of an image write")?;
-        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
-        // SAFETY: valid queue/image/events; `host` moves into the `Pending`, whose drop waits and
-        // whose forgetting leaks, so its (unmoving, HostMemory contract) bytes outlive the
-        // command; region and length checked; we own the returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_write_image(
-                queue.as_raw(),
-                self.raw,
-                false,
-                o,
-                r,
-                row_pitch,
-                slice_pitch,
-                bytes.as_ptr().cast(),
-                &raw_list(wait),
-            )
-        }
-        .map_err(Error::cl("clEnqueueWriteImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(Pending::started(unsafe { Event::from_raw(ev) }, host))
+        let span = self.check_host_transfer(queue, false, origin, region, pitches, bytes.len())?;
+        // SAFETY: checked for this queue and `bytes.len()`; `host` moves into the `Pending`,
+        // whose drop waits and whose forgetting leaks, so its (unmoving, HostMemory contract)
+        // bytes outlive the command.
+        let ev = unsafe { self.enqueue_write_host(queue, false, span, bytes.as_ptr(), wait) }?;
+        Ok(Pending::started(ev, host))
     }
 
     /// Non-blocking image-to-host read of `region` at `origin` into `host` laid out with
@@ -321,31 +273,117 @@ impl Image {
         pitches: ImagePitches,
         wait: &[&Event],
     ) -> Result<Pending<H>> {
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = host.host_bytes_mut();
-        self.check_host(r, pitches, bytes.len(), "host memory of an image read")?;
-        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
+        let span = self.check_host_transfer(queue, true, origin, region, pitches, bytes.len())?;
         let ptr = bytes.as_mut_ptr();
         // SAFETY: as in `enqueue_write`; the bytes are written only by the command, and the host
         // cannot reach them until `Pending::wait` returns them.
+        let ev = unsafe { self.enqueue_read_host(queue, false, span, ptr, wait) }?;
+        Ok(Pending::started(ev, host))
+    }
+
+    /// The checks every host read (`reading`) or write runs before the driver, in this order:
+    /// the queue's context, the image's host-access flags, the coordinates against the extent,
+    /// then `host_len` bytes against what `region` and `pitches` need.
+    fn check_host_transfer(
+        &self,
+        queue: &Queue,
+        reading: bool,
+        origin: &[usize],
+        region: &[usize],
+        pitches: ImagePitches,
+        host_len: usize,
+    ) -> Result<HostSpan> {
+        self.check_queue(queue)?;
+        self.check_host_access(reading)?;
+        let (origin, region) = coords(self.extent(), origin, region)?;
+        let what = if reading {
+            "host memory of an image read"
+        } else {
+            "host data of an image write"
+        };
+        self.check_host(region, pitches, host_len, what)?;
+        let (row_pitch, slice_pitch) = driver_pitches(self.desc.image_type, pitches);
+        Ok(HostSpan {
+            origin,
+            region,
+            row_pitch,
+            slice_pitch,
+        })
+    }
+
+    /// `clEnqueueReadImage` of a checked `span` into `host`: the one call behind
+    /// [`Image::read`] and [`Image::enqueue_read`].
+    ///
+    /// # Safety
+    ///
+    /// 1. `span` came from [`Image::check_host_transfer`] for reading, `queue` and a host length
+    ///    `n`, and `host` is valid for `n` bytes of writes.
+    /// 2. Nothing else reads or writes those bytes until the command completes (when
+    ///    `blocking`: until this call returns).
+    unsafe fn enqueue_read_host(
+        &self,
+        queue: &Queue,
+        blocking: bool,
+        span: HostSpan,
+        host: *mut u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: valid queue/image/events of one context (checked); the region is inside the
+        // image and the host bytes cover it with these pitches (checked, obligation 1);
+        // obligation 2 keeps them to the command; we own the returned event.
         let ev = unsafe {
             raw_queue::enqueue_read_image(
                 queue.as_raw(),
                 self.raw,
-                false,
-                o,
-                r,
-                row_pitch,
-                slice_pitch,
-                ptr.cast(),
+                blocking,
+                span.origin,
+                span.region,
+                span.row_pitch,
+                span.slice_pitch,
+                host.cast(),
                 &raw_list(wait),
             )
         }
         .map_err(Error::cl("clEnqueueReadImage"))?;
         // SAFETY: a fresh reference we own.
-        Ok(Pending::started(unsafe { Event::from_raw(ev) }, host))
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// `clEnqueueWriteImage` of a checked `span` from `host`: the one call behind
+    /// [`Image::write`] and [`Image::enqueue_write`].
+    ///
+    /// # Safety
+    ///
+    /// 1. `span` came from [`Image::check_host_transfer`] for writing, `queue` and a host length
+    ///    `n`, and `host` is valid for `n` bytes of reads.
+    /// 2. Nothing writes those bytes until the command completes (when `blocking`: until this
+    ///    call returns).
+    unsafe fn enqueue_write_host(
+        &self,
+        queue: &Queue,
+        blocking: bool,
+        span: HostSpan,
+        host: *const u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: as in `enqueue_read_host`, for reads of the host bytes.
+        let ev = unsafe {
+            raw_queue::enqueue_write_image(
+                queue.as_raw(),
+                self.raw,
+                blocking,
+                span.origin,
+                span.region,
+                span.row_pitch,
+                span.slice_pitch,
+                host.cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteImage"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
     }
 
     /// Writes the whole image from tightly packed `data`; see [`Image::write`].
