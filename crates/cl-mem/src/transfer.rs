@@ -267,6 +267,13 @@ impl Rect {
     }
 }
 
+/// The explicit `[row, slice]` pitches of both sides of a checked host rectangle transfer.
+#[derive(Clone, Copy, Debug)]
+struct RectPitches {
+    host: [usize; 2],
+    buffer: [usize; 2],
+}
+
 fn too_big(what: &'static str) -> Error {
     Error::InvalidArgument(format!("{what}: the rectangle's extent overflows usize"))
 }
@@ -516,42 +523,10 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Event> {
         let host = slice_as_bytes(host);
-        let hp = rect.side(
-            "host rectangle",
-            rect.src_origin,
-            rect.src_pitches,
-            host.len(),
-        )?;
-        let bp = rect.side(
-            "buffer rectangle",
-            rect.dst_origin,
-            rect.dst_pitches,
-            self.size_bytes(),
-        )?;
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
-        queue
-            .context()
-            .require_platform_version(Version::V1_1, "clEnqueueWriteBufferRect")?;
-        // SAFETY: valid queue/buffer/events of one context; blocking, so `host` is read only
-        // during the call; both rectangles are inside their memory; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_write_buffer_rect(
-                queue.as_raw(),
-                self.as_raw(),
-                true,
-                rect.dst_origin,
-                rect.src_origin,
-                rect.region,
-                bp,
-                hp,
-                host.as_ptr().cast(),
-                &raw_list(wait),
-            )
-        }
-        .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let p = self.check_host_rect(queue, false, rect, host.len())?;
+        // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is read
+        // only during the call.
+        unsafe { self.enqueue_write_rect_host(queue, true, rect, p, host.as_ptr(), wait) }
     }
 
     /// Blocking rectangular device-to-host copy (`clEnqueueReadBufferRect`): the buffer is the
@@ -568,43 +543,10 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Event> {
         let host = slice_as_bytes_mut(host);
-        let bp = rect.side(
-            "buffer rectangle",
-            rect.src_origin,
-            rect.src_pitches,
-            self.size_bytes(),
-        )?;
-        let hp = rect.side(
-            "host rectangle",
-            rect.dst_origin,
-            rect.dst_pitches,
-            host.len(),
-        )?;
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        queue
-            .context()
-            .require_platform_version(Version::V1_1, "clEnqueueReadBufferRect")?;
-        // SAFETY: valid queue/buffer/events of one context; blocking, so `host` is written only
-        // during the call through our exclusive borrow; both rectangles are inside their
-        // memory; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_read_buffer_rect(
-                queue.as_raw(),
-                self.as_raw(),
-                true,
-                rect.src_origin,
-                rect.dst_origin,
-                rect.region,
-                bp,
-                hp,
-                host.as_mut_ptr().cast(),
-                &raw_list(wait),
-            )
-        }
-        .map_err(Error::cl("clEnqueueReadBufferRect"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let p = self.check_host_rect(queue, true, rect, host.len())?;
+        // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is written
+        // only during the call through our exclusive borrow.
+        unsafe { self.enqueue_read_rect_host(queue, true, rect, p, host.as_mut_ptr(), wait) }
     }
 
     /// Non-blocking rectangular host-to-device copy: as [`Buffer::write_rect`], with the host
@@ -621,46 +563,12 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Pending<H>> {
         let bytes = host.host_bytes();
-        let hp = rect.side(
-            "host rectangle",
-            rect.src_origin,
-            rect.src_pitches,
-            bytes.len(),
-        )?;
-        let bp = rect.side(
-            "buffer rectangle",
-            rect.dst_origin,
-            rect.dst_pitches,
-            self.size_bytes(),
-        )?;
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
-        queue
-            .context()
-            .require_platform_version(Version::V1_1, "clEnqueueWriteBufferRect")?;
-        // SAFETY: valid queue/buffer/events of one context; the host bytes stay valid and
-        // unmoved until the event completes (moved into the `Pending`, HostMemory contract 1);
-        // both rectangles are inside their memory; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_write_buffer_rect(
-                queue.as_raw(),
-                self.as_raw(),
-                false,
-                rect.dst_origin,
-                rect.src_origin,
-                rect.region,
-                bp,
-                hp,
-                bytes.as_ptr().cast(),
-                &raw_list(wait),
-            )
-        }
-        .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
-        Ok(Pending {
-            // SAFETY: a fresh reference we own.
-            event: unsafe { Event::from_raw(ev) },
-            host: ManuallyDrop::new(host),
-        })
+        let p = self.check_host_rect(queue, false, rect, bytes.len())?;
+        // SAFETY: checked for this queue, `rect` and `bytes.len()`; the host bytes stay valid and
+        // unmoved until the event completes (moved into the `Pending`, HostMemory contract 1).
+        let event =
+            unsafe { self.enqueue_write_rect_host(queue, false, rect, p, bytes.as_ptr(), wait) }?;
+        Ok(Pending::started(event, host))
     }
 
     /// Non-blocking rectangular device-to-host copy: as [`Buffer::read_rect`], with the host
@@ -677,46 +585,138 @@ impl Buffer {
         wait: &[&Event],
     ) -> Result<Pending<H>> {
         let bytes = host.host_bytes_mut();
-        let bp = rect.side(
-            "buffer rectangle",
-            rect.src_origin,
-            rect.src_pitches,
-            self.size_bytes(),
-        )?;
-        let hp = rect.side(
-            "host rectangle",
-            rect.dst_origin,
-            rect.dst_pitches,
-            bytes.len(),
-        )?;
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        queue
-            .context()
-            .require_platform_version(Version::V1_1, "clEnqueueReadBufferRect")?;
+        let p = self.check_host_rect(queue, true, rect, bytes.len())?;
         let ptr = bytes.as_mut_ptr();
         // SAFETY: as in `enqueue_write_rect`; nothing else touches the bytes until the event
         // completes.
+        let event = unsafe { self.enqueue_read_rect_host(queue, false, rect, p, ptr, wait) }?;
+        Ok(Pending::started(event, host))
+    }
+
+    /// The checks every host rectangle transfer runs before the driver, in this order: the
+    /// source side of `rect`, then its destination side (the host is the source of a write and
+    /// the destination of a read, `host_len` bytes long), the queue's context, the buffer's
+    /// host-access flags, and OpenCL 1.1.
+    fn check_host_rect(
+        &self,
+        queue: &Queue,
+        reading: bool,
+        rect: &Rect,
+        host_len: usize,
+    ) -> Result<RectPitches> {
+        let (host, buffer, call) = if reading {
+            let buffer = rect.side(
+                "buffer rectangle",
+                rect.src_origin,
+                rect.src_pitches,
+                self.size_bytes(),
+            )?;
+            let host = rect.side(
+                "host rectangle",
+                rect.dst_origin,
+                rect.dst_pitches,
+                host_len,
+            )?;
+            (host, buffer, "clEnqueueReadBufferRect")
+        } else {
+            let host = rect.side(
+                "host rectangle",
+                rect.src_origin,
+                rect.src_pitches,
+                host_len,
+            )?;
+            let buffer = rect.side(
+                "buffer rectangle",
+                rect.dst_origin,
+                rect.dst_pitches,
+                self.size_bytes(),
+            )?;
+            (host, buffer, "clEnqueueWriteBufferRect")
+        };
+        self.check_queue(queue)?;
+        self.check_host_access(reading)?;
+        queue
+            .context()
+            .require_platform_version(Version::V1_1, call)?;
+        Ok(RectPitches { host, buffer })
+    }
+
+    /// `clEnqueueReadBufferRect` of a checked `rect` into `host`: the one call behind
+    /// [`Buffer::read_rect`] and [`Buffer::enqueue_read_rect`].
+    ///
+    /// # Safety
+    ///
+    /// 1. `p` came from [`Buffer::check_host_rect`] for reading, `queue`, `rect` and a host
+    ///    length `n`, and `host` is valid for `n` bytes of writes.
+    /// 2. Nothing else reads or writes those bytes until the command completes (when
+    ///    `blocking`: until this call returns).
+    unsafe fn enqueue_read_rect_host(
+        &self,
+        queue: &Queue,
+        blocking: bool,
+        rect: &Rect,
+        p: RectPitches,
+        host: *mut u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: valid queue/buffer/events of one context (checked); both rectangles are inside
+        // their memory (checked, obligation 1); obligation 2 keeps the host bytes to the
+        // command; we own the event.
         let ev = unsafe {
             raw_queue::enqueue_read_buffer_rect(
                 queue.as_raw(),
                 self.as_raw(),
-                false,
+                blocking,
                 rect.src_origin,
                 rect.dst_origin,
                 rect.region,
-                bp,
-                hp,
-                ptr.cast(),
+                p.buffer,
+                p.host,
+                host.cast(),
                 &raw_list(wait),
             )
         }
         .map_err(Error::cl("clEnqueueReadBufferRect"))?;
-        Ok(Pending {
-            // SAFETY: a fresh reference we own.
-            event: unsafe { Event::from_raw(ev) },
-            host: ManuallyDrop::new(host),
-        })
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    }
+
+    /// `clEnqueueWriteBufferRect` of a checked `rect` from `host`: the one call behind
+    /// [`Buffer::write_rect`] and [`Buffer::enqueue_write_rect`].
+    ///
+    /// # Safety
+    ///
+    /// 1. `p` came from [`Buffer::check_host_rect`] for writing, `queue`, `rect` and a host
+    ///    length `n`, and `host` is valid for `n` bytes of reads.
+    /// 2. Nothing writes those bytes until the command completes (when `blocking`: until this
+    ///    call returns).
+    unsafe fn enqueue_write_rect_host(
+        &self,
+        queue: &Queue,
+        blocking: bool,
+        rect: &Rect,
+        p: RectPitches,
+        host: *const u8,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        // SAFETY: as in `enqueue_read_rect_host`, for reads of the host bytes.
+        let ev = unsafe {
+            raw_queue::enqueue_write_buffer_rect(
+                queue.as_raw(),
+                self.as_raw(),
+                blocking,
+                rect.dst_origin,
+                rect.src_origin,
+                rect.region,
+                p.buffer,
+                p.host,
+                host.cast(),
+                &raw_list(wait),
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
     }
 
     /// Rectangular device-to-device copy from `src` into `self` (`clEnqueueCopyBufferRect`).
