@@ -229,7 +229,8 @@ impl Hash for ContextKey {
 /// (`clSetContextDestructorCallback`, through [`cl_mem::Context::on_destroy`]) the first time it
 /// stores a value for a context; when the last reference to the context is released the callback
 /// drops that context's entries (the handle may be reused only after that, so a new context never
-/// sees an old context's values). On older platforms (OpenCL 1.x, 2.x: no destructor callback) an
+/// sees an old context's values; on PoCL 3.0 and the Intel CPU runtime the callback runs inside the
+/// last `clReleaseContext`, so the entries are gone when that drop returns). On older platforms (OpenCL 1.x, 2.x: no destructor callback) an
 /// entry holds a reference to its context, as PyOpenCL's cache does: the context and its entries
 /// live until [`clear_first_arg_caches`], [`ContextCache::clear`] or
 /// [`ContextCache::remove_context`]. A cached value that itself holds the context (a program, a
