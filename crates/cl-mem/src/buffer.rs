@@ -412,15 +412,7 @@ impl Buffer {
     }
 
     pub(crate) fn check_range(&self, what: &'static str, offset: usize, len: usize) -> Result<()> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.size => Ok(()),
-            _ => Err(Error::OutOfBounds {
-                what,
-                offset,
-                len,
-                size: self.size,
-            }),
-        }
+        crate::error::check_range(what, offset, len, self.size)
     }
 
     /// A sub-buffer of `size_bytes` bytes at `origin_bytes` (`clCreateSubBuffer` with

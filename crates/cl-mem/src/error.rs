@@ -129,6 +129,26 @@ impl Error {
     }
 }
 
+/// [`Error::OutOfBounds`] unless `offset..offset + len` lies within `size` (without overflow):
+/// the one range check behind buffers, SVM allocations and views, host slices and image
+/// coordinates.
+pub(crate) fn check_range(
+    what: &'static str,
+    offset: usize,
+    len: usize,
+    size: usize,
+) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::OutOfBounds {
+            what,
+            offset,
+            len,
+            size,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@ use std::mem::ManuallyDrop;
 use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
 
 use crate::buffer::Buffer;
-use crate::error::{Error, Result};
+use crate::error::{check_range, Error, Result};
 use crate::event::{raw_list, Event};
 use crate::platform::Platform;
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
@@ -866,15 +866,9 @@ impl CopyPair for (&Buffer, &Buffer) {
 /// The host byte range of a transfer.
 fn host_range(len: usize, offset: usize, count: Option<usize>) -> Result<(usize, usize)> {
     let count = count.unwrap_or_else(|| len.saturating_sub(offset));
-    match offset.checked_add(count) {
-        Some(end) if end <= len => Ok((offset, end)),
-        _ => Err(Error::OutOfBounds {
-            what: "host slice",
-            offset,
-            len: count,
-            size: len,
-        }),
-    }
+    check_range("host slice", offset, count, len)?;
+    // No overflow: checked above.
+    Ok((offset, offset + count))
 }
 
 impl<T: Pod> CopyPair for (&Buffer, &[T]) {

@@ -7,7 +7,7 @@ use cl_raw::{queue as raw_queue, Version};
 
 use super::{ChannelKind, Image, ImagePitches, ImageType};
 use crate::buffer::Buffer;
-use crate::error::{Error, Result};
+use crate::error::{check_range, Error, Result};
 use crate::event::{raw_list, Event};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
@@ -78,17 +78,7 @@ pub(super) fn coords(
                 "an image region has no zero values, got {r:?}"
             )));
         }
-        match o[axis].checked_add(r[axis]) {
-            Some(end) if end <= extent[axis] => {}
-            _ => {
-                return Err(Error::OutOfBounds {
-                    what: AXES[axis],
-                    offset: o[axis],
-                    len: r[axis],
-                    size: extent[axis],
-                })
-            }
-        }
+        check_range(AXES[axis], o[axis], r[axis], extent[axis])?;
     }
     Ok((o, r))
 }
@@ -635,15 +625,7 @@ impl Image {
             .iter()
             .try_fold(self.element_size, |acc, &v| acc.checked_mul(v))
             .ok_or_else(|| Error::InvalidArgument("image region size overflows usize".into()))?;
-        match offset.checked_add(len) {
-            Some(end) if end <= buffer.size_bytes() => Ok(()),
-            _ => Err(Error::OutOfBounds {
-                what,
-                offset,
-                len,
-                size: buffer.size_bytes(),
-            }),
-        }
+        check_range(what, offset, len, buffer.size_bytes())
     }
 }
 

@@ -11,7 +11,7 @@ use std::ops::Range;
 use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
-use crate::error::{Error, Result};
+use crate::error::{check_range, Error, Result};
 use crate::event::{raw_list, Event};
 use crate::pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
@@ -27,18 +27,6 @@ bitflags! {
         const TO_HOST = sys::CL_MIGRATE_MEM_OBJECT_HOST;
         /// `CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED`: the contents need not be preserved.
         const CONTENT_UNDEFINED = sys::CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
-    }
-}
-
-fn check_range(what: &'static str, offset: usize, len: usize, size: usize) -> Result<()> {
-    match offset.checked_add(len) {
-        Some(end) if end <= size => Ok(()),
-        _ => Err(Error::OutOfBounds {
-            what,
-            offset,
-            len,
-            size,
-        }),
     }
 }
 

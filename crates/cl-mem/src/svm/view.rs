@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cl_raw::{mem as raw_mem, sys};
 
-use crate::error::{Error, Result};
+use crate::error::{check_range, Error, Result};
 use crate::event::Event;
 use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, MemFlags};
@@ -112,15 +112,7 @@ impl SvmBufferView<'_> {
 
     fn check(&self, queue: &Queue, what: &'static str, offset: usize, len: usize) -> Result<()> {
         self.core.check_queue(queue)?;
-        match offset.checked_add(len) {
-            Some(end) if end <= self.size => Ok(()),
-            _ => Err(Error::OutOfBounds {
-                what,
-                offset,
-                len,
-                size: self.size,
-            }),
-        }
+        check_range(what, offset, len, self.size)
     }
 
     /// Blocking `clEnqueueReadBuffer` through the buffer into `out`, from `offset_bytes`.
