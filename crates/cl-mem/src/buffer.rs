@@ -395,19 +395,14 @@ impl Buffer {
     /// Refuses host reads of `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` buffers and host writes of
     /// `HOST_READ_ONLY`/`HOST_NO_ACCESS` ones (the driver's `CL_INVALID_OPERATION`).
     pub(crate) fn check_host_access(&self, reading: bool) -> Result<()> {
-        let forbidden = if reading {
-            MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS
-        } else {
-            MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS
-        };
-        if self.flags.intersects(forbidden) {
-            Err(Error::InvalidArgument(format!(
-                "the host may not {} a buffer created with {:?}",
-                if reading { "read" } else { "write" },
-                self.flags & forbidden
-            )))
-        } else {
+        let denied = self.flags.host_access_denied(reading);
+        if denied.is_empty() {
             Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "the host may not {} a buffer created with {denied:?}",
+                if reading { "read" } else { "write" },
+            )))
         }
     }
 

@@ -41,6 +41,18 @@ bitflags! {
 impl MemFlags {
     /// The flags that take a host pointer (`USE_HOST_PTR`, `COPY_HOST_PTR`).
     pub const HOST_PTR_FLAGS: MemFlags = MemFlags::USE_HOST_PTR.union(MemFlags::COPY_HOST_PTR);
+
+    /// Those of these flags that forbid host reads (`reading`) or host writes: `HOST_WRITE_ONLY`
+    /// or `HOST_READ_ONLY`, and `HOST_NO_ACCESS` (the driver's `CL_INVALID_OPERATION` for a
+    /// host transfer). Empty when the access is allowed.
+    pub(crate) fn host_access_denied(self, reading: bool) -> MemFlags {
+        let forbidden = if reading {
+            MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS
+        } else {
+            MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS
+        };
+        self & forbidden
+    }
 }
 
 /// `CL_MEM_TYPE`.
@@ -400,5 +412,26 @@ pub(crate) fn retain_for_clone(mem: sys::cl_mem) {
     // SAFETY: callers hold a valid `mem`.
     if let Err(e) = unsafe { raw::retain(mem) } {
         tracing::error!(status = %e, "clRetainMemObject failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_access_denied_names_the_forbidding_flags() {
+        let rw = MemFlags::READ_WRITE;
+        assert_eq!(rw.host_access_denied(true), MemFlags::empty());
+        assert_eq!(rw.host_access_denied(false), MemFlags::empty());
+        let wo = rw | MemFlags::HOST_WRITE_ONLY;
+        assert_eq!(wo.host_access_denied(true), MemFlags::HOST_WRITE_ONLY);
+        assert_eq!(wo.host_access_denied(false), MemFlags::empty());
+        let ro = rw | MemFlags::HOST_READ_ONLY;
+        assert_eq!(ro.host_access_denied(true), MemFlags::empty());
+        assert_eq!(ro.host_access_denied(false), MemFlags::HOST_READ_ONLY);
+        let none = rw | MemFlags::HOST_NO_ACCESS;
+        assert_eq!(none.host_access_denied(true), MemFlags::HOST_NO_ACCESS);
+        assert_eq!(none.host_access_denied(false), MemFlags::HOST_NO_ACCESS);
     }
 }

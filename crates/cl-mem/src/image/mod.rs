@@ -498,19 +498,14 @@ impl Image {
     /// Refuses host reads of `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` images and host writes of
     /// `HOST_READ_ONLY`/`HOST_NO_ACCESS` ones (the driver's `CL_INVALID_OPERATION`).
     pub(crate) fn check_host_access(&self, reading: bool) -> Result<()> {
-        let forbidden = if reading {
-            MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS
-        } else {
-            MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS
-        };
-        if self.flags.intersects(forbidden) {
-            Err(Error::InvalidArgument(format!(
-                "host {} of an image created with {:?}",
-                if reading { "reads" } else { "writes" },
-                self.flags & forbidden
-            )))
-        } else {
+        let denied = self.flags.host_access_denied(reading);
+        if denied.is_empty() {
             Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "host {} of an image created with {denied:?}",
+                if reading { "reads" } else { "writes" },
+            )))
         }
     }
 
