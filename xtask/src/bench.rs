@@ -185,6 +185,15 @@ fn transfer_rate(id: &str, mean_ns: f64) -> Option<(f64, String)> {
     Some((gbps, format!("{prefix}_{bytes}")))
 }
 
+/// GB/s with two decimals, four below 0.1 (tiny transfers would all read 0.00).
+fn gbps_text(v: f64) -> String {
+    if v < 0.1 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// The transfer table: GB/s of each criterion transfer row and, per PyOpenCL device, its GB/s and
 /// the ratio Rust / PyOpenCL. Empty when the run measured no transfer.
 fn transfers_side_by_side(rust: &BTreeMap<String, f64>, reference: Option<&Value>) -> String {
@@ -221,11 +230,11 @@ fn transfers_side_by_side(rust: &BTreeMap<String, f64>, reference: Option<&Value
     md.push_str(&"---|---|".repeat(devices.len()));
     md.push('\n');
     for (_, _, id, gbps, key) in rows {
-        md.push_str(&format!("| {id} | {gbps:.2} | `{key}` |"));
+        md.push_str(&format!("| {id} | {} | `{key}` |", gbps_text(gbps)));
         for d in &devices {
             match d["bench"][key.as_str()].as_f64() {
                 Some(py) if py > 0.0 => {
-                    md.push_str(&format!(" {py:.2} | {:.2}x |", gbps / py));
+                    md.push_str(&format!(" {} | {:.2}x |", gbps_text(py), gbps / py));
                 }
                 _ => md.push_str(" - | - |"),
             }
@@ -269,6 +278,7 @@ mod tests {
             ("read/1048576".to_owned(), 524_288.0),
             ("copy/1048576".to_owned(), 524_288.0),
             ("host_memcpy/1048576".to_owned(), 104_857.6),
+            ("read/4".to_owned(), 1600.0),
             ("raw_buffer_create_release/1024".to_owned(), 1500.0),
         ]);
         let reference = serde_json::json!({"devices": [{
@@ -293,14 +303,16 @@ mod tests {
             "| copy/1048576 | 4.00 | `d2d_GBps_rw_1048576` | 8.00 | 0.50x |",
             // No PyOpenCL value: a dash, no ratio.
             "| host_memcpy/1048576 | 10.00 | `host_memcpy_GBps_1048576` | - | - |",
+            // 4 bytes in 1600 ns: four decimals below 0.1 GB/s.
+            "| read/4 | 0.0025 | `d2h_GBps_4` | - | - |",
         ] {
             assert!(md.contains(row), "missing {row:?} in\n{md}");
         }
-        // Rows in TRANSFERS order; ns benchmarks stay out of this table.
-        let write = md.find("| write/").unwrap_or(usize::MAX);
-        let read = md.find("| read/").unwrap_or(usize::MAX);
-        let copy = md.find("| copy/").unwrap_or(usize::MAX);
-        assert!(write < read && read < copy, "{md}");
+        // Rows by size, then in TRANSFERS order; ns benchmarks stay out of this table.
+        let at = |row: &str| md.find(row).unwrap_or(usize::MAX);
+        assert!(at("| read/4 |") < at("| write/1048576"), "{md}");
+        assert!(at("| write/1048576") < at("| read/1048576"), "{md}");
+        assert!(at("| read/1048576") < at("| copy/1048576"), "{md}");
         assert!(!md.contains("raw_buffer_create_release"), "{md}");
         // The ns table still matches its keys, and the Rust side alone still renders.
         assert!(side_by_side(&rust, Some(&reference))
