@@ -165,16 +165,6 @@ struct HostSpan {
     slice_pitch: usize,
 }
 
-fn check_buffer_context(queue: &Queue, buffer: &Buffer) -> Result<()> {
-    if queue.context().as_raw() == buffer.context().as_raw() {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument(
-            "the queue and the buffer belong to different contexts".into(),
-        ))
-    }
-}
-
 impl Image {
     /// Blocking host-to-image write of `region` at `origin` from `data` laid out with `pitches`
     /// (PyOpenCL's `enqueue_copy(queue, image, host, origin=, region=, pitches=)`), after
@@ -553,7 +543,7 @@ impl Image {
         wait: &[&Event],
     ) -> Result<Event> {
         self.check_queue(queue)?;
-        check_buffer_context(queue, dst)?;
+        dst.check_queue(queue)?;
         let (o, r) = coords(self.extent(), src_origin, region)?;
         self.check_buffer_range(
             dst,
@@ -594,7 +584,7 @@ impl Image {
         wait: &[&Event],
     ) -> Result<Event> {
         self.check_queue(queue)?;
-        check_buffer_context(queue, src)?;
+        src.check_queue(queue)?;
         let (o, r) = coords(self.extent(), dst_origin, region)?;
         self.check_buffer_range(src, src_offset, r, "buffer range of a buffer-to-image copy")?;
         // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
