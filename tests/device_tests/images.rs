@@ -22,6 +22,10 @@ use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
 pub fn tests() -> Vec<DeviceTest> {
     vec![
         DeviceTest {
+            name: "release_and_into_raw_leak_no_context_reference",
+            run: release_and_into_raw_leak_no_context_reference,
+        },
+        DeviceTest {
             name: "supported_formats_are_listed_per_type",
             run: supported_formats_are_listed_per_type,
         },
@@ -494,6 +498,25 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
     }
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
     assert!(Image::try_from(cl_mem::Memory::from(buf)).is_err());
+    Ok(())
+}
+
+/// `Image::release` and `Image::into_raw` give the image's own reference away but must drop the
+/// context reference the wrapper holds (an earlier `mem::forget(self)` leaked one per call).
+fn release_and_into_raw_leak_no_context_reference(dev: &TestDevice) -> TestResult {
+    let ctx = image_queue(dev)?.context().clone();
+    let before = ctx.reference_count()?;
+    let desc = ImageDesc::d2(8, 4);
+    Image::new(&ctx, MemFlags::READ_WRITE, RGBA_F, &desc)?.release()?;
+    assert_eq!(ctx.reference_count()?, before, "after release()");
+    let raw = Image::new(&ctx, MemFlags::READ_WRITE, RGBA_F, &desc)?.into_raw();
+    // SAFETY: `raw` is the one reference `into_raw` gave away; adopting it releases it on drop.
+    drop(unsafe { Image::from_raw(raw) }?);
+    assert_eq!(
+        ctx.reference_count()?,
+        before,
+        "after into_raw() + from_raw()"
+    );
     Ok(())
 }
 

@@ -464,7 +464,14 @@ impl Image {
     /// Gives the reference away without releasing it.
     pub fn into_raw(self) -> sys::cl_mem {
         let raw = self.raw;
-        std::mem::forget(self);
+        // Drop the other fields (the context reference and the shared map lock) but not the
+        // image's reference: `mem::forget(self)` would leak one context reference per call.
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again and its `Drop` never runs; each field is read once.
+        unsafe {
+            drop(std::ptr::read(&this.context));
+            drop(std::ptr::read(&this.map_lock));
+        }
         raw
     }
 
