@@ -70,9 +70,55 @@ pub(crate) fn run(args: &[String]) -> Result {
 
     let mut md = side_by_side(&rust, reference.as_ref());
     md.push_str(&transfers_side_by_side(&rust, reference.as_ref()));
+    md.push_str(&pool_policies(&dir)?);
     std::fs::write(dir.join("report.md"), &md)?;
     println!("\n{md}\nwritten to {}", dir.display());
     Ok(())
+}
+
+/// Issue 8's pool-policy figures: replays of RMM's random_allocations trace shape under PyOpenCL's
+/// policy and capped ones (cl-pool's `policy_explore` example, which names the trace's seed and
+/// shape), and the managed / active plots plus PyTorch-viewer snapshots (`trace_plot`) written into
+/// `dir`. xtask cannot link cl-pool (it must build without libOpenCL), so it runs the examples.
+fn pool_policies(dir: &Path) -> Result<String> {
+    println!("==> pool policies over a recorded-shape trace (cl-pool examples)");
+    let mut cmd = util::cargo();
+    cmd.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "cl-pool",
+        "--example",
+        "policy_explore",
+    ]);
+    println!("  $ {}", util::show(&cmd));
+    let out = cmd.stderr(Stdio::inherit()).output()?;
+    if !out.status.success() {
+        return Err("cl-pool example policy_explore failed".into());
+    }
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut plot = util::cargo();
+    plot.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "cl-pool",
+        "--example",
+        "trace_plot",
+        "--",
+    ]);
+    plot.arg("random").arg(dir);
+    println!("  $ {}", util::show(&plot));
+    if !plot.status()?.success() {
+        return Err("cl-pool example trace_plot failed".into());
+    }
+    Ok(format!(
+        "\n## Pool policies (RMM random_allocations shape, cl-pool `policy_explore`)\n\n{table}\n\
+         Plots and PyTorch memory-viewer snapshots of the same replays: `{}`.\n",
+        dir.display()
+    ))
 }
 
 /// Mean time (ns) of every benchmark criterion wrote results for since `since`, keyed `group/param`.
