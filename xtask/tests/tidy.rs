@@ -1,8 +1,7 @@
 //! Tidy test of the workspace's architecture invariants that can be read off the manifests and
 //! sources (docs/ARCHITECTURE.md, "Architecture invariants"; shared/docs/house-style.md, "What may
-//! depend on what"); cl-characterize checks its own rules in its tests/tidy.rs). It lives in xtask
-//! because xtask builds without libOpenCL, so these checks run on
-//! any machine.
+//! depend on what"). cl-characterize checks its own rules in its tests/tidy.rs. This lives in xtask
+//! because xtask builds without libOpenCL, so these checks run on any machine.
 
 use std::path::{Path, PathBuf};
 
