@@ -26,6 +26,7 @@ mod core;
 mod harness;
 mod images;
 mod pool;
+mod safety;
 mod svm;
 
 /// The suites, in the order they run: `(module name, its test list)`.
@@ -37,6 +38,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("buffers", buffers::tests),
     ("svm", svm::tests),
     ("images", images::tests),
+    ("safety", safety::tests),
 ];
 
 fn main() -> std::process::ExitCode {

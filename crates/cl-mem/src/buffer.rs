@@ -447,6 +447,10 @@ impl Buffer {
             ));
         }
         check_sub_buffer_flags(self.flags, flags)?;
+        // Sub-buffers are created from the root, so the driver would inherit the *root's* flags:
+        // what `flags` leaves out must come from `self` (a sub-buffer of a HOST_READ_ONLY
+        // sub-buffer of a READ_WRITE root stays HOST_READ_ONLY).
+        let flags = inherit_sub_buffer_flags(self.flags, flags);
         let origin = self.origin + origin_bytes;
         let mut align = usize::MAX;
         for d in self.context.devices() {
@@ -707,6 +711,20 @@ fn check_sub_buffer_flags(parent: MemFlags, wanted: MemFlags) -> Result<()> {
         return bad("only access and host-access flags may be given");
     }
     Ok(())
+}
+
+/// `wanted` with the access and host-access flags it leaves out taken from `parent`.
+fn inherit_sub_buffer_flags(parent: MemFlags, wanted: MemFlags) -> MemFlags {
+    let access = MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY;
+    let host = MemFlags::HOST_READ_ONLY | MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS;
+    let mut flags = wanted;
+    if !wanted.intersects(access) {
+        flags |= parent & access;
+    }
+    if !wanted.intersects(host) {
+        flags |= parent & host;
+    }
+    flags
 }
 
 /// Rejects sizes the driver would refuse with `CL_INVALID_BUFFER_SIZE`.

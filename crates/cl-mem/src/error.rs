@@ -77,6 +77,21 @@ pub enum Error {
         /// The requested alignment in bytes.
         alignment: usize,
     },
+    /// A kernel argument does not match the parameter's declaration (`clGetKernelArgInfo`): a
+    /// scalar for a pointer, image, sampler or pipe, a memory object for a scalar, a buffer for
+    /// an image, ...; checked before `clSetKernelArg`, which would accept some of these and let
+    /// the device read bytes as an address.
+    #[error("kernel '{kernel}' argument {index} is {expected}, got {got}")]
+    KernelArg {
+        /// The kernel's name.
+        kernel: String,
+        /// The argument index.
+        index: u32,
+        /// What the parameter declares (`"a __global pointer (buffer, SVM or NullMem) `int*`"`).
+        expected: String,
+        /// What was given (`"a by-value argument of 8 bytes"`).
+        got: String,
+    },
     /// An SVM allocation is still held as a kernel argument, so host access or an explicit
     /// release could race with a later enqueue of that kernel.
     #[error("SVM in use: {0}")]

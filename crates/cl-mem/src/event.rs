@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use cl_raw::{event as raw, sys, ClError};
 use smallvec::SmallVec;
@@ -78,6 +78,9 @@ static LIVE_EVENTS: AtomicUsize = AtomicUsize::new(0);
 /// An OpenCL event. Owns one reference: `Clone` retains, `Drop` releases (never panics).
 pub struct Event {
     raw: sys::cl_event,
+    /// `CL_EVENT_CONTEXT`, read on first use (null until then): wait lists are checked against
+    /// the queue's context on every enqueue, and an event's context never changes.
+    context: AtomicPtr<c_void>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); an
@@ -89,6 +92,24 @@ unsafe impl Sync for Event {}
 /// Raw handles of a wait list, without allocating for short lists.
 pub(crate) fn raw_list(events: &[&Event]) -> SmallVec<[sys::cl_event; 8]> {
     events.iter().map(|e| e.raw).collect()
+}
+
+/// Raw handles of a wait list for a command on `queue`, after checking that every event belongs
+/// to the queue's context: the driver's answer to a foreign event is `CL_INVALID_CONTEXT` on most
+/// runtimes, but Oclgrind 21.10 accepts a user event of another context and then waits forever.
+pub(crate) fn checked_list(
+    queue: &crate::queue::Queue,
+    events: &[&Event],
+) -> Result<SmallVec<[sys::cl_event; 8]>> {
+    let ctx = queue.context().as_raw();
+    for (i, e) in events.iter().enumerate() {
+        if e.context_raw()? != ctx {
+            return Err(Error::InvalidArgument(format!(
+                "wait-list event {i} belongs to another context than the queue"
+            )));
+        }
+    }
+    Ok(raw_list(events))
 }
 
 type BoxedCallback = Box<dyn FnOnce(EventStatus) + Send + 'static>;
@@ -115,7 +136,10 @@ impl Event {
     /// 1. `raw` is a valid event and the caller gives its reference to the new `Event`.
     pub unsafe fn from_raw(raw: sys::cl_event) -> Event {
         LIVE_EVENTS.fetch_add(1, Ordering::Relaxed);
-        Event { raw }
+        Event {
+            raw,
+            context: AtomicPtr::new(std::ptr::null_mut()),
+        }
     }
 
     /// Retains a raw event and wraps the new reference.
@@ -131,7 +155,10 @@ impl Event {
         // SAFETY: obligation 1.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainEvent"))?;
         LIVE_EVENTS.fetch_add(1, Ordering::Relaxed);
-        Ok(Event { raw })
+        Ok(Event {
+            raw,
+            context: AtomicPtr::new(std::ptr::null_mut()),
+        })
     }
 
     /// How many `Event` wrappers (each owning one event reference) are alive in this process now:
@@ -151,6 +178,23 @@ impl Event {
     /// The raw handle (still owned by `self`).
     pub fn as_raw(&self) -> sys::cl_event {
         self.raw
+    }
+
+    /// `CL_EVENT_CONTEXT` as a raw handle (not retained), cached after the first query.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventInfo`.
+    pub(crate) fn context_raw(&self) -> Result<sys::cl_context> {
+        let cached = self.context.load(Ordering::Relaxed);
+        if !cached.is_null() {
+            return Ok(cached.cast());
+        }
+        // SAFETY: a valid event; a 1.1 parameter.
+        let ctx: sys::cl_context = unsafe { raw::get_info(self.raw, sys::CL_EVENT_CONTEXT) }
+            .map_err(Error::cl("clGetEventInfo"))?;
+        self.context.store(ctx.cast(), Ordering::Relaxed);
+        Ok(ctx)
     }
 
     /// Gives the reference away without releasing it.
@@ -296,7 +340,10 @@ impl Clone for Event {
             tracing::error!(status = %e, "clRetainEvent failed");
         }
         LIVE_EVENTS.fetch_add(1, Ordering::Relaxed);
-        Event { raw: self.raw }
+        Event {
+            raw: self.raw,
+            context: AtomicPtr::new(self.context.load(Ordering::Relaxed)),
+        }
     }
 }
 

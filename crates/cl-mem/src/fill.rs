@@ -10,7 +10,7 @@ use cl_raw::{queue as raw_queue, sys, Version};
 
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event};
 use crate::memory::MemObject;
 use crate::pod::{bytes_of, Pod};
 use crate::queue::Queue;
@@ -77,7 +77,7 @@ impl Buffer {
                 pattern,
                 offset_bytes,
                 size_bytes,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueFillBuffer"))?;
@@ -156,7 +156,12 @@ pub fn enqueue_migrate_mem_objects(
     // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty; we
     // own the event.
     let ev = unsafe {
-        raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &raws, flags.bits(), &raw_list(wait))
+        raw_queue::enqueue_migrate_mem_objects(
+            queue.as_raw(),
+            &raws,
+            flags.bits(),
+            &checked_list(queue, wait)?,
+        )
     }
     .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
     // SAFETY: a fresh reference we own.

@@ -1,17 +1,19 @@
 //! [`Kernel`]: a kernel with its arguments, and [`KernelArg`], what can be passed to it.
 
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cl_raw::{kernel as raw, mem as raw_mem, queue as raw_queue, sys, Version};
+use cl_raw::{kernel as raw, mem as raw_mem, queue as raw_queue, sys, ClError, Version};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event, EventStatus};
+use crate::memory::MemObjectType;
 use crate::pod::{bytes_of, Pod};
 use crate::program::Program;
 use crate::queue::Queue;
@@ -130,13 +132,20 @@ unsafe impl KernelArg for NullMem {
     }
 }
 
-/// What the kernel holds for a set argument.
+/// What the kernel holds for a set argument. Shared (`Arc`) between the kernel's current
+/// arguments and the commands enqueued with them; the last owner releases the handle.
 enum Held {
     Set,
     Mem(sys::cl_mem, Option<Arc<dyn Any + Send + Sync>>),
     Svm(Option<Arc<dyn Any + Send + Sync>>),
     Sampler(sys::cl_sampler),
 }
+
+// SAFETY: the handles are OpenCL objects, usable and releasable from any thread (OpenCL 3.0,
+// "Multiple Host Threads"); the keep-alives are `Send + Sync`.
+unsafe impl Send for Held {}
+// SAFETY: as for `Send`; `Held` is never mutated through `&`.
+unsafe impl Sync for Held {}
 
 impl Held {
     /// What keeps an argument's storage alive (SVM), told about each enqueue.
@@ -146,6 +155,163 @@ impl Held {
             Held::Set | Held::Sampler(_) => None,
         }
     }
+
+    /// True when something must outlive the commands that use it.
+    fn holds_anything(&self) -> bool {
+        !matches!(self, Held::Set)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        match self {
+            Held::Mem(m, _) => crate::memory::release_in_drop(*m),
+            Held::Sampler(s) => crate::sampler::release_in_drop(*s),
+            Held::Set | Held::Svm(_) => {}
+        }
+    }
+}
+
+/// The arguments one enqueued command used, kept until its event completes.
+type Snapshot = Vec<Arc<Held>>;
+
+/// The record of commands in flight is swept whole (every entry's status read) when it grows
+/// past this many entries, then past twice what a sweep left: amortised O(1) status reads per
+/// enqueue, however many commands are queued and not yet flushed. Between sweeps only the
+/// oldest entries are checked (in-order queues complete in order).
+const FIRST_SWEEP: usize = 32;
+
+/// What a kernel parameter is, from `clGetKernelArgInfo` (programs are built with
+/// `-cl-kernel-arg-info`).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A `__global` pointer: a buffer, a buffer view of SVM, an SVM pointer or [`NullMem`].
+    Global,
+    /// A `__constant` pointer: as `Global`.
+    Constant,
+    /// A `__local` pointer: [`LocalMemory`].
+    Local,
+    /// An image of this type (`image2d_t` is [`MemObjectType::Image2d`], ...).
+    Image(MemObjectType),
+    /// A `sampler_t`.
+    Sampler,
+    /// A `pipe`.
+    Pipe,
+    /// A by-value argument (scalar, vector or struct): a [`Pod`].
+    Value,
+    /// A type this crate cannot pass (`queue_t`, `clk_event_t`, `reserve_id_t`).
+    Unsupported,
+}
+
+impl ParamKind {
+    fn describe(self) -> String {
+        match self {
+            ParamKind::Global => "a __global pointer (buffer, SVM or NullMem)".into(),
+            ParamKind::Constant => "a __constant pointer (buffer, SVM or NullMem)".into(),
+            ParamKind::Local => "a __local pointer (LocalMemory)".into(),
+            ParamKind::Image(t) => format!("an image ({t:?})"),
+            ParamKind::Sampler => "a sampler_t".into(),
+            ParamKind::Pipe => "a pipe".into(),
+            ParamKind::Value => "a by-value argument (a Pod)".into(),
+            ParamKind::Unsupported => "an argument type this crate cannot pass".into(),
+        }
+    }
+}
+
+/// One kernel parameter as the driver describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelParam {
+    /// `CL_KERNEL_ARG_NAME`.
+    pub name: String,
+    /// `CL_KERNEL_ARG_TYPE_NAME` (`"float*"`, `"image2d_t"`, `"uint"`).
+    pub type_name: String,
+    /// What may be passed.
+    pub kind: ParamKind,
+    /// `const` in the type qualifier or a `__constant` pointer: kernels only read through it.
+    pub read_only: bool,
+}
+
+/// The image type named by a parameter type (`image2d_t` -> `Image2d`); `None` for other types.
+fn image_type(type_name: &str) -> Option<MemObjectType> {
+    let t = type_name
+        .split_whitespace()
+        .last()
+        .unwrap_or("")
+        .trim_end_matches('*');
+    Some(match t {
+        "image1d_t" => MemObjectType::Image1d,
+        "image1d_buffer_t" => MemObjectType::Image1dBuffer,
+        "image1d_array_t" => MemObjectType::Image1dArray,
+        "image2d_t" | "image2d_depth_t" | "image2d_msaa_t" | "image2d_msaa_depth_t" => {
+            MemObjectType::Image2d
+        }
+        "image2d_array_t"
+        | "image2d_array_depth_t"
+        | "image2d_array_msaa_t"
+        | "image2d_array_msaa_depth_t" => MemObjectType::Image2dArray,
+        "image3d_t" => MemObjectType::Image3d,
+        _ => return None,
+    })
+}
+
+/// Reads every parameter's description; `None` when the driver has none
+/// (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE`).
+fn read_params(kernel: sys::cl_kernel, n: u32) -> Result<Option<Vec<KernelParam>>> {
+    let mut params = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        // SAFETY: a valid kernel of a 1.2+ platform (the crate accepts no older one); `i` is
+        // below CL_KERNEL_NUM_ARGS.
+        let address: Result<sys::cl_kernel_arg_address_qualifier, ClError> =
+            unsafe { raw::get_arg_info(kernel, i, sys::CL_KERNEL_ARG_ADDRESS_QUALIFIER) };
+        let address = match address {
+            Ok(a) => a,
+            Err(ClError::KernelArgInfoNotAvailable) => return Ok(None),
+            Err(e) => return Err(Error::cl("clGetKernelArgInfo")(e)),
+        };
+        // SAFETY: as above.
+        let type_name: String =
+            unsafe { raw::get_arg_info(kernel, i, sys::CL_KERNEL_ARG_TYPE_NAME) }
+                .map_err(Error::cl("clGetKernelArgInfo"))?;
+        // SAFETY: as above.
+        // `cl_kernel_arg_type_qualifier` is a `cl_bitfield` (64 bits) in the spec's headers.
+        let qualifier: u64 =
+            unsafe { raw::get_arg_info(kernel, i, sys::CL_KERNEL_ARG_TYPE_QUALIFIER) }
+                .map_err(Error::cl("clGetKernelArgInfo"))?;
+        // SAFETY: as above.
+        let name: String =
+            unsafe { raw::get_arg_info(kernel, i, sys::CL_KERNEL_ARG_NAME) }.unwrap_or_default();
+        let type_name = type_name.trim_end_matches('\0').to_owned();
+        let last = type_name.split_whitespace().last().unwrap_or("").to_owned();
+        // Images report CL_KERNEL_ARG_ADDRESS_GLOBAL (they live in global memory), so the type
+        // decides first.
+        let kind = match image_type(&type_name) {
+            Some(t) => ParamKind::Image(t),
+            None if qualifier & sys::CL_KERNEL_ARG_TYPE_PIPE != 0 => ParamKind::Pipe,
+            None => match address {
+                sys::CL_KERNEL_ARG_ADDRESS_GLOBAL => ParamKind::Global,
+                sys::CL_KERNEL_ARG_ADDRESS_CONSTANT => ParamKind::Constant,
+                sys::CL_KERNEL_ARG_ADDRESS_LOCAL => ParamKind::Local,
+                _ if last == "sampler_t" => ParamKind::Sampler,
+                _ if matches!(last.as_str(), "queue_t" | "clk_event_t" | "reserve_id_t") => {
+                    ParamKind::Unsupported
+                }
+                // Some compilers report pointers to private memory this way; nothing can be
+                // passed for them.
+                _ if last.ends_with('*') => ParamKind::Unsupported,
+                _ => ParamKind::Value,
+            },
+        };
+        let read_only = kind == ParamKind::Constant
+            || (kind == ParamKind::Global && qualifier & sys::CL_KERNEL_ARG_TYPE_CONST != 0);
+        params.push(KernelParam {
+            name: name.trim_end_matches('\0').to_owned(),
+            type_name,
+            kind,
+            read_only,
+        });
+    }
+    Ok(Some(params))
 }
 
 /// A kernel of a built program.
@@ -154,14 +320,27 @@ impl Held {
 /// setters) from thread safety for one kernel object, so exclusive ownership is what makes
 /// [`Kernel::set_arg`] sound. Use [`Kernel::duplicate`] for a second, independent kernel object.
 ///
-/// Memory-object arguments are retained by the kernel until replaced or until the kernel is
-/// dropped, so a buffer dropped between `set_arg` and an enqueue cannot dangle (enqueued commands
-/// keep their objects alive themselves, by the spec).
+/// Every argument is checked against the parameter's declaration (`clGetKernelArgInfo`) when
+/// set: a scalar for a pointer, image, sampler or pipe parameter, a memory object for a scalar,
+/// a buffer for an image, or an object of another context is [`Error::KernelArg`] /
+/// [`Error::InvalidArgument`], never a driver crash.
+///
+/// Memory objects, samplers and SVM allocations set as arguments are held by the kernel while
+/// set, and by every enqueued command that used them until that command's event completes: a
+/// kernel (or its arguments) dropped before a gated command runs leaves that command its
+/// arguments.
 pub struct Kernel {
     raw: sys::cl_kernel,
     name: String,
     program: Program,
-    held: Vec<Option<Held>>,
+    held: Vec<Option<Arc<Held>>>,
+    /// Parameter descriptions; `None` when the driver gives no argument information.
+    params: Option<Vec<KernelParam>>,
+    /// Commands enqueued and maybe not complete, with the arguments they used, oldest first.
+    /// (`RefCell`: `Kernel` is not `Sync`, and enqueues take `&self`.)
+    in_flight: RefCell<VecDeque<(Event, Snapshot)>>,
+    /// The record's length that triggers the next full sweep.
+    next_sweep: Cell<usize>,
     /// Explicitly `!Sync` (`Cell` is `Send` but not `Sync`), independent of the field types.
     not_sync: PhantomData<Cell<()>>,
 }
@@ -190,10 +369,14 @@ impl Kernel {
             name: name.to_owned(),
             program: program.clone(),
             held: Vec::new(),
+            params: None,
+            in_flight: RefCell::new(VecDeque::new()),
+            next_sweep: Cell::new(FIRST_SWEEP),
             not_sync: PhantomData,
         };
         let n = k.num_args()?;
         k.held = (0..n).map(|_| None).collect();
+        k.params = read_params(k.raw, n)?;
         Ok(k)
     }
 
@@ -272,6 +455,19 @@ impl Kernel {
         .map_err(Error::cl("clGetKernelWorkGroupInfo"))
     }
 
+    /// The parameters as the driver describes them (`clGetKernelArgInfo`); `None` when it gives
+    /// no argument information (then by-value arguments cannot be checked and are refused; see
+    /// [`Kernel::set_arg_unchecked`]).
+    pub fn params(&self) -> Option<&[KernelParam]> {
+        self.params.as_deref()
+    }
+
+    /// Commands enqueued with this kernel whose completion it has not yet seen (they hold their
+    /// arguments); pruned on every enqueue.
+    pub fn commands_in_flight(&self) -> usize {
+        self.in_flight.borrow().len()
+    }
+
     fn slot(&self, index: u32) -> Result<usize> {
         let i = index as usize;
         if i < self.held.len() {
@@ -296,7 +492,128 @@ impl Kernel {
     /// kernel's declaration, ...).
     pub fn set_arg<A: KernelArg + ?Sized>(&mut self, index: u32, arg: &A) -> Result<&mut Kernel> {
         let slot = self.slot(index)?;
-        let held = match arg.arg_value() {
+        let value = arg.arg_value();
+        self.check_arg(index, &value)?;
+        self.set_value(slot, index, value)
+    }
+
+    /// Sets argument `index` without checking it against the parameter's declaration (the
+    /// checks `set_arg` cannot make when the driver gives no argument information). Contexts and
+    /// sizes are still checked by the driver.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::set_arg`], without [`Error::KernelArg`].
+    ///
+    /// # Safety
+    ///
+    /// 1. `arg` is of the kind the parameter declares: bytes of a pointer, image, sampler, pipe
+    ///    or queue parameter would be read by the device as a handle or an address.
+    pub unsafe fn set_arg_unchecked<A: KernelArg + ?Sized>(
+        &mut self,
+        index: u32,
+        arg: &A,
+    ) -> Result<&mut Kernel> {
+        let slot = self.slot(index)?;
+        let value = arg.arg_value();
+        self.check_context(&value)?;
+        self.set_value(slot, index, value)
+    }
+
+    /// Refuses an argument the parameter's declaration does not accept, or an object of another
+    /// context.
+    fn check_arg(&self, index: u32, value: &ArgValue<'_>) -> Result<()> {
+        let mem_type = self.check_context(value)?;
+        let Some(params) = &self.params else {
+            return match value {
+                ArgValue::Bytes(_) => Err(Error::Unsupported {
+                    feature: "checked by-value kernel arguments",
+                    needs: format!(
+                        "argument information for kernel '{}' (clGetKernelArgInfo returned \
+                         CL_KERNEL_ARG_INFO_NOT_AVAILABLE); use the unsafe set_arg_unchecked",
+                        self.name
+                    ),
+                }),
+                _ => Ok(()),
+            };
+        };
+        let param = &params[index as usize];
+        let (ok, got) = match value {
+            ArgValue::Bytes(b) => (
+                param.kind == ParamKind::Value,
+                format!("a by-value argument of {} bytes", b.len()),
+            ),
+            ArgValue::Local(_) => (param.kind == ParamKind::Local, "LocalMemory".into()),
+            ArgValue::NullMem => (
+                matches!(param.kind, ParamKind::Global | ParamKind::Constant),
+                "NullMem".into(),
+            ),
+            ArgValue::Svm { .. } => (
+                matches!(param.kind, ParamKind::Global | ParamKind::Constant),
+                "an SVM pointer".into(),
+            ),
+            ArgValue::Sampler(_) => (param.kind == ParamKind::Sampler, "a sampler".into()),
+            ArgValue::Mem(_) | ArgValue::MemKeepAlive { .. } => {
+                let t = mem_type.unwrap_or(MemObjectType::Other(0));
+                let ok = match param.kind {
+                    ParamKind::Global | ParamKind::Constant => t == MemObjectType::Buffer,
+                    ParamKind::Image(want) => t == want,
+                    ParamKind::Pipe => t == MemObjectType::Pipe,
+                    _ => false,
+                };
+                (ok, format!("a memory object ({t:?})"))
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::KernelArg {
+                kernel: self.name.clone(),
+                index,
+                expected: format!("{} `{}`", param.kind.describe(), param.type_name),
+                got,
+            })
+        }
+    }
+
+    /// Refuses a memory object, sampler or SVM allocation of another context; returns a memory
+    /// object's type.
+    fn check_context(&self, value: &ArgValue<'_>) -> Result<Option<MemObjectType>> {
+        let ours = self.context().as_raw();
+        let (theirs, mem_type) = match value {
+            ArgValue::Mem(m) | ArgValue::MemKeepAlive { mem: m, .. } => {
+                // SAFETY: a valid memory object (KernelArg contract); 1.0 parameters.
+                let ctx: sys::cl_context = unsafe { raw_mem::get_info(*m, sys::CL_MEM_CONTEXT) }
+                    .map_err(Error::cl("clGetMemObjectInfo"))?;
+                // SAFETY: as above.
+                let t: sys::cl_mem_object_type = unsafe { raw_mem::get_info(*m, sys::CL_MEM_TYPE) }
+                    .map_err(Error::cl("clGetMemObjectInfo"))?;
+                (Some(ctx), Some(MemObjectType::from_raw(t)))
+            }
+            ArgValue::Sampler(s) => {
+                // SAFETY: a valid sampler (KernelArg contract); a 1.0 parameter.
+                let ctx: sys::cl_context =
+                    unsafe { cl_raw::sampler::get_info(*s, sys::CL_SAMPLER_CONTEXT) }
+                        .map_err(Error::cl("clGetSamplerInfo"))?;
+                (Some(ctx), None)
+            }
+            ArgValue::Svm {
+                keep_alive: Some(k),
+                ..
+            } => (crate::svm::context_of(k), None),
+            _ => (None, None),
+        };
+        match theirs {
+            Some(c) if c != ours => Err(Error::InvalidArgument(format!(
+                "kernel '{}': the argument belongs to another context than the kernel",
+                self.name
+            ))),
+            _ => Ok(mem_type),
+        }
+    }
+
+    fn set_value(&mut self, slot: usize, index: u32, value: ArgValue<'_>) -> Result<&mut Kernel> {
+        let held = match value {
             ArgValue::Bytes(b) => {
                 if b.is_empty() {
                     return Err(Error::InvalidArgument(
@@ -365,11 +682,8 @@ impl Kernel {
                 Held::Sampler(sampler)
             }
         };
-        match self.held[slot].replace(held) {
-            Some(Held::Mem(old, _)) => crate::memory::release_in_drop(old),
-            Some(Held::Sampler(old)) => crate::sampler::release_in_drop(old),
-            _ => {}
-        }
+        // The old value is released when the last command that used it completes.
+        self.held[slot] = Some(Arc::new(held));
         Ok(self)
     }
 
@@ -454,7 +768,19 @@ impl Kernel {
                     global.len()
                 )));
             }
+            if l.contains(&0) {
+                return Err(Error::InvalidArgument(format!(
+                    "local size {l:?} has a zero dimension"
+                )));
+            }
         }
+        if queue.context().as_raw() != self.context().as_raw() {
+            return Err(Error::InvalidArgument(format!(
+                "kernel '{}': the queue belongs to another context than the kernel",
+                self.name
+            )));
+        }
+        let wait = checked_list(queue, wait)?;
         if let Some(i) = self.held.iter().position(Option::is_none) {
             return Err(Error::InvalidArgument(format!(
                 "argument {i} of kernel '{}' is not set",
@@ -464,25 +790,57 @@ impl Kernel {
         // SAFETY: valid queue/kernel/events; every argument is set and its memory objects are
         // retained by `self`; we own the returned event.
         let ev = unsafe {
-            raw_queue::enqueue_nd_range_kernel(
-                queue.as_raw(),
-                self.raw,
-                None,
-                global,
-                local,
-                &raw_list(wait),
-            )
+            raw_queue::enqueue_nd_range_kernel(queue.as_raw(), self.raw, None, global, local, &wait)
         }
         .map_err(Error::cl("clEnqueueNDRangeKernel"))?;
         // SAFETY: a fresh reference we own.
         let ev = unsafe { Event::from_raw(ev) };
+        self.record(&ev);
         // SVM has no reference count: an allocation must learn every queue that uses it so its
         // free can wait for them (crate::svm).
-        for keep_alive in self.held.iter().flatten().filter_map(Held::keep_alive) {
+        for keep_alive in self.held.iter().flatten().filter_map(|h| h.keep_alive()) {
             crate::svm::note_kernel_use(keep_alive, queue);
         }
         Ok(ev)
     }
+}
+
+impl Kernel {
+    /// Keeps the arguments of the command behind `ev` until it completes, and forgets commands
+    /// that completed (the oldest first; the whole record as [`FIRST_SWEEP`] says).
+    fn record(&self, ev: &Event) {
+        let mut in_flight = self.in_flight.borrow_mut();
+        while let Some((front, _)) = in_flight.front() {
+            if is_done(front) {
+                in_flight.pop_front();
+            } else {
+                break;
+            }
+        }
+        if in_flight.len() > self.next_sweep.get() {
+            in_flight.retain(|(e, _)| !is_done(e));
+            self.next_sweep
+                .set(FIRST_SWEEP.max(in_flight.len().saturating_mul(2)));
+        }
+        let snapshot: Snapshot = self
+            .held
+            .iter()
+            .flatten()
+            .filter(|h| h.holds_anything())
+            .cloned()
+            .collect();
+        if !snapshot.is_empty() {
+            in_flight.push_back((ev.clone(), snapshot));
+        }
+    }
+}
+
+/// True once the command finished (successfully or not) or its state cannot be read.
+fn is_done(e: &Event) -> bool {
+    !matches!(
+        e.status(),
+        Ok(EventStatus::Queued | EventStatus::Submitted | EventStatus::Running)
+    )
 }
 
 impl Drop for Kernel {
@@ -491,12 +849,28 @@ impl Drop for Kernel {
         if let Err(e) = unsafe { raw::release(self.raw) } {
             tracing::warn!(status = %e, "clReleaseKernel failed in drop");
         }
-        for held in self.held.drain(..).flatten() {
-            match held {
-                Held::Mem(m, _) => crate::memory::release_in_drop(m),
-                Held::Sampler(s) => crate::sampler::release_in_drop(s),
-                _ => {}
+        // Commands still pending keep their arguments until they complete: the callback drops
+        // the snapshot (releasing handles is allowed in event callbacks).
+        for (ev, snapshot) in self.in_flight.get_mut().drain(..) {
+            if is_done(&ev) {
+                continue;
             }
+            let keep = Arc::new(std::sync::Mutex::new(Some(snapshot)));
+            let in_callback = Arc::clone(&keep);
+            let registered = ev.on_complete(move |_| {
+                let taken = in_callback
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                drop(taken);
+            });
+            if let Err(e) = registered {
+                tracing::warn!(error = %e, "could not defer argument release; waiting for the command");
+                if let Err(e) = ev.wait() {
+                    tracing::warn!(error = %e, "waiting for a kernel command failed in drop");
+                }
+            }
+            drop(keep);
         }
     }
 }

@@ -109,7 +109,7 @@ pub use error::{Error, Result};
 pub use event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
 pub use fill::{enqueue_migrate_mem_objects, MigrationFlags};
 pub use host::PinnedMemory;
-pub use kernel::{ArgValue, Kernel, KernelArg, LocalMemory, NullMem};
+pub use kernel::{ArgValue, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind};
 pub use map::{MapFlags, MapMut, MapRead, PendingMap};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use platform::Platform;

@@ -28,7 +28,7 @@ use cl_raw::{queue as raw_queue, sys, Version};
 
 use crate::buffer::{resolve_range, Buffer};
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event};
 use crate::memory::MemFlags;
 use crate::pod::Pod;
 use crate::queue::Queue;
@@ -60,7 +60,7 @@ struct Mapping<'a> {
 impl Mapping<'_> {
     fn unmap(&mut self, wait: &[&Event]) -> Result<Event> {
         self.open = false;
-        let mut list = raw_list(wait);
+        let mut list = checked_list(self.queue, wait)?;
         if let Some(e) = &self.after {
             list.push(e.as_raw());
         }
@@ -252,7 +252,7 @@ impl Buffer {
                 flags.bits(),
                 offset,
                 bytes,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueMapBuffer"))?;

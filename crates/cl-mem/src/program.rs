@@ -11,6 +11,9 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 
+/// The build option that makes argument information available to [`Kernel`]'s checks.
+const KERNEL_ARG_INFO: &str = "-cl-kernel-arg-info";
+
 /// A program object. Owns one reference: `Clone` retains, `Drop` releases (never panics).
 pub struct Program {
     raw: sys::cl_program,
@@ -62,6 +65,13 @@ impl Program {
     /// [`Error::Build`] with every device's build log when compilation fails; [`Error::Cl`] for
     /// other `clBuildProgram` failures.
     pub fn build(&self, options: &str) -> Result<()> {
+        // Kernels check their arguments against clGetKernelArgInfo, which some drivers answer
+        // only for programs built with this option (OpenCL 1.2; every accepted platform is 1.2+).
+        let options = if options.split_whitespace().any(|o| o == KERNEL_ARG_INFO) {
+            options.to_owned()
+        } else {
+            format!("{options} {KERNEL_ARG_INFO}")
+        };
         let options = CString::new(options)
             .map_err(|_| Error::InvalidArgument("build options contain a NUL byte".into()))?;
         // SAFETY: a valid program; all devices of its context; no callback (blocking build).

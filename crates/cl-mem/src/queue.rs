@@ -9,7 +9,7 @@ use cl_raw::{queue as raw, sys, Version};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event};
 
 bitflags! {
     /// `cl_command_queue_properties` for host queues.
@@ -236,7 +236,7 @@ impl Queue {
     pub fn enqueue_marker(&self, wait: &[&Event]) -> Result<Event> {
         let raw = if self.device.platform_version() >= Version::V1_2 {
             // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
-            unsafe { raw::enqueue_marker_with_wait_list(self.raw, &raw_list(wait)) }
+            unsafe { raw::enqueue_marker_with_wait_list(self.raw, &checked_list(self, wait)?) }
                 .map_err(Error::cl("clEnqueueMarkerWithWaitList"))?
         } else if wait.is_empty() {
             // SAFETY: a valid queue; we own the returned event.
@@ -270,8 +270,9 @@ impl Queue {
             ));
         }
         // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
-        let raw = unsafe { raw::enqueue_barrier_with_wait_list(self.raw, &raw_list(wait)) }
-            .map_err(Error::cl("clEnqueueBarrierWithWaitList"))?;
+        let raw =
+            unsafe { raw::enqueue_barrier_with_wait_list(self.raw, &checked_list(self, wait)?) }
+                .map_err(Error::cl("clEnqueueBarrierWithWaitList"))?;
         // SAFETY: a fresh reference we own.
         Ok(unsafe { Event::from_raw(raw) })
     }

@@ -27,7 +27,7 @@ use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
 
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event};
 use crate::platform::Platform;
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
@@ -314,7 +314,7 @@ pub(crate) unsafe fn enqueue_read_buffer(
             offset_bytes,
             len,
             host.cast(),
-            &raw_list(wait),
+            &checked_list(queue, wait)?,
         )
     }
     .map_err(Error::cl("clEnqueueReadBuffer"))?;
@@ -356,7 +356,7 @@ pub(crate) unsafe fn enqueue_write_buffer(
             offset_bytes,
             len,
             host.cast(),
-            &raw_list(wait),
+            &checked_list(queue, wait)?,
         )
     }
     .map_err(Error::cl("clEnqueueWriteBuffer"))?;
@@ -499,7 +499,7 @@ impl Buffer {
                 src_offset,
                 dst_offset,
                 count,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueCopyBuffer"))?;
@@ -673,7 +673,7 @@ impl Buffer {
                 p.buffer,
                 p.host,
                 host.cast(),
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueReadBufferRect"))?;
@@ -711,7 +711,7 @@ impl Buffer {
                 p.buffer,
                 p.host,
                 host.cast(),
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
@@ -768,7 +768,7 @@ impl Buffer {
                 rect.region,
                 sp,
                 dp,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueCopyBufferRect"))?;
@@ -961,7 +961,7 @@ pub fn enqueue_copy_buffer_p2p_amd(
     };
     // SAFETY: the driver returned this function under this name; its C signature is `P2pFn`.
     let f: P2pFn = unsafe { std::mem::transmute::<*mut c_void, P2pFn>(addr) };
-    let list = raw_list(wait);
+    let list = checked_list(queue, wait)?;
     let n = u32::try_from(list.len())
         .map_err(|_| Error::InvalidArgument("too many events in a wait list".into()))?;
     let mut ev: sys::cl_event = std::ptr::null_mut();

@@ -15,7 +15,7 @@ use cl_raw::{queue as raw_queue, sys, Version};
 use super::transfer::coords;
 use super::{Image, ImageType};
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event};
 use crate::pod::Pod;
 use crate::queue::Queue;
 
@@ -298,7 +298,7 @@ impl Image {
                 access.bits(),
                 o,
                 r,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         };
         let mapped = match mapped {

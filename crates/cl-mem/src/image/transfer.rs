@@ -8,7 +8,7 @@ use cl_raw::{queue as raw_queue, Version};
 use super::{ChannelKind, Image, ImagePitches, ImageType};
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
 use crate::transfer::{CopyOptions, CopyPair, HostMemory, Pending};
@@ -322,7 +322,7 @@ impl Image {
                 span.row_pitch,
                 span.slice_pitch,
                 host.cast(),
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueReadImage"))?;
@@ -358,7 +358,7 @@ impl Image {
                 span.row_pitch,
                 span.slice_pitch,
                 host.cast(),
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueWriteImage"))?;
@@ -473,7 +473,14 @@ impl Image {
         // SAFETY: valid queue/image/events of a 1.2 platform; the color is 16 bytes, copied by the
         // driver before returning; the region is inside the image; we own the returned event.
         let ev = unsafe {
-            raw_queue::enqueue_fill_image(queue.as_raw(), self.raw, &bytes, o, r, &raw_list(wait))
+            raw_queue::enqueue_fill_image(
+                queue.as_raw(),
+                self.raw,
+                &bytes,
+                o,
+                r,
+                &checked_list(queue, wait)?,
+            )
         }
         .map_err(Error::cl("clEnqueueFillImage"))?;
         // SAFETY: a fresh reference we own.
@@ -518,7 +525,7 @@ impl Image {
                 so,
                 dso,
                 r,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueCopyImage"))?;
@@ -560,7 +567,7 @@ impl Image {
                 o,
                 r,
                 dst_offset,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueCopyImageToBuffer"))?;
@@ -596,7 +603,7 @@ impl Image {
                 src_offset,
                 o,
                 r,
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueCopyBufferToImage"))?;

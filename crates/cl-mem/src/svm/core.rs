@@ -235,6 +235,13 @@ pub(crate) fn note_kernel_use(keep_alive: &Arc<dyn Any + Send + Sync>, queue: &Q
     }
 }
 
+/// The context of an SVM allocation given as a kernel argument's keep-alive (`None` for other
+/// keep-alives), for the kernel's context check.
+pub(crate) fn context_of(keep_alive: &Arc<dyn Any + Send + Sync>) -> Option<sys::cl_context> {
+    let any: &(dyn Any + Send + Sync) = &**keep_alive;
+    any.downcast_ref::<Core>().map(|core| core.context.as_raw())
+}
+
 /// Checks the platform and every device of `context` for `capability` (SVM needs 2.0).
 pub(crate) fn require_svm(
     context: &Context,

@@ -12,7 +12,7 @@ use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
 use crate::error::{check_range, Error, Result};
-use crate::event::{raw_list, Event};
+use crate::event::{checked_list, Event};
 use crate::pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
 
@@ -91,7 +91,13 @@ fn fill_bytes_core(
     // queue is noted below); no host reference exists (host access needs `&mut`); the pattern
     // is copied by the driver before returning.
     let raw = unsafe {
-        raw_queue::enqueue_svm_mem_fill(queue.as_raw(), dst, pattern, byte_count, &raw_list(wait))
+        raw_queue::enqueue_svm_mem_fill(
+            queue.as_raw(),
+            dst,
+            pattern,
+            byte_count,
+            &checked_list(queue, wait)?,
+        )
     }
     .map_err(Error::cl("clEnqueueSVMMemFill"))?;
     core.note_use(queue);
@@ -132,7 +138,7 @@ fn copy_core(
             offset_ptr(dcore.ptr(), doff),
             offset_ptr(score.ptr(), soff).cast_const(),
             byte_count,
-            &raw_list(wait),
+            &checked_list(queue, wait)?,
         )
     }
     .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
@@ -211,7 +217,7 @@ pub fn enqueue_svm_migrate(
             &ptrs,
             &sizes,
             flags.bits(),
-            &raw_list(wait),
+            &checked_list(queue, wait)?,
         )
     }
     .map_err(Error::cl("clEnqueueSVMMigrateMem"))?;
@@ -317,7 +323,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
                 offset_ptr(self.core.ptr(), off),
                 bytes.as_ptr().cast::<c_void>(),
                 bytes.len(),
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
@@ -355,7 +361,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
                 bytes.as_mut_ptr().cast::<c_void>(),
                 offset_ptr(self.core.ptr(), off).cast_const(),
                 bytes.len(),
-                &raw_list(wait),
+                &checked_list(queue, wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
