@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use cl_mem::{
     AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, ImageFormat, Kernel,
-    LocalMemory, MemFlags, MemObject, NullMem, ParamKind, Program, Sampler, UserEvent,
+    LocalMemory, MapFlags, MemFlags, MemObject, NullMem, ParamKind, Program, Queue, Sampler,
+    UserEvent,
 };
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
 
@@ -49,6 +50,26 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "sub_buffer_of_a_sub_buffer_keeps_its_host_access",
             run: sub_buffer_of_a_sub_buffer_keeps_its_host_access,
+        },
+        DeviceTest {
+            name: "maps_are_exclusive_across_an_allocation",
+            run: maps_are_exclusive_across_an_allocation,
+        },
+        DeviceTest {
+            name: "commands_under_a_live_map_are_refused",
+            run: commands_under_a_live_map_are_refused,
+        },
+        DeviceTest {
+            name: "a_second_queue_waits_for_the_first_queues_writes",
+            run: a_second_queue_waits_for_the_first_queues_writes,
+        },
+        DeviceTest {
+            name: "command_records_stay_bounded",
+            run: command_records_stay_bounded,
+        },
+        DeviceTest {
+            name: "bad_input_matrix_is_refused_before_the_driver",
+            run: bad_input_matrix_is_refused_before_the_driver,
         },
     ]
 }
@@ -431,5 +452,554 @@ fn sub_buffer_of_a_sub_buffer_keeps_its_host_access(dev: &TestDevice) -> TestRes
         "{:?}",
         inner.flags()
     );
+    Ok(())
+}
+
+fn mapped<T: std::fmt::Debug>(r: cl_mem::Result<T>, what: &str) {
+    match r {
+        Err(Error::Mapped(_)) => {}
+        other => panic!("{what}: expected Error::Mapped, got {other:?}"),
+    }
+}
+
+fn maps_are_exclusive_across_an_allocation(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let align = dev.device.mem_base_addr_align_bytes()?.max(16);
+    let n = align * 4 / 4;
+    let root = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &vec![1u32; n])?;
+    let rw = MapFlags::READ | MapFlags::WRITE;
+    {
+        // Two writable maps of one range: two live `&mut` to the same bytes.
+        let a = root.map_mut::<u32>(&q, rw, 0..4, &[])?;
+        mapped(root.map_mut::<u32>(&q, rw, 2..6, &[]), "second map_mut");
+        mapped(
+            root.map_read::<u32>(&q, 0..1, &[]),
+            "map_read under map_mut",
+        );
+        // A clone is the same memory.
+        mapped(
+            root.clone().map_read::<u32>(&q, .., &[]).map(|_| ()),
+            "clone",
+        );
+        // Disjoint bytes may be mapped.
+        let b = root.map_mut::<u32>(&q, rw, 4..8, &[])?;
+        assert_eq!(root.live_maps(), 2);
+        drop((a, b));
+    }
+    assert_eq!(root.live_maps(), 0);
+    {
+        // Any number of read maps.
+        let a = root.map_read::<u32>(&q, .., &[])?;
+        let b = root.map_read::<u32>(&q, 0..4, &[])?;
+        assert_eq!(a[0], 1);
+        assert_eq!(b[3], 1);
+        mapped(
+            root.map_mut::<u32>(&q, rw, 3..4, &[]),
+            "map_mut under map_read",
+        );
+    }
+    // Nested scopes.
+    let r = root.with_map_mut::<u32, _>(&q, .., |outer| {
+        outer[0] = 5;
+        root.with_map_mut::<u32, _>(&q, .., |inner| inner[0] = 6)
+    })?;
+    mapped(r, "nested with_map_mut");
+    // A sub-buffer and its root share the lock.
+    let sub = root.sub_buffer_range(align..align * 2)?;
+    {
+        let s = sub.map_mut::<u32>(&q, rw, .., &[])?;
+        let first = align / 4;
+        mapped(
+            root.map_read::<u32>(&q, first..first + 1, &[]),
+            "root under a sub-buffer's map",
+        );
+        let _outside = root.map_mut::<u32>(&q, rw, 0..first, &[])?;
+        drop(s);
+    }
+    let v: Vec<u32> = root.read_vec(&q, &[])?;
+    assert_eq!(v[0], 5);
+    Ok(())
+}
+
+fn commands_under_a_live_map_are_refused(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1u32; 16])?;
+    let other = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[2u32; 16])?;
+    let program = Program::build_from_source(ctx, SRC, "")?;
+    let mut writes_buf = program.kernel("scale")?;
+    writes_buf
+        .set_arg(0, &other)?
+        .set_arg(1, &buf)?
+        .set_arg(2, &1.0f32)?
+        .set_arg(3, &16u32)?;
+    let mut reads_buf = program.kernel("scale")?;
+    reads_buf
+        .set_arg(0, &buf)?
+        .set_arg(1, &other)?
+        .set_arg(2, &1.0f32)?
+        .set_arg(3, &16u32)?;
+    {
+        let view = buf.map_read::<u32>(&q, .., &[])?;
+        assert_eq!(view[0], 1);
+        // The case: a write under a live read map changed the bytes of a `&[u32]`.
+        mapped(buf.write(&q, 0, &[0xdead_beefu32], &[]), "write");
+        mapped(buf.fill_all(&q, &7u32, &[]), "fill");
+        mapped(buf.copy_from(&q, &other, &[]), "copy into");
+        mapped(
+            writes_buf.enqueue_nd_range(&q, &[16], None, &[]),
+            "kernel writing it",
+        );
+        // Reading under a read map is fine.
+        let mut back = [0u32; 16];
+        buf.read(&q, 0, &mut back, &[])?;
+        other.copy_from(&q, &buf, &[])?;
+        reads_buf.enqueue_nd_range(&q, &[16], None, &[])?;
+        q.finish()?;
+        assert_eq!(view[0], 1, "the mapped bytes did not change");
+    }
+    {
+        let _w = buf.map_mut::<u32>(&q, MapFlags::WRITE, .., &[])?;
+        let mut back = [0u32; 16];
+        mapped(buf.read(&q, 0, &mut back, &[]), "read under a write map");
+        mapped(
+            reads_buf.enqueue_nd_range(&q, &[16], None, &[]),
+            "kernel reading it",
+        );
+    }
+    buf.write(&q, 0, &[3u32], &[])?;
+    writes_buf.enqueue_nd_range(&q, &[16], None, &[])?;
+    q.finish()?;
+    Ok(())
+}
+
+fn a_second_queue_waits_for_the_first_queues_writes(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let a = Queue::new(&ctx, &dev.device)?;
+    let b = Queue::new(&ctx, &dev.device)?;
+    let buf = Buffer::from_slice(&ctx, MemFlags::READ_WRITE, &[0u32; 256])?;
+    let gate = UserEvent::new(&ctx)?;
+    // A write on queue A, held back by the gate.
+    // (No clFlush while the gate is shut: Oclgrind 21.10's clFlush runs the queue to the end,
+    // so it would wait for the gate.)
+    let write = buf.enqueue_write(&a, 0, vec![7u32; 256], &[&gate])?;
+    // A read on queue B, with no wait list from the caller: it must follow A's write.
+    let read = buf.enqueue_read(&b, 0, vec![0u32; 256], &[])?;
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        !read.is_complete()?,
+        "the read on queue B ran before the write on queue A it must follow"
+    );
+    gate.set_complete()?;
+    write.wait()?;
+    let got = read.wait()?;
+    assert_eq!(got, vec![7u32; 256]);
+    // A kernel on B after a fill on A, the same way.
+    let gate = UserEvent::new(&ctx)?;
+    let marker = a.enqueue_marker(&[&gate])?;
+    let fill = buf.fill_all(&a, &9u32, &[&marker])?;
+    let out = Buffer::new(&ctx, MemFlags::READ_WRITE, 256 * 4)?;
+    let program = Program::build_from_source(&ctx, SRC, "")?;
+    let mut k = program.kernel("scale")?;
+    k.set_arg(0, &buf)?
+        .set_arg(1, &out)?
+        .set_arg(2, &2.0f32)?
+        .set_arg(3, &256u32)?;
+    let run = k.enqueue_nd_range(&b, &[256], None, &[])?;
+    gate.set_complete()?;
+    fill.wait()?;
+    run.wait()?;
+    let v: Vec<f32> = out.read_vec(&b, &[])?;
+    assert!(
+        v.iter().all(|&x| x == f32::from_bits(9) * 2.0),
+        "{:?}",
+        &v[..4]
+    );
+    Ok(())
+}
+
+fn command_records_stay_bounded(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
+    let other = Queue::new(ctx, &dev.device)?;
+    for i in 0..300u32 {
+        buf.fill_all(&q, &i, &[])?;
+        let mut x = [0u32; 1];
+        if i % 3 == 0 {
+            buf.read(&other, 0, &mut x, &[])?;
+            assert_eq!(x[0], i);
+        }
+        assert!(buf.recorded_commands() <= 4, "{}", buf.recorded_commands());
+    }
+    q.finish()?;
+    other.finish()?;
+    Ok(())
+}
+
+/// Every call of the matrix must fail with a typed error decided before the driver (never
+/// `Error::Cl`), without panicking; afterwards no reference, event or map may be left over.
+fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context().clone();
+    let other_ctx = Context::from_device(&dev.device)?;
+    let other_q = Queue::new(&other_ctx, &dev.device)?;
+    let ctx_refs = ctx.reference_count()?;
+    let events_before = cl_mem::Event::live_count();
+    let buf = Buffer::new(&ctx, MemFlags::READ_WRITE, 256)?;
+    let src = Buffer::new(&ctx, MemFlags::READ_WRITE, 64)?;
+    let foreign = Buffer::new(&other_ctx, MemFlags::READ_WRITE, 64)?;
+    let foreign_event = UserEvent::new(&other_ctx)?;
+    let program = Program::build_from_source(&ctx, SRC, "")?;
+    let mut k = program.kernel("scale")?;
+    let local = program.kernel("fill_local")?;
+    let mut host = vec![0u8; 512];
+    let mut results: Vec<(String, cl_mem::Result<()>)> = Vec::new();
+    let mut push = |what: String, r: cl_mem::Result<()>| results.push((what, r));
+    let big = [
+        usize::MAX,
+        usize::MAX - 3,
+        usize::MAX / 2,
+        1 << 40,
+        257,
+        256,
+        253,
+    ];
+    // Host transfers past the end or overflowing: 7 offsets x 4 operations.
+    for &off in &big {
+        push(
+            format!("read at {off}"),
+            buf.read(&q, off, &mut host[..4], &[]).map(drop),
+        );
+        push(
+            format!("write at {off}"),
+            buf.write(&q, off, &host[..4], &[]).map(drop),
+        );
+        push(
+            format!("enqueue_read at {off}"),
+            buf.enqueue_read(&q, off, vec![0u8; 4], &[]).map(drop),
+        );
+        push(
+            format!("enqueue_write at {off}"),
+            buf.enqueue_write(&q, off, vec![0u8; 4], &[]).map(drop),
+        );
+    }
+    // Device-side ranges: (offset, length) pairs past the end or overflowing, 8 x 4 operations.
+    let pairs = [
+        (0usize, 260usize),
+        (4, 256),
+        (256, 4),
+        (usize::MAX - 3, 4),
+        (4, usize::MAX - 3),
+        (usize::MAX - 3, usize::MAX - 3),
+        (200, 100),
+        (1 << 40, 4),
+    ];
+    for &(off, len) in &pairs {
+        push(
+            format!("fill {off}+{len}"),
+            buf.fill(&q, &0u32, off, len, &[]).map(drop),
+        );
+        push(
+            format!("copy into {off}+{len}"),
+            buf.copy_from_range(&q, &src, 0, off, Some(len), &[])
+                .map(drop),
+        );
+        push(
+            format!("copy from {off}+{len}"),
+            src.copy_from_range(&q, &buf, off, 0, Some(len), &[])
+                .map(drop),
+        );
+        push(
+            format!("sub-buffer {off}+{len}"),
+            buf.sub_buffer(off, len, MemFlags::empty()).map(drop),
+        );
+    }
+    // Map ranges (elements): 5 ranges x 2 maps.
+    let ranges = [
+        (0usize, 65usize),
+        (63, 65),
+        (usize::MAX - 1, usize::MAX),
+        (5, 3),
+        (64, 64),
+    ];
+    for &(a, b) in &ranges {
+        push(
+            format!("map_read {a}..{b}"),
+            buf.map_read::<u32>(&q, a..b, &[]).map(drop),
+        );
+        push(
+            format!("map_mut {a}..{b}"),
+            buf.map_mut::<u32>(&q, MapFlags::WRITE, a..b, &[]).map(drop),
+        );
+    }
+    // Fill patterns and misaligned fills: 9.
+    for n in [0usize, 3, 5, 6, 7, 129, 256] {
+        push(
+            format!("fill pattern of {n} bytes"),
+            buf.fill_bytes(&q, &vec![0u8; n], 0, 0, &[]).map(drop),
+        );
+    }
+    push(
+        "fill misaligned offset".into(),
+        buf.fill(&q, &0u32, 2, 4, &[]).map(drop),
+    );
+    push(
+        "fill misaligned size".into(),
+        buf.fill(&q, &0u32, 0, 6, &[]).map(drop),
+    );
+    // Sub-buffer flags: 6.
+    for flags in [
+        MemFlags::USE_HOST_PTR,
+        MemFlags::COPY_HOST_PTR,
+        MemFlags::ALLOC_HOST_PTR,
+        MemFlags::READ_ONLY | MemFlags::WRITE_ONLY,
+        MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS,
+        MemFlags::KERNEL_READ_AND_WRITE,
+    ] {
+        push(
+            format!("sub-buffer flags {flags:?}"),
+            buf.sub_buffer(0, 16, flags).map(drop),
+        );
+    }
+    // Rectangles with a zero or oversized region: 6 x 2.
+    for region in [
+        [0usize, 1, 1],
+        [1, 0, 1],
+        [1, 1, 0],
+        [257, 1, 1],
+        [16, 17, 1],
+        [usize::MAX, 1, 1],
+    ] {
+        push(
+            format!("write_rect {region:?}"),
+            buf.write_rect(&q, &cl_mem::Rect::new(region), &host, &[])
+                .map(drop),
+        );
+        push(
+            format!("read_rect {region:?}"),
+            buf.read_rect(&q, &cl_mem::Rect::new(region), &mut host, &[])
+                .map(drop),
+        );
+    }
+    // Overlapping copies within one buffer: 2.
+    push(
+        "overlapping copy".into(),
+        buf.copy_from_range(&q, &buf, 0, 4, Some(8), &[]).map(drop),
+    );
+    push(
+        "overlapping copy backwards".into(),
+        buf.copy_from_range(&q, &buf, 8, 0, Some(16), &[]).map(drop),
+    );
+    // Buffer sizes: 3.
+    for size in [0usize, usize::MAX, 1 << 60] {
+        push(
+            format!("buffer of {size} bytes"),
+            Buffer::new(&ctx, MemFlags::READ_WRITE, size).map(drop),
+        );
+    }
+    // Kernel arguments of the wrong kind, for each of the four parameters: 4 x 6.
+    let image_ok = dev.device.image_support()?;
+    let sampler = if image_ok {
+        Some(Sampler::new(
+            &ctx,
+            false,
+            AddressingMode::None,
+            FilterMode::Nearest,
+        )?)
+    } else {
+        None
+    };
+    for index in 0..4u32 {
+        let pointer = index < 2;
+        if pointer {
+            push(
+                format!("u64 for arg {index}"),
+                k.set_arg(index, &0x1234_5678u64).map(drop),
+            );
+            push(
+                format!("u32 for arg {index}"),
+                k.set_arg(index, &7u32).map(drop),
+            );
+            push(
+                format!("[u8; 8] for arg {index}"),
+                k.set_arg(index, &[1u8; 8]).map(drop),
+            );
+            push(
+                format!("f32 for arg {index}"),
+                k.set_arg(index, &1.0f32).map(drop),
+            );
+        } else {
+            push(
+                format!("buffer for arg {index}"),
+                k.set_arg(index, &buf).map(drop),
+            );
+            push(
+                format!("NullMem for arg {index}"),
+                k.set_arg(index, &NullMem).map(drop),
+            );
+            push(
+                format!("sub-buffer for arg {index}"),
+                k.set_arg(index, &src).map(drop),
+            );
+            push(
+                format!("foreign buffer for arg {index}"),
+                k.set_arg(index, &foreign).map(drop),
+            );
+        }
+        push(
+            format!("local memory for arg {index}"),
+            k.set_arg(index, &LocalMemory::new(64)).map(drop),
+        );
+        match &sampler {
+            Some(s) => push(
+                format!("sampler for arg {index}"),
+                k.set_arg(index, s).map(drop),
+            ),
+            None => push(
+                format!("empty local memory for arg {index}"),
+                k.set_arg(index, &LocalMemory::new(0)).map(drop),
+            ),
+        }
+    }
+    // Indices past the end: 3. Foreign objects: 2.
+    for index in [4u32, 5, u32::MAX] {
+        push(
+            format!("arg index {index}"),
+            k.set_arg(index, &1u32).map(drop),
+        );
+    }
+    push(
+        "foreign buffer for a pointer".into(),
+        k.set_arg(0, &foreign).map(drop),
+    );
+    push(
+        "a buffer for a __local parameter".into(),
+        local.duplicate()?.set_arg(0, &buf).map(drop),
+    );
+    // Enqueue shapes, queues and wait lists: 8 (all arguments set first).
+    k.set_arg(0, &buf)?
+        .set_arg(1, &buf)?
+        .set_arg(2, &1.0f32)?
+        .set_arg(3, &0u32)?;
+    let shapes: [(&[usize], Option<&[usize]>); 5] = [
+        (&[], None),
+        (&[1, 1, 1, 1], None),
+        (&[16], Some(&[0])),
+        (&[16, 16], Some(&[16])),
+        (&[16, 16], Some(&[4, 0])),
+    ];
+    for (g, l) in shapes {
+        push(
+            format!("nd-range {g:?} / {l:?}"),
+            k.enqueue_nd_range(&q, g, l, &[]).map(drop),
+        );
+    }
+    push(
+        "kernel on a foreign queue".into(),
+        k.enqueue_nd_range(&other_q, &[16], None, &[]).map(drop),
+    );
+    push(
+        "kernel after a foreign event".into(),
+        k.enqueue_nd_range(&q, &[16], None, &[&foreign_event])
+            .map(drop),
+    );
+    push(
+        "marker after a foreign event".into(),
+        q.enqueue_marker(&[&foreign_event]).map(drop),
+    );
+    // Transfers on a foreign queue or after a foreign event: 6.
+    push(
+        "read on a foreign queue".into(),
+        buf.read(&other_q, 0, &mut host[..4], &[]).map(drop),
+    );
+    push(
+        "write on a foreign queue".into(),
+        buf.write(&other_q, 0, &host[..4], &[]).map(drop),
+    );
+    push(
+        "fill on a foreign queue".into(),
+        buf.fill(&other_q, &0u32, 0, 4, &[]).map(drop),
+    );
+    push(
+        "read after a foreign event".into(),
+        buf.read(&q, 0, &mut host[..4], &[&foreign_event]).map(drop),
+    );
+    push(
+        "fill after a foreign event".into(),
+        buf.fill(&q, &0u32, 0, 4, &[&foreign_event]).map(drop),
+    );
+    push(
+        "copy after a foreign event".into(),
+        buf.copy_from(&q, &src, &[&foreign_event]).map(drop),
+    );
+    // Aliasing maps and commands under maps: 8.
+    {
+        let guard = buf.map_read::<u32>(&q, 0..16, &[])?;
+        push(
+            "map_mut under map_read".into(),
+            buf.map_mut::<u32>(&q, MapFlags::WRITE, 8..9, &[]).map(drop),
+        );
+        push(
+            "write under map_read".into(),
+            buf.write(&q, 0, &host[..4], &[]).map(drop),
+        );
+        push(
+            "fill under map_read".into(),
+            buf.fill(&q, &0u32, 0, 4, &[]).map(drop),
+        );
+        push(
+            "copy into map_read".into(),
+            buf.copy_from(&q, &src, &[]).map(drop),
+        );
+        push(
+            "kernel writing under map_read".into(),
+            k.enqueue_nd_range(&q, &[16], None, &[]).map(drop),
+        );
+        drop(guard);
+        let guard = buf.map_mut::<u32>(&q, MapFlags::WRITE, 0..16, &[])?;
+        push(
+            "map_read under map_mut".into(),
+            buf.map_read::<u32>(&q, 0..1, &[]).map(drop),
+        );
+        push(
+            "read under map_mut".into(),
+            buf.read(&q, 0, &mut host[..4], &[]).map(drop),
+        );
+        push(
+            "copy from map_mut".into(),
+            src.copy_from(&q, &buf, &[]).map(drop),
+        );
+        drop(guard);
+    }
+
+    assert!(results.len() >= 150, "only {} inputs", results.len());
+    let mut wrong = Vec::new();
+    for (what, r) in &results {
+        match r {
+            Err(Error::Cl { .. }) | Err(Error::Build { .. }) | Ok(()) => {
+                wrong.push(format!("{what}: {r:?}"))
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "not refused before the driver:\n{}",
+        wrong.join("\n")
+    );
+    // Nothing was left behind.
+    foreign_event.set_complete()?;
+    q.finish()?;
+    drop((k, local, sampler));
+    assert_eq!(buf.mem_reference_count()?, 1);
+    assert_eq!(src.mem_reference_count()?, 1);
+    assert_eq!(foreign.mem_reference_count()?, 1);
+    assert_eq!(buf.live_maps(), 0);
+    drop((buf, src, foreign, foreign_event, other_q, program));
+    assert_eq!(ctx.reference_count()?, ctx_refs);
+    assert_eq!(cl_mem::Event::live_count(), events_before);
+    eprintln!("{} bad inputs refused", results.len());
     Ok(())
 }

@@ -42,6 +42,7 @@ use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
+use crate::track::Tracked;
 use crate::transfer::{self, HostMemory};
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
@@ -58,6 +59,8 @@ pub struct Buffer {
     origin: usize,
     /// `CL_MEM_HOST_PTR` (null unless `USE_HOST_PTR`).
     host_ptr: *mut u8,
+    /// The command and map record this buffer shares with its root, sub-buffers and clones.
+    tracked: Arc<Tracked>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
@@ -222,6 +225,7 @@ impl Buffer {
             parent: None,
             origin: 0,
             host_ptr,
+            tracked: Tracked::new_root(raw, size),
         }
     }
 
@@ -248,15 +252,16 @@ impl Buffer {
         let flags = mem.mem_flags()?;
         let context = mem.mem_context()?;
         let host_ptr = mem.mem_host_ptr()?.cast::<u8>();
-        let (parent, origin) = match mem.mem_associated_object()? {
+        let (parent, origin, tracked) = match mem.mem_associated_object()? {
             Some(p) => {
                 let origin = mem.mem_offset_bytes()?;
                 let parent = p.into_buffer().map_err(|_| {
                     Error::InvalidArgument("a sub-buffer's parent is not a buffer".into())
                 })?;
-                (Some(Arc::new(parent)), origin)
+                let tracked = parent.tracked.view(origin, size);
+                (Some(Arc::new(parent)), origin, tracked)
             }
-            None => (None, 0),
+            None => (None, 0, Tracked::adopt_root(raw, size)),
         };
         Ok(Buffer {
             raw: mem.into_raw(),
@@ -266,6 +271,7 @@ impl Buffer {
             parent,
             origin,
             host_ptr,
+            tracked,
         })
     }
 
@@ -299,6 +305,7 @@ impl Buffer {
         unsafe {
             drop(std::ptr::read(&this.context));
             drop(std::ptr::read(&this.parent));
+            drop(std::ptr::read(&this.tracked));
         }
         raw
     }
@@ -378,6 +385,22 @@ impl Buffer {
         // adopter's promise) and lives while `self` does; it holds `size` initialised bytes,
         // aligned for `T`, and `T: Pod` accepts any bytes; obligations 1-2 exclude writers.
         Ok(unsafe { std::slice::from_raw_parts(self.host_ptr.cast::<T>(), self.size / n) })
+    }
+
+    /// The buffer's view of its allocation's command record.
+    pub(crate) fn tracked(&self) -> &Tracked {
+        &self.tracked
+    }
+
+    /// Host maps of this buffer's allocation (root, sub-buffers, images from it) open now.
+    pub fn live_maps(&self) -> usize {
+        self.tracked.live_maps()
+    }
+
+    /// Commands on this buffer's allocation that may still run, as recorded for ordering
+    /// (at most a write and a read per in-order queue; pruned as they complete).
+    pub fn recorded_commands(&self) -> usize {
+        self.tracked.recorded_commands()
     }
 
     /// Checks that `queue` belongs to the buffer's context (else the driver's
@@ -485,6 +508,7 @@ impl Buffer {
             size: size_bytes,
             flags: real_flags,
             context: self.context.clone(),
+            tracked: root.tracked.view(origin, size_bytes),
             parent: Some(root),
             origin,
             host_ptr,
@@ -549,9 +573,10 @@ impl Buffer {
         // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
         // the write is blocking, so `data` is only read during the call.
         unsafe {
-            transfer::enqueue_write_buffer(
+            transfer::enqueue_write_tracked(
                 queue,
                 self.raw,
+                Some(&self.tracked),
                 true,
                 offset_bytes,
                 data.as_ptr(),
@@ -597,9 +622,10 @@ impl Buffer {
         // the read is blocking, so `out` is written only during the call, through our exclusive
         // borrow.
         unsafe {
-            transfer::enqueue_read_buffer(
+            transfer::enqueue_read_tracked(
                 queue,
                 self.raw,
+                Some(&self.tracked),
                 true,
                 offset_bytes,
                 out.as_mut_ptr(),
@@ -756,7 +782,11 @@ unsafe impl MemObject for Buffer {
 // SAFETY: a valid buffer handle, kept alive by the kernel (it retains memory arguments).
 unsafe impl KernelArg for Buffer {
     fn arg_value(&self) -> ArgValue<'_> {
-        ArgValue::Mem(self.raw)
+        // The keep-alive is how the kernel finds the buffer's command record.
+        ArgValue::MemKeepAlive {
+            mem: self.raw,
+            keep_alive: Arc::clone(&self.tracked) as Arc<dyn Any + Send + Sync>,
+        }
     }
 }
 
@@ -771,6 +801,7 @@ impl Clone for Buffer {
             parent: self.parent.clone(),
             origin: self.origin,
             host_ptr: self.host_ptr,
+            tracked: Arc::clone(&self.tracked),
         }
     }
 }

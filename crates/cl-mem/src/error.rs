@@ -92,6 +92,11 @@ pub enum Error {
         /// What was given (`"a by-value argument of 8 bytes"`).
         got: String,
     },
+    /// Host-mapped memory would alias: a second map of bytes already mapped for writing (or a
+    /// writable map of mapped bytes), or a command that writes bytes the host has mapped or
+    /// touches bytes the host has mapped for writing. Unmap first.
+    #[error("memory is mapped: {0}")]
+    Mapped(String),
     /// An SVM allocation is still held as a kernel argument, so host access or an explicit
     /// release could race with a later enqueue of that kernel.
     #[error("SVM in use: {0}")]

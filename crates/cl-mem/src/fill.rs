@@ -14,6 +14,7 @@ use crate::event::{checked_list, Event};
 use crate::memory::MemObject;
 use crate::pod::{bytes_of, Pod};
 use crate::queue::Queue;
+use crate::track::{enqueue_tracked, Access};
 
 impl Buffer {
     /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
@@ -68,21 +69,29 @@ impl Buffer {
         if size_bytes == 0 {
             return queue.enqueue_marker(wait);
         }
-        // SAFETY: valid queue/buffer/events of one 1.2+ context; the pattern is read during the
-        // call only; the range is in bounds and a multiple of the pattern; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_fill_buffer(
-                queue.as_raw(),
-                self.as_raw(),
-                pattern,
-                offset_bytes,
-                size_bytes,
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueFillBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [(
+            self.tracked(),
+            Some((offset_bytes, size_bytes)),
+            Access::Write,
+        )];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/buffer/events of one 1.2+ context; the pattern is read during
+            // the call only; the range is in bounds and a multiple of the pattern; we own the
+            // event.
+            let ev = unsafe {
+                raw_queue::enqueue_fill_buffer(
+                    queue.as_raw(),
+                    self.as_raw(),
+                    pattern,
+                    offset_bytes,
+                    size_bytes,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueFillBuffer"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 }
 

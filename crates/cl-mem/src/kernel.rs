@@ -12,11 +12,13 @@ use cl_raw::{kernel as raw, mem as raw_mem, queue as raw_queue, sys, ClError, Ve
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::event::{checked_list, Event, EventStatus};
+use crate::event::Event;
 use crate::memory::MemObjectType;
 use crate::pod::{bytes_of, Pod};
 use crate::program::Program;
 use crate::queue::Queue;
+use crate::track::{enqueue_tracked, is_done, Access, Tracked, Use};
+use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.
 pub enum ArgValue<'a> {
@@ -780,21 +782,50 @@ impl Kernel {
                 self.name
             )));
         }
-        let wait = checked_list(queue, wait)?;
         if let Some(i) = self.held.iter().position(Option::is_none) {
             return Err(Error::InvalidArgument(format!(
                 "argument {i} of kernel '{}' is not set",
                 self.name
             )));
         }
-        // SAFETY: valid queue/kernel/events; every argument is set and its memory objects are
-        // retained by `self`; we own the returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_nd_range_kernel(queue.as_raw(), self.raw, None, global, local, &wait)
+        // Tracked memory arguments: checked against live maps, ordered after other queues'
+        // pending commands, recorded (read-only parameters as reads, the others as writes).
+        let mut uses: SmallVec<[Use<'_>; 4]> = SmallVec::new();
+        for (i, held) in self.held.iter().enumerate() {
+            let Some(Held::Mem(_, Some(k))) = held.as_deref() else {
+                continue;
+            };
+            let any: &(dyn Any + Send + Sync) = &**k;
+            if let Some(tracked) = any.downcast_ref::<Tracked>() {
+                let read_only = self
+                    .params
+                    .as_ref()
+                    .is_some_and(|p| p.get(i).is_some_and(|p| p.read_only));
+                let access = if read_only {
+                    Access::Read
+                } else {
+                    Access::Write
+                };
+                uses.push((tracked, None, access));
+            }
         }
-        .map_err(Error::cl("clEnqueueNDRangeKernel"))?;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(ev) };
+        let ev = enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/kernel/events of one context (checked); every argument is set
+            // and its objects are held by `self`; we own the returned event.
+            let ev = unsafe {
+                raw_queue::enqueue_nd_range_kernel(
+                    queue.as_raw(),
+                    self.raw,
+                    None,
+                    global,
+                    local,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueNDRangeKernel"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })?;
         self.record(&ev);
         // SVM has no reference count: an allocation must learn every queue that uses it so its
         // free can wait for them (crate::svm).
@@ -833,14 +864,6 @@ impl Kernel {
             in_flight.push_back((ev.clone(), snapshot));
         }
     }
-}
-
-/// True once the command finished (successfully or not) or its state cannot be read.
-fn is_done(e: &Event) -> bool {
-    !matches!(
-        e.status(),
-        Ok(EventStatus::Queued | EventStatus::Submitted | EventStatus::Running)
-    )
 }
 
 impl Drop for Kernel {

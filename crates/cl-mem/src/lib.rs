@@ -95,6 +95,7 @@ mod queue;
 mod sampler;
 pub mod select;
 pub mod svm;
+mod track;
 mod transfer;
 
 pub use cl_raw::{ClError, Version};

@@ -32,6 +32,7 @@ use crate::event::{checked_list, Event};
 use crate::memory::MemFlags;
 use crate::pod::Pod;
 use crate::queue::Queue;
+use crate::track::{Access, MapClaim};
 
 bitflags! {
     /// `cl_map_flags` (PyOpenCL's `map_flags`).
@@ -55,6 +56,10 @@ struct Mapping<'a> {
     open: bool,
     /// The map event of a non-blocking map: the unmap waits for it (out-of-order queues).
     after: Option<Event>,
+    /// The map's claim on its bytes in the allocation's record; released after the unmap.
+    claim: Option<MapClaim>,
+    /// A writable map: its unmap is recorded as a write.
+    write: bool,
 }
 
 impl Mapping<'_> {
@@ -77,7 +82,17 @@ impl Mapping<'_> {
         }
         .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
         // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let ev = unsafe { Event::from_raw(ev) };
+        let access = if self.write {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        self.buffer.tracked().record(self.queue, access, &ev);
+        // The bytes are free for commands again: the unmap is recorded, and commands on other
+        // queues wait for it.
+        self.claim = None;
+        Ok(ev)
     }
 }
 
@@ -241,6 +256,12 @@ impl Buffer {
                 .context()
                 .require_platform_version(Version::V1_2, "CL_MAP_WRITE_INVALIDATE_REGION")?;
         }
+        let write = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION);
+        // Exclusive: refused when the bytes are mapped for writing (or mapped at all, for a
+        // writable map); waits for commands of other queues that are still writing them.
+        let (claim, extra) = self.tracked().claim_map(queue, (offset, bytes), write)?;
+        let mut list = checked_list(queue, wait)?;
+        list.extend(extra.iter().map(Event::as_raw));
         // SAFETY: valid queue/buffer/events of one context; the range is in bounds; the pointer
         // is only dereferenced by the guards after the map completed, as `flags` allow, until
         // the guard unmaps; we own the event.
@@ -252,18 +273,21 @@ impl Buffer {
                 flags.bits(),
                 offset,
                 bytes,
-                &checked_list(queue, wait)?,
+                &list,
             )
         }
         .map_err(Error::cl("clEnqueueMapBuffer"))?;
         // SAFETY: a fresh reference we own.
         let ev = unsafe { Event::from_raw(ev) };
+        self.tracked().record(queue, Access::Read, &ev);
         let map = Mapping {
             buffer: self,
             queue,
             ptr,
             open: true,
             after: (!blocking).then(|| ev.clone()),
+            claim: Some(claim),
+            write,
         };
         let align = std::mem::align_of::<T>();
         if ptr.is_null() || !(ptr as usize).is_multiple_of(align) {

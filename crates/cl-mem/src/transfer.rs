@@ -24,6 +24,7 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 
 use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
+use smallvec::SmallVec;
 
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
@@ -31,6 +32,7 @@ use crate::event::{checked_list, Event};
 use crate::platform::Platform;
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::queue::Queue;
+use crate::track::{enqueue_tracked, Access, Tracked, Use};
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
 /// when the value is moved, until it is dropped.
@@ -302,24 +304,55 @@ pub(crate) unsafe fn enqueue_read_buffer(
     len: usize,
     wait: &[&Event],
 ) -> Result<Event> {
+    // SAFETY: the caller's obligations.
+    unsafe { enqueue_read_tracked(queue, mem, None, blocking, offset_bytes, host, len, wait) }
+}
+
+/// [`enqueue_read_buffer`] over a tracked buffer: checked against its live maps, after the
+/// writes pending on other queues, and recorded.
+///
+/// # Errors
+///
+/// As [`enqueue_read_buffer`], and [`Error::Mapped`].
+///
+/// # Safety
+///
+/// As [`enqueue_read_buffer`]; `track` is `mem`'s.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn enqueue_read_tracked(
+    queue: &Queue,
+    mem: sys::cl_mem,
+    track: Option<&Tracked>,
+    blocking: bool,
+    offset_bytes: usize,
+    host: *mut u8,
+    len: usize,
+    wait: &[&Event],
+) -> Result<Event> {
     if len == 0 {
         return queue.enqueue_marker(wait);
     }
-    // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
-    let ev = unsafe {
-        raw_queue::enqueue_read_buffer(
-            queue.as_raw(),
-            mem,
-            blocking,
-            offset_bytes,
-            len,
-            host.cast(),
-            &checked_list(queue, wait)?,
-        )
-    }
-    .map_err(Error::cl("clEnqueueReadBuffer"))?;
-    // SAFETY: a fresh reference we own.
-    Ok(unsafe { Event::from_raw(ev) })
+    let uses: SmallVec<[Use<'_>; 1]> = track
+        .map(|t| (t, Some((offset_bytes, len)), Access::Read))
+        .into_iter()
+        .collect();
+    enqueue_tracked(queue, wait, &uses, |list| {
+        // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
+        let ev = unsafe {
+            raw_queue::enqueue_read_buffer(
+                queue.as_raw(),
+                mem,
+                blocking,
+                offset_bytes,
+                len,
+                host.cast(),
+                list,
+            )
+        }
+        .map_err(Error::cl("clEnqueueReadBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    })
 }
 
 /// `clEnqueueWriteBuffer` of `len` bytes from `host` to `offset_bytes` of `mem`, after `wait`;
@@ -344,24 +377,54 @@ pub(crate) unsafe fn enqueue_write_buffer(
     len: usize,
     wait: &[&Event],
 ) -> Result<Event> {
+    // SAFETY: the caller's obligations.
+    unsafe { enqueue_write_tracked(queue, mem, None, blocking, offset_bytes, host, len, wait) }
+}
+
+/// [`enqueue_write_buffer`] over a tracked buffer; see [`enqueue_read_tracked`].
+///
+/// # Errors
+///
+/// As [`enqueue_write_buffer`], and [`Error::Mapped`].
+///
+/// # Safety
+///
+/// As [`enqueue_write_buffer`]; `track` is `mem`'s.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn enqueue_write_tracked(
+    queue: &Queue,
+    mem: sys::cl_mem,
+    track: Option<&Tracked>,
+    blocking: bool,
+    offset_bytes: usize,
+    host: *const u8,
+    len: usize,
+    wait: &[&Event],
+) -> Result<Event> {
     if len == 0 {
         return queue.enqueue_marker(wait);
     }
-    // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
-    let ev = unsafe {
-        raw_queue::enqueue_write_buffer(
-            queue.as_raw(),
-            mem,
-            blocking,
-            offset_bytes,
-            len,
-            host.cast(),
-            &checked_list(queue, wait)?,
-        )
-    }
-    .map_err(Error::cl("clEnqueueWriteBuffer"))?;
-    // SAFETY: a fresh reference we own.
-    Ok(unsafe { Event::from_raw(ev) })
+    let uses: SmallVec<[Use<'_>; 1]> = track
+        .map(|t| (t, Some((offset_bytes, len)), Access::Write))
+        .into_iter()
+        .collect();
+    enqueue_tracked(queue, wait, &uses, |list| {
+        // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
+        let ev = unsafe {
+            raw_queue::enqueue_write_buffer(
+                queue.as_raw(),
+                mem,
+                blocking,
+                offset_bytes,
+                len,
+                host.cast(),
+                list,
+            )
+        }
+        .map_err(Error::cl("clEnqueueWriteBuffer"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    })
 }
 
 impl Buffer {
@@ -391,9 +454,10 @@ impl Buffer {
         // valid and unmoved until the event completes because `host` moves into the `Pending`,
         // whose drop waits and whose forgetting leaks (HostMemory contract 1).
         let event = unsafe {
-            enqueue_write_buffer(
+            enqueue_write_tracked(
                 queue,
                 self.as_raw(),
+                Some(self.tracked()),
                 false,
                 offset_bytes,
                 bytes.as_ptr(),
@@ -428,7 +492,16 @@ impl Buffer {
         // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
         // completes (the `Pending` owns them and only hands them out after waiting).
         let event = unsafe {
-            enqueue_read_buffer(queue, self.as_raw(), false, offset_bytes, ptr, len, wait)
+            enqueue_read_tracked(
+                queue,
+                self.as_raw(),
+                Some(self.tracked()),
+                false,
+                offset_bytes,
+                ptr,
+                len,
+                wait,
+            )
         }?;
         Ok(Pending::started(event, host))
     }
@@ -489,22 +562,28 @@ impl Buffer {
         if count == 0 {
             return queue.enqueue_marker(wait);
         }
-        // SAFETY: valid queue/buffers/events of one context; both ranges in bounds and not
-        // overlapping; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_copy_buffer(
-                queue.as_raw(),
-                src.as_raw(),
-                self.as_raw(),
-                src_offset,
-                dst_offset,
-                count,
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueCopyBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [
+            (src.tracked(), Some((src_offset, count)), Access::Read),
+            (self.tracked(), Some((dst_offset, count)), Access::Write),
+        ];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/buffers/events of one context; both ranges in bounds and not
+            // overlapping; we own the event.
+            let ev = unsafe {
+                raw_queue::enqueue_copy_buffer(
+                    queue.as_raw(),
+                    src.as_raw(),
+                    self.as_raw(),
+                    src_offset,
+                    dst_offset,
+                    count,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueCopyBuffer"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// Blocking rectangular host-to-device copy (`clEnqueueWriteBufferRect`, OpenCL 1.1): the
@@ -659,26 +738,29 @@ impl Buffer {
         host: *mut u8,
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: valid queue/buffer/events of one context (checked); both rectangles are inside
-        // their memory (checked, obligation 1); obligation 2 keeps the host bytes to the
-        // command; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_read_buffer_rect(
-                queue.as_raw(),
-                self.as_raw(),
-                blocking,
-                rect.src_origin,
-                rect.dst_origin,
-                rect.region,
-                p.buffer,
-                p.host,
-                host.cast(),
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueReadBufferRect"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [(self.tracked(), None, Access::Read)];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/buffer/events of one context (checked); both rectangles are inside
+            // their memory (checked, obligation 1); obligation 2 keeps the host bytes to the
+            // command; we own the event.
+            let ev = unsafe {
+                raw_queue::enqueue_read_buffer_rect(
+                    queue.as_raw(),
+                    self.as_raw(),
+                    blocking,
+                    rect.src_origin,
+                    rect.dst_origin,
+                    rect.region,
+                    p.buffer,
+                    p.host,
+                    host.cast(),
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueReadBufferRect"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// `clEnqueueWriteBufferRect` of a checked `rect` from `host`: the one call behind
@@ -699,24 +781,27 @@ impl Buffer {
         host: *const u8,
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: as in `enqueue_read_rect_host`, for reads of the host bytes.
-        let ev = unsafe {
-            raw_queue::enqueue_write_buffer_rect(
-                queue.as_raw(),
-                self.as_raw(),
-                blocking,
-                rect.dst_origin,
-                rect.src_origin,
-                rect.region,
-                p.buffer,
-                p.host,
-                host.cast(),
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [(self.tracked(), None, Access::Write)];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: as in `enqueue_read_rect_host`, for reads of the host bytes.
+            let ev = unsafe {
+                raw_queue::enqueue_write_buffer_rect(
+                    queue.as_raw(),
+                    self.as_raw(),
+                    blocking,
+                    rect.dst_origin,
+                    rect.src_origin,
+                    rect.region,
+                    p.buffer,
+                    p.host,
+                    host.cast(),
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// Rectangular device-to-device copy from `src` into `self` (`clEnqueueCopyBufferRect`).
@@ -756,24 +841,30 @@ impl Buffer {
         queue
             .context()
             .require_platform_version(Version::V1_1, "clEnqueueCopyBufferRect")?;
-        // SAFETY: valid queue/buffers/events of one context; both rectangles in bounds; we own
-        // the event.
-        let ev = unsafe {
-            raw_queue::enqueue_copy_buffer_rect(
-                queue.as_raw(),
-                src.as_raw(),
-                self.as_raw(),
-                rect.src_origin,
-                rect.dst_origin,
-                rect.region,
-                sp,
-                dp,
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueCopyBufferRect"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [
+            (src.tracked(), None, Access::Read),
+            (self.tracked(), None, Access::Write),
+        ];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/buffers/events of one context; both rectangles in bounds; we own
+            // the event.
+            let ev = unsafe {
+                raw_queue::enqueue_copy_buffer_rect(
+                    queue.as_raw(),
+                    src.as_raw(),
+                    self.as_raw(),
+                    rect.src_origin,
+                    rect.dst_origin,
+                    rect.region,
+                    sp,
+                    dp,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueCopyBufferRect"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 }
 

@@ -1,0 +1,460 @@
+//! Command tracking: what every command and host map of one allocation must know about the
+//! others. One [`Tracker`] per allocation (a root buffer with its sub-buffers and clones; an
+//! image made from a buffer shares the buffer's), reached through a [`Tracked`] view (the
+//! tracker plus the byte range the handle covers).
+//!
+//! It records, per queue, the last command that wrote and the last that read the allocation
+//! (every command on an out-of-order queue until it completes), and the live host maps with
+//! their ranges. From that record alone:
+//!
+//! - a command on queue B waits for the writes (and, when it writes, the reads) still pending on
+//!   other queues: memory last written on queue A is never read on B too early, whatever the
+//!   caller passes as a wait list (PyOpenCL's #447, and `PooledBuffer::use_on_queue`, made
+//!   unnecessary);
+//! - a host map waits for the same, and is exclusive: at most one writable map or any number of
+//!   read maps of overlapping bytes; a command that writes bytes under a live map, or touches
+//!   bytes under a live writable map, is refused ([`Error::Mapped`]) before the driver sees it.
+//!
+//! Granularity: maps are tracked by byte range (a sub-buffer and its root can be mapped at
+//! disjoint places), commands by allocation (a wait for a command on another part of the same
+//! allocation is a spurious but harmless dependency). Completed commands are pruned whenever a
+//! queue's record is touched, so the record holds at most two events per in-order queue.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use cl_raw::sys;
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result};
+use crate::event::{Event, EventStatus};
+use crate::queue::Queue;
+
+/// What a command does to the bytes it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reads only.
+    Read,
+    /// Writes (or may write).
+    Write,
+}
+
+/// The commands of one queue that may still be running.
+struct QueueRecord {
+    /// The queue's address, only compared (its events keep it alive while recorded).
+    queue: usize,
+    in_order: bool,
+    /// In-order: the last write only; out-of-order: every write not known complete.
+    writes: SmallVec<[Event; 1]>,
+    /// As `writes`, for reads.
+    reads: SmallVec<[Event; 1]>,
+}
+
+/// One live host map.
+struct LiveMap {
+    id: u64,
+    start: usize,
+    end: usize,
+    write: bool,
+}
+
+#[derive(Default)]
+struct State {
+    queues: SmallVec<[QueueRecord; 2]>,
+    maps: SmallVec<[LiveMap; 2]>,
+    /// Commands between their check and their record (the driver call in between): a map
+    /// claimed meanwhile would not see them, so it waits for them to be recorded.
+    enqueuing: SmallVec<[LiveMap; 2]>,
+    next_id: u64,
+}
+
+/// The command and map record of one allocation; see the module documentation.
+#[derive(Default)]
+pub(crate) struct Tracker {
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for Tracker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.lock();
+        f.debug_struct("Tracker")
+            .field("queues", &s.queues.len())
+            .field("maps", &s.maps.len())
+            .finish()
+    }
+}
+
+/// True once the command finished (successfully or not) or its state cannot be read.
+pub(crate) fn is_done(e: &Event) -> bool {
+    !matches!(
+        e.status(),
+        Ok(EventStatus::Queued | EventStatus::Submitted | EventStatus::Running)
+    )
+}
+
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+impl Tracker {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Root memory objects with a live tracker, so a handle adopted again (`Buffer::from_raw`,
+/// `Memory::into_buffer`) shares the tracker of the wrappers that already exist. An entry that
+/// outlives its object (the address reused by a new object before the old tracker dropped) can
+/// only make two allocations share one record: more waits and refusals, never fewer.
+static REGISTRY: Mutex<Vec<(usize, Weak<Tracker>)>> = Mutex::new(Vec::new());
+
+fn registry() -> MutexGuard<'static, Vec<(usize, Weak<Tracker>)>> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A handle's view of its allocation's tracker: the tracker and the bytes `[start, end)` the
+/// handle covers in the allocation. Shared by clones of the handle; given to kernels as the
+/// argument's keep-alive, which is how a kernel finds the tracker of a buffer argument.
+pub(crate) struct Tracked {
+    tracker: Arc<Tracker>,
+    start: usize,
+    end: usize,
+}
+
+impl fmt::Debug for Tracked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tracked")
+            .field("start", &self.start)
+            .field("end", &self.end)
+            .finish()
+    }
+}
+
+/// Extra wait-list entries a command needs, from [`Tracked::before`].
+pub(crate) type Waits = SmallVec<[Event; 2]>;
+
+/// A live map's registration; dropping it ends the map's claim on its bytes.
+pub(crate) struct MapClaim {
+    tracker: Arc<Tracker>,
+    id: u64,
+}
+
+impl Drop for MapClaim {
+    fn drop(&mut self) {
+        self.tracker.lock().maps.retain(|m| m.id != self.id);
+    }
+}
+
+impl fmt::Debug for MapClaim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MapClaim").field("id", &self.id).finish()
+    }
+}
+
+impl Tracked {
+    /// The tracker of a new root memory object `mem` of `size` bytes, with nothing recorded.
+    pub(crate) fn new_root(mem: sys::cl_mem, size: usize) -> Arc<Tracked> {
+        let tracker: Arc<Tracker> = Arc::default();
+        let mut reg = registry();
+        reg.retain(|(m, w)| *m != mem as usize && w.strong_count() > 0);
+        reg.push((mem as usize, Arc::downgrade(&tracker)));
+        Arc::new(Tracked {
+            tracker,
+            start: 0,
+            end: size,
+        })
+    }
+
+    /// The tracker of an adopted root memory object: the one its other wrappers use, or a new
+    /// one.
+    pub(crate) fn adopt_root(mem: sys::cl_mem, size: usize) -> Arc<Tracked> {
+        let found = registry()
+            .iter()
+            .find(|(m, _)| *m == mem as usize)
+            .and_then(|(_, w)| w.upgrade());
+        match found {
+            Some(tracker) => Arc::new(Tracked {
+                tracker,
+                start: 0,
+                end: size,
+            }),
+            None => Tracked::new_root(mem, size),
+        }
+    }
+
+    /// A view of `len` bytes at `offset` of the same allocation (`offset` relative to the
+    /// allocation, not to `self`).
+    pub(crate) fn view(&self, offset: usize, len: usize) -> Arc<Tracked> {
+        Arc::new(Tracked {
+            tracker: Arc::clone(&self.tracker),
+            start: offset,
+            end: offset.saturating_add(len),
+        })
+    }
+
+    /// The bytes `[offset, offset + len)` of this view, in allocation coordinates (the whole view
+    /// for `None`).
+    fn span(&self, range: Option<(usize, usize)>) -> (usize, usize) {
+        match range {
+            Some((offset, len)) => {
+                let s = self.start.saturating_add(offset);
+                (s, s.saturating_add(len))
+            }
+            None => (self.start, self.end),
+        }
+    }
+
+    /// Checks a command's access to `range` (relative to this view; `None`: all of it) against
+    /// the live maps, and returns the claim to record the command with ([`CommandClaim::done`])
+    /// and the commands of other queues it must wait for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mapped`] when the command writes bytes under a live map or touches bytes under a
+    /// live writable map.
+    pub(crate) fn before(
+        &self,
+        queue: &Queue,
+        range: Option<(usize, usize)>,
+        access: Access,
+    ) -> Result<(CommandClaim, Waits)> {
+        let span = self.span(range);
+        let mut s = self.tracker.lock();
+        for m in &s.maps {
+            if overlaps(span, (m.start, m.end)) && (m.write || access == Access::Write) {
+                return Err(Error::Mapped(format!(
+                    "a command that {} bytes {}..{} of an allocation while the host has bytes \
+                     {}..{} mapped for {}; unmap first",
+                    if access == Access::Write {
+                        "writes"
+                    } else {
+                        "reads"
+                    },
+                    span.0,
+                    span.1,
+                    m.start,
+                    m.end,
+                    if m.write { "writing" } else { "reading" },
+                )));
+            }
+        }
+        let waits = pending_for(&s, queue, access);
+        let id = s.next_id;
+        s.next_id += 1;
+        s.enqueuing.push(LiveMap {
+            id,
+            start: span.0,
+            end: span.1,
+            write: access == Access::Write,
+        });
+        Ok((
+            CommandClaim {
+                tracker: Arc::clone(&self.tracker),
+                id,
+                access,
+            },
+            waits,
+        ))
+    }
+}
+
+/// A command between its check and its record; see [`Tracked::before`]. Dropped without
+/// [`CommandClaim::done`] (the enqueue failed), it records nothing.
+pub(crate) struct CommandClaim {
+    tracker: Arc<Tracker>,
+    id: u64,
+    access: Access,
+}
+
+impl Drop for CommandClaim {
+    fn drop(&mut self) {
+        self.tracker.lock().enqueuing.retain(|m| m.id != self.id);
+    }
+}
+
+impl fmt::Debug for CommandClaim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommandClaim")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl CommandClaim {
+    /// Records the enqueued command's event and forgets completed commands.
+    pub(crate) fn done(self, queue: &Queue, event: &Event) {
+        let mut s = self.tracker.lock();
+        s.enqueuing.retain(|m| m.id != self.id);
+        record(&mut s, queue, self.access, event);
+    }
+}
+
+/// Records a command's event and forgets completed commands.
+fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
+    {
+        let raw = queue.as_raw() as usize;
+        let in_order = queue.is_in_order();
+        let i = match s.queues.iter().position(|r| r.queue == raw) {
+            Some(i) => i,
+            None => {
+                s.queues.push(QueueRecord {
+                    queue: raw,
+                    in_order,
+                    writes: SmallVec::new(),
+                    reads: SmallVec::new(),
+                });
+                s.queues.len() - 1
+            }
+        };
+        let rec = &mut s.queues[i];
+        let list = match access {
+            Access::Write => &mut rec.writes,
+            Access::Read => &mut rec.reads,
+        };
+        if rec.in_order {
+            // On an in-order queue the newest command completes last.
+            list.clear();
+        } else {
+            list.retain(|e| !is_done(e));
+        }
+        list.push(event.clone());
+        // Queues whose last commands completed hold nothing.
+        if s.queues.len() > 1 {
+            s.queues.retain_mut(|r| {
+                r.writes.retain(|e| !is_done(e));
+                r.reads.retain(|e| !is_done(e));
+                !(r.writes.is_empty() && r.reads.is_empty())
+            });
+        }
+    }
+}
+
+impl Tracked {
+    /// Registers a host map of `range` (relative to this view), refusing one that overlaps a
+    /// writable map, or any map when `write`; returns the claim and the commands of other queues
+    /// the map must wait for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mapped`] on a conflict.
+    pub(crate) fn claim_map(
+        &self,
+        queue: &Queue,
+        range: (usize, usize),
+        write: bool,
+    ) -> Result<(MapClaim, Waits)> {
+        let span = self.span(Some(range));
+        let mut s = self.tracker.lock();
+        // Commands being enqueued on these bytes are recorded within a driver call: wait for them.
+        while s
+            .enqueuing
+            .iter()
+            .any(|m| overlaps(span, (m.start, m.end)) && (m.write || write))
+        {
+            drop(s);
+            std::thread::yield_now();
+            s = self.tracker.lock();
+        }
+        for m in &s.maps {
+            if overlaps(span, (m.start, m.end)) && (m.write || write) {
+                return Err(Error::Mapped(format!(
+                    "bytes {}..{} are already mapped for {}; a second {} map of bytes {}..{} \
+                     would alias them",
+                    m.start,
+                    m.end,
+                    if m.write { "writing" } else { "reading" },
+                    if write { "writable" } else { "read" },
+                    span.0,
+                    span.1,
+                )));
+            }
+        }
+        let access = if write { Access::Write } else { Access::Read };
+        let waits = pending_for(&s, queue, access);
+        let id = s.next_id;
+        s.next_id += 1;
+        s.maps.push(LiveMap {
+            id,
+            start: span.0,
+            end: span.1,
+            write,
+        });
+        Ok((
+            MapClaim {
+                tracker: Arc::clone(&self.tracker),
+                id,
+            },
+            waits,
+        ))
+    }
+
+    /// Records a command that needed no check (a map's own map and unmap commands).
+    pub(crate) fn record(&self, queue: &Queue, access: Access, event: &Event) {
+        record(&mut self.tracker.lock(), queue, access, event);
+    }
+
+    /// Live maps of the allocation (for tests and diagnostics).
+    pub(crate) fn live_maps(&self) -> usize {
+        self.tracker.lock().maps.len()
+    }
+
+    /// Commands recorded as possibly pending (for tests and diagnostics).
+    pub(crate) fn recorded_commands(&self) -> usize {
+        self.tracker
+            .lock()
+            .queues
+            .iter()
+            .map(|r| r.writes.len() + r.reads.len())
+            .sum()
+    }
+}
+
+/// The commands of queues other than `queue` (all of them when `queue` is out of order) that a
+/// command with `access` must follow: writes always, reads too when it writes.
+fn pending_for(s: &State, queue: &Queue, access: Access) -> Waits {
+    let raw = queue.as_raw() as usize;
+    let own_ordered = queue.is_in_order();
+    let mut waits = Waits::new();
+    for r in &s.queues {
+        if r.queue == raw && own_ordered {
+            continue;
+        }
+        waits.extend(r.writes.iter().cloned());
+        if access == Access::Write {
+            waits.extend(r.reads.iter().cloned());
+        }
+    }
+    waits
+}
+
+/// One allocation a command uses: the handle's view, the bytes (relative to the view; `None`:
+/// all of it) and what the command does to them.
+pub(crate) type Use<'a> = (&'a Tracked, Option<(usize, usize)>, Access);
+
+/// Runs one command over tracked memory: checks every use against the live maps, adds the
+/// pending commands of other queues to the caller's (context-checked) wait list, calls
+/// `enqueue` with the full list, and records the command's event for every use.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for a wait-list event of another context, [`Error::Mapped`], and
+/// whatever `enqueue` returns (nothing is recorded then).
+pub(crate) fn enqueue_tracked(
+    queue: &Queue,
+    wait: &[&Event],
+    uses: &[Use<'_>],
+    enqueue: impl FnOnce(&[sys::cl_event]) -> Result<Event>,
+) -> Result<Event> {
+    let mut list = crate::event::checked_list(queue, wait)?;
+    let mut claims: SmallVec<[CommandClaim; 4]> = SmallVec::new();
+    for (tracked, range, access) in uses {
+        let (claim, waits) = tracked.before(queue, *range, *access)?;
+        claims.push(claim);
+        list.extend(waits.iter().map(Event::as_raw));
+    }
+    let event = enqueue(&list)?;
+    for claim in claims {
+        claim.done(queue, &event);
+    }
+    Ok(event)
+}
