@@ -579,25 +579,32 @@ fn a_second_queue_waits_for_the_first_queues_writes(dev: &TestDevice) -> TestRes
     let a = Queue::new(&ctx, &dev.device)?;
     let b = Queue::new(&ctx, &dev.device)?;
     let buf = Buffer::from_slice(&ctx, MemFlags::READ_WRITE, &[0u32; 256])?;
+    // Oclgrind 21.10's clFlush does not return while the queue holds a command waiting for an
+    // open user event (repro/oclgrind_flush_waits_for_user_event.c; docs/DEVICES.md#oclgrind),
+    // and the cross-queue wait below flushes queue A as the spec asks: there the writes are not
+    // held back, and only the ordering's result is checked.
+    let gated = !dev.platform_name().contains("Oclgrind");
     let gate = UserEvent::new(&ctx)?;
+    let first: Vec<&cl_mem::Event> = if gated { vec![&gate] } else { vec![] };
     // A write on queue A, held back by the gate.
-    // (No clFlush while the gate is shut: Oclgrind 21.10's clFlush runs the queue to the end,
-    // so it would wait for the gate.)
-    let write = buf.enqueue_write(&a, 0, vec![7u32; 256], &[&gate])?;
+    let write = buf.enqueue_write(&a, 0, vec![7u32; 256], &first)?;
     // A read on queue B, with no wait list from the caller: it must follow A's write.
     let read = buf.enqueue_read(&b, 0, vec![0u32; 256], &[])?;
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(
-        !read.is_complete()?,
-        "the read on queue B ran before the write on queue A it must follow"
-    );
+    if gated {
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !read.is_complete()?,
+            "the read on queue B ran before the write on queue A it must follow"
+        );
+    }
     gate.set_complete()?;
     write.wait()?;
     let got = read.wait()?;
     assert_eq!(got, vec![7u32; 256]);
     // A kernel on B after a fill on A, the same way.
     let gate = UserEvent::new(&ctx)?;
-    let marker = a.enqueue_marker(&[&gate])?;
+    let first: Vec<&cl_mem::Event> = if gated { vec![&gate] } else { vec![] };
+    let marker = a.enqueue_marker(&first)?;
     let fill = buf.fill_all(&a, &9u32, &[&marker])?;
     let out = Buffer::new(&ctx, MemFlags::READ_WRITE, 256 * 4)?;
     let program = Program::build_from_source(&ctx, SRC, "")?;

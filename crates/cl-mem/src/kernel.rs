@@ -684,8 +684,16 @@ impl Kernel {
                 Held::Sampler(sampler)
             }
         };
-        // The old value is released when the last command that used it completes.
-        self.held[slot] = Some(Arc::new(held));
+        // The old value is released when the last command that used it completes; an SVM
+        // allocation counts the slots that hold it (only a slot can start new commands).
+        if let Some(k) = held.keep_alive() {
+            crate::svm::note_kernel_slot(k, true);
+        }
+        if let Some(old) = self.held[slot].replace(Arc::new(held)) {
+            if let Some(k) = old.keep_alive() {
+                crate::svm::note_kernel_slot(k, false);
+            }
+        }
         Ok(self)
     }
 
@@ -871,6 +879,11 @@ impl Drop for Kernel {
         // SAFETY: we own one reference to a valid kernel.
         if let Err(e) = unsafe { raw::release(self.raw) } {
             tracing::warn!(status = %e, "clReleaseKernel failed in drop");
+        }
+        for held in self.held.iter().flatten() {
+            if let Some(k) = held.keep_alive() {
+                crate::svm::note_kernel_slot(k, false);
+            }
         }
         // Commands still pending keep their arguments until they complete: the callback drops
         // the snapshot (releasing handles is allowed in event callbacks).

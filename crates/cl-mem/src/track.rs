@@ -41,8 +41,8 @@ pub(crate) enum Access {
 
 /// The commands of one queue that may still be running.
 struct QueueRecord {
-    /// The queue's address, only compared (its events keep it alive while recorded).
-    queue: usize,
+    /// The queue (flushed before another queue waits for its commands).
+    queue: Queue,
     in_order: bool,
     /// In-order: the last write only; out-of-order: every write not known complete.
     writes: SmallVec<[Event; 1]>,
@@ -238,7 +238,7 @@ impl Tracked {
                 )));
             }
         }
-        let waits = pending_for(&s, queue, access);
+        let (waits, flush) = pending_for(&s, queue, access);
         let id = s.next_id;
         s.next_id += 1;
         s.enqueuing.push(LiveMap {
@@ -247,14 +247,14 @@ impl Tracked {
             end: span.1,
             write: access == Access::Write,
         });
-        Ok((
-            CommandClaim {
-                tracker: Arc::clone(&self.tracker),
-                id,
-                access,
-            },
-            waits,
-        ))
+        drop(s);
+        let claim = CommandClaim {
+            tracker: Arc::clone(&self.tracker),
+            id,
+            access,
+        };
+        flush_all(&flush)?;
+        Ok((claim, waits))
     }
 }
 
@@ -292,13 +292,16 @@ impl CommandClaim {
 /// Records a command's event and forgets completed commands.
 fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
     {
-        let raw = queue.as_raw() as usize;
         let in_order = queue.is_in_order();
-        let i = match s.queues.iter().position(|r| r.queue == raw) {
+        let i = match s
+            .queues
+            .iter()
+            .position(|r| r.queue.as_raw() == queue.as_raw())
+        {
             Some(i) => i,
             None => {
                 s.queues.push(QueueRecord {
-                    queue: raw,
+                    queue: queue.clone(),
                     in_order,
                     writes: SmallVec::new(),
                     reads: SmallVec::new(),
@@ -370,7 +373,7 @@ impl Tracked {
             }
         }
         let access = if write { Access::Write } else { Access::Read };
-        let waits = pending_for(&s, queue, access);
+        let (waits, flush) = pending_for(&s, queue, access);
         let id = s.next_id;
         s.next_id += 1;
         s.maps.push(LiveMap {
@@ -379,13 +382,13 @@ impl Tracked {
             end: span.1,
             write,
         });
-        Ok((
-            MapClaim {
-                tracker: Arc::clone(&self.tracker),
-                id,
-            },
-            waits,
-        ))
+        drop(s);
+        let claim = MapClaim {
+            tracker: Arc::clone(&self.tracker),
+            id,
+        };
+        flush_all(&flush)?;
+        Ok((claim, waits))
     }
 
     /// Records a command that needed no check (a map's own map and unmap commands).
@@ -410,21 +413,36 @@ impl Tracked {
 }
 
 /// The commands of queues other than `queue` (all of them when `queue` is out of order) that a
-/// command with `access` must follow: writes always, reads too when it writes.
-fn pending_for(s: &State, queue: &Queue, access: Access) -> Waits {
-    let raw = queue.as_raw() as usize;
+/// command with `access` must follow (writes always, reads too when it writes), and the other
+/// queues to flush first: the spec (`clFlush`) lets a command wait for an event of another queue
+/// only once that queue was flushed.
+fn pending_for(s: &State, queue: &Queue, access: Access) -> (Waits, SmallVec<[Queue; 1]>) {
     let own_ordered = queue.is_in_order();
     let mut waits = Waits::new();
+    let mut flush = SmallVec::new();
     for r in &s.queues {
-        if r.queue == raw && own_ordered {
+        let same = r.queue.as_raw() == queue.as_raw();
+        if same && own_ordered {
             continue;
         }
+        let before = waits.len();
         waits.extend(r.writes.iter().cloned());
         if access == Access::Write {
             waits.extend(r.reads.iter().cloned());
         }
+        if !same && waits.len() > before {
+            flush.push(r.queue.clone());
+        }
     }
-    waits
+    (waits, flush)
+}
+
+/// Flushes the queues [`pending_for`] named (outside the record's lock: a driver call).
+fn flush_all(queues: &[Queue]) -> Result<()> {
+    for q in queues {
+        q.flush()?;
+    }
+    Ok(())
 }
 
 /// One allocation a command uses: the handle's view, the bytes (relative to the view; `None`:

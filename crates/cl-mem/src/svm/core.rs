@@ -4,7 +4,7 @@
 use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bitflags::bitflags;
@@ -213,6 +213,10 @@ pub struct Core {
     /// with `mem::forget`, unmapped before the next map, host access or free.
     maps: Mutex<Vec<(u64, Queue, usize)>>,
     next_map: AtomicU64,
+    /// Kernel argument slots set to this allocation now. Commands that used it hold the `Arc`
+    /// too, until they complete, but only a slot can start new commands, so only slots make
+    /// host access unsafe.
+    kernel_slots: AtomicUsize,
 }
 
 // SAFETY: the pointer is an SVM (or system SVM) address, valid in every host thread of the
@@ -232,6 +236,19 @@ pub(crate) fn note_kernel_use(keep_alive: &Arc<dyn Any + Send + Sync>, queue: &Q
     let any: &(dyn Any + Send + Sync) = &**keep_alive;
     if let Some(core) = any.downcast_ref::<Core>() {
         core.note_use(queue);
+    }
+}
+
+/// Counts a kernel argument slot set to (`+1`) or cleared from (`false`) the SVM allocation behind
+/// a keep-alive; other keep-alives are ignored.
+pub(crate) fn note_kernel_slot(keep_alive: &Arc<dyn Any + Send + Sync>, set: bool) {
+    let any: &(dyn Any + Send + Sync) = &**keep_alive;
+    if let Some(core) = any.downcast_ref::<Core>() {
+        if set {
+            core.kernel_slots.fetch_add(1, Ordering::AcqRel);
+        } else {
+            core.kernel_slots.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -265,9 +282,11 @@ pub(crate) fn require_svm(
     Ok(())
 }
 
-/// [`Error::SvmInUse`] unless the owner holds the only reference (no kernel argument holds it).
+/// [`Error::SvmInUse`] while a kernel argument slot holds the allocation (a kernel that could be
+/// enqueued again). Commands that used it and may still run hold it too, but they are waited
+/// for by the callers (`wait_idle`) or ordered before the free.
 pub(crate) fn exclusive(core: &Arc<Core>, what: &str) -> Result<()> {
-    let holders = Arc::strong_count(core) - 1;
+    let holders = core.kernel_slots.load(Ordering::Acquire);
     if holders == 0 {
         Ok(())
     } else {
@@ -421,6 +440,7 @@ impl Core {
             released: AtomicBool::new(false),
             maps: Mutex::new(Vec::new()),
             next_map: AtomicU64::new(1),
+            kernel_slots: AtomicUsize::new(0),
         }
     }
 

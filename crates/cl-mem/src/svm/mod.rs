@@ -104,7 +104,7 @@ pub use self::map::{SvmMap, SvmMapMut};
 pub use self::ops::{enqueue_svm_memcpy, enqueue_svm_migrate, SvmMigrateFlags};
 pub use self::view::SvmBufferView;
 
-pub(crate) use self::core::{context_of, note_kernel_use};
+pub(crate) use self::core::{context_of, note_kernel_slot, note_kernel_use};
 
 use std::ffi::c_void;
 
