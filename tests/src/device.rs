@@ -50,42 +50,27 @@ impl TestDevice {
     ///
     /// [`SelectionError`] as described there.
     pub fn selected() -> Result<Vec<TestDevice>, SelectionError> {
-        let platforms = Platform::list()?;
-        if platforms.is_empty() {
+        if Platform::list()?.is_empty() {
             return Ok(Vec::new());
         }
-        let selected = cl_mem::select::test_devices().map_err(|e| SelectionError(e.to_string()))?;
-        selected
-            .into_iter()
-            .map(|device| TestDevice::new(&platforms, device))
-            .collect()
+        let selected =
+            cl_mem::select::test_selection().map_err(|e| SelectionError(e.to_string()))?;
+        selected.into_iter().map(TestDevice::new).collect()
     }
 
-    /// Wraps `device`, reading its names and finding its `platform index:device index` in the loader's
-    /// enumeration (the grammar's index form, which `cargo xtask test-devices` uses to pin one device).
-    fn new(platforms: &[Platform], device: Device) -> Result<TestDevice, SelectionError> {
+    /// Wraps a selected device, reading its names; its `platform index:device index` (the grammar's
+    /// index form, which `cargo xtask test-devices` uses to pin one device) comes from the selection.
+    fn new(selected: cl_mem::select::Selected) -> Result<TestDevice, SelectionError> {
+        let device = selected.device;
         let platform = device.platform();
-        let platform_index = platforms
-            .iter()
-            .position(|p| *p == platform)
-            .ok_or_else(|| {
-                SelectionError("a selected device's platform is not in clGetPlatformIDs".into())
-            })?;
-        let device_index = platform
-            .devices()?
-            .iter()
-            .position(|d| *d == device)
-            .ok_or_else(|| {
-                SelectionError("a selected device is not in its platform's device list".into())
-            })?;
         Ok(TestDevice {
             platform,
             device,
             platform_name: platform.name()?.trim().to_owned(),
             device_name: device.name()?.trim().to_owned(),
             version: device.version_string()?.trim().to_owned(),
-            platform_index,
-            device_index,
+            platform_index: selected.platform_index,
+            device_index: selected.device_index,
         })
     }
 

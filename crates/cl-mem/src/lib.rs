@@ -75,53 +75,47 @@
 //!
 //! None.
 
-mod array;
 mod buffer;
-mod context;
-mod device;
 mod error;
-mod event;
-mod fill;
-mod host;
 pub mod image;
-mod kernel;
-mod map;
+mod mem_type;
 mod memory;
 mod pipe;
-mod platform;
 mod pod;
-mod program;
-mod queue;
+mod runtime;
 mod sampler;
-pub mod select;
 pub mod svm;
 mod track;
-mod transfer;
+
+pub use runtime::select;
 
 pub use cl_raw::{ClError, Version};
 
-pub use buffer::Buffer;
-pub use context::Context;
-pub use device::{
-    AtomicCapabilities, Device, DeviceType, ImageLimits, LocalMemType, SvmCapabilities,
-    VendorAttributes,
-};
-pub use error::{Error, Result};
-pub use event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
-pub use fill::{enqueue_migrate_mem_objects, MigrationFlags};
-pub use host::PinnedMemory;
-pub use kernel::{ArgValue, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind};
-pub use map::{MapFlags, MapMut, MapRead, PendingMap};
-pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
-pub use platform::Platform;
-pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
-pub use program::Program;
-pub use queue::{Queue, QueueBuilder, QueueProperties};
-pub use select::{create_some_context, test_devices};
-pub use transfer::{
+pub use buffer::fill::{enqueue_migrate_mem_objects, MigrationFlags};
+pub use buffer::host::PinnedMemory;
+pub use buffer::map::{MapFlags, MapMut, MapRead, PendingMap};
+pub use buffer::transfer::{
     enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair,
     HostMemory, Pending, Rect,
 };
+pub use buffer::Buffer;
+pub use error::{Error, Result};
+pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
+pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
+pub use runtime::context::Context;
+pub use runtime::device::QueueProperties;
+pub use runtime::device::{
+    AtomicCapabilities, Device, DeviceType, ImageLimits, LocalMemType, SvmCapabilities,
+    VendorAttributes,
+};
+pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
+pub use runtime::kernel::{
+    ArgValue, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
+};
+pub use runtime::platform::Platform;
+pub use runtime::program::Program;
+pub use runtime::queue::{Queue, QueueBuilder};
+pub use runtime::select::{create_some_context, test_devices};
 
 pub use image::{
     image_from_array, supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder,

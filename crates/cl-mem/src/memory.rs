@@ -8,8 +8,8 @@ use std::hash::{Hash, Hasher};
 use bitflags::bitflags;
 use cl_raw::{extra, mem as raw, sys, Version};
 
-use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::runtime::context::Context;
 
 bitflags! {
     /// `cl_mem_flags` for buffers and images (SVM has its own flags).
@@ -55,46 +55,7 @@ impl MemFlags {
     }
 }
 
-/// `CL_MEM_TYPE`.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MemObjectType {
-    /// `CL_MEM_OBJECT_BUFFER`.
-    Buffer,
-    /// `CL_MEM_OBJECT_IMAGE1D`.
-    Image1d,
-    /// `CL_MEM_OBJECT_IMAGE1D_BUFFER`.
-    Image1dBuffer,
-    /// `CL_MEM_OBJECT_IMAGE1D_ARRAY`.
-    Image1dArray,
-    /// `CL_MEM_OBJECT_IMAGE2D`.
-    Image2d,
-    /// `CL_MEM_OBJECT_IMAGE2D_ARRAY`.
-    Image2dArray,
-    /// `CL_MEM_OBJECT_IMAGE3D`.
-    Image3d,
-    /// `CL_MEM_OBJECT_PIPE`.
-    Pipe,
-    /// A value this crate does not know.
-    Other(u32),
-}
-
-impl MemObjectType {
-    /// Decodes a raw `cl_mem_object_type`.
-    pub fn from_raw(t: sys::cl_mem_object_type) -> MemObjectType {
-        match t {
-            sys::CL_MEM_OBJECT_BUFFER => MemObjectType::Buffer,
-            sys::CL_MEM_OBJECT_IMAGE1D => MemObjectType::Image1d,
-            sys::CL_MEM_OBJECT_IMAGE1D_BUFFER => MemObjectType::Image1dBuffer,
-            sys::CL_MEM_OBJECT_IMAGE1D_ARRAY => MemObjectType::Image1dArray,
-            sys::CL_MEM_OBJECT_IMAGE2D => MemObjectType::Image2d,
-            sys::CL_MEM_OBJECT_IMAGE2D_ARRAY => MemObjectType::Image2dArray,
-            sys::CL_MEM_OBJECT_IMAGE3D => MemObjectType::Image3d,
-            sys::CL_MEM_OBJECT_PIPE => MemObjectType::Pipe,
-            other => MemObjectType::Other(other),
-        }
-    }
-}
+pub use crate::mem_type::MemObjectType;
 
 /// Any memory object (buffer, sub-buffer, image, pipe): kernels, migration and the common
 /// queries accept `&impl MemObject`.
@@ -355,9 +316,9 @@ unsafe impl MemObject for Memory {
 }
 
 // SAFETY: a valid handle, retained by the kernel while set.
-unsafe impl crate::kernel::KernelArg for Memory {
-    fn arg_value(&self) -> crate::kernel::ArgValue<'_> {
-        crate::kernel::ArgValue::Mem(self.raw)
+unsafe impl crate::runtime::kernel::KernelArg for Memory {
+    fn arg_value(&self) -> crate::runtime::kernel::ArgValue<'_> {
+        crate::runtime::kernel::ArgValue::Mem(self.raw)
     }
 }
 

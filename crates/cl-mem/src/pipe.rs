@@ -9,10 +9,10 @@ use std::fmt;
 
 use cl_raw::{extra, pipe as raw, sys, Version};
 
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject};
+use crate::runtime::context::Context;
+use crate::runtime::kernel::{ArgValue, KernelArg};
 
 /// A pipe object. Owns one reference: `Clone` retains, `Drop` releases (never panics).
 pub struct Pipe {

@@ -10,9 +10,9 @@ use std::fmt;
 
 use cl_raw::{extra, sampler as raw, sys, Version};
 
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::kernel::{ArgValue, KernelArg};
+use crate::runtime::context::Context;
+use crate::runtime::kernel::{ArgValue, KernelArg};
 
 /// `cl_addressing_mode`: what reads outside the image return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -20,6 +20,7 @@
 //! allocation is a spurious but harmless dependency). Completed commands are pruned whenever a
 //! queue's record is touched, so the record holds at most two events per in-order queue.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
@@ -27,8 +28,8 @@ use cl_raw::sys;
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::event::{Event, EventStatus};
-use crate::queue::Queue;
+use crate::runtime::event::{Event, EventStatus};
+use crate::runtime::queue::Queue;
 
 /// What a command does to the bytes it names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +83,52 @@ impl fmt::Debug for Tracker {
             .field("maps", &s.maps.len())
             .finish()
     }
+}
+
+/// What a kernel needs of the memory behind an argument's keep-alive: the one way `runtime/`
+/// reaches memory (`crates/cl-mem/tests/tidy.rs` keeps it so). Implemented by [`Tracked`]
+/// (buffers) and the SVM allocation core.
+pub(crate) trait ArgMemory {
+    /// The allocation's context, for the kernel's context check.
+    fn arg_context(&self) -> Option<sys::cl_context> {
+        None
+    }
+    /// A kernel argument slot now holds the memory (`true`) or let it go.
+    fn slot(&self, _set: bool) {}
+    /// A command on `queue` uses the memory (SVM frees wait for every such queue).
+    fn used_on(&self, _queue: &Queue) {}
+    /// The memory's command record, when it keeps one.
+    fn tracked(&self) -> Option<&Tracked> {
+        None
+    }
+}
+
+impl ArgMemory for Tracked {
+    fn tracked(&self) -> Option<&Tracked> {
+        Some(self)
+    }
+}
+
+/// A kernel argument's keep-alive that names its memory through the seam: what memory kinds
+/// other than buffers (SVM) hand to kernels, so this module needs no knowledge of them.
+pub(crate) struct Hold(pub(crate) Arc<dyn ArgMemory + Send + Sync>);
+
+impl Hold {
+    /// `memory` as a kernel argument's keep-alive.
+    pub(crate) fn keep_alive(
+        memory: Arc<dyn ArgMemory + Send + Sync>,
+    ) -> Arc<dyn Any + Send + Sync> {
+        Arc::new(Hold(memory))
+    }
+}
+
+/// The memory behind a kernel argument's keep-alive, when it is of a kind this crate made.
+pub(crate) fn arg_memory(keep_alive: &Arc<dyn Any + Send + Sync>) -> Option<&dyn ArgMemory> {
+    let any: &(dyn Any + Send + Sync) = &**keep_alive;
+    if let Some(t) = any.downcast_ref::<Tracked>() {
+        return Some(t);
+    }
+    any.downcast_ref::<Hold>().map(|h| &*h.0 as &dyn ArgMemory)
 }
 
 /// True once the command finished (successfully or not) or its state cannot be read.
@@ -463,7 +510,7 @@ pub(crate) fn enqueue_tracked(
     uses: &[Use<'_>],
     enqueue: impl FnOnce(&[sys::cl_event]) -> Result<Event>,
 ) -> Result<Event> {
-    let mut list = crate::event::checked_list(queue, wait)?;
+    let mut list = crate::runtime::event::checked_list(queue, wait)?;
     let mut claims: SmallVec<[CommandClaim; 4]> = SmallVec::new();
     for (tracked, range, access) in uses {
         let (claim, waits) = tracked.before(queue, *range, *access)?;

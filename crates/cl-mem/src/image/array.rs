@@ -8,12 +8,12 @@
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
 use super::{ChannelOrder, ChannelType, Image, ImageDesc, ImageFormat, ImagePitches};
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::memory::MemFlags;
 use crate::pod::Pod;
-use crate::queue::Queue;
+use crate::runtime::context::Context;
+use crate::runtime::event::Event;
+use crate::runtime::queue::Queue;
 
 /// An element type an image can be built from: PyOpenCL's `DTYPE_TO_CHANNEL_TYPE` (and
 /// `..._NORM`) tables, plus arrays `[T; N]` for its vector types (`float4` is `[f32; 4]`, one

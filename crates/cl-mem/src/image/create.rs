@@ -15,10 +15,10 @@ use cl_raw::{image as raw, sys, Version};
 
 use super::{Image, ImageDesc, ImageFormat, ImageType};
 use crate::buffer::Buffer;
-use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, Pod};
+use crate::runtime::context::Context;
 
 /// Where the image's memory comes from.
 enum Source<'a> {

@@ -15,9 +15,9 @@ use cl_raw::{queue as raw_queue, sys, Version};
 use super::transfer::coords;
 use super::{Image, ImageType};
 use crate::error::{Error, Result};
-use crate::event::{checked_list, Event};
 use crate::pod::Pod;
-use crate::queue::Queue;
+use crate::runtime::event::{checked_list, Event};
+use crate::runtime::queue::Queue;
 
 /// How a region is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -48,10 +48,10 @@ use std::sync::Arc;
 use cl_raw::{image as raw, sys, Version};
 
 use crate::buffer::Buffer;
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
+use crate::runtime::context::Context;
+use crate::runtime::kernel::{ArgValue, KernelArg};
 
 pub use array::{image_from_array, ArrayImageOptions, ImageAccess, ImageElement};
 pub use format::{ChannelKind, ChannelOrder, ChannelType, ImageFormat};
@@ -492,7 +492,7 @@ impl Image {
     }
 
     /// [`Error::InvalidArgument`] unless `queue` is of the image's context.
-    pub(crate) fn check_queue(&self, queue: &crate::queue::Queue) -> Result<()> {
+    pub(crate) fn check_queue(&self, queue: &crate::runtime::queue::Queue) -> Result<()> {
         if queue.context().as_raw() == self.context.as_raw() {
             Ok(())
         } else {

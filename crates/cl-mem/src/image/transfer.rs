@@ -6,12 +6,12 @@
 use cl_raw::{queue as raw_queue, Version};
 
 use super::{ChannelKind, Image, ImagePitches, ImageType};
+use crate::buffer::transfer::{CopyOptions, CopyPair, HostMemory, Pending};
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
-use crate::event::{checked_list, Event};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::queue::Queue;
-use crate::transfer::{CopyOptions, CopyPair, HostMemory, Pending};
+use crate::runtime::event::{checked_list, Event};
+use crate::runtime::queue::Queue;
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for

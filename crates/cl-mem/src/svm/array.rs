@@ -1,6 +1,5 @@
 //! [`SvmArray`]: an owned, typed SVM allocation, and the `svm_empty` family.
 
-use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
@@ -8,12 +7,13 @@ use std::sync::Arc;
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
-use crate::array::{view_of, view_of_mut};
+use crate::buffer::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
-use crate::event::{Event, EventStatus};
-use crate::kernel::{ArgValue, KernelArg};
 use crate::pod::Pod;
-use crate::queue::Queue;
+use crate::runtime::event::{Event, EventStatus};
+use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::runtime::queue::Queue;
+use crate::track::Hold;
 
 use super::core::{exclusive, require_in_order, require_svm, sealed, Core};
 use super::SvmPointer;
@@ -461,7 +461,7 @@ unsafe impl<T: Pod, G: Grain> KernelArg for SvmArray<T, G> {
     fn arg_value(&self) -> ArgValue<'_> {
         ArgValue::Svm {
             ptr: self.core.ptr().cast_const(),
-            keep_alive: Some(Arc::clone(&self.core) as Arc<dyn Any + Send + Sync>),
+            keep_alive: Some(Hold::keep_alive(Arc::clone(&self.core) as _)),
         }
     }
 }
@@ -478,7 +478,7 @@ unsafe impl KernelArg for SvmArgAt<'_> {
     fn arg_value(&self) -> ArgValue<'_> {
         ArgValue::Svm {
             ptr: self.ptr.cast_const(),
-            keep_alive: Some(Arc::clone(self.core) as Arc<dyn Any + Send + Sync>),
+            keep_alive: Some(Hold::keep_alive(Arc::clone(self.core) as _)),
         }
     }
 }

@@ -1,7 +1,6 @@
 //! The shared state of one SVM allocation ([`Core`]): its pointer, the queues that used it, and
 //! the ordered release. Plus the grain markers and allocation options.
 
-use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -10,11 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, svm as raw_svm, sys, Version};
 
-use crate::context::Context;
-use crate::device::SvmCapabilities;
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event, EventStatus};
-use crate::queue::Queue;
+use crate::runtime::context::Context;
+use crate::runtime::device::SvmCapabilities;
+use crate::runtime::event::{raw_list, Event, EventStatus};
+use crate::runtime::queue::Queue;
 
 bitflags! {
     /// `cl_svm_mem_flags` (PyOpenCL's `svm_mem_flags`), as [`super::SvmArray::flags`] reports
@@ -230,33 +229,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Called by [`crate::Kernel::enqueue_nd_range`] for every argument kept alive: an SVM
-/// allocation remembers the queue so its free waits for it.
-pub(crate) fn note_kernel_use(keep_alive: &Arc<dyn Any + Send + Sync>, queue: &Queue) {
-    let any: &(dyn Any + Send + Sync) = &**keep_alive;
-    if let Some(core) = any.downcast_ref::<Core>() {
-        core.note_use(queue);
+// Kernels reach an SVM allocation only through this seam (crate::track::ArgMemory).
+impl crate::track::ArgMemory for Core {
+    fn arg_context(&self) -> Option<sys::cl_context> {
+        Some(self.context.as_raw())
     }
-}
 
-/// Counts a kernel argument slot set to (`+1`) or cleared from (`false`) the SVM allocation behind
-/// a keep-alive; other keep-alives are ignored.
-pub(crate) fn note_kernel_slot(keep_alive: &Arc<dyn Any + Send + Sync>, set: bool) {
-    let any: &(dyn Any + Send + Sync) = &**keep_alive;
-    if let Some(core) = any.downcast_ref::<Core>() {
+    /// Only slots make host access unsafe: commands that used the memory are waited for.
+    fn slot(&self, set: bool) {
         if set {
-            core.kernel_slots.fetch_add(1, Ordering::AcqRel);
+            self.kernel_slots.fetch_add(1, Ordering::AcqRel);
         } else {
-            core.kernel_slots.fetch_sub(1, Ordering::AcqRel);
+            self.kernel_slots.fetch_sub(1, Ordering::AcqRel);
         }
     }
-}
 
-/// The context of an SVM allocation given as a kernel argument's keep-alive (`None` for other
-/// keep-alives), for the kernel's context check.
-pub(crate) fn context_of(keep_alive: &Arc<dyn Any + Send + Sync>) -> Option<sys::cl_context> {
-    let any: &(dyn Any + Send + Sync) = &**keep_alive;
-    any.downcast_ref::<Core>().map(|core| core.context.as_raw())
+    /// The allocation remembers the queue so its free waits for it.
+    fn used_on(&self, queue: &Queue) {
+        self.note_use(queue);
+    }
 }
 
 /// Checks the platform and every device of `context` for `capability` (SVM needs 2.0).

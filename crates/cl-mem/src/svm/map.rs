@@ -9,11 +9,11 @@ use std::sync::Arc;
 use cl_raw::{queue as raw_queue, sys};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
-use crate::array::{view_of, view_of_mut};
+use crate::buffer::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
-use crate::event::{raw_list, Event};
 use crate::pod::Pod;
-use crate::queue::Queue;
+use crate::runtime::event::{raw_list, Event};
+use crate::runtime::queue::Queue;
 
 use super::core::{exclusive, Core};
 use super::{Grain, SvmArray};

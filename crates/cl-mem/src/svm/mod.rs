@@ -104,15 +104,13 @@ pub use self::map::{SvmMap, SvmMapMut};
 pub use self::ops::{enqueue_svm_memcpy, enqueue_svm_migrate, SvmMigrateFlags};
 pub use self::view::SvmBufferView;
 
-pub(crate) use self::core::{context_of, note_kernel_slot, note_kernel_use};
-
 use std::ffi::c_void;
 
 use cl_raw::sys;
 
 use crate::error::Result;
 use crate::memory::MemFlags;
-use crate::queue::Queue;
+use crate::runtime::queue::Queue;
 
 /// Anything that is an SVM pointer with a known size: owned allocations and system memory
 /// ([`SvmArray`] of every [`Grain`]). Object-safe, so several kinds mix in one list

@@ -12,9 +12,9 @@ use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
 use crate::error::{check_range, Error, Result};
-use crate::event::{checked_list, Event};
 use crate::pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::queue::Queue;
+use crate::runtime::event::{checked_list, Event};
+use crate::runtime::queue::Queue;
 
 use super::core::Core;
 use super::{Grain, SvmArray, SvmPointer};

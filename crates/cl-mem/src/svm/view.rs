@@ -1,20 +1,20 @@
 //! [`SvmBufferView`]: an SVM allocation seen as a buffer object (`clCreateBuffer` with
 //! `CL_MEM_USE_HOST_PTR` on the SVM pointer, PyOpenCL's `SVMPointer.as_buffer`).
 
-use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use cl_raw::{mem as raw_mem, sys};
 
+use crate::buffer::transfer::{enqueue_read_buffer, enqueue_write_buffer};
 use crate::error::{check_range, Error, Result};
-use crate::event::Event;
-use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, MemFlags};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::queue::Queue;
-use crate::transfer::{enqueue_read_buffer, enqueue_write_buffer};
+use crate::runtime::event::Event;
+use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::runtime::queue::Queue;
+use crate::track::Hold;
 
 use super::core::Core;
 use super::{Grain, SvmArray};
@@ -188,7 +188,7 @@ unsafe impl KernelArg for SvmBufferView<'_> {
     fn arg_value(&self) -> ArgValue<'_> {
         ArgValue::MemKeepAlive {
             mem: self.raw,
-            keep_alive: Arc::clone(&self.core) as Arc<dyn Any + Send + Sync>,
+            keep_alive: Hold::keep_alive(Arc::clone(&self.core) as _),
         }
     }
 }

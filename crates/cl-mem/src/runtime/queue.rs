@@ -3,29 +3,12 @@
 
 use std::fmt;
 
-use bitflags::bitflags;
 use cl_raw::{queue as raw, sys, Version};
 
-use crate::context::Context;
-use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::event::{checked_list, Event};
-
-bitflags! {
-    /// `cl_command_queue_properties` for host queues.
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct QueueProperties: sys::cl_command_queue_properties {
-        /// `CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE`: commands may run in any order their wait
-        /// lists allow.
-        const OUT_OF_ORDER_EXEC_MODE_ENABLE = sys::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
-        /// `CL_QUEUE_PROFILING_ENABLE`: events carry profiling timestamps.
-        const PROFILING_ENABLE = sys::CL_QUEUE_PROFILING_ENABLE;
-        /// `CL_QUEUE_ON_DEVICE` (2.0; device-side queues are not wrapped by `Queue`).
-        const ON_DEVICE = sys::CL_QUEUE_ON_DEVICE;
-        /// `CL_QUEUE_ON_DEVICE_DEFAULT` (2.0).
-        const ON_DEVICE_DEFAULT = sys::CL_QUEUE_ON_DEVICE_DEFAULT;
-    }
-}
+use crate::runtime::context::Context;
+use crate::runtime::device::{Device, QueueProperties};
+use crate::runtime::event::{checked_list, Event};
 
 /// Builds a [`Queue`]: `Queue::builder(&ctx, &dev).out_of_order(true).profiling(true).build()`.
 #[derive(Debug)]

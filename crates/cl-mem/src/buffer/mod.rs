@@ -25,6 +25,12 @@
 //! a sub-buffer of a sub-buffer is created from the root with the offsets added (OpenCL refuses
 //! sub-buffers of sub-buffers).
 
+pub(crate) mod array;
+pub(crate) mod fill;
+pub(crate) mod host;
+pub(crate) mod map;
+pub(crate) mod transfer;
+
 use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
@@ -35,15 +41,15 @@ use std::sync::Arc;
 
 use cl_raw::{mem as raw, sys, Version};
 
-use crate::context::Context;
+use self::transfer::HostMemory;
 use crate::error::{Error, Result};
-use crate::event::Event;
-use crate::kernel::{ArgValue, KernelArg};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::queue::Queue;
+use crate::runtime::context::Context;
+use crate::runtime::event::Event;
+use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::runtime::queue::Queue;
 use crate::track::Tracked;
-use crate::transfer::{self, HostMemory};
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
 /// `Drop` releases (never panics). Equality and hashing are by handle (PyOpenCL's `__eq__` and

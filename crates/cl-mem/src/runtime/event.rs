@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use cl_raw::{event as raw, sys, ClError};
 use smallvec::SmallVec;
 
-use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::runtime::context::Context;
 
 /// `CL_EVENT_COMMAND_EXECUTION_STATUS`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,7 +98,7 @@ pub(crate) fn raw_list(events: &[&Event]) -> SmallVec<[sys::cl_event; 8]> {
 /// to the queue's context: the driver's answer to a foreign event is `CL_INVALID_CONTEXT` on most
 /// runtimes, but Oclgrind 21.10 accepts a user event of another context and then waits forever.
 pub(crate) fn checked_list(
-    queue: &crate::queue::Queue,
+    queue: &crate::runtime::queue::Queue,
     events: &[&Event],
 ) -> Result<SmallVec<[sys::cl_event; 8]>> {
     let ctx = queue.context().as_raw();

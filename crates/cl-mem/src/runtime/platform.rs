@@ -4,8 +4,8 @@ use std::fmt;
 
 use cl_raw::{platform as raw, sys, ClError, InfoValue, Version};
 
-use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
+use crate::runtime::device::{Device, DeviceType};
 
 /// An OpenCL platform (PoCL, Oclgrind, the Intel CPU runtime, a GPU driver, ...).
 ///

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use cl_raw::{context as raw, sys, Version};
 
-use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::platform::Platform;
+use crate::runtime::device::Device;
+use crate::runtime::platform::Platform;
 
 /// An OpenCL context over one or more devices of one platform.
 ///

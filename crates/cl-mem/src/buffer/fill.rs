@@ -10,10 +10,10 @@ use cl_raw::{queue as raw_queue, sys, Version};
 
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::event::{checked_list, Event};
 use crate::memory::MemObject;
 use crate::pod::{bytes_of, Pod};
-use crate::queue::Queue;
+use crate::runtime::event::{checked_list, Event};
+use crate::runtime::queue::Queue;
 use crate::track::{enqueue_tracked, Access};
 
 impl Buffer {

@@ -6,10 +6,10 @@ use std::fmt;
 
 use cl_raw::{program as raw, sys, ClError};
 
-use crate::context::Context;
-use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
+use crate::runtime::context::Context;
+use crate::runtime::device::Device;
+use crate::runtime::kernel::Kernel;
 
 /// The build option that makes argument information available to [`Kernel`]'s checks.
 const KERNEL_ARG_INFO: &str = "-cl-kernel-arg-info";

@@ -17,12 +17,12 @@ use std::ops::{Deref, DerefMut};
 
 use cl_raw::queue as raw_queue;
 
+use crate::buffer::transfer::HostMemory;
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::queue::Queue;
-use crate::transfer::HostMemory;
+use crate::runtime::queue::Queue;
 
 /// Pinned host memory holding `len` values of `T`, zero-initialised; see the module
 /// documentation.
@@ -69,7 +69,7 @@ impl<T: Pod> PinnedMemory<T> {
         }
         .map_err(Error::cl("clEnqueueMapBuffer"))?;
         // SAFETY: a fresh reference we own; dropping it releases it.
-        drop(unsafe { crate::event::Event::from_raw(ev) });
+        drop(unsafe { crate::runtime::event::Event::from_raw(ev) });
         let this = PinnedMemory {
             buffer,
             queue: queue.clone(),
@@ -171,7 +171,7 @@ impl<T: Pod> Drop for PinnedMemory<T> {
         match r {
             Ok(ev) => {
                 // SAFETY: a fresh reference we own.
-                let ev = unsafe { crate::event::Event::from_raw(ev) };
+                let ev = unsafe { crate::runtime::event::Event::from_raw(ev) };
                 if let Err(e) = ev.wait() {
                     tracing::warn!(error = %e, "unmapping pinned memory failed");
                 }
@@ -190,24 +190,24 @@ impl<T: Pod> fmt::Debug for PinnedMemory<T> {
     }
 }
 
-impl<T: Pod> crate::transfer::CopyPair for (&Buffer, &PinnedMemory<T>) {
+impl<T: Pod> crate::buffer::transfer::CopyPair for (&Buffer, &PinnedMemory<T>) {
     fn enqueue(
         self,
         queue: &Queue,
-        o: crate::transfer::CopyOptions,
-        wait: &[&crate::event::Event],
-    ) -> Result<crate::event::Event> {
+        o: crate::buffer::transfer::CopyOptions,
+        wait: &[&crate::runtime::event::Event],
+    ) -> Result<crate::runtime::event::Event> {
         (self.0, &self.1[..]).enqueue(queue, o, wait)
     }
 }
 
-impl<T: Pod> crate::transfer::CopyPair for (&mut PinnedMemory<T>, &Buffer) {
+impl<T: Pod> crate::buffer::transfer::CopyPair for (&mut PinnedMemory<T>, &Buffer) {
     fn enqueue(
         self,
         queue: &Queue,
-        o: crate::transfer::CopyOptions,
-        wait: &[&crate::event::Event],
-    ) -> Result<crate::event::Event> {
+        o: crate::buffer::transfer::CopyOptions,
+        wait: &[&crate::runtime::event::Event],
+    ) -> Result<crate::runtime::event::Event> {
         (&mut self.0[..], self.1).enqueue(queue, o, wait)
     }
 }

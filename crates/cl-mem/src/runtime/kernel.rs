@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use cl_raw::{kernel as raw, mem as raw_mem, queue as raw_queue, sys, ClError, Version};
 
-use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::event::Event;
-use crate::memory::MemObjectType;
+use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
-use crate::program::Program;
-use crate::queue::Queue;
-use crate::track::{enqueue_tracked, is_done, Access, Tracked, Use};
+use crate::runtime::context::Context;
+use crate::runtime::event::Event;
+use crate::runtime::program::Program;
+use crate::runtime::queue::Queue;
+use crate::track::{arg_memory, enqueue_tracked, is_done, Access, Use};
 use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.
@@ -167,8 +167,18 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         match self {
-            Held::Mem(m, _) => crate::memory::release_in_drop(*m),
-            Held::Sampler(s) => crate::sampler::release_in_drop(*s),
+            Held::Mem(m, _) => {
+                // SAFETY: the held reference is ours to give up (taken in `set_value`).
+                if let Err(e) = unsafe { raw_mem::release(*m) } {
+                    tracing::warn!(status = %e, "clReleaseMemObject failed in drop");
+                }
+            }
+            Held::Sampler(s) => {
+                // SAFETY: the held reference is ours to give up (taken in `set_value`).
+                if let Err(e) = unsafe { cl_raw::sampler::release(*s) } {
+                    tracing::warn!(status = %e, "clReleaseSampler failed in drop");
+                }
+            }
             Held::Set | Held::Svm(_) => {}
         }
     }
@@ -602,7 +612,7 @@ impl Kernel {
             ArgValue::Svm {
                 keep_alive: Some(k),
                 ..
-            } => (crate::svm::context_of(k), None),
+            } => (arg_memory(k).and_then(|m| m.arg_context()), None),
             _ => (None, None),
         };
         match theirs {
@@ -687,11 +697,15 @@ impl Kernel {
         // The old value is released when the last command that used it completes; an SVM
         // allocation counts the slots that hold it (only a slot can start new commands).
         if let Some(k) = held.keep_alive() {
-            crate::svm::note_kernel_slot(k, true);
+            if let Some(m) = arg_memory(k) {
+                m.slot(true);
+            }
         }
         if let Some(old) = self.held[slot].replace(Arc::new(held)) {
             if let Some(k) = old.keep_alive() {
-                crate::svm::note_kernel_slot(k, false);
+                if let Some(m) = arg_memory(k) {
+                    m.slot(false);
+                }
             }
         }
         Ok(self)
@@ -803,8 +817,7 @@ impl Kernel {
             let Some(Held::Mem(_, Some(k))) = held.as_deref() else {
                 continue;
             };
-            let any: &(dyn Any + Send + Sync) = &**k;
-            if let Some(tracked) = any.downcast_ref::<Tracked>() {
+            if let Some(tracked) = arg_memory(k).and_then(|m| m.tracked()) {
                 let read_only = self
                     .params
                     .as_ref()
@@ -838,7 +851,9 @@ impl Kernel {
         // SVM has no reference count: an allocation must learn every queue that uses it so its
         // free can wait for them (crate::svm).
         for keep_alive in self.held.iter().flatten().filter_map(|h| h.keep_alive()) {
-            crate::svm::note_kernel_use(keep_alive, queue);
+            if let Some(m) = arg_memory(keep_alive) {
+                m.used_on(queue);
+            }
         }
         Ok(ev)
     }
@@ -882,7 +897,9 @@ impl Drop for Kernel {
         }
         for held in self.held.iter().flatten() {
             if let Some(k) = held.keep_alive() {
-                crate::svm::note_kernel_slot(k, false);
+                if let Some(m) = arg_memory(k) {
+                    m.slot(false);
+                }
             }
         }
         // Commands still pending keep their arguments until they complete: the callback drops

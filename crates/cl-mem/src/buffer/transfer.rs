@@ -28,10 +28,10 @@ use smallvec::SmallVec;
 
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
-use crate::event::{checked_list, Event};
-use crate::platform::Platform;
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::queue::Queue;
+use crate::runtime::event::{checked_list, Event};
+use crate::runtime::platform::Platform;
+use crate::runtime::queue::Queue;
 use crate::track::{enqueue_tracked, Access, Tracked, Use};
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
@@ -105,7 +105,8 @@ impl<H: HostMemory> Pending<H> {
     pub fn is_complete(&self) -> Result<bool> {
         Ok(matches!(
             self.event.status()?,
-            crate::event::EventStatus::Complete | crate::event::EventStatus::Error(_)
+            crate::runtime::event::EventStatus::Complete
+                | crate::runtime::event::EventStatus::Error(_)
         ))
     }
 

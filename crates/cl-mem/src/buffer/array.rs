@@ -9,13 +9,13 @@ use ndarray::{
     Array, ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dimension, ShapeBuilder, StrideShape,
 };
 
+use crate::buffer::host::PinnedMemory;
+use crate::buffer::map::{MapMut, MapRead};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::event::Event;
-use crate::host::PinnedMemory;
-use crate::map::{MapMut, MapRead};
 use crate::pod::Pod;
-use crate::queue::Queue;
+use crate::runtime::event::Event;
+use crate::runtime::queue::Queue;
 
 fn not_contiguous() -> Error {
     Error::InvalidArgument(

@@ -7,8 +7,7 @@ use bitflags::bitflags;
 use cl_raw::{device as raw, extra, sys, InfoValue, Version};
 
 use crate::error::{Error, Result};
-use crate::platform::Platform;
-use crate::queue::QueueProperties;
+use crate::runtime::platform::Platform;
 
 bitflags! {
     /// `cl_device_type` bits. Oclgrind reports every bit set.
@@ -726,5 +725,21 @@ impl fmt::Debug for Device {
             .field("version", &self.version)
             .field("platform_version", &self.platform_version)
             .finish()
+    }
+}
+
+bitflags! {
+    /// `cl_command_queue_properties` for host queues.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct QueueProperties: sys::cl_command_queue_properties {
+        /// `CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE`: commands may run in any order their wait
+        /// lists allow.
+        const OUT_OF_ORDER_EXEC_MODE_ENABLE = sys::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+        /// `CL_QUEUE_PROFILING_ENABLE`: events carry profiling timestamps.
+        const PROFILING_ENABLE = sys::CL_QUEUE_PROFILING_ENABLE;
+        /// `CL_QUEUE_ON_DEVICE` (2.0; device-side queues are not wrapped by `Queue`).
+        const ON_DEVICE = sys::CL_QUEUE_ON_DEVICE;
+        /// `CL_QUEUE_ON_DEVICE_DEFAULT` (2.0).
+        const ON_DEVICE_DEFAULT = sys::CL_QUEUE_ON_DEVICE_DEFAULT;
     }
 }

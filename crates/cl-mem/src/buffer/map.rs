@@ -28,10 +28,10 @@ use cl_raw::{queue as raw_queue, sys, Version};
 
 use crate::buffer::{resolve_range, Buffer};
 use crate::error::{Error, Result};
-use crate::event::{checked_list, Event};
 use crate::memory::MemFlags;
 use crate::pod::Pod;
-use crate::queue::Queue;
+use crate::runtime::event::{checked_list, Event};
+use crate::runtime::queue::Queue;
 use crate::track::{Access, MapClaim};
 
 bitflags! {

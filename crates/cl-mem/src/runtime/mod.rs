@@ -1,0 +1,12 @@
+//! The OpenCL runtime: platforms, devices, contexts, queues, events, programs, kernels and device
+//! selection. Nothing here knows a memory object's type: kernels reach the memory behind their
+//! arguments only through [`crate::track`]'s `ArgMemory` seam (checked by `tests/tidy.rs`).
+
+pub(crate) mod context;
+pub(crate) mod device;
+pub(crate) mod event;
+pub(crate) mod kernel;
+pub(crate) mod platform;
+pub(crate) mod program;
+pub(crate) mod queue;
+pub mod select;

@@ -1,0 +1,172 @@
+//! Device selection with PyOpenCL's `PYOPENCL_TEST` grammar, for `CL_TEST` (test devices) and
+//! `CL_CTX` (the device of [`create_some_context`]).
+//!
+//! # Grammar
+//!
+//! `entry(;entry)*`, each entry `platform` or `platform:device(,device)*`. A selector is an
+//! integer index (negative counts from the end, as in Python) or else a case-insensitive substring
+//! of `name + " " + vendor`; the **first** match wins. Order and duplicates are kept (`"1:0,0"`
+//! selects the same device twice). A platform entry without devices selects all its devices.
+//!
+//! One grammar for both variables: PyOpenCL's `PYOPENCL_CTX` uses a different parser (name-only
+//! matching, last match wins; PyOpenCL issue #781), which is deliberately not copied.
+//!
+//! Deliberate differences from PyOpenCL's parser: an empty entry or selector (`"port;"`,
+//! `"port:"`, `"0:1,"`) is an error instead of silently matching the first object (the empty
+//! string is a substring of every name); errors name the available platforms or devices.
+//!
+//! Parsing ([`Selector::parse`]) and resolution over names ([`Selector::resolve`]) are pure and
+//! tested without a device; [`select_devices`], [`test_devices`] and [`create_some_context`] run
+//! them against the live platforms.
+
+use crate::error::{Error, Result};
+use crate::runtime::context::Context;
+use crate::runtime::device::Device;
+use crate::runtime::platform::Platform;
+
+pub(crate) mod grammar;
+
+use self::grammar::listing;
+pub use self::grammar::{Entry, Ident, PlatformEntry, SelectError, Selector};
+
+fn select_error(variable: &str) -> impl Fn(SelectError) -> Error + '_ {
+    move |error| Error::Select {
+        variable: variable.to_owned(),
+        error,
+    }
+}
+
+/// The live catalogue: every platform with its devices.
+fn catalogue() -> Result<(Vec<PlatformEntry>, Vec<Vec<Device>>)> {
+    let mut entries = Vec::new();
+    let mut devices = Vec::new();
+    for p in Platform::list()? {
+        let devs = p.devices()?;
+        entries.push(PlatformEntry {
+            name: p.name()?,
+            vendor: p.vendor()?,
+            devices: devs
+                .iter()
+                .map(|d| Ok((d.name()?, d.vendor()?)))
+                .collect::<Result<_>>()?,
+        });
+        devices.push(devs);
+    }
+    Ok((entries, devices))
+}
+
+/// The devices a selector string picks among the live platforms; `variable` names its source in
+/// errors (`"CL_TEST"`, `"--device"`).
+///
+/// # Errors
+///
+/// [`Error::Select`] for a malformed selector, one that matches nothing, or no devices at all;
+/// [`Error::Cl`] when the platforms cannot be queried.
+pub fn select_devices(selector: &str, variable: &str) -> Result<Vec<Device>> {
+    Ok(select(selector, variable)?
+        .into_iter()
+        .map(|s| s.device)
+        .collect())
+}
+
+/// A selected device with its place in the loader's enumeration: the `platform:device` index
+/// form of the grammar, which pins exactly this device in a later selection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Selected {
+    /// Index in `clGetPlatformIDs`.
+    pub platform_index: usize,
+    /// Index in the platform's `clGetDeviceIDs(CL_DEVICE_TYPE_ALL)`.
+    pub device_index: usize,
+    /// The device.
+    pub device: Device,
+}
+
+/// As [`select_devices`], with each device's indices (no second enumeration needed to find them).
+///
+/// # Errors
+///
+/// As [`select_devices`].
+pub fn select(selector: &str, variable: &str) -> Result<Vec<Selected>> {
+    let sel = Selector::parse(selector).map_err(select_error(variable))?;
+    let (entries, devices) = catalogue()?;
+    let picked = sel.resolve(&entries).map_err(select_error(variable))?;
+    if picked.is_empty() {
+        let available = listing(entries.iter().map(|p| (p.name.as_str(), p.vendor.as_str())));
+        return Err(select_error(variable)(SelectError::NoDevices { available }));
+    }
+    Ok(picked
+        .into_iter()
+        .map(|(pi, di)| Selected {
+            platform_index: pi,
+            device_index: di,
+            device: devices[pi][di],
+        })
+        .collect())
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The devices tests run on: `CL_TEST`, else `PYOPENCL_TEST`, else every device of every
+/// platform.
+///
+/// # Errors
+///
+/// As [`select_devices`].
+pub fn test_devices() -> Result<Vec<Device>> {
+    Ok(test_selection()?.into_iter().map(|s| s.device).collect())
+}
+
+/// As [`test_devices`], with each device's indices.
+///
+/// # Errors
+///
+/// As [`select_devices`].
+pub fn test_selection() -> Result<Vec<Selected>> {
+    let (spec, variable) = test_selector(env_nonempty("CL_TEST"), env_nonempty("PYOPENCL_TEST"));
+    select(&spec, variable)
+}
+
+/// Which selector and variable [`test_devices`] uses: `CL_TEST` wins, `PYOPENCL_TEST` is the
+/// fallback, neither selects everything (blank values count as unset).
+fn test_selector(cl_test: Option<String>, pyopencl_test: Option<String>) -> (String, &'static str) {
+    match (cl_test, pyopencl_test) {
+        (Some(v), _) => (v, "CL_TEST"),
+        (None, Some(v)) => (v, "PYOPENCL_TEST"),
+        (None, None) => (String::new(), "CL_TEST"),
+    }
+}
+
+/// A context on the first device `CL_CTX` selects, else on the first device of the first
+/// platform that has one.
+///
+/// # Errors
+///
+/// As [`select_devices`], plus [`Context::new`]'s errors.
+pub fn create_some_context() -> Result<Context> {
+    let devices = match env_nonempty("CL_CTX") {
+        Some(v) => select_devices(&v, "CL_CTX")?,
+        None => select_devices("", "CL_CTX")?,
+    };
+    Context::from_device(&devices[0])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cl_test_wins_over_pyopencl_test() {
+        let s = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            test_selector(s("port"), s("intel")),
+            ("port".into(), "CL_TEST")
+        );
+        assert_eq!(
+            test_selector(None, s("intel")),
+            ("intel".into(), "PYOPENCL_TEST")
+        );
+        assert_eq!(test_selector(None, None), (String::new(), "CL_TEST"));
+    }
+}
