@@ -26,8 +26,15 @@
 use criterion::{criterion_group, criterion_main};
 
 mod buffer;
+mod enqueue;
 mod pool;
 mod transfer;
 
-criterion_group!(benches, buffer::benches, pool::benches, transfer::benches);
+criterion_group!(
+    benches,
+    buffer::benches,
+    enqueue::benches,
+    pool::benches,
+    transfer::benches
+);
 criterion_main!(benches);

@@ -62,6 +62,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: reuse_on_another_queue_waits_for_the_old_queue,
         },
         DeviceTest {
+            name: "reuse_on_another_queue_needs_no_use_on_queue",
+            run: reuse_on_another_queue_needs_no_use_on_queue,
+        },
+        DeviceTest {
             name: "deferred_pool_waits_for_old_queue_on_the_host",
             run: deferred_pool_waits_for_old_queue_on_the_host,
         },
@@ -500,6 +504,40 @@ fn reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> TestResul
         1,
         "the block now belongs to q2 alone"
     );
+    Ok(())
+}
+
+/// PyOpenCL #447 by construction: the same as above without `use_on_queue`. The buffer's command
+/// record knows q1's pending kernel writes it, so q2's read waits for it.
+fn reuse_on_another_queue_needs_no_use_on_queue(dev: &TestDevice) -> TestResult {
+    let q2 = dev.queue();
+    let q1 = Queue::new(q2.context(), &dev.device)?;
+    let pool = immediate_pool(&q2)?;
+    let n = 256;
+    let a = pool.allocate(n * 4)?;
+    let raw = a.buffer().as_raw();
+    a.write(&q2, 0, &vec![0u32; n], &[])?;
+    let gate = UserEvent::new(q1.context())?;
+    let pending = fill_kernel(&q1, a.buffer(), 6, n, &[&gate])?;
+    drop(a);
+    let opener = open_later(&gate, Duration::from_millis(100));
+    let t0 = Instant::now();
+    let b = pool.allocate(n * 4)?;
+    assert_eq!(b.buffer().as_raw(), raw);
+    let mut out = vec![0u32; n];
+    b.read(&q2, 0, &mut out, &[])?;
+    let waited = t0.elapsed();
+    opener.join().map_err(|_| fail("gate thread panicked"))??;
+    assert_eq!(
+        out,
+        expected(6, n),
+        "q2 read the block before q1's kernel wrote it"
+    );
+    assert!(
+        waited >= Duration::from_millis(80),
+        "q2 did not wait: {waited:?}"
+    );
+    assert_eq!(pending.status()?, EventStatus::Complete);
     Ok(())
 }
 
