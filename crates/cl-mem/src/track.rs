@@ -438,6 +438,15 @@ impl Tracked {
         Ok((claim, waits))
     }
 
+    /// [`Tracked::claim_map`] of the whole view (images map by region, not by byte range).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracked::claim_map`].
+    pub(crate) fn claim_map_whole(&self, queue: &Queue, write: bool) -> Result<(MapClaim, Waits)> {
+        self.claim_map(queue, (0, self.end - self.start), write)
+    }
+
     /// Records a command that needed no check (a map's own map and unmap commands).
     pub(crate) fn record(&self, queue: &Queue, access: Access, event: &Event) {
         record(&mut self.tracker.lock(), queue, access, event);

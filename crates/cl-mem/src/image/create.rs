@@ -339,7 +339,11 @@ fn create(
             unsafe { create_legacy(context, flags, raw_format, desc, pitches, host_ptr) }?
         }
     };
-    Image::from_parts(raw, context, *desc, format, flags)
+    let mut image = Image::from_parts(raw, context, *desc, format, flags)?;
+    if let Source::Buffer(buffer) = &source {
+        image.share_record_of(buffer);
+    }
+    Ok(image)
 }
 
 /// `clCreateImage2D` / `clCreateImage3D`, which `cl_raw::image` does not wrap.

@@ -8,7 +8,6 @@
 //! undefined by the spec (as with PyOpenCL): do not run them while mapping.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use cl_raw::{queue as raw_queue, sys, Version};
 
@@ -18,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::pod::Pod;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
+use crate::track::{Access, MapClaim};
 
 /// How a region is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,41 +45,6 @@ impl MapAccess {
 
     fn writes(self) -> bool {
         self != MapAccess::Read
-    }
-}
-
-/// The state shared by an image's clones: `n > 0` read mappings, `-1` one writing mapping.
-#[derive(Debug, Default)]
-pub(super) struct MapLock(AtomicIsize);
-
-impl MapLock {
-    fn acquire(&self, write: bool) -> Result<()> {
-        let ok = if write {
-            self.0
-                .compare_exchange(0, -1, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        } else {
-            self.0
-                .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
-                    (n >= 0).then_some(n + 1)
-                })
-                .is_ok()
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(
-                "the image is already mapped (one writing mapping or any number of reading ones at a time)".into(),
-            ))
-        }
-    }
-
-    fn release(&self, write: bool) {
-        if write {
-            self.0.store(0, Ordering::Release);
-        } else {
-            self.0.fetch_sub(1, Ordering::Release);
-        }
     }
 }
 
@@ -222,6 +187,8 @@ struct Unmap<'a> {
     ptr: *mut std::ffi::c_void,
     write: bool,
     done: bool,
+    /// The map's claim on the image's bytes, released after the unmap.
+    claim: Option<MapClaim>,
 }
 
 impl Unmap<'_> {
@@ -237,9 +204,15 @@ impl Unmap<'_> {
             .and_then(|ev| {
                 // SAFETY: a fresh reference we own.
                 let ev = unsafe { Event::from_raw(ev) };
+                let access = if self.write {
+                    Access::Write
+                } else {
+                    Access::Read
+                };
+                self.image.tracked().record(self.queue, access, &ev);
                 ev.wait()
             });
-        self.image.map_lock.release(self.write);
+        self.claim = None;
         result
     }
 }
@@ -287,26 +260,20 @@ impl Image {
             self.check_host_access(false)?;
         }
         let (o, r) = coords(self.extent(), origin, region)?;
-        self.map_lock.acquire(access.writes())?;
+        // One writable or many read maps of the image (and of the buffer it was made from);
+        // commands of other queues still writing it go first.
+        let (claim, extra) = self.tracked().claim_map_whole(queue, access.writes())?;
+        let mut list = checked_list(queue, wait)?;
+        list.extend(extra.iter().map(Event::as_raw));
         // SAFETY: valid queue/image/events; blocking, so the pointer is usable on return; the
         // region is inside the image; it is unmapped by `Unmap` before this function returns.
         let mapped = unsafe {
-            raw_queue::enqueue_map_image(
-                queue.as_raw(),
-                self.raw,
-                true,
-                access.bits(),
-                o,
-                r,
-                &checked_list(queue, wait)?,
-            )
+            raw_queue::enqueue_map_image(queue.as_raw(), self.raw, true, access.bits(), o, r, &list)
         };
         let mapped = match mapped {
             Ok(m) => m,
-            Err(e) => {
-                self.map_lock.release(access.writes());
-                return Err(Error::cl("clEnqueueMapImage")(e));
-            }
+            // The claim goes with this return.
+            Err(e) => return Err(Error::cl("clEnqueueMapImage")(e)),
         };
         // SAFETY: a fresh reference we own; the map is blocking, so it is complete.
         drop(unsafe { Event::from_raw(mapped.event) });
@@ -316,6 +283,7 @@ impl Image {
             ptr: mapped.ptr,
             write: access.writes(),
             done: false,
+            claim: Some(claim),
         };
         let elem = self.element_size;
         let row = mapped.row_pitch.max(r[0] * elem);
@@ -342,25 +310,5 @@ impl Image {
         let out = f(&mut mapping);
         guard.unmap()?;
         Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn map_lock_allows_readers_or_one_writer() {
-        let l = MapLock::default();
-        l.acquire(false).unwrap();
-        l.acquire(false).unwrap();
-        assert!(l.acquire(true).is_err());
-        l.release(false);
-        l.release(false);
-        l.acquire(true).unwrap();
-        assert!(l.acquire(false).is_err());
-        assert!(l.acquire(true).is_err());
-        l.release(true);
-        l.acquire(false).unwrap();
     }
 }

@@ -52,6 +52,7 @@ use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::track::Tracked;
 
 pub use array::{image_from_array, ArrayImageOptions, ImageAccess, ImageElement};
 pub use format::{ChannelKind, ChannelOrder, ChannelType, ImageFormat};
@@ -308,8 +309,9 @@ pub struct Image {
     format: ImageFormat,
     element_size: usize,
     flags: MemFlags,
-    /// Shared by clones: which mappings are live (see [`Image::map`]).
-    map_lock: Arc<map::MapLock>,
+    /// The command and map record, shared by clones (and, for an image made from a buffer, with
+    /// the buffer's allocation).
+    tracked: Arc<Tracked>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); an
@@ -347,6 +349,18 @@ pub struct ImageInfo {
 }
 
 impl Image {
+    /// The image's view of its command record.
+    pub(crate) fn tracked(&self) -> &Tracked {
+        &self.tracked
+    }
+
+    /// Shares `buffer`'s command record: an image made from a buffer is the buffer's bytes.
+    pub(crate) fn share_record_of(&mut self, buffer: &crate::Buffer) {
+        self.tracked = buffer
+            .tracked()
+            .view(buffer.origin_bytes(), buffer.size_bytes());
+    }
+
     /// Wraps a reference we own; releases it on error.
     fn from_parts(
         raw: sys::cl_mem,
@@ -363,7 +377,7 @@ impl Image {
             format,
             element_size,
             flags,
-            map_lock: Arc::default(),
+            tracked: Tracked::new_root(raw, 1),
         };
         if img.element_size == 0 {
             // A vendor format: the driver knows its pixel size.
@@ -470,7 +484,7 @@ impl Image {
         // SAFETY: `this` is never used again and its `Drop` never runs; each field is read once.
         unsafe {
             drop(std::ptr::read(&this.context));
-            drop(std::ptr::read(&this.map_lock));
+            drop(std::ptr::read(&this.tracked));
         }
         raw
     }
@@ -671,7 +685,11 @@ unsafe impl MemObject for Image {
 // SAFETY: a valid image handle, kept alive by the kernel (it retains memory arguments).
 unsafe impl KernelArg for Image {
     fn arg_value(&self) -> ArgValue<'_> {
-        ArgValue::Mem(self.raw)
+        // The keep-alive is how the kernel finds the image's command record.
+        ArgValue::MemKeepAlive {
+            mem: self.raw,
+            keep_alive: Arc::clone(&self.tracked) as Arc<dyn std::any::Any + Send + Sync>,
+        }
     }
 }
 
@@ -685,7 +703,7 @@ impl Clone for Image {
             format: self.format,
             element_size: self.element_size,
             flags: self.flags,
-            map_lock: Arc::clone(&self.map_lock),
+            tracked: Arc::clone(&self.tracked),
         }
     }
 }

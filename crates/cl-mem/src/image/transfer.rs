@@ -10,8 +10,9 @@ use crate::buffer::transfer::{CopyOptions, CopyPair, HostMemory, Pending};
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::runtime::event::{checked_list, Event};
+use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
+use crate::track::{enqueue_tracked, Access};
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
@@ -309,25 +310,28 @@ impl Image {
         host: *mut u8,
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: valid queue/image/events of one context (checked); the region is inside the
-        // image and the host bytes cover it with these pitches (checked, obligation 1);
-        // obligation 2 keeps them to the command; we own the returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_read_image(
-                queue.as_raw(),
-                self.raw,
-                blocking,
-                span.origin,
-                span.region,
-                span.row_pitch,
-                span.slice_pitch,
-                host.cast(),
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueReadImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [(self.tracked(), None, Access::Read)];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/image/events of one context (checked); the region is inside the
+            // image and the host bytes cover it with these pitches (checked, obligation 1);
+            // obligation 2 keeps them to the command; we own the returned event.
+            let ev = unsafe {
+                raw_queue::enqueue_read_image(
+                    queue.as_raw(),
+                    self.raw,
+                    blocking,
+                    span.origin,
+                    span.region,
+                    span.row_pitch,
+                    span.slice_pitch,
+                    host.cast(),
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueReadImage"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// `clEnqueueWriteImage` of a checked `span` from `host`: the one call behind
@@ -347,23 +351,26 @@ impl Image {
         host: *const u8,
         wait: &[&Event],
     ) -> Result<Event> {
-        // SAFETY: as in `enqueue_read_host`, for reads of the host bytes.
-        let ev = unsafe {
-            raw_queue::enqueue_write_image(
-                queue.as_raw(),
-                self.raw,
-                blocking,
-                span.origin,
-                span.region,
-                span.row_pitch,
-                span.slice_pitch,
-                host.cast(),
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueWriteImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [(self.tracked(), None, Access::Write)];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: as in `enqueue_read_host`, for reads of the host bytes.
+            let ev = unsafe {
+                raw_queue::enqueue_write_image(
+                    queue.as_raw(),
+                    self.raw,
+                    blocking,
+                    span.origin,
+                    span.region,
+                    span.row_pitch,
+                    span.slice_pitch,
+                    host.cast(),
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueWriteImage"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// Writes the whole image from tightly packed `data`; see [`Image::write`].
@@ -455,6 +462,22 @@ impl Image {
         queue
             .context()
             .require_platform_version(Version::V1_2, "clEnqueueFillImage")?;
+        if self.desc.image_type == ImageType::Image1dBuffer
+            && queue
+                .context()
+                .platform()
+                .name()?
+                .contains("Portable Computing Language")
+        {
+            // PoCL 3.1 crashes the process (SIGSEGV) inside this call for 1-D buffer images:
+            // repro/pocl_fill_image1d_buffer_crash.c, docs/DEVICES.md#pocl.
+            return Err(Error::Unsupported {
+                feature: "clEnqueueFillImage on a 1-D buffer image",
+                needs: "a driver other than PoCL (PoCL 3.1 crashes in this call); fill the \
+                        buffer instead"
+                    .into(),
+            });
+        }
         let kind = self.format.channel_type.kind().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "cannot fill an image of unknown format {}",
@@ -470,21 +493,17 @@ impl Image {
         self.check_queue(queue)?;
         let (o, r) = coords(self.extent(), origin, region)?;
         let bytes = color.bytes();
-        // SAFETY: valid queue/image/events of a 1.2 platform; the color is 16 bytes, copied by the
-        // driver before returning; the region is inside the image; we own the returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_fill_image(
-                queue.as_raw(),
-                self.raw,
-                &bytes,
-                o,
-                r,
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueFillImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [(self.tracked(), None, Access::Write)];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/image/events of a 1.2 platform; the color is 16 bytes, copied by the
+            // driver before returning; the region is inside the image; we own the returned event.
+            let ev = unsafe {
+                raw_queue::enqueue_fill_image(queue.as_raw(), self.raw, &bytes, o, r, list)
+            }
+            .map_err(Error::cl("clEnqueueFillImage"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// Copies `region` from `src_origin` of `self` to `dst_origin` of `dst` (same format; the
@@ -515,22 +534,20 @@ impl Image {
         dst.check_queue(queue)?;
         let (so, r) = coords(self.extent(), src_origin, region)?;
         let (dso, _) = coords(dst.extent(), dst_origin, &r)?;
-        // SAFETY: valid queue/images/events; both regions are inside their images; we own the
-        // returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_copy_image(
-                queue.as_raw(),
-                self.raw,
-                dst.raw,
-                so,
-                dso,
-                r,
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueCopyImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [
+            (self.tracked(), None, Access::Read),
+            (dst.tracked(), None, Access::Write),
+        ];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/images/events; both regions are inside their images; we own the
+            // returned event.
+            let ev = unsafe {
+                raw_queue::enqueue_copy_image(queue.as_raw(), self.raw, dst.raw, so, dso, r, list)
+            }
+            .map_err(Error::cl("clEnqueueCopyImage"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// Copies `region` at `src_origin` into `dst` at `dst_offset` bytes, tightly packed
@@ -558,21 +575,27 @@ impl Image {
             r,
             "buffer range of an image-to-buffer copy",
         )?;
-        // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_copy_image_to_buffer(
-                queue.as_raw(),
-                self.raw,
-                dst.as_raw(),
-                o,
-                r,
-                dst_offset,
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueCopyImageToBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [
+            (self.tracked(), None, Access::Read),
+            (dst.tracked(), None, Access::Write),
+        ];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
+            let ev = unsafe {
+                raw_queue::enqueue_copy_image_to_buffer(
+                    queue.as_raw(),
+                    self.raw,
+                    dst.as_raw(),
+                    o,
+                    r,
+                    dst_offset,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueCopyImageToBuffer"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     /// Copies tightly packed pixels from `src` at `src_offset` bytes into `region` at
@@ -594,21 +617,27 @@ impl Image {
         src.check_queue(queue)?;
         let (o, r) = coords(self.extent(), dst_origin, region)?;
         self.check_buffer_range(src, src_offset, r, "buffer range of a buffer-to-image copy")?;
-        // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_copy_buffer_to_image(
-                queue.as_raw(),
-                src.as_raw(),
-                self.raw,
-                src_offset,
-                o,
-                r,
-                &checked_list(queue, wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueCopyBufferToImage"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let uses = [
+            (src.tracked(), None, Access::Read),
+            (self.tracked(), None, Access::Write),
+        ];
+        enqueue_tracked(queue, wait, &uses, |list| {
+            // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
+            let ev = unsafe {
+                raw_queue::enqueue_copy_buffer_to_image(
+                    queue.as_raw(),
+                    src.as_raw(),
+                    self.raw,
+                    src_offset,
+                    o,
+                    r,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueCopyBufferToImage"))?;
+            // SAFETY: a fresh reference we own.
+            Ok(unsafe { Event::from_raw(ev) })
+        })
     }
 
     fn check_buffer_range(

@@ -240,7 +240,7 @@ pub struct KernelParam {
     pub type_name: String,
     /// What may be passed.
     pub kind: ParamKind,
-    /// `const` in the type qualifier or a `__constant` pointer: kernels only read through it.
+    /// Kernels only read through it: a `const` or `__constant` pointer, a `read_only` image.
     pub read_only: bool,
 }
 
@@ -314,8 +314,16 @@ fn read_params(kernel: sys::cl_kernel, n: u32) -> Result<Option<Vec<KernelParam>
                 _ => ParamKind::Value,
             },
         };
-        let read_only = kind == ParamKind::Constant
-            || (kind == ParamKind::Global && qualifier & sys::CL_KERNEL_ARG_TYPE_CONST != 0);
+        // SAFETY: as above.
+        let access: sys::cl_kernel_arg_access_qualifier =
+            unsafe { raw::get_arg_info(kernel, i, sys::CL_KERNEL_ARG_ACCESS_QUALIFIER) }
+                .map_err(Error::cl("clGetKernelArgInfo"))?;
+        let read_only = match kind {
+            ParamKind::Constant => true,
+            ParamKind::Global => qualifier & sys::CL_KERNEL_ARG_TYPE_CONST != 0,
+            ParamKind::Image(_) => access == sys::CL_KERNEL_ARG_ACCESS_READ_ONLY,
+            _ => false,
+        };
         params.push(KernelParam {
             name: name.trim_end_matches('\0').to_owned(),
             type_name,
