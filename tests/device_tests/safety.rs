@@ -72,6 +72,14 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: an_image_from_a_buffer_shares_its_map_lock_and_record,
         },
         DeviceTest {
+            name: "forgotten_svm_map_guards_leak_no_queue",
+            run: forgotten_svm_map_guards_leak_no_queue,
+        },
+        DeviceTest {
+            name: "a_cached_kernel_and_an_svm_map_take_turns",
+            run: a_cached_kernel_and_an_svm_map_take_turns,
+        },
+        DeviceTest {
             name: "bad_input_matrix_is_refused_before_the_driver",
             run: bad_input_matrix_is_refused_before_the_driver,
         },
@@ -1060,6 +1068,74 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
         fill?;
         let v: Vec<f32> = buf.read_vec(&q, &[])?;
         assert_eq!(v, vec![3.0f32; 16]);
+    }
+    Ok(())
+}
+
+fn coarse_svm(dev: &TestDevice) -> Result<(), cl_tests::TestError> {
+    let caps = dev.device.svm_capabilities()?;
+    if dev.device.version() < cl_mem::Version::V2_0
+        || !caps.contains(cl_mem::SvmCapabilities::COARSE_GRAIN_BUFFER)
+    {
+        return Err(skip("no coarse-grain buffer SVM (OpenCL 2.0)"));
+    }
+    Ok(())
+}
+
+const SVM_SRC: &str = r#"
+__kernel void twice(__global float* a) { a[get_global_id(0)] *= 2.0f; }
+"#;
+
+fn forgotten_svm_map_guards_leak_no_queue(dev: &TestDevice) -> TestResult {
+    coarse_svm(dev)?;
+    let q = dev.queue();
+    let ctx = q.context().clone();
+    let before = ctx.reference_count()?;
+    {
+        let mut a = cl_mem::svm::SvmArray::<f32, cl_mem::svm::Coarse>::new(&q, 64)?;
+        a.with_map_rw(&q, |s| s.fill(0.0))?;
+        for _ in 0..5 {
+            std::mem::forget(a.map_rw(&q)?);
+        }
+        // The next map unmaps the leftovers; their queue references go with them.
+        a.with_map_ro(&q, |s| assert_eq!(s[0], 0.0))?;
+        for _ in 0..3 {
+            std::mem::forget(a.map_ro(&q)?);
+        }
+    }
+    // Dropping the array unmaps what is left and frees it, on the queue.
+    q.finish()?;
+    let after = ctx.reference_count()?;
+    assert_eq!(
+        after, before,
+        "forgotten SVM map guards changed the context's reference count"
+    );
+    Ok(())
+}
+
+fn a_cached_kernel_and_an_svm_map_take_turns(dev: &TestDevice) -> TestResult {
+    coarse_svm(dev)?;
+    let q = dev.queue();
+    let ctx = q.context();
+    let mut a = cl_mem::svm::SvmArray::<f32, cl_mem::svm::Coarse>::new(&q, 64)?;
+    a.with_map_rw(&q, |s| s.iter_mut().for_each(|v| *v = 1.0))?;
+    let program = Program::build_from_source(ctx, SVM_SRC, "")?;
+    let mut k = program.kernel("twice")?;
+    k.set_arg(0, &a)?;
+    for round in 1..=3u32 {
+        k.enqueue_nd_range(&q, &[64], None, &[])?;
+        q.finish()?;
+        // No extra step: the kernel stays cached with its argument, the map works.
+        let want = 2f32.powi(i32::try_from(round)?);
+        a.with_map_ro(&q, |s| {
+            assert!(s.iter().all(|&v| v == want), "round {round}")
+        })?;
+        let guard = a.map_ro(&q)?;
+        mapped(
+            k.enqueue_nd_range(&q, &[64], None, &[]),
+            "kernel under an SVM map",
+        );
+        drop(guard);
     }
     Ok(())
 }

@@ -192,12 +192,28 @@ fn roundtrip<G: Grain>(q: &Queue, a: &mut SvmArray<f32, G>) -> TestResult {
     let mut k = kernel(q, "twice")?;
     k.set_arg(0, &*a)?;
     k.enqueue_nd_range(q, &[N], None, &[])?.wait()?;
-    // The kernel still holds the allocation: host access is refused until it lets go.
-    assert!(matches!(a.map_ro(q), Err(Error::SvmInUse(_))));
-    drop(k);
+    // PyOpenCL's pattern: the kernel stays cached with its argument set, and the host maps the
+    // memory after the command ran. While the map is open the kernel is refused, not raced.
     let m = a.map_ro(q)?;
     for (i, &v) in m.iter().enumerate() {
         assert_eq!(v, 2.0 * i as f32, "pointer kernel at {i}");
+    }
+    assert!(matches!(
+        k.enqueue_nd_range(q, &[N], None, &[]),
+        Err(Error::Mapped(_))
+    ));
+    drop(m);
+    // Direct host access (no guard) still needs the kernel to let go.
+    k.enqueue_nd_range(q, &[N], None, &[])?.wait()?;
+    drop(k);
+    let m = a.map_rw(q)?;
+    for (i, &v) in m.iter().enumerate() {
+        assert_eq!(v, 4.0 * i as f32, "second kernel run at {i}");
+    }
+    // Back to the values the buffer-view step expects.
+    let mut m = m;
+    for (i, v) in m.iter_mut().enumerate() {
+        *v = 2.0 * i as f32;
     }
     drop(m);
 

@@ -101,6 +101,17 @@ pub(crate) trait ArgMemory {
     fn tracked(&self) -> Option<&Tracked> {
         None
     }
+    /// A kernel command that uses the memory is about to be enqueued: refused while the host
+    /// has it mapped. Every `Ok` is followed by one [`ArgMemory::end_command`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mapped`] while a host map of the memory is open.
+    fn begin_command(&self) -> Result<()> {
+        Ok(())
+    }
+    /// The command of [`ArgMemory::begin_command`] was enqueued (or failed to be).
+    fn end_command(&self) {}
 }
 
 impl ArgMemory for Tracked {

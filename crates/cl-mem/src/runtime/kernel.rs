@@ -17,7 +17,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::program::Program;
 use crate::runtime::queue::Queue;
-use crate::track::{arg_memory, enqueue_tracked, is_done, Access, Use};
+use crate::track::{arg_memory, enqueue_tracked, is_done, Access, ArgMemory, Use};
 use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.
@@ -838,7 +838,21 @@ impl Kernel {
                 uses.push((tracked, None, access));
             }
         }
-        let ev = enqueue_tracked(queue, wait, &uses, |list| {
+        // Memory kinds with their own host-access rule (SVM) refuse while mapped; each begun
+        // command is ended below, enqueued or not.
+        let mut begun: SmallVec<[&dyn ArgMemory; 4]> = SmallVec::new();
+        for k in self.held.iter().flatten().filter_map(|h| h.keep_alive()) {
+            if let Some(m) = arg_memory(k) {
+                if let Err(e) = m.begin_command() {
+                    for b in begun {
+                        b.end_command();
+                    }
+                    return Err(e);
+                }
+                begun.push(m);
+            }
+        }
+        let result = enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/kernel/events of one context (checked); every argument is set
             // and its objects are held by `self`; we own the returned event.
             let ev = unsafe {
@@ -854,15 +868,17 @@ impl Kernel {
             .map_err(Error::cl("clEnqueueNDRangeKernel"))?;
             // SAFETY: a fresh reference we own.
             Ok(unsafe { Event::from_raw(ev) })
-        })?;
-        self.record(&ev);
+        });
         // SVM has no reference count: an allocation must learn every queue that uses it so its
-        // free can wait for them (crate::svm).
-        for keep_alive in self.held.iter().flatten().filter_map(|h| h.keep_alive()) {
-            if let Some(m) = arg_memory(keep_alive) {
+        // free can wait for them, before a map may look for pending work again.
+        for m in begun {
+            if result.is_ok() {
                 m.used_on(queue);
             }
+            m.end_command();
         }
+        let ev = result?;
+        self.record(&ev);
         Ok(ev)
     }
 }

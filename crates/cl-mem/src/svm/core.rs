@@ -216,6 +216,8 @@ pub struct Core {
     /// too, until they complete, but only a slot can start new commands, so only slots make
     /// host access unsafe.
     kernel_slots: AtomicUsize,
+    /// Kernel enqueues between their map check and their queue record (see `begin_command`).
+    enqueuing: AtomicUsize,
 }
 
 // SAFETY: the pointer is an SVM (or system SVM) address, valid in every host thread of the
@@ -247,6 +249,27 @@ impl crate::track::ArgMemory for Core {
     /// The allocation remembers the queue so its free waits for it.
     fn used_on(&self, queue: &Queue) {
         self.note_use(queue);
+    }
+
+    /// Announces the enqueue, then looks for host maps; a map registers itself, then waits for
+    /// announced enqueues (`map_core`): one of the two always sees the other.
+    fn begin_command(&self) -> Result<()> {
+        self.enqueuing.fetch_add(1, Ordering::SeqCst);
+        let maps = lock(&self.maps).len();
+        if maps == 0 {
+            Ok(())
+        } else {
+            self.enqueuing.fetch_sub(1, Ordering::SeqCst);
+            Err(Error::Mapped(format!(
+                "a kernel would use SVM the host has mapped ({maps} map(s) open); drop the map \
+                 guard first (a guard forgotten with mem::forget is unmapped by the next map or \
+                 host access)"
+            )))
+        }
+    }
+
+    fn end_command(&self) {
+        self.enqueuing.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -432,6 +455,7 @@ impl Core {
             maps: Mutex::new(Vec::new()),
             next_map: AtomicU64::new(1),
             kernel_slots: AtomicUsize::new(0),
+            enqueuing: AtomicUsize::new(0),
         }
     }
 
@@ -534,9 +558,31 @@ impl Core {
         id
     }
 
-    /// Forgets a map its guard unmapped.
+    /// Forgets a map whose enqueue failed.
     pub(crate) fn forget_map(&self, id: u64) {
         lock(&self.maps).retain(|(i, _, _)| *i != id);
+    }
+
+    /// Unmaps the live map `id` (its guard is ending) on the queue it was mapped on.
+    pub(crate) fn unmap_map(&self, id: u64) -> Result<()> {
+        let entry = {
+            let mut maps = lock(&self.maps);
+            maps.iter()
+                .position(|(i, _, _)| *i == id)
+                .map(|at| maps.remove(at))
+        };
+        match entry {
+            Some((_, queue, base)) => super::map::unmap_now(&queue, base as *mut c_void),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until no kernel enqueue that checked for maps before this map registered is still
+    /// between its check and its record.
+    pub(crate) fn wait_for_enqueues(&self) {
+        while self.enqueuing.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
+        }
     }
 
     /// Unmaps maps whose guards were leaked (`mem::forget`). Callers hold the owner's `&mut` or

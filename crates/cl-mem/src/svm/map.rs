@@ -15,28 +15,29 @@ use crate::pod::Pod;
 use crate::runtime::event::{raw_list, Event};
 use crate::runtime::queue::Queue;
 
-use super::core::{exclusive, Core};
+use super::core::Core;
 use super::{Grain, SvmArray};
 
 /// A live `clEnqueueSVMMap` of one range; unmapped (and waited for) once. Registered in the
 /// allocation's [`Core`] so that a guard leaked with `mem::forget` is unmapped before the next
 /// map, host access or free.
+///
+/// The guard holds no OpenCL reference: the queue lives in the allocation's list of maps, so a
+/// guard forgotten with `mem::forget` leaks nothing (the entry is unmapped and dropped by the
+/// next map, host access or free).
 pub(crate) struct Mapping<'a> {
     core: &'a Core,
-    /// `None` once unmapped, or when nothing was mapped (an empty range).
-    queue: Option<Queue>,
-    base: *mut c_void,
+    /// False once unmapped, or when nothing was mapped (an empty range).
+    open: bool,
     id: u64,
 }
 
 impl Mapping<'_> {
     fn unmap(&mut self) -> Result<()> {
-        let Some(queue) = self.queue.take() else {
+        if !std::mem::replace(&mut self.open, false) {
             return Ok(());
-        };
-        unmap_now(&queue, self.base)?;
-        self.core.forget_map(self.id);
-        Ok(())
+        }
+        self.core.unmap_map(self.id)
     }
 }
 
@@ -205,7 +206,6 @@ pub(crate) fn map_core<'a, T: Pod>(
     range: Range<usize>,
     flags: sys::cl_map_flags,
 ) -> Result<(Mapping<'a>, *mut T, usize)> {
-    exclusive(core, "mapping")?;
     core.check_queue(queue)?;
     core.unmap_leftovers()?;
     let elem = std::mem::size_of::<T>();
@@ -221,8 +221,7 @@ pub(crate) fn map_core<'a, T: Pod>(
     if len == 0 || elem == 0 {
         let mapping = Mapping {
             core,
-            queue: None,
-            base: std::ptr::null_mut(),
+            open: false,
             id: 0,
         };
         // Zero-size values need no memory: all `len` of them live at a dangling address.
@@ -231,12 +230,28 @@ pub(crate) fn map_core<'a, T: Pod>(
     }
     // SAFETY: `range` is inside the allocation (checked).
     let ptr = unsafe { core.ptr().cast::<T>().add(range.start) };
-    let markers = core.pending_markers(Some(queue))?;
+    // Registered before anything is enqueued: kernels holding the allocation are refused from
+    // here on (Error::Mapped), and those already past their check are waited for, so the
+    // markers below cover every command that may touch the memory.
+    let id = core.remember_map(queue, ptr.cast::<c_void>());
+    core.wait_for_enqueues();
+    let mapping = Mapping {
+        core,
+        open: false,
+        id,
+    };
+    let markers = match core.pending_markers(Some(queue)) {
+        Ok(m) => m,
+        Err(e) => {
+            core.forget_map(id);
+            return Err(e);
+        }
+    };
     let waits: Vec<&Event> = markers.iter().collect();
     // SAFETY: a 2.0+ platform (checked at allocation) and a queue of its context (checked);
     // the range lies in the allocation; the map is blocking and waits for every queue that used
-    // the memory, and no kernel holds it, so the host reference made from it races with nothing;
-    // `Mapping` unmaps it once.
+    // the memory, and kernels holding it cannot enqueue while it is registered, so the host
+    // reference made from it races with nothing; `Mapping` unmaps it once.
     let raw = unsafe {
         raw_queue::enqueue_svm_map(
             queue.as_raw(),
@@ -246,16 +261,18 @@ pub(crate) fn map_core<'a, T: Pod>(
             len * elem,
             &raw_list(&waits),
         )
-    }
-    .map_err(Error::cl("clEnqueueSVMMap"))?;
+    };
+    let raw = match raw {
+        Ok(r) => r,
+        Err(e) => {
+            core.forget_map(id);
+            return Err(Error::cl("clEnqueueSVMMap")(e));
+        }
+    };
     // SAFETY: a fresh reference we own; the map is complete (blocking).
     drop(unsafe { Event::from_raw(raw) });
-    let mapping = Mapping {
-        core,
-        queue: Some(queue.clone()),
-        base: ptr.cast::<c_void>(),
-        id: core.remember_map(queue, ptr.cast::<c_void>()),
-    };
+    let mut mapping = mapping;
+    mapping.open = true;
     Ok((mapping, ptr, len))
 }
 
