@@ -395,17 +395,47 @@ fn commands_in_flight_are_pruned(dev: &TestDevice) -> TestResult {
         .set_arg(1, &buf)?
         .set_arg(2, &1.0f32)?
         .set_arg(3, &16u32)?;
+    // One in-order queue: one record, however many commands (no status read per enqueue).
     for _ in 0..500 {
         k.enqueue_nd_range(&q, &[16], None, &[])?;
-        // Unflushed commands are in flight for real; the record holds no more than them.
-        assert!(k.commands_in_flight() <= 500, "{}", k.commands_in_flight());
+        assert_eq!(k.commands_in_flight(), 1);
     }
     q.finish()?;
+    // A replaced argument is let go once its commands ran and a new object comes.
+    let x0 = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1.0f32; 16])?;
+    let x1 = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1.0f32; 16])?;
+    k.set_arg(0, &x0)?;
     k.enqueue_nd_range(&q, &[16], None, &[])?;
-    assert!(k.commands_in_flight() <= 1, "{}", k.commands_in_flight());
+    q.finish()?;
+    k.set_arg(0, &x1)?;
+    assert!(
+        x0.mem_reference_count()? >= 2,
+        "the finished command's record"
+    );
+    k.enqueue_nd_range(&q, &[16], None, &[])?;
+    assert_eq!(x0.mem_reference_count()?, 1, "x0 let go");
     q.finish()?;
     drop(k);
     assert_eq!(buf.mem_reference_count()?, 1);
+    assert_eq!(x1.mem_reference_count()?, 1);
+    // An out-of-order queue keeps one record per command, swept as they complete.
+    if let Ok(ooo) = Queue::builder(ctx, &dev.device).out_of_order(true).build() {
+        let mut k = program.kernel("scale")?;
+        k.set_arg(0, &buf)?
+            .set_arg(1, &buf)?
+            .set_arg(2, &1.0f32)?
+            .set_arg(3, &16u32)?;
+        for _ in 0..200 {
+            k.enqueue_nd_range(&ooo, &[16], None, &[])?;
+            assert!(k.commands_in_flight() <= 200);
+        }
+        ooo.finish()?;
+        for _ in 0..100 {
+            k.enqueue_nd_range(&ooo, &[16], None, &[])?;
+            ooo.finish()?;
+        }
+        assert!(k.commands_in_flight() <= 70, "{}", k.commands_in_flight());
+    }
     // A kernel of scalars only keeps no record.
     let mut k = program.kernel("scale")?;
     k.set_arg(0, &NullMem)?

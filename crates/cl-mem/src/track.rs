@@ -31,6 +31,9 @@ use crate::error::{Error, Result};
 use crate::runtime::event::{Event, EventStatus};
 use crate::runtime::queue::Queue;
 
+/// How many records pass between two prunings of completed commands of other queues.
+const PRUNE_EVERY: u32 = 16;
+
 /// What a command does to the bytes it names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Access {
@@ -67,6 +70,8 @@ struct State {
     /// claimed meanwhile would not see them, so it waits for them to be recorded.
     enqueuing: SmallVec<[LiveMap; 2]>,
     next_id: u64,
+    /// Records since other queues' completed commands were last forgotten.
+    since_prune: u32,
 }
 
 /// The command and map record of one allocation; see the module documentation.
@@ -375,12 +380,18 @@ fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
         if rec.in_order {
             // On an in-order queue the newest command completes last.
             list.clear();
-        } else {
+        } else if list.len() >= 8 && list.len().is_power_of_two() {
+            // Out of order: every pending command counts; swept at doubling lengths (amortised
+            // O(1) status reads per record).
             list.retain(|e| !is_done(e));
         }
         list.push(event.clone());
-        // Queues whose last commands completed hold nothing.
-        if s.queues.len() > 1 {
+        // Queues whose last commands completed hold nothing. Status reads cost a driver call
+        // each, so this runs every PRUNE_EVERY records, not every time (a completed event left
+        // in the record only adds a satisfied entry to a wait list).
+        s.since_prune += 1;
+        if s.queues.len() > 1 && s.since_prune >= PRUNE_EVERY {
+            s.since_prune = 0;
             s.queues.retain_mut(|r| {
                 r.writes.retain(|e| !is_done(e));
                 r.reads.retain(|e| !is_done(e));

@@ -187,11 +187,91 @@ impl Drop for Held {
 /// The arguments one enqueued command used, kept until its event completes.
 type Snapshot = Vec<Arc<Held>>;
 
-/// The record of commands in flight is swept whole (every entry's status read) when it grows
-/// past this many entries, then past twice what a sweep left: amortised O(1) status reads per
-/// enqueue, however many commands are queued and not yet flushed. Between sweeps only the
-/// oldest entries are checked (in-order queues complete in order).
+/// Status reads are the expensive part of a record (a driver call, microseconds on the NVIDIA
+/// driver). Out-of-order records are swept (every status read) only past this many entries, then
+/// past twice what a sweep left: amortised O(1) reads per enqueue.
 const FIRST_SWEEP: usize = 32;
+
+/// True when both hold the same OpenCL object (or are the same argument).
+fn same_object(a: &Arc<Held>, b: &Arc<Held>) -> bool {
+    Arc::ptr_eq(a, b)
+        || match (&**a, &**b) {
+            (Held::Mem(x, _), Held::Mem(y, _)) => x == y,
+            (Held::Sampler(x), Held::Sampler(y)) => x == y,
+            _ => false,
+        }
+}
+
+/// The arguments of one in-order queue's commands that may still run: the newest command's
+/// event (on an in-order queue it completes last) and every object used since the record last
+/// saw that queue idle, each once. Enqueues with the same argument objects read no status: only
+/// the event is replaced. A replaced argument is let go at the next enqueue that brings a new
+/// object after the queue went idle, or when the kernel drops.
+struct OrderedHold {
+    queue: usize,
+    latest: Event,
+    held: Snapshot,
+}
+
+/// Arguments held for commands that may still run.
+#[derive(Default)]
+struct InFlight {
+    ordered: SmallVec<[OrderedHold; 1]>,
+    /// Out-of-order queues: every command with its arguments, oldest first.
+    unordered: VecDeque<(Event, Snapshot)>,
+    next_sweep: usize,
+}
+
+impl InFlight {
+    fn record(&mut self, queue: &Queue, ev: &Event, snapshot: Snapshot) {
+        if snapshot.is_empty() {
+            return;
+        }
+        let raw = queue.as_raw() as usize;
+        if queue.is_in_order() {
+            match self.ordered.iter_mut().find(|o| o.queue == raw) {
+                Some(o) => {
+                    let fresh: Snapshot = snapshot
+                        .iter()
+                        .filter(|h| !o.held.iter().any(|x| same_object(x, h)))
+                        .cloned()
+                        .collect();
+                    // Only a new argument object costs a status read: when the previous newest
+                    // command is done, what it covered (replaced arguments) can go now.
+                    if !fresh.is_empty() && is_done(&o.latest) {
+                        o.held = snapshot;
+                    } else {
+                        o.held.extend(fresh);
+                    }
+                    o.latest = ev.clone();
+                }
+                None => self.ordered.push(OrderedHold {
+                    queue: raw,
+                    latest: ev.clone(),
+                    held: snapshot,
+                }),
+            }
+        } else {
+            if self.unordered.len() > self.next_sweep.max(FIRST_SWEEP) {
+                self.unordered.retain(|(e, _)| !is_done(e));
+                self.next_sweep = self.unordered.len().saturating_mul(2);
+            }
+            self.unordered.push_back((ev.clone(), snapshot));
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ordered.len() + self.unordered.len()
+    }
+
+    /// Every record as (event, arguments to keep until it completes).
+    fn drain(&mut self) -> impl Iterator<Item = (Event, Snapshot)> + '_ {
+        self.ordered
+            .drain(..)
+            .map(|o| (o.latest, o.held))
+            .chain(self.unordered.drain(..))
+    }
+}
 
 /// What a kernel parameter is, from `clGetKernelArgInfo` (programs are built with
 /// `-cl-kernel-arg-info`).
@@ -356,11 +436,9 @@ pub struct Kernel {
     held: Vec<Option<Arc<Held>>>,
     /// Parameter descriptions; `None` when the driver gives no argument information.
     params: Option<Vec<KernelParam>>,
-    /// Commands enqueued and maybe not complete, with the arguments they used, oldest first.
-    /// (`RefCell`: `Kernel` is not `Sync`, and enqueues take `&self`.)
-    in_flight: RefCell<VecDeque<(Event, Snapshot)>>,
-    /// The record's length that triggers the next full sweep.
-    next_sweep: Cell<usize>,
+    /// The arguments of commands that may still run. (`RefCell`: `Kernel` is not `Sync`, and
+    /// enqueues take `&self`.)
+    in_flight: RefCell<InFlight>,
     /// Explicitly `!Sync` (`Cell` is `Send` but not `Sync`), independent of the field types.
     not_sync: PhantomData<Cell<()>>,
 }
@@ -390,8 +468,7 @@ impl Kernel {
             program: program.clone(),
             held: Vec::new(),
             params: None,
-            in_flight: RefCell::new(VecDeque::new()),
-            next_sweep: Cell::new(FIRST_SWEEP),
+            in_flight: RefCell::new(InFlight::default()),
             not_sync: PhantomData,
         };
         let n = k.num_args()?;
@@ -482,8 +559,10 @@ impl Kernel {
         self.params.as_deref()
     }
 
-    /// Commands enqueued with this kernel whose completion it has not yet seen (they hold their
-    /// arguments); pruned on every enqueue.
+    /// Argument records the kernel keeps for commands that may still run: one per in-order queue
+    /// it was enqueued on (covering every command there since the record last saw the queue
+    /// idle), one per command on out-of-order queues. Completed records are dropped as the record
+    /// grows (see the module's `FIRST_SWEEP`) and when the kernel drops.
     pub fn commands_in_flight(&self) -> usize {
         self.in_flight.borrow().len()
     }
@@ -878,28 +957,14 @@ impl Kernel {
             m.end_command();
         }
         let ev = result?;
-        self.record(&ev);
+        self.record(queue, &ev);
         Ok(ev)
     }
 }
 
 impl Kernel {
-    /// Keeps the arguments of the command behind `ev` until it completes, and forgets commands
-    /// that completed (the oldest first; the whole record as [`FIRST_SWEEP`] says).
-    fn record(&self, ev: &Event) {
-        let mut in_flight = self.in_flight.borrow_mut();
-        while let Some((front, _)) = in_flight.front() {
-            if is_done(front) {
-                in_flight.pop_front();
-            } else {
-                break;
-            }
-        }
-        if in_flight.len() > self.next_sweep.get() {
-            in_flight.retain(|(e, _)| !is_done(e));
-            self.next_sweep
-                .set(FIRST_SWEEP.max(in_flight.len().saturating_mul(2)));
-        }
+    /// Keeps the arguments of the command behind `ev` until it completes.
+    fn record(&self, queue: &Queue, ev: &Event) {
         let snapshot: Snapshot = self
             .held
             .iter()
@@ -907,9 +972,7 @@ impl Kernel {
             .filter(|h| h.holds_anything())
             .cloned()
             .collect();
-        if !snapshot.is_empty() {
-            in_flight.push_back((ev.clone(), snapshot));
-        }
+        self.in_flight.borrow_mut().record(queue, ev, snapshot);
     }
 }
 
@@ -928,7 +991,8 @@ impl Drop for Kernel {
         }
         // Commands still pending keep their arguments until they complete: the callback drops
         // the snapshot (releasing handles is allowed in event callbacks).
-        for (ev, snapshot) in self.in_flight.get_mut().drain(..) {
+        let records: Vec<(Event, Snapshot)> = self.in_flight.get_mut().drain().collect();
+        for (ev, snapshot) in records {
             if is_done(&ev) {
                 continue;
             }
