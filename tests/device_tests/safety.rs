@@ -80,6 +80,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: a_cached_kernel_and_an_svm_map_take_turns,
         },
         DeviceTest {
+            name: "typed_image_arrays_match_the_channel_type",
+            run: typed_image_arrays_match_the_channel_type,
+        },
+        DeviceTest {
             name: "bad_input_matrix_is_refused_before_the_driver",
             run: bad_input_matrix_is_refused_before_the_driver,
         },
@@ -1167,5 +1171,47 @@ fn a_cached_kernel_and_an_svm_map_take_turns(dev: &TestDevice) -> TestResult {
         );
         drop(guard);
     }
+    Ok(())
+}
+
+fn typed_image_arrays_match_the_channel_type(dev: &TestDevice) -> TestResult {
+    if !dev.device.image_support()? {
+        return Err(skip("the device has no image support"));
+    }
+    let q = dev.queue();
+    let ctx = q.context();
+    let data: Vec<f32> = (0..16).map(|i| i as f32 + 0.5).collect();
+    let img = Image::from_host(
+        ctx,
+        MemFlags::READ_WRITE,
+        ImageFormat::RGBA_FLOAT,
+        &ImageDesc::d1(4),
+        &data,
+    )?;
+    // The case was `read_array::<f64>`: now a compile error (tests/ui). An element type
+    // of another channel type is a typed error, not a reinterpretation.
+    let r = img.read_array::<u32>(&q, &[], &[4], &[]);
+    assert!(
+        matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("Float")),
+        "{r:?}"
+    );
+    let r = img.write_array(&q, &[], &ndarray::Array2::<i32>::zeros((4, 4)), &[]);
+    assert!(matches!(&r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let back = img.read_array::<f32>(&q, &[], &[4], &[])?;
+    assert_eq!(back.as_slice(), Some(&data[..]));
+    let px = img.read_array::<[f32; 4]>(&q, &[], &[4], &[])?;
+    assert_eq!(px[[1]], [4.5, 5.5, 6.5, 7.5]);
+    // Normalized formats take their integer type.
+    let unorm = Image::new(
+        ctx,
+        MemFlags::READ_WRITE,
+        ImageFormat::new(cl_mem::ChannelOrder::Rgba, cl_mem::ChannelType::UnormInt8),
+        &ImageDesc::d1(4),
+    )?;
+    unorm.write_array(&q, &[], &ndarray::Array2::<u8>::from_elem((4, 4), 7), &[])?;
+    let v = unorm.read_array::<u8>(&q, &[], &[4], &[])?;
+    assert!(v.iter().all(|&x| x == 7));
+    let r = unorm.read_array::<i8>(&q, &[], &[4], &[]);
+    assert!(matches!(&r, Err(Error::InvalidArgument(_))), "{r:?}");
     Ok(())
 }

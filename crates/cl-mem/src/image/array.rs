@@ -180,6 +180,25 @@ where
 }
 
 impl Image {
+    /// Refuses an element type whose channel type is not the image's: an `f64` read of a
+    /// `CL_FLOAT` image would reinterpret pairs of floats as doubles.
+    fn check_element<T: ImageElement>(&self) -> Result<()> {
+        let ct = self.format.channel_type;
+        if T::CHANNEL_TYPE == ct || T::NORM_CHANNEL_TYPE == Some(ct) {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "{} holds {ct:?} channels; `{}` elements are {:?}{}",
+                self.format,
+                std::any::type_name::<T>(),
+                T::CHANNEL_TYPE,
+                T::NORM_CHANNEL_TYPE
+                    .map(|n| format!(" (or {n:?})"))
+                    .unwrap_or_default(),
+            )))
+        }
+    }
+
     /// The ndarray shape of `region` read as values of `T`: the region's dimensions of this
     /// image type reversed, plus a channel axis when a pixel holds several `T`.
     fn array_shape<T: Pod>(&self, region: [usize; 3]) -> Result<Vec<usize>> {
@@ -208,14 +227,18 @@ impl Image {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when a pixel is not a whole number of `T`; as [`Image::read`].
-    pub fn read_array<T: Pod + Default>(
+    /// [`Error::InvalidArgument`] when `T`'s channel type is not the image's (`f32` for
+    /// `CL_FLOAT`, `u8` for `CL_UNSIGNED_INT8` or `CL_UNORM_INT8`, ...; an `f64` read of a float
+    /// image is refused, not reinterpreted) or a pixel is not a whole number of `T`; as
+    /// [`Image::read`].
+    pub fn read_array<T: ImageElement + Default>(
         &self,
         queue: &Queue,
         origin: &[usize],
         region: &[usize],
         wait: &[&Event],
     ) -> Result<ArrayD<T>> {
+        self.check_element::<T>()?;
         let (_, r) = super::transfer::coords(self.extent(), origin, region)?;
         let shape = self.array_shape::<T>(r)?;
         let mut out = ArrayD::<T>::default(IxDyn(&shape));
@@ -231,7 +254,8 @@ impl Image {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a non-C-contiguous array or a shape that is not a region of
+    /// [`Error::InvalidArgument`] when `T`'s channel type is not the image's (as
+    /// [`Image::read_array`]), for a non-C-contiguous array or a shape that is not a region of
     /// this image type (with a trailing channel axis of the right length when a pixel holds
     /// several `T`); as [`Image::write`].
     pub fn write_array<T, S, D>(
@@ -242,10 +266,11 @@ impl Image {
         wait: &[&Event],
     ) -> Result<Event>
     where
-        T: Pod,
+        T: ImageElement,
         S: Data<Elem = T>,
         D: Dimension,
     {
+        self.check_element::<T>()?;
         let data = array
             .as_slice()
             .ok_or_else(|| Error::InvalidArgument("array must be C-contiguous".into()))?;
