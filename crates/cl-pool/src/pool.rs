@@ -968,6 +968,10 @@ impl<A: Allocator> Inner<A> {
     }
 
     fn take_larger(&self, bin: BinNumber, size: usize, tick: u64, n: u32) -> Found<A::Block> {
+        // No block can sit above the bin of the largest size: a huge `larger_bins`
+        // (`u32::MAX`) looks at the bins that can exist, not at four billion numbers.
+        let last = self.layout.bin_number(usize::MAX);
+        let n = n.min(last.saturating_sub(bin));
         for k in 1..=n {
             let Some(b) = bin.checked_add(k) else {
                 break;
@@ -1269,12 +1273,24 @@ impl<A: Allocator> PoolBlock<A> {
         }
     }
 
-    /// The underlying block, mutably (e.g. to bind it to a queue).
-    pub fn block_mut(&mut self) -> &mut A::Block {
+    /// The underlying block, mutably: crate-private, because two handles' blocks swapped
+    /// (`mem::swap(a.block_mut(), b.block_mut())`) would be returned to each other's bins and a
+    /// later `allocate` would hand out a block smaller than asked. Callers get narrow access
+    /// instead ([`PoolBlock::as_mut_slice`], the queue and map methods of buffer and SVM blocks).
+    pub(crate) fn block_mut(&mut self) -> &mut A::Block {
         match &mut self.block {
             Some(b) => b,
             None => unreachable_block(),
         }
+    }
+
+    /// The block's contents as a mutable slice, for blocks that are slices (host and pinned
+    /// memory). A slice cannot be swapped for another block.
+    pub fn as_mut_slice<T>(&mut self) -> &mut [T]
+    where
+        A::Block: std::ops::DerefMut<Target = [T]>,
+    {
+        self.block_mut()
     }
 
     /// The size asked for.
@@ -1349,12 +1365,20 @@ impl<A: Allocator> LocalBlock<'_, A> {
         }
     }
 
-    /// The underlying block, mutably.
-    pub fn block_mut(&mut self) -> &mut A::Block {
+    /// The underlying block, mutably: crate-private, as [`PoolBlock::block_mut`].
+    pub(crate) fn block_mut(&mut self) -> &mut A::Block {
         match &mut self.block {
             Some(b) => b,
             None => unreachable_block(),
         }
+    }
+
+    /// The block's contents as a mutable slice; see [`PoolBlock::as_mut_slice`].
+    pub fn as_mut_slice<T>(&mut self) -> &mut [T]
+    where
+        A::Block: std::ops::DerefMut<Target = [T]>,
+    {
+        self.block_mut()
     }
 
     /// The size asked for.

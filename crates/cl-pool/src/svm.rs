@@ -14,7 +14,7 @@
 //! - `PooledSvm::requested_bytes` is the requested size and `allocated_bytes` the rounded one
 //!   (PyOpenCL's `PooledSVM.size` is the requested size, its `PooledBuffer.size` the rounded one).
 
-use cl_mem::svm::{Coarse, DeviceGrain, SvmAllocation, SvmOptions, SvmPointer};
+use cl_mem::svm::{Coarse, DeviceGrain, SvmAllocation, SvmMap, SvmMapMut, SvmOptions, SvmPointer};
 use cl_mem::{Error, Queue};
 
 use crate::allocator::Allocator;
@@ -83,6 +83,38 @@ impl<G: DeviceGrain> PoolBlock<SvmAllocator<G>> {
     /// PyOpenCL's `svm_ptr`.
     pub fn svm_ptr(&self) -> *mut std::ffi::c_void {
         self.block().svm_ptr()
+    }
+
+    /// Maps the whole block read-only (the block itself is not handed out mutably: swapped
+    /// between two handles it would go back to the wrong bin).
+    ///
+    /// # Errors
+    ///
+    /// As `cl_mem::svm::SvmArray::map_ro`.
+    pub fn map_ro(&mut self, queue: &Queue) -> Result<SvmMap<'_, u8>, Error> {
+        self.block_mut().map_ro(queue)
+    }
+
+    /// Maps the whole block read-write; see [`PoolBlock::map_ro`].
+    ///
+    /// # Errors
+    ///
+    /// As `cl_mem::svm::SvmArray::map_rw`.
+    pub fn map_rw(&mut self, queue: &Queue) -> Result<SvmMapMut<'_, u8>, Error> {
+        self.block_mut().map_rw(queue)
+    }
+
+    /// Runs `f` on a read-write map of the whole block; see [`PoolBlock::map_ro`].
+    ///
+    /// # Errors
+    ///
+    /// As `cl_mem::svm::SvmArray::with_map_rw`.
+    pub fn with_map_rw<R>(
+        &mut self,
+        queue: &Queue,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, Error> {
+        self.block_mut().with_map_rw(queue, f)
     }
 
     /// Moves the block to another in-order queue of its context (PyOpenCL's `bind_to_queue`).

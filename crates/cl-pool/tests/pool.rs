@@ -341,6 +341,38 @@ fn larger_bins_policy_serves_from_the_next_bins_up() {
 }
 
 #[test]
+fn larger_bins_is_bounded_by_the_bins_that_can_exist() {
+    // `larger_bins: u32::MAX` made one allocate(64) walk four billion bin numbers (47 s); the
+    // walk now stops at the bin of the largest size, with the same results as a sane bound.
+    let run = |larger_bins: u32| {
+        let pool = MemoryPool::builder(TestAllocator::new())
+            .policy(Policy {
+                larger_bins,
+                ..Policy::default()
+            })
+            .build()
+            .unwrap();
+        drop(pool.allocate(1 << 20).unwrap());
+        let a = pool.allocate(64).unwrap();
+        let b = pool.allocate(64).unwrap();
+        let s = pool.stats();
+        (
+            a.allocated_bytes(),
+            b.allocated_bytes(),
+            s.hits,
+            s.larger_bin_hits,
+            s.misses,
+        )
+    };
+    let huge = run(u32::MAX);
+    assert_eq!(huge, run(10_000));
+    // The 64-byte request is served by the held 1 MiB block (a larger-bin hit), the next one
+    // by a fresh block of its own bin.
+    let rounded = |n: usize| cl_pool::alloc_size(cl_pool::bin_number(n));
+    assert_eq!(huge, (rounded(1 << 20), rounded(64), 1, 1, 2));
+}
+
+#[test]
 fn idle_bins_are_released_by_age() {
     let pool = MemoryPool::new(TestAllocator::new());
     drop(pool.allocate(100).unwrap()); // tick 0, bin 105
