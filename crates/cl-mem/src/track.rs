@@ -91,7 +91,7 @@ impl fmt::Debug for Tracker {
 }
 
 /// What a kernel needs of the memory behind an argument's keep-alive: the one way `runtime/`
-/// reaches memory (`crates/cl-mem/tests/tidy.rs` keeps it so). Implemented by [`Tracked`]
+/// reaches memory (`xtask/tests/module_graph.rs` keeps it so). Implemented by [`Tracked`]
 /// (buffers) and the SVM allocation core.
 pub(crate) trait ArgMemory {
     /// The allocation's context, for the kernel's context check.

@@ -1,10 +1,11 @@
-//! Module-structure invariants of cl-mem (docs/ARCHITECTURE.md, "Module structure"), read from the
-//! source files, no OpenCL needed:
+//! Module-structure invariants (docs/ARCHITECTURE.md, "Module structure"), read from the source
+//! files of `cl-mem` and `cl-pool`, no OpenCL needed:
 //!
-//! - no import circle of more than two files (a module and its helper may know each other; three
-//!   or more modules that all reach each other cannot be understood one at a time);
-//! - `runtime/` names no memory module: kernels reach the memory behind their arguments only
-//!   through `crate::track`'s `ArgMemory` seam.
+//! - no import circle of more than two files in either crate (a module and its helper may know
+//!   each other; three or more modules that all reach each other cannot be understood one at a
+//!   time);
+//! - cl-mem's `runtime/` names no memory module: kernels reach the memory behind their arguments
+//!   only through `crate::track`'s `ArgMemory` seam.
 //!
 //! An edge is any `crate::a::b` path (or `super::`/`self::` path) outside comments and outside the
 //! `#[cfg(test)] mod tests` block, resolved to the longest module path that is a file; a parent
@@ -165,27 +166,40 @@ fn components(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     s.out
 }
 
-fn src() -> BTreeMap<String, String> {
-    modules(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+/// The modules of workspace crate `krate` (`crates/<krate>/src`).
+fn src(krate: &str) -> BTreeMap<String, String> {
+    modules(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../crates")
+            .join(krate)
+            .join("src"),
+    )
+}
+
+fn circles_of_more_than_two(krate: &str) -> Vec<Vec<String>> {
+    let mods = src(krate);
+    assert!(mods.len() > 5, "{krate}: sources not found");
+    components(&graph(&mods))
+        .into_iter()
+        .filter(|c| c.len() > 2)
+        .collect()
 }
 
 #[test]
-fn no_import_circle_of_more_than_two_files() {
-    let mods = src();
-    let edges = graph(&mods);
-    let big: Vec<Vec<String>> = components(&edges)
-        .into_iter()
-        .filter(|c| c.len() > 2)
-        .collect();
-    assert!(
-        big.is_empty(),
-        "import circles of more than two files: {big:?}"
-    );
+fn cl_mem_has_no_import_circle_of_more_than_two_files() {
+    let big = circles_of_more_than_two("cl-mem");
+    assert!(big.is_empty(), "cl-mem import circles: {big:?}");
+}
+
+#[test]
+fn cl_pool_has_no_import_circle_of_more_than_two_files() {
+    let big = circles_of_more_than_two("cl-pool");
+    assert!(big.is_empty(), "cl-pool import circles: {big:?}");
 }
 
 #[test]
 fn runtime_reaches_memory_only_through_the_track_seam() {
-    let mods = src();
+    let mods = src("cl-mem");
     let edges = graph(&mods);
     // What runtime/ may name besides itself: errors, plain data and the seam.
     let allowed = ["error", "pod", "mem_type", "track"];

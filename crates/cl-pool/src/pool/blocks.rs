@@ -1,0 +1,179 @@
+//! The handles a caller holds: [`PoolBlock`] (owning a pool handle) and [`LocalBlock`]
+//! (borrowing the pool).
+
+use std::fmt;
+
+use crate::allocator::Allocator;
+use crate::bins::BinNumber;
+
+use super::engine::*;
+use super::*;
+
+/// A block handed out by a [`MemoryPool`]; returns to the pool on drop.
+///
+/// Reports both the requested size ([`requested_bytes`](Self::requested_bytes)) and the size of
+/// the block ([`allocated_bytes`](Self::allocated_bytes)). Releasing twice, PyOpenCL's
+/// `LogicError`, cannot happen: [`release`](Self::release) takes `self`.
+pub struct PoolBlock<A: Allocator> {
+    pub(super) pool: MemoryPool<A>,
+    pub(super) block: Option<A::Block>,
+    pub(super) requested: usize,
+    pub(super) bin: BinNumber,
+    pub(super) trace_id: u64,
+}
+
+impl<A: Allocator> fmt::Debug for PoolBlock<A>
+where
+    A::Block: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolBlock")
+            .field("block", &self.block)
+            .field("requested", &self.requested)
+            .field("allocated", &self.allocated_bytes())
+            .finish()
+    }
+}
+
+impl<A: Allocator> PoolBlock<A> {
+    /// The underlying block.
+    pub fn block(&self) -> &A::Block {
+        // `block` is Some from construction until drop/release, which take `self`.
+        match &self.block {
+            Some(b) => b,
+            None => unreachable_block(),
+        }
+    }
+
+    /// The underlying block, mutably: crate-private, because two handles' blocks swapped
+    /// (`mem::swap(a.block_mut(), b.block_mut())`) would be returned to each other's bins and a
+    /// later `allocate` would hand out a block smaller than asked. Callers get narrow access
+    /// instead ([`PoolBlock::as_mut_slice`], the queue and map methods of buffer and SVM blocks).
+    pub(crate) fn block_mut(&mut self) -> &mut A::Block {
+        match &mut self.block {
+            Some(b) => b,
+            None => unreachable_block(),
+        }
+    }
+
+    /// The block's contents as a mutable slice, for blocks that are slices (host and pinned
+    /// memory). A slice cannot be swapped for another block.
+    pub fn as_mut_slice<T>(&mut self) -> &mut [T]
+    where
+        A::Block: std::ops::DerefMut<Target = [T]>,
+    {
+        self.block_mut()
+    }
+
+    /// The size asked for.
+    pub fn requested_bytes(&self) -> usize {
+        self.requested
+    }
+
+    /// The size of the block (`alloc_size` of its bin; at least `requested_bytes`, at least 1).
+    pub fn allocated_bytes(&self) -> usize {
+        self.pool.alloc_size(self.bin)
+    }
+
+    /// The bin the block belongs to.
+    pub fn bin(&self) -> BinNumber {
+        self.bin
+    }
+
+    /// The pool it came from.
+    pub fn pool(&self) -> &MemoryPool<A> {
+        &self.pool
+    }
+
+    /// Returns the block to the pool now (PyOpenCL's `release()`); same as dropping it.
+    pub fn release(self) {
+        drop(self);
+    }
+}
+
+#[cold]
+pub(super) fn unreachable_block() -> ! {
+    unreachable!("a PoolBlock's block is only taken by Drop, which no method can observe")
+}
+
+impl<A: Allocator> Drop for PoolBlock<A> {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            self.pool
+                .inner
+                .release_block(block, self.bin, self.requested, self.trace_id);
+        }
+    }
+}
+
+/// A block from [`MemoryPool::allocate_local`]: borrows its pool, returns to it on drop.
+pub struct LocalBlock<'a, A: Allocator> {
+    pub(super) inner: &'a Inner<A>,
+    pub(super) block: Option<A::Block>,
+    pub(super) requested: usize,
+    pub(super) bin: BinNumber,
+    pub(super) trace_id: u64,
+}
+
+impl<A: Allocator> fmt::Debug for LocalBlock<'_, A>
+where
+    A::Block: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalBlock")
+            .field("block", &self.block)
+            .field("requested", &self.requested)
+            .field("allocated", &self.allocated_bytes())
+            .finish()
+    }
+}
+
+impl<A: Allocator> LocalBlock<'_, A> {
+    /// The underlying block.
+    pub fn block(&self) -> &A::Block {
+        match &self.block {
+            Some(b) => b,
+            None => unreachable_block(),
+        }
+    }
+
+    /// The underlying block, mutably: crate-private, as [`PoolBlock::block_mut`].
+    pub(crate) fn block_mut(&mut self) -> &mut A::Block {
+        match &mut self.block {
+            Some(b) => b,
+            None => unreachable_block(),
+        }
+    }
+
+    /// The block's contents as a mutable slice; see [`PoolBlock::as_mut_slice`].
+    pub fn as_mut_slice<T>(&mut self) -> &mut [T]
+    where
+        A::Block: std::ops::DerefMut<Target = [T]>,
+    {
+        self.block_mut()
+    }
+
+    /// The size asked for.
+    pub fn requested_bytes(&self) -> usize {
+        self.requested
+    }
+
+    /// The size of the block.
+    pub fn allocated_bytes(&self) -> usize {
+        self.inner.layout.alloc_size(self.bin)
+    }
+
+    /// Returns the block to the pool now; same as dropping it.
+    pub fn release(self) {
+        drop(self);
+    }
+}
+
+impl<A: Allocator> Drop for LocalBlock<'_, A> {
+    fn drop(&mut self) {
+        if let Some(block) = self.block.take() {
+            self.inner
+                .release_block(block, self.bin, self.requested, self.trace_id);
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! [`Policy`]: the opt-in policies beyond PyOpenCL, and their atomic cell.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+/// What the pool does when the upstream reports out-of-memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OomMode {
+    /// PyOpenCL's: free one held block from the largest non-empty bin, retry, repeat until nothing
+    /// is held.
+    #[default]
+    FreeOneAtATime,
+    /// Free every held block at once and retry once (fewer upstream calls when memory is tight).
+    FreeAllRetryOnce,
+}
+
+/// Which held block the pool frees first when it must free some (out-of-memory, limit, cap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Eviction {
+    /// PyOpenCL's: the highest-numbered non-empty bin (the largest blocks).
+    #[default]
+    LargestBinFirst,
+    /// The bin that holds the most blocks (ties: the larger bin): the most redundant memory goes
+    /// first, keeping one block of as many sizes as possible.
+    FullestBinFirst,
+    /// The non-empty bin no request touched for the longest time.
+    LeastRecentlyUsedBin,
+}
+
+/// Opt-in pool policies beyond PyOpenCL. The default is PyOpenCL's exact behaviour.
+///
+/// Switchable at run time with [`MemoryPool::set_policy`]; each field is read with one relaxed load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Policy {
+    /// Hold at most this many bytes: a returned block that would exceed it is freed instead.
+    pub held_bytes_cap: Option<usize>,
+    /// On a miss, also look in up to this many bins above the request's (larger blocks; wasted
+    /// bytes are reported as active rounded bytes). 0 = PyOpenCL.
+    pub larger_bins: u32,
+    /// Free the held blocks of bins no request touched in the last this-many allocations (checked
+    /// on every miss and by [`MemoryPool::release_idle`]).
+    pub idle_release_after: Option<u64>,
+    /// What to do on out-of-memory.
+    pub oom_mode: OomMode,
+    /// Which held blocks go first when some must be freed.
+    pub eviction: Eviction,
+    /// Keep `managed_bytes` at or below this (as CuPy's `set_limit`): exceeding it runs the same
+    /// reclaim path as an upstream out-of-memory, and fails with [`PoolError::LimitReached`].
+    pub managed_bytes_limit: Option<usize>,
+}
+
+pub(super) const NONE: usize = usize::MAX;
+
+#[derive(Debug, Default)]
+pub(super) struct PolicyCell {
+    pub(super) held_cap: AtomicUsize,
+    pub(super) larger_bins: AtomicUsize,
+    pub(super) idle_after: AtomicU64,
+    pub(super) oom_mode: AtomicU8,
+    pub(super) eviction: AtomicU8,
+    pub(super) limit: AtomicUsize,
+}
+
+impl PolicyCell {
+    pub(super) fn store(&self, p: Policy) {
+        self.held_cap
+            .store(p.held_bytes_cap.unwrap_or(NONE), Ordering::Relaxed);
+        self.larger_bins.store(
+            usize::try_from(p.larger_bins).unwrap_or(NONE),
+            Ordering::Relaxed,
+        );
+        self.idle_after
+            .store(p.idle_release_after.unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.oom_mode.store(
+            match p.oom_mode {
+                OomMode::FreeOneAtATime => 0,
+                OomMode::FreeAllRetryOnce => 1,
+            },
+            Ordering::Relaxed,
+        );
+        self.eviction.store(
+            match p.eviction {
+                Eviction::LargestBinFirst => 0,
+                Eviction::FullestBinFirst => 1,
+                Eviction::LeastRecentlyUsedBin => 2,
+            },
+            Ordering::Relaxed,
+        );
+        self.limit
+            .store(p.managed_bytes_limit.unwrap_or(NONE), Ordering::Relaxed);
+    }
+
+    pub(super) fn eviction(&self) -> Eviction {
+        match self.eviction.load(Ordering::Relaxed) {
+            1 => Eviction::FullestBinFirst,
+            2 => Eviction::LeastRecentlyUsedBin,
+            _ => Eviction::LargestBinFirst,
+        }
+    }
+
+    pub(super) fn load(&self) -> Policy {
+        let opt = |v: usize| (v != NONE).then_some(v);
+        Policy {
+            held_bytes_cap: opt(self.held_cap.load(Ordering::Relaxed)),
+            larger_bins: u32::try_from(self.larger_bins.load(Ordering::Relaxed))
+                .unwrap_or(u32::MAX),
+            idle_release_after: match self.idle_after.load(Ordering::Relaxed) {
+                u64::MAX => None,
+                n => Some(n),
+            },
+            oom_mode: if self.oom_mode.load(Ordering::Relaxed) == 1 {
+                OomMode::FreeAllRetryOnce
+            } else {
+                OomMode::FreeOneAtATime
+            },
+            eviction: self.eviction(),
+            managed_bytes_limit: opt(self.limit.load(Ordering::Relaxed)),
+        }
+    }
+}

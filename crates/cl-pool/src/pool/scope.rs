@@ -1,0 +1,68 @@
+//! [`CounterScope`]: peak and counter reports over a region of code.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+
+use crate::allocator::Allocator;
+use crate::stats::{PoolStats, ScopeReport};
+
+use super::engine::*;
+use super::*;
+
+/// A phase of a pool's life whose peaks and counts are measured on their own (see
+/// [`MemoryPool::scope`]).
+pub struct CounterScope<A: Allocator> {
+    pub(super) pool: MemoryPool<A>,
+    pub(super) before: PoolStats,
+    pub(super) open: bool,
+}
+
+impl<A: Allocator> fmt::Debug for CounterScope<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CounterScope")
+            .field("open", &self.open)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Allocator> CounterScope<A> {
+    /// Closes the scope and reports what happened during it.
+    pub fn finish(mut self) -> ScopeReport {
+        self.close()
+    }
+
+    pub(super) fn close(&mut self) -> ScopeReport {
+        self.open = false;
+        let i = &*self.pool.inner;
+        let (peak_active, peak_managed) = {
+            let mut stack = lock(&i.scope_stack);
+            i.with_gauges(|| {
+                let pa = i.scope_peak_active.load(Ordering::Relaxed);
+                let pm = i.scope_peak_managed.load(Ordering::Relaxed);
+                let (sa, sm) = stack.saved.pop().unwrap_or((0, 0));
+                // The enclosing scope saw everything this one saw.
+                i.scope_peak_active.store(sa.max(pa), Ordering::Relaxed);
+                i.scope_peak_managed.store(sm.max(pm), Ordering::Relaxed);
+                i.scopes_open.fetch_sub(1, Ordering::SeqCst);
+                (pa, pm)
+            })
+        };
+        let after = self.pool.stats();
+        ScopeReport {
+            peak_active_bytes: peak_active,
+            peak_managed_bytes: peak_managed,
+            hits: after.hits - self.before.hits,
+            misses: after.misses - self.before.misses,
+            upstream_allocations: after.upstream_allocations - self.before.upstream_allocations,
+            upstream_frees: after.upstream_frees - self.before.upstream_frees,
+        }
+    }
+}
+
+impl<A: Allocator> Drop for CounterScope<A> {
+    fn drop(&mut self) {
+        if self.open {
+            self.close();
+        }
+    }
+}

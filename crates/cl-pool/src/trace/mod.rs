@@ -1,0 +1,89 @@
+//! Allocation traces: record a pool's requests, store them as JSON lines, replay them against a
+//! simulated upstream, and generate RMM-shaped random traces.
+//!
+//! Fragmentation regressions become unit tests without a GPU: record a real workload once
+//! ([`MemoryPool::start_recording`](crate::MemoryPool::start_recording)), save it with
+//! [`to_json_lines`], and assert on [`replay`]'s [`ReplayReport`] under any policy.
+//!
+//! This module is the data (the events and their JSON lines form), which the pool records; the
+//! replay, the random traces and the plots are its submodules and depend on the pool, not the other
+//! way round.
+
+mod plot;
+mod random;
+mod replay;
+
+pub use self::plot::{pytorch_snapshot, timeline_svg};
+pub use self::random::{random_trace, RandomTraceShape};
+pub use self::replay::{replay, replay_with_timeline, ReplayConfig, ReplayReport, TimelinePoint};
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One event of an allocation trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum TraceEvent {
+    /// A request of `size` bytes; `id` names it for its `Free`.
+    Alloc {
+        /// Unique within the trace.
+        id: u64,
+        /// Requested bytes.
+        size: usize,
+    },
+    /// The block of request `id` comes back.
+    Free {
+        /// The `Alloc` it returns.
+        id: u64,
+    },
+}
+
+/// A line of a JSON-lines trace that does not parse.
+#[derive(Debug)]
+pub struct TraceParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What serde said.
+    pub message: String,
+}
+
+impl fmt::Display for TraceParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "trace line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for TraceParseError {}
+
+/// Writes a trace as JSON lines (`{"op":"alloc","id":1,"size":100}` / `{"op":"free","id":1}`).
+#[must_use]
+pub fn to_json_lines(trace: &[TraceEvent]) -> String {
+    let mut out = String::new();
+    for e in trace {
+        // Serialising these plain enums cannot fail.
+        if let Ok(line) = serde_json::to_string(e) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Reads a JSON-lines trace (blank lines are skipped).
+///
+/// # Errors
+///
+/// [`TraceParseError`] for the first line that is not an event.
+pub fn from_json_lines(text: &str) -> Result<Vec<TraceEvent>, TraceParseError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| TraceParseError {
+                line: i + 1,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
