@@ -30,7 +30,7 @@ pub enum Eviction {
 
 /// Opt-in pool policies beyond PyOpenCL. The default is PyOpenCL's exact behaviour.
 ///
-/// Switchable at run time with [`MemoryPool::set_policy`]; each field is read with one relaxed load.
+/// Switchable at run time with [`MemoryPool::set_policy`](crate::MemoryPool::set_policy); each field is read with one relaxed load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Policy {
     /// Hold at most this many bytes: a returned block that would exceed it is freed instead.
@@ -39,14 +39,14 @@ pub struct Policy {
     /// bytes are reported as active rounded bytes). 0 = PyOpenCL.
     pub larger_bins: u32,
     /// Free the held blocks of bins no request touched in the last this-many allocations (checked
-    /// on every miss and by [`MemoryPool::release_idle`]).
+    /// on every miss and by [`MemoryPool::release_idle`](crate::MemoryPool::release_idle)).
     pub idle_release_after: Option<u64>,
     /// What to do on out-of-memory.
     pub oom_mode: OomMode,
     /// Which held blocks go first when some must be freed.
     pub eviction: Eviction,
     /// Keep `managed_bytes` at or below this (as CuPy's `set_limit`): exceeding it runs the same
-    /// reclaim path as an upstream out-of-memory, and fails with [`PoolError::LimitReached`].
+    /// reclaim path as an upstream out-of-memory, and fails with [`PoolError::LimitReached`](crate::PoolError::LimitReached).
     pub managed_bytes_limit: Option<usize>,
 }
 
