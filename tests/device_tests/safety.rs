@@ -618,6 +618,20 @@ fn commands_under_a_live_map_are_refused(dev: &TestDevice) -> TestResult {
             "kernel reading it",
         );
     }
+    // A `Memory` made from the buffer keeps to the same record as a kernel argument.
+    {
+        let as_memory = cl_mem::Memory::from(buf.clone());
+        let mut k = program.kernel("scale")?;
+        k.set_arg(0, &other)?
+            .set_arg(1, &as_memory)?
+            .set_arg(2, &1.0f32)?
+            .set_arg(3, &16u32)?;
+        let _view = buf.map_read::<u32>(&q, .., &[])?;
+        mapped(
+            k.enqueue_nd_range(&q, &[16], None, &[]),
+            "kernel writing through a Memory handle",
+        );
+    }
     buf.write(&q, 0, &[3u32], &[])?;
     writes_buf.enqueue_nd_range(&q, &[16], None, &[])?;
     q.finish()?;

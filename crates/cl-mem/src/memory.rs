@@ -228,6 +228,9 @@ fn require_mem_version(mem: sys::cl_mem, needed: Version, feature: &'static str)
 /// it with [`Memory::into_buffer`].
 pub struct Memory {
     raw: sys::cl_mem,
+    /// The command record, when the handle came from a [`crate::Buffer`] (kernels then keep to
+    /// its maps and queues as they do for the buffer).
+    tracked: Option<std::sync::Arc<crate::track::Tracked>>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
@@ -244,7 +247,7 @@ impl Memory {
     /// 1. `raw` is a valid memory object.
     /// 2. The caller gives one reference it owns to the new `Memory`.
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Memory {
-        Memory { raw }
+        Memory { raw, tracked: None }
     }
 
     /// Retains and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
@@ -259,7 +262,7 @@ impl Memory {
     pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Memory> {
         // SAFETY: obligation 1.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
-        Ok(Memory { raw })
+        Ok(Memory { raw, tracked: None })
     }
 
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
@@ -269,9 +272,10 @@ impl Memory {
 
     /// Gives the reference away without releasing it.
     pub fn into_raw(self) -> sys::cl_mem {
-        let raw = self.raw;
-        std::mem::forget(self);
-        raw
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // The command record goes; the OpenCL reference stays with the caller.
+        drop(this.tracked.take());
+        this.raw
     }
 
     /// Narrows to a [`crate::Buffer`] when `CL_MEM_TYPE` says it is one; otherwise gives `self`
@@ -318,20 +322,34 @@ unsafe impl MemObject for Memory {
 // SAFETY: a valid handle, retained by the kernel while set.
 unsafe impl crate::runtime::kernel::KernelArg for Memory {
     fn arg_value(&self) -> crate::runtime::kernel::ArgValue<'_> {
-        crate::runtime::kernel::ArgValue::Mem(self.raw)
+        match &self.tracked {
+            Some(t) => crate::runtime::kernel::ArgValue::MemKeepAlive {
+                mem: self.raw,
+                keep_alive: std::sync::Arc::clone(t)
+                    as std::sync::Arc<dyn std::any::Any + Send + Sync>,
+            },
+            None => crate::runtime::kernel::ArgValue::Mem(self.raw),
+        }
     }
 }
 
 impl From<crate::Buffer> for Memory {
     fn from(b: crate::Buffer) -> Memory {
-        Memory { raw: b.into_raw() }
+        let tracked = Some(b.tracked_arc());
+        Memory {
+            raw: b.into_raw(),
+            tracked,
+        }
     }
 }
 
 impl Clone for Memory {
     fn clone(&self) -> Memory {
         retain_for_clone(self.raw);
-        Memory { raw: self.raw }
+        Memory {
+            raw: self.raw,
+            tracked: self.tracked.clone(),
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 //! queue's record is touched, so the record holds at most two events per in-order queue.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
@@ -169,9 +170,40 @@ impl Tracker {
 /// `Memory::into_buffer`) shares the tracker of the wrappers that already exist. An entry that
 /// outlives its object (the address reused by a new object before the old tracker dropped) can
 /// only make two allocations share one record: more waits and refusals, never fewer.
-static REGISTRY: Mutex<Vec<(usize, Weak<Tracker>)>> = Mutex::new(Vec::new());
+/// Keyed by the root handle's address; dead entries are swept when the map has doubled since the
+/// last sweep (amortised O(1) per creation, however many objects are alive).
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    map: None,
+    sweep_at: 64,
+});
 
-fn registry() -> MutexGuard<'static, Vec<(usize, Weak<Tracker>)>> {
+struct Registry {
+    map: Option<HashMap<usize, Weak<Tracker>>>,
+    sweep_at: usize,
+}
+
+impl Registry {
+    fn map(&mut self) -> &mut HashMap<usize, Weak<Tracker>> {
+        self.map.get_or_insert_with(HashMap::new)
+    }
+
+    fn insert(&mut self, mem: usize, tracker: &Arc<Tracker>) {
+        let sweep_at = self.sweep_at;
+        let map = self.map();
+        map.insert(mem, Arc::downgrade(tracker));
+        if map.len() >= sweep_at {
+            map.retain(|_, w| w.strong_count() > 0);
+            let live = map.len();
+            self.sweep_at = 64usize.max(live.saturating_mul(2));
+        }
+    }
+
+    fn find(&mut self, mem: usize) -> Option<Arc<Tracker>> {
+        self.map().get(&mem).and_then(Weak::upgrade)
+    }
+}
+
+fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -218,9 +250,7 @@ impl Tracked {
     /// The tracker of a new root memory object `mem` of `size` bytes, with nothing recorded.
     pub(crate) fn new_root(mem: sys::cl_mem, size: usize) -> Arc<Tracked> {
         let tracker: Arc<Tracker> = Arc::default();
-        let mut reg = registry();
-        reg.retain(|(m, w)| *m != mem as usize && w.strong_count() > 0);
-        reg.push((mem as usize, Arc::downgrade(&tracker)));
+        registry().insert(mem as usize, &tracker);
         Arc::new(Tracked {
             tracker,
             start: 0,
@@ -231,10 +261,7 @@ impl Tracked {
     /// The tracker of an adopted root memory object: the one its other wrappers use, or a new
     /// one.
     pub(crate) fn adopt_root(mem: sys::cl_mem, size: usize) -> Arc<Tracked> {
-        let found = registry()
-            .iter()
-            .find(|(m, _)| *m == mem as usize)
-            .and_then(|(_, w)| w.upgrade());
+        let found = registry().find(mem as usize);
         match found {
             Some(tracker) => Arc::new(Tracked {
                 tracker,

@@ -398,6 +398,11 @@ impl Buffer {
         &self.tracked
     }
 
+    /// The same, shared.
+    pub(crate) fn tracked_arc(&self) -> Arc<Tracked> {
+        Arc::clone(&self.tracked)
+    }
+
     /// Host maps of this buffer's allocation (root, sub-buffers, images from it) open now.
     pub fn live_maps(&self) -> usize {
         self.tracked.live_maps()
