@@ -397,7 +397,12 @@ fn marker_waits_for_user_event(dev: &TestDevice) -> TestResult {
     gate.set_complete()?;
     marker.wait()?;
     assert_eq!(marker.status()?, EventStatus::Complete);
-    assert_eq!(marker.command_type()?, cl_raw::sys::CL_COMMAND_MARKER);
+    let ty = marker.command_type()?;
+    assert_eq!(
+        ty,
+        cl_raw::sys::CL_COMMAND_MARKER,
+        "CL_EVENT_COMMAND_TYPE of a marker with a wait list: {ty:#x}"
+    );
     Event::wait_for_all(&[&marker, &gate])?;
     Event::wait_for_all(&[])?;
     Ok(())
@@ -450,8 +455,11 @@ fn user_event_error_reaches_callback(dev: &TestDevice) -> TestResult {
     ev.set_error(ClError::OutOfResources)?;
     let got = rx
         .recv_timeout(Duration::from_secs(10))
-        .map_err(|e| cl_tests::fail(e.to_string()))?;
-    assert!(matches!(got, EventStatus::Error(_)), "{got:?}");
+        .map_err(|e| cl_tests::fail(format!("the CL_COMPLETE callback did not run: {e}")))?;
+    assert!(
+        matches!(got, EventStatus::Error(_)),
+        "the CL_COMPLETE callback of a user event set to an error got {got:?}"
+    );
     assert!(matches!(ev.status()?, EventStatus::Error(_)));
     Ok(())
 }
@@ -469,7 +477,7 @@ fn user_event_status_is_set_once(dev: &TestDevice) -> TestResult {
                 status: ClError::InvalidOperation
             })
         ),
-        "{again:?}"
+        "a second clSetUserEventStatus returned {again:?}"
     );
     assert_eq!(ev.command_type()?, cl_raw::sys::CL_COMMAND_USER);
     Ok(())
@@ -502,7 +510,7 @@ fn profiling_needs_a_profiling_queue(dev: &TestDevice) -> TestResult {
                 status: ClError::ProfilingInfoNotAvailable
             })
         ),
-        "{r:?}"
+        "clGetEventProfilingInfo on a queue without profiling returned {r:?}"
     );
     let user = UserEvent::new(q.context())?;
     user.set_complete()?;

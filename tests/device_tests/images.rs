@@ -353,7 +353,11 @@ fn used_host_row_pitch_is_honoured(dev: &TestDevice) -> TestResult {
     let (padded, tight) = padded_grid(3, 4, 5);
     let desc = ImageDesc::d2(3, 4).with_pitches(ImagePitches::new(20, 0));
     let img = Image::from_owned_host(q.context(), MemFlags::READ_WRITE, R_U32, &desc, padded)?;
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, tight);
+    assert_eq!(
+        img.read_to_vec::<u32>(&q, &[])?,
+        tight,
+        "USE_HOST_PTR rows read with image_row_pitch 20"
+    );
     Ok(())
 }
 
@@ -527,7 +531,11 @@ fn image_info_reports_pitches(dev: &TestDevice) -> TestResult {
     for desc in descs() {
         let img = Image::new(q.context(), MemFlags::READ_WRITE, RGBA_F, &desc)?;
         let info = img.info()?;
-        assert!(info.row_pitch >= desc.width * 16, "{desc:?}: {info:?}");
+        assert!(
+            info.row_pitch >= desc.width * 16,
+            "CL_IMAGE_ROW_PITCH {} below a packed row: {desc:?}: {info:?}",
+            info.row_pitch
+        );
         match desc.image_type {
             ImageType::Image1dArray => assert!(info.slice_pitch >= info.row_pitch, "{info:?}"),
             ImageType::Image2dArray | ImageType::Image3d => {

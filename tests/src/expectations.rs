@@ -23,11 +23,20 @@ pub struct Expectation {
     pub reason: &'static str,
     /// `docs/DEVICES.md#anchor` of the section that documents it.
     pub link: &'static str,
+    /// A substring the test's failure message must contain (the failing call and status, or the
+    /// assertion's text): a failure of that test for any other reason is a real failure, so the
+    /// entry cannot hide a regression elsewhere in the test.
+    pub failure: &'static str,
     /// The bug shows only sometimes: a pass is then not reported as an unexpected pass.
     pub flaky: bool,
 }
 
 impl Expectation {
+    /// Whether a failure with `message` is the documented bug (the message names it).
+    pub fn explains(&self, message: &str) -> bool {
+        message.contains(self.failure)
+    }
+
     /// Whether this entry covers `test` on the device `device` of the platform `platform`.
     pub fn matches(&self, platform: &str, device: &str, test: &str) -> bool {
         let contains =
@@ -44,6 +53,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "buffers::migration_keeps_contents",
         reason: "CL_MIGRATE_MEM_OBJECT_HOST of a buffer together with its sub-buffer fails with CL_INVALID_VALUE",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
+        failure: "clEnqueueMigrateMemObjects failed: CL_INVALID_VALUE",
         flaky: false,
     },
     Expectation {
@@ -52,6 +62,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "core::marker_waits_for_user_event",
         reason: "markers and barriers with a non-empty wait list report CL_EVENT_COMMAND_TYPE 0x4003, not CL_COMMAND_MARKER",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
+        failure: "CL_EVENT_COMMAND_TYPE of a marker with a wait list: 0x4003",
         flaky: false,
     },
     Expectation {
@@ -60,6 +71,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "core::user_event_error_reaches_callback",
         reason: "a CL_COMPLETE callback gets CL_COMPLETE, not the error, when a user event is set to an error status",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
+        failure: "the CL_COMPLETE callback of a user event set to an error got Complete",
         flaky: false,
     },
     Expectation {
@@ -68,6 +80,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "core::user_event_status_is_set_once",
         reason: "a second clSetUserEventStatus(CL_COMPLETE) returns CL_SUCCESS, not CL_INVALID_OPERATION",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
+        failure: "a second clSetUserEventStatus returned Ok(())",
         flaky: false,
     },
     Expectation {
@@ -76,6 +89,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "images::copies_between_images_and_buffers",
         reason: "clEnqueueCopyImageToBuffer / clEnqueueCopyBufferToImage fail with CL_INVALID_VALUE for every 1-D image array",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
+        failure: "clEnqueueCopyImageToBuffer failed: CL_INVALID_VALUE",
         flaky: false,
     },
     Expectation {
@@ -84,6 +98,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "core::profiling_needs_a_profiling_queue",
         reason: "clGetEventProfilingInfo answers for queues created without CL_QUEUE_PROFILING_ENABLE",
         link: "docs/DEVICES.md#oclgrind",
+        failure: "clGetEventProfilingInfo on a queue without profiling returned Ok(",
         flaky: false,
     },
     Expectation {
@@ -92,6 +107,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "images::image_info_reports_pitches",
         reason: "CL_IMAGE_ROW_PITCH and CL_IMAGE_SLICE_PITCH read 0 for images created without host pitches",
         link: "docs/DEVICES.md#oclgrind",
+        failure: "CL_IMAGE_ROW_PITCH 0 below a packed row",
         flaky: false,
     },
     Expectation {
@@ -100,6 +116,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "images::used_host_row_pitch_is_honoured",
         reason: "clCreateImage ignores image_row_pitch: USE_HOST_PTR rows are read as if packed",
         link: "docs/DEVICES.md#oclgrind",
+        failure: "USE_HOST_PTR rows read with image_row_pitch 20",
         flaky: false,
     },
     Expectation {
@@ -108,6 +125,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
         test: "core::user_event_error_reaches_callback",
         reason: "a CL_COMPLETE callback never runs when a user event is set to an error status",
         link: "docs/DEVICES.md#pocl",
+        failure: "the CL_COMPLETE callback did not run",
         flaky: false,
     },
 ];
@@ -172,6 +190,7 @@ mod tests {
         test: "buffers::fill_rejects_bad_pattern",
         reason: "example",
         link: "docs/DEVICES.md#pocl",
+        failure: "",
         flaky: false,
     }];
 
@@ -205,6 +224,17 @@ mod tests {
             anchors(md),
             ["devices", "pocl-31-debian", "intel-svm", "oclgrind-quirks"]
         );
+    }
+
+    #[test]
+    fn every_expectation_names_the_failure_it_covers() {
+        for e in EXPECTATIONS {
+            assert!(
+                e.failure.len() >= 16,
+                "{}: name the failing call and status (or the assertion text) in `failure`",
+                e.test
+            );
+        }
     }
 
     #[test]

@@ -156,7 +156,9 @@ impl Outcome {
             (Ok(()), Some(e)) if e.flaky => Outcome::Passed,
             (Ok(()), Some(_)) => Outcome::UnexpectedPass,
             (Err(_), None) => Outcome::Failed,
-            (Err(_), Some(_)) => Outcome::ExpectedFailure,
+            (Err((_, m)), Some(e)) if e.explains(m) => Outcome::ExpectedFailure,
+            // Failing for another reason than the documented bug is a real failure.
+            (Err(_), Some(_)) => Outcome::Failed,
         }
     }
 }
@@ -172,6 +174,7 @@ mod tests {
             test: "s::t",
             reason: "r",
             link: "l",
+            failure: "x",
             flaky,
         }
     }
@@ -213,6 +216,12 @@ mod tests {
         assert_eq!(
             Outcome::classify(&ok, Some(&exp(false))),
             Outcome::UnexpectedPass
+        );
+        // Another failure in a test with an entry is not hidden by it.
+        let other = Err((false, "assertion `left == right` failed: 1 != 2".to_owned()));
+        assert_eq!(
+            Outcome::classify(&other, Some(&exp(false))),
+            Outcome::Failed
         );
         assert_eq!(Outcome::classify(&ok, Some(&exp(true))), Outcome::Passed);
         assert!(Outcome::UnexpectedPass.is_bad() && Outcome::Failed.is_bad());

@@ -214,6 +214,11 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
             let outcome = Outcome::classify(&result, exp);
             let message = match (&result, outcome, exp) {
                 (Err((_, m)), Outcome::ExpectedFailure, Some(e)) => Some(format!("{} ({}): {m}", e.reason, e.link)),
+                (Err((false, m)), Outcome::Failed, Some(e)) => Some(format!(
+                    "{m}\n(not the documented bug of its tests/src/expectations.rs entry, which expects a \
+                     failure containing `{}`)",
+                    e.failure
+                )),
                 (Ok(()), Outcome::UnexpectedPass, Some(e)) => Some(format!(
                     "expected to fail ({}, {}) but passed: remove or narrow its entry in tests/src/expectations.rs",
                     e.reason, e.link
