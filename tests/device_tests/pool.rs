@@ -886,15 +886,6 @@ fn threads_share_a_device_pool(dev: &TestDevice) -> TestResult {
             "Oclgrind 21.10 crashes on concurrent API calls from several host threads",
         ));
     }
-    if dev.platform_name().contains("NVIDIA") {
-        // Observed on the H100 (driver 580.159.04): SIGSEGV in a thread of libnvidia-opencl in
-        // about one run of three, also without any pool (threads migrating buffers on a shared
-        // queue); a crash kills the device process, so it cannot be an expected failure. See
-        // docs/DEVICES.md#nvidia-gpu-machine.
-        return Err(cl_tests::skip(
-            "NVIDIA 580 crashes in its own thread when threads migrate buffers on a shared queue",
-        ));
-    }
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
     let results: Vec<Result<(), String>> = std::thread::scope(|sc| {

@@ -57,9 +57,54 @@ if [ -x "$here/cl-report" ]; then
   timeout 900 "$here/cl-report" --json "$OUT/report.json" 2>&1 | tee "$OUT/report.log"
   rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { echo "cl-report exited $rc"; status=1; }
 fi
+if [ -d "$here/repro" ]; then
+  echo "== repro (plain C reproductions of driver quirks, repro/*.c)"
+  for r in "$here"/repro/*; do
+    echo "--- $(basename "$r") (NVIDIA)"
+    timeout 60 "$r" NVIDIA 2>&1
+    echo "    exit $?"
+  done 2>&1 | tee "$OUT/repro.log"
+fi
 echo "run.sh: exit $status (logs in $OUT)"
 exit $status
 "#;
+
+/// Compiles every `repro/*.c` (plain C against the ICD loader, no workspace code) into
+/// `.devrun/repro/`, so `run.sh` runs the reproductions of the driver quirks on the GPU machine.
+/// Skipped with a note when no C compiler or OpenCL headers are present.
+fn build_repros(root: &Path, dir: &Path) -> Result {
+    let src = root.join("repro");
+    let Ok(entries) = std::fs::read_dir(&src) else {
+        return Ok(());
+    };
+    if !util::on_path("gcc") {
+        println!("  (no gcc: bundling without the C reproductions)");
+        return Ok(());
+    }
+    let out = dir.join("repro");
+    std::fs::create_dir_all(&out)?;
+    let mut sources: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    sources.sort();
+    for c in sources {
+        let stem = c
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!("  gcc repro/{stem}.c");
+        util::run(
+            Command::new("gcc")
+                .args(["-O1", "-Wall", "-pthread", "-o"])
+                .arg(out.join(&stem))
+                .arg(&c)
+                .arg("-lOpenCL"),
+        )?;
+    }
+    Ok(())
+}
 
 /// Builds the binaries and writes `.devrun/`.
 pub(crate) fn run() -> Result {
@@ -107,6 +152,9 @@ pub(crate) fn run() -> Result {
         }
     }
 
+    println!("==> C reproductions");
+    build_repros(&root, &dir)?;
+
     println!("==> apt-get download ocl-icd-libopencl1");
     util::run(
         Command::new("apt-get")
@@ -121,7 +169,11 @@ pub(crate) fn run() -> Result {
     let total = du(&dir)?;
     println!("\n.devrun/ ({:.1} MiB):", to_mib(total));
     for e in std::fs::read_dir(&dir)?.flatten() {
-        let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+        let len = if e.path().is_dir() {
+            du(&e.path())?
+        } else {
+            e.metadata().map(|m| m.len()).unwrap_or(0)
+        };
         println!(
             "  {:>8.1} MiB  {}",
             to_mib(len),
@@ -145,7 +197,11 @@ pub(crate) fn run() -> Result {
 fn du(dir: &Path) -> Result<u64> {
     let mut n = 0;
     for e in std::fs::read_dir(dir)?.flatten() {
-        n += e.metadata()?.len();
+        n += if e.path().is_dir() {
+            du(&e.path())?
+        } else {
+            e.metadata()?.len()
+        };
     }
     Ok(n)
 }
