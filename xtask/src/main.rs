@@ -10,6 +10,7 @@ mod bundle;
 mod ci;
 mod devices;
 mod matrix;
+mod outcomes;
 mod report;
 mod setup;
 mod util;
@@ -23,7 +24,7 @@ commands:
   setup                       install + register PoCL, Oclgrind and the Intel CPU runtime (idempotent)
   devices [--clinfo]          list OpenCL platforms and devices with versions (--clinfo: from clinfo,
                               without building the cl-devices binary)
-  test-devices [--device SELECTOR]... [--timeout SECS] [--no-host] [-- <test args>]
+  test-devices [--device SELECTOR]... [--timeout SECS] [--no-host] [--record-outcomes] [-- <test args>]
                               host tests, then the device suites once per selected device, each in
                               its own process; prints the per-device matrix
   ci                          fmt --check, clippy -D warnings, docs -D warnings, host tests, test-devices

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::outcomes;
 use crate::setup;
 use crate::util::{self, Ended, Result};
 
@@ -29,6 +30,9 @@ pub(crate) struct Options {
     pub(crate) timeout: Option<Duration>,
     /// `--no-host`: skip the host-only tests.
     pub(crate) no_host: bool,
+    /// `--record-outcomes`: rewrite `tests/expected-outcomes.txt` from this run's skips and
+    /// expected failures instead of checking them.
+    pub(crate) record_outcomes: bool,
     /// Everything after `--`, passed to the test binary (a name filter, `--exact`, ...).
     pub(crate) test_args: Vec<String>,
 }
@@ -51,6 +55,7 @@ impl Options {
                     o.timeout = Some(Duration::from_secs(s));
                 }
                 "--no-host" => o.no_host = true,
+                "--record-outcomes" => o.record_outcomes = true,
                 "--" => {
                     o.test_args = it.by_ref().cloned().collect();
                 }
@@ -255,6 +260,20 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
                 false,
             ),
         };
+        // Which tests skip and which fail as known bugs must match the record (full runs of the
+        // local runtimes only: a filtered run sees a subset).
+        let (status, note, ok) = match check_outcomes(o, &dev, &json, ok) {
+            Some(diffs) if ok => (
+                "OUTCOMES CHANGED".to_owned(),
+                Some(format!(
+                    "skips / expected failures differ from tests/expected-outcomes.txt \
+                     (cargo xtask test-devices --record-outcomes rewrites it):\n    {}",
+                    diffs.join("\n    ")
+                )),
+                false,
+            ),
+            _ => (status, note, ok),
+        };
         rows.push(Row {
             dev,
             counts,
@@ -278,6 +297,34 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
     } else {
         Ok(())
     }
+}
+
+/// Compares (or, with `--record-outcomes`, records) a device's skips and expected failures;
+/// `Some(differences)` when they differ from the record.
+fn check_outcomes(o: &Options, dev: &Listed, json: &Path, ran_ok: bool) -> Option<Vec<String>> {
+    let key = outcomes::runtime_key(&dev.platform);
+    if !o.test_args.is_empty() || !outcomes::CHECKED.contains(&key.as_str()) {
+        return None;
+    }
+    let seen = outcomes::observed(json)?;
+    let path = outcomes::record_path();
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if o.record_outcomes {
+        if ran_ok {
+            let new = outcomes::rewrite(&text, &key, &seen);
+            if let Err(e) = std::fs::write(&path, new) {
+                return Some(vec![format!("could not write {}: {e}", path.display())]);
+            }
+            println!(
+                "  recorded {} outcome(s) of {key} in {}",
+                seen.len(),
+                path.display()
+            );
+        }
+        return None;
+    }
+    let diffs = outcomes::compare(&outcomes::recorded(&text, &key), &seen);
+    (!diffs.is_empty()).then_some(diffs)
 }
 
 /// The harness's `<summary>.current` file: the test running now (see `cl_tests` runner).
