@@ -74,6 +74,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: migration_keeps_contents,
         },
         DeviceTest {
+            name: "migration_of_a_buffer_with_its_sub_buffer",
+            run: migration_of_a_buffer_with_its_sub_buffer,
+        },
+        DeviceTest {
             name: "migration_rejects_bad_lists",
             run: migration_rejects_bad_lists,
         },
@@ -612,9 +616,8 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
     let align = base_align(dev)?;
     let a = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &iota(align / 2))?;
     let b = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[5u8; 100])?;
-    let sub = a.sub_buffer_range(align..)?;
     let m: Memory = b.clone().into();
-    let e = enqueue_migrate_mem_objects(&q, &[&a, &sub, &m], MigrationFlags::HOST, &[])?;
+    let e = enqueue_migrate_mem_objects(&q, &[&a, &m], MigrationFlags::HOST, &[])?;
     let e2 = enqueue_migrate_mem_objects(&q, &[&a, &b], MigrationFlags::empty(), &[&e])?;
     e2.wait()?;
     assert_eq!(a.read_vec::<i32>(&q, &[])?, iota(align / 2));
@@ -623,6 +626,19 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
     enqueue_migrate_mem_objects(&q, &[&b], MigrationFlags::CONTENT_UNDEFINED, &[])?.wait()?;
     b.write(&q, 0, &[6u8; 100], &[])?;
     assert_eq!(b.read_vec::<u8>(&q, &[])?, vec![6u8; 100]);
+    Ok(())
+}
+
+/// A buffer and its sub-buffer in one host migration (one NVIDIA bug, on its own so that it covers
+/// only this).
+fn migration_of_a_buffer_with_its_sub_buffer(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let align = base_align(dev)?;
+    let a = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &iota(align / 2))?;
+    let sub = a.sub_buffer_range(align..)?;
+    enqueue_migrate_mem_objects(&q, &[&a, &sub], MigrationFlags::HOST, &[])?.wait()?;
+    enqueue_migrate_mem_objects(&q, &[&a, &sub], MigrationFlags::empty(), &[])?.wait()?;
+    assert_eq!(a.read_vec::<i32>(&q, &[])?, iota(align / 2));
     Ok(())
 }
 
@@ -1112,8 +1128,9 @@ fn maps_see_kernel_results_and_feed_kernels(dev: &TestDevice) -> TestResult {
 fn map_guards_unmap_and_count(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[3u16; 64])?;
-    // Oclgrind 21.10 always reports CL_MEM_MAP_COUNT = 0 (docs/DEVICES.md); elsewhere it counts.
-    let counts = !dev.platform_name().contains("Oclgrind");
+    // Oclgrind 21.10 always reports CL_MEM_MAP_COUNT = 0 (docs/DEVICES.md): there the zero is
+    // asserted, so a fixed or newer Oclgrind fails here and gets looked at; elsewhere it counts.
+    let counts = !dev.version().contains("Oclgrind 21.10");
     let map_count = |n: u32| -> Result<u32, Error> { Ok(if counts { n } else { 0 }) };
     {
         let a = buf.map_read::<u16>(&q, .., &[])?;

@@ -98,6 +98,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: copies_between_images_and_buffers,
         },
         DeviceTest {
+            name: "copies_between_1d_image_arrays_and_buffers",
+            run: copies_between_1d_image_arrays_and_buffers,
+        },
+        DeviceTest {
             name: "maps_report_pitches_for_every_type",
             run: maps_report_pitches_for_every_type,
         },
@@ -616,7 +620,16 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
                 h.as_slice()
             );
         }
-        Err(Error::Unsupported { .. }) => {} // R/HALF_FLOAT is optional
+        // R/HALF_FLOAT is optional, but only a device that does not list it may refuse it.
+        Err(Error::Unsupported { .. }) => {
+            let listed =
+                cl_mem::supported_image_formats(ctx, MemFlags::READ_ONLY, ImageType::Image2d)?
+                    .contains(&ImageFormat::new(ChannelOrder::R, ChannelType::HalfFloat));
+            assert!(
+                !listed,
+                "R/HALF_FLOAT is in the device's format list but image_from_array refused it"
+            );
+        }
         Err(e) => return Err(e.into()),
     }
     Ok(())
@@ -732,32 +745,51 @@ fn fill_sets_every_pixel_of_the_region(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+/// Image to image, image to buffer at an offset and back, for one image type.
+fn copy_round_trips(q: &Queue, desc: &ImageDesc) -> TestResult {
+    let ctx = q.context();
+    let e = desc.extent();
+    let n = e.iter().product::<usize>();
+    let data: Vec<u32> = (0..n as u32).map(|v| v * 3 + 1).collect();
+    let src = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, desc, &data)?;
+    // Image to image, whole.
+    let dst = Image::new(ctx, MemFlags::READ_WRITE, R_U32, desc)?;
+    src.copy_to_image(q, &dst, &[], &[], &e, &[])?;
+    assert_eq!(dst.read_to_vec::<u32>(q, &[])?, data, "{}", desc.image_type);
+    // Image to buffer at an offset, and back into a second image.
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 16 + n * 4)?;
+    src.copy_to_buffer(q, &buf, &[], &e, 16, &[])?;
+    let mut raw = vec![0u32; n];
+    buf.read(q, 16, &mut raw, &[])?;
+    assert_eq!(raw, data);
+    let dst2 = Image::new(ctx, MemFlags::READ_WRITE, R_U32, desc)?;
+    dst2.copy_from_buffer(q, &buf, 16, &[], &e, &[])?;
+    assert_eq!(dst2.read_to_vec::<u32>(q, &[])?, data);
+    Ok(())
+}
+
+/// Every image type but 1-D arrays (their buffer copies are one NVIDIA bug, tested on their own
+/// below, so that the bug covers only them).
 fn copies_between_images_and_buffers(dev: &TestDevice) -> TestResult {
     let q = image_queue(dev)?;
+    for desc in descs()
+        .into_iter()
+        .filter(|d| d.image_type != ImageType::Image1dArray)
+    {
+        copy_round_trips(&q, &desc)?;
+    }
+    Ok(())
+}
+
+/// 1-D image arrays, and the enqueue_copy forms over one.
+fn copies_between_1d_image_arrays_and_buffers(dev: &TestDevice) -> TestResult {
+    let q = image_queue(dev)?;
     let ctx = q.context();
-    for desc in descs() {
-        let e = desc.extent();
-        let n = e.iter().product::<usize>();
-        let data: Vec<u32> = (0..n as u32).map(|v| v * 3 + 1).collect();
-        let src = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, &desc, &data)?;
-        // Image to image, whole.
-        let dst = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &desc)?;
-        src.copy_to_image(&q, &dst, &[], &[], &e, &[])?;
-        assert_eq!(
-            dst.read_to_vec::<u32>(&q, &[])?,
-            data,
-            "{}",
-            desc.image_type
-        );
-        // Image to buffer at an offset, and back into a second image.
-        let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 16 + n * 4)?;
-        src.copy_to_buffer(&q, &buf, &[], &e, 16, &[])?;
-        let mut raw = vec![0u32; n];
-        buf.read(&q, 16, &mut raw, &[])?;
-        assert_eq!(raw, data);
-        let dst2 = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &desc)?;
-        dst2.copy_from_buffer(&q, &buf, 16, &[], &e, &[])?;
-        assert_eq!(dst2.read_to_vec::<u32>(&q, &[])?, data);
+    for desc in descs()
+        .into_iter()
+        .filter(|d| d.image_type == ImageType::Image1dArray)
+    {
+        copy_round_trips(&q, &desc)?;
     }
     // The enqueue_copy forms (whole images; 1-D ones included, which PyOpenCL refuses).
     let data: Vec<u32> = (0..12).collect();
@@ -845,11 +877,13 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
         let data: Vec<u32> = (0..n as u32).collect();
         let img = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, &desc, &data)?;
         let t = desc.image_type;
+        let intel = dev.platform_name().contains("Intel");
         img.map(&q, MapAccess::Read, &[], &e, &[], |m| -> TestResult {
-            // The Intel CPU runtime maps 1-D images with a row pitch of 0 (docs/DEVICES.md).
+            // The Intel CPU runtime maps 1-D images with a row pitch of 0 (docs/DEVICES.md); no
+            // other runtime may.
             let one_d = matches!(t, ImageType::Image1d | ImageType::Image1dBuffer);
             assert!(
-                m.row_pitch() >= e[0] * 4 || (one_d && m.row_pitch() == 0),
+                m.row_pitch() >= e[0] * 4 || (one_d && intel && m.row_pitch() == 0),
                 "{t}: row pitch {}",
                 m.row_pitch()
             );

@@ -50,7 +50,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "nvidia",
         device: "",
-        test: "buffers::migration_keeps_contents",
+        test: "buffers::migration_of_a_buffer_with_its_sub_buffer",
         reason: "CL_MIGRATE_MEM_OBJECT_HOST of a buffer together with its sub-buffer fails with CL_INVALID_VALUE",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
         failure: "clEnqueueMigrateMemObjects failed: CL_INVALID_VALUE",
@@ -86,7 +86,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "nvidia",
         device: "",
-        test: "images::copies_between_images_and_buffers",
+        test: "images::copies_between_1d_image_arrays_and_buffers",
         reason: "clEnqueueCopyImageToBuffer / clEnqueueCopyBufferToImage fail with CL_INVALID_VALUE for every 1-D image array",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
         failure: "clEnqueueCopyImageToBuffer failed: CL_INVALID_VALUE",

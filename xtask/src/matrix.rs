@@ -77,7 +77,12 @@ impl Options {
 /// The host-only tests: every package's unit, integration and doc tests, except the device matrix target.
 pub(crate) fn host_tests() -> Result {
     println!("==> host-only tests");
-    util::run(util::cargo().args(["test", "--workspace", "--exclude", "cl-tests"]))?;
+    // Devices are required here: host tests that probe live devices fail instead of noticing.
+    util::run(
+        util::cargo()
+            .args(["test", "--workspace", "--exclude", "cl-tests"])
+            .env("CL_TEST_REQUIRE_DEVICES", "1"),
+    )?;
     util::run(util::cargo().args(["test", "-p", "cl-tests", "--lib", "--bins"]))?;
     util::run(util::cargo().args(["test", "-p", "cl-tests", "--doc"]))
 }
@@ -285,6 +290,7 @@ pub(crate) fn device_matrix(o: &Options) -> Result {
         });
     }
     print_table(&rows);
+    print_parity(&rows);
     let summary = out_dir.join("matrix.json");
     std::fs::write(&summary, serde_json::to_string_pretty(&matrix_json(&rows))?)?;
     println!(
@@ -325,6 +331,43 @@ fn check_outcomes(o: &Options, dev: &Listed, json: &Path, ran_ok: bool) -> Optio
     }
     let diffs = outcomes::compare(&outcomes::recorded(&text, &key), &seen);
     (!diffs.is_empty()).then_some(diffs)
+}
+
+/// Says, per device, whether the PyOpenCL parity test really compared every characterize key or
+/// only skipped (PyOpenCL unavailable, device not in its output): a green matrix must not hide that.
+fn print_parity(rows: &[Row]) {
+    const TEST: &str = "characterize::matches_pyopencl_reference_output";
+    println!("\nPyOpenCL parity ({TEST}):");
+    for r in rows {
+        let found = std::fs::read_to_string(&r.json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| {
+                v["devices"].as_array()?.iter().find_map(|d| {
+                    d["tests"].as_array()?.iter().find_map(|t| {
+                        (t["name"].as_str() == Some(TEST)).then(|| {
+                            (
+                                t["outcome"].as_str().unwrap_or("?").to_owned(),
+                                t["message"]
+                                    .as_str()
+                                    .unwrap_or("")
+                                    .lines()
+                                    .next()
+                                    .unwrap_or("")
+                                    .to_owned(),
+                            )
+                        })
+                    })
+                })
+            });
+        let what = match found {
+            Some((o, _)) if o == "passed" => "compared: every key identical".to_owned(),
+            Some((o, m)) if o == "skipped" => format!("NOT compared ({m})"),
+            Some((o, m)) => format!("{o}: {m}"),
+            None => "not run".to_owned(),
+        };
+        println!("  [{}/{}] {what}", r.dev.platform, r.dev.device);
+    }
 }
 
 /// The harness's `<summary>.current` file: the test running now (see `cl_tests` runner).

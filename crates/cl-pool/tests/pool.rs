@@ -554,12 +554,31 @@ fn rng(s: &mut u64) -> u64 {
 #[test]
 fn random_traces_keep_counters_consistent() {
     for seed in 0..20u64 {
+        // A failure names its seed (rerun just that one by narrowing the range).
+        let run = std::panic::catch_unwind(|| one_random_trace(seed));
+        if let Err(e) = run {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            panic!("random_traces_keep_counters_consistent failed with seed {seed}: {msg}");
+        }
+    }
+}
+
+fn one_random_trace(seed: u64) {
+    {
         let mut s = seed;
-        let capacity = if seed % 2 == 0 { usize::MAX } else { 1 << 22 };
+        let capacity = if seed.is_multiple_of(2) {
+            usize::MAX
+        } else {
+            1 << 22
+        };
         let policy = Policy {
             larger_bins: u32::try_from(seed % 3).unwrap(),
-            managed_bytes_limit: (seed % 5 == 0).then_some(3 << 20),
-            held_bytes_cap: (seed % 7 == 0).then_some(1 << 20),
+            managed_bytes_limit: seed.is_multiple_of(5).then_some(3 << 20),
+            held_bytes_cap: seed.is_multiple_of(7).then_some(1 << 20),
             ..Policy::default()
         };
         let pool = MemoryPool::builder(TestAllocator::with_capacity(capacity))

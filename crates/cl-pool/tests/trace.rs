@@ -181,9 +181,10 @@ fn random_trace_has_rmm_shape() {
 
 /// Issue 8's claim on RMM's random_allocations shape (10,000 requests up to 256 MiB, 73 %
 /// allocations, 16,000 MiB active cap): PyOpenCL's unbounded policy holds about 3x the active
-/// memory at peak; with a cap ours stays at or under 1.25x while serving >= 85 % from held blocks.
+/// memory at peak; under a managed limit of 1.25x (enforced: the pool never holds more) ours still
+/// serves the whole trace, >= 85 % of it from held blocks.
 #[test]
-fn capped_policy_stays_under_1_25x_with_85_percent_hits_on_the_random_trace() {
+fn a_1_25x_managed_limit_is_enforced_and_still_serves_85_percent_hits() {
     for seed in 1..=3u64 {
         let shape = RandomTraceShape {
             seed,
@@ -200,6 +201,10 @@ fn capped_policy_stays_under_1_25x_with_85_percent_hits_on_the_random_trace() {
             &trace,
             &ReplayConfig {
                 policy: Policy {
+                    // The 1.25x bound is the limit's (with room up to 1.5x the pool fills it:
+                    // 1.4998x on seed 1), so the ratio check below tests that the limit is
+                    // enforced; what the policies add is that the trace still runs without a
+                    // failure and with >= 85 % hits under it.
                     managed_bytes_limit: Some(shape.active_cap / 4 * 5),
                     larger_bins: 8,
                     eviction: Eviction::FullestBinFirst,
@@ -210,7 +215,10 @@ fn capped_policy_stays_under_1_25x_with_85_percent_hits_on_the_random_trace() {
         )
         .unwrap();
         let ratio = capped.managed_to_active_at_peak();
-        assert!(ratio <= 1.25, "seed {seed}: capped ratio {ratio}");
+        assert!(
+            ratio <= 1.25,
+            "seed {seed}: the managed limit was overshot: ratio {ratio}"
+        );
         assert!(
             capped.hit_rate() >= 0.85,
             "seed {seed}: hits {}",
