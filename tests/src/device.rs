@@ -17,6 +17,7 @@ pub struct TestDevice {
     platform_name: String,
     device_name: String,
     version: String,
+    driver: String,
     platform_index: usize,
     device_index: usize,
 }
@@ -69,6 +70,7 @@ impl TestDevice {
             platform_name: platform.name()?.trim().to_owned(),
             device_name: device.name()?.trim().to_owned(),
             version: device.version_string()?.trim().to_owned(),
+            driver: device.driver_version()?.trim().to_owned(),
             platform_index: selected.platform_index,
             device_index: selected.device_index,
         })
@@ -114,6 +116,11 @@ impl TestDevice {
     /// `CL_DEVICE_VERSION` as the driver reports it (`OpenCL 3.0 PoCL ...`).
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// `CL_DRIVER_VERSION`, trimmed (expectations are keyed to it where a bug is version-specific).
+    pub fn driver_version(&self) -> &str {
+        &self.driver
     }
 
     /// The platform's index in `clGetPlatformIDs` order.

@@ -17,6 +17,11 @@ pub struct Expectation {
     pub platform: &'static str,
     /// Case-insensitive substring of the device name; `""` matches every device of the platform.
     pub device: &'static str,
+    /// Case-insensitive substring of the device's `CL_VERSION` string or `CL_DRIVER_VERSION` that
+    /// the bug was seen with (`"580."`, `"Oclgrind 21.10"`, `"PoCL 3.1"`); `""` for every version.
+    /// A newer driver then runs the test as any other: a fixed bug shows as a pass, not as an
+    /// unexpected pass hidden behind a vendor-wide entry.
+    pub version: &'static str,
     /// The full test name, `suite::test`.
     pub test: &'static str,
     /// What goes wrong, in a few words.
@@ -37,11 +42,15 @@ impl Expectation {
         message.contains(self.failure)
     }
 
-    /// Whether this entry covers `test` on the device `device` of the platform `platform`.
-    pub fn matches(&self, platform: &str, device: &str, test: &str) -> bool {
+    /// Whether this entry covers `test` on the device `device` of the platform `platform`, whose
+    /// version and driver version strings are `versions`.
+    pub fn matches(&self, platform: &str, device: &str, versions: &str, test: &str) -> bool {
         let contains =
             |hay: &str, needle: &str| hay.to_lowercase().contains(&needle.to_lowercase());
-        self.test == test && contains(platform, self.platform) && contains(device, self.device)
+        self.test == test
+            && contains(platform, self.platform)
+            && contains(device, self.device)
+            && contains(versions, self.version)
     }
 }
 
@@ -50,6 +59,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "nvidia",
         device: "",
+        version: "580.",
         test: "buffers::migration_of_a_buffer_with_its_sub_buffer",
         reason: "CL_MIGRATE_MEM_OBJECT_HOST of a buffer together with its sub-buffer fails with CL_INVALID_VALUE",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
@@ -59,6 +69,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "nvidia",
         device: "",
+        version: "580.",
         test: "core::marker_waits_for_user_event",
         reason: "markers and barriers with a non-empty wait list report CL_EVENT_COMMAND_TYPE 0x4003, not CL_COMMAND_MARKER",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
@@ -68,6 +79,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "nvidia",
         device: "",
+        version: "580.",
         test: "core::user_event_error_reaches_callback",
         reason: "a CL_COMPLETE callback gets CL_COMPLETE, not the error, when a user event is set to an error status",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
@@ -77,6 +89,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "nvidia",
         device: "",
+        version: "580.",
         test: "core::user_event_status_is_set_once",
         reason: "a second clSetUserEventStatus(CL_COMPLETE) returns CL_SUCCESS, not CL_INVALID_OPERATION",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
@@ -86,6 +99,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "nvidia",
         device: "",
+        version: "580.",
         test: "images::copies_between_1d_image_arrays_and_buffers",
         reason: "clEnqueueCopyImageToBuffer / clEnqueueCopyBufferToImage fail with CL_INVALID_VALUE for every 1-D image array",
         link: "docs/DEVICES.md#nvidia-gpu-machine",
@@ -95,6 +109,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "oclgrind",
         device: "",
+        version: "Oclgrind 21.10",
         test: "core::profiling_needs_a_profiling_queue",
         reason: "clGetEventProfilingInfo answers for queues created without CL_QUEUE_PROFILING_ENABLE",
         link: "docs/DEVICES.md#oclgrind",
@@ -104,6 +119,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "oclgrind",
         device: "",
+        version: "Oclgrind 21.10",
         test: "images::image_info_reports_pitches",
         reason: "CL_IMAGE_ROW_PITCH and CL_IMAGE_SLICE_PITCH read 0 for images created without host pitches",
         link: "docs/DEVICES.md#oclgrind",
@@ -113,6 +129,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "oclgrind",
         device: "",
+        version: "Oclgrind 21.10",
         test: "images::used_host_row_pitch_is_honoured",
         reason: "clCreateImage ignores image_row_pitch: USE_HOST_PTR rows are read as if packed",
         link: "docs/DEVICES.md#oclgrind",
@@ -122,6 +139,7 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "portable",
         device: "",
+        version: "PoCL",
         test: "core::user_event_error_reaches_callback",
         reason: "a CL_COMPLETE callback never runs when a user event is set to an error status",
         link: "docs/DEVICES.md#pocl",
@@ -131,8 +149,13 @@ pub const EXPECTATIONS: &[Expectation] = &[
 ];
 
 /// The first entry covering `test` on `platform`/`device`, if any.
-pub fn lookup(platform: &str, device: &str, test: &str) -> Option<&'static Expectation> {
-    lookup_in(EXPECTATIONS, platform, device, test)
+pub fn lookup(
+    platform: &str,
+    device: &str,
+    versions: &str,
+    test: &str,
+) -> Option<&'static Expectation> {
+    lookup_in(EXPECTATIONS, platform, device, versions, test)
 }
 
 /// [`lookup`] over a given table (tests use their own).
@@ -140,9 +163,12 @@ pub fn lookup_in<'a>(
     table: &'a [Expectation],
     platform: &str,
     device: &str,
+    versions: &str,
     test: &str,
 ) -> Option<&'a Expectation> {
-    table.iter().find(|e| e.matches(platform, device, test))
+    table
+        .iter()
+        .find(|e| e.matches(platform, device, versions, test))
 }
 
 /// GitHub-style anchor of a Markdown heading: lowercase, spaces to `-`, punctuation other than `-` and `_`
@@ -187,6 +213,7 @@ mod tests {
     const TABLE: &[Expectation] = &[Expectation {
         platform: "portable",
         device: "",
+        version: "PoCL 3.1",
         test: "buffers::fill_rejects_bad_pattern",
         reason: "example",
         link: "docs/DEVICES.md#pocl",
@@ -200,18 +227,36 @@ mod tests {
             TABLE,
             "Portable Computing Language",
             "pthread-x",
+            "OpenCL 3.0 PoCL 3.1+debian",
             "buffers::fill_rejects_bad_pattern",
         );
         assert_eq!(e.map(|e| e.reason), Some("example"));
+        // Keyed to the version it was seen with: a newer driver runs the test as any other.
+        let newer = lookup_in(
+            TABLE,
+            "Portable Computing Language",
+            "pthread-x",
+            "OpenCL 3.0 PoCL 5.0",
+            "buffers::fill_rejects_bad_pattern",
+        );
+        assert!(newer.is_none());
     }
 
     #[test]
     fn lookup_needs_the_exact_test_name_and_platform() {
-        assert!(lookup_in(TABLE, "Portable Computing Language", "x", "buffers::fill").is_none());
+        assert!(lookup_in(
+            TABLE,
+            "Portable Computing Language",
+            "x",
+            "PoCL 3.1",
+            "buffers::fill"
+        )
+        .is_none());
         assert!(lookup_in(
             TABLE,
             "Intel(R) OpenCL",
             "x",
+            "PoCL 3.1",
             "buffers::fill_rejects_bad_pattern"
         )
         .is_none());

@@ -171,6 +171,7 @@ mod tests {
         Expectation {
             platform: "p",
             device: "",
+            version: "",
             test: "s::t",
             reason: "r",
             link: "l",

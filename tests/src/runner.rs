@@ -210,7 +210,8 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
             let start = Instant::now();
             let result = run_one(test, dev);
             let took = start.elapsed();
-            let exp = expectations::lookup(dev.platform_name(), dev.device_name(), name);
+            let versions = format!("{} {}", dev.version(), dev.driver_version());
+            let exp = expectations::lookup(dev.platform_name(), dev.device_name(), &versions, name);
             let outcome = Outcome::classify(&result, exp);
             let message = match (&result, outcome, exp) {
                 (Err((_, m)), Outcome::ExpectedFailure, Some(e)) => Some(format!("{} ({}): {m}", e.reason, e.link)),
