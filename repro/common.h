@@ -1,6 +1,7 @@
 /* Shared by the reproductions in this folder: pick the first device of the first platform whose
  * name contains argv[1] (all platforms when absent), print what is being run, and check calls. */
 #define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS /* clCreateCommandQueue, for 1.2 platforms (Oclgrind) */
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>

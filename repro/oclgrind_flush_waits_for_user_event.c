@@ -5,23 +5,15 @@
  *   gcc -O1 -o /tmp/flush repro/oclgrind_flush_waits_for_user_event.c -lOpenCL
  *   /tmp/flush <platform-substring>       (exit 0: returned; killed by timeout: the quirk)
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
-#include <stdio.h>
-#include <string.h>
+#include "common.h"
 
 int main(int argc, char **argv) {
-    const char *want = argc > 1 ? argv[1] : "";
-    cl_platform_id ps[8];
-    cl_uint np = 0;
-    clGetPlatformIDs(8, ps, &np);
-    for (cl_uint i = 0; i < np; i++) {
-        char name[256] = {0};
-        clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (!strstr(name, want)) continue;
-        cl_device_id d;
-        cl_int err = clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 1, &d, NULL);
-        if (err) continue;
+    cl_platform_id p;
+    cl_device_id d;
+    char name[256] = {0};
+    if (!pick(argc, argv, &p, &d, name, sizeof name)) return 2;
+    cl_int err;
+    {
         cl_context ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &err);
         cl_command_queue q = clCreateCommandQueue(ctx, d, 0, &err);
         cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &err);

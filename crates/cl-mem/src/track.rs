@@ -160,6 +160,13 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
+/// The first entry of `list` an access to `span` conflicts with: any overlapping entry when the
+/// access writes, an overlapping writing entry when it reads.
+fn conflicting(list: &[LiveMap], span: (usize, usize), write: bool) -> Option<&LiveMap> {
+    list.iter()
+        .find(|m| overlaps(span, (m.start, m.end)) && (m.write || write))
+}
+
 impl Tracker {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -310,23 +317,21 @@ impl Tracked {
     ) -> Result<(CommandClaim, Waits)> {
         let span = self.span(range);
         let mut s = self.tracker.lock();
-        for m in &s.maps {
-            if overlaps(span, (m.start, m.end)) && (m.write || access == Access::Write) {
-                return Err(Error::Mapped(format!(
-                    "a command that {} bytes {}..{} of an allocation while the host has bytes \
-                     {}..{} mapped for {}; unmap first",
-                    if access == Access::Write {
-                        "writes"
-                    } else {
-                        "reads"
-                    },
-                    span.0,
-                    span.1,
-                    m.start,
-                    m.end,
-                    if m.write { "writing" } else { "reading" },
-                )));
-            }
+        if let Some(m) = conflicting(&s.maps, span, access == Access::Write) {
+            return Err(Error::Mapped(format!(
+                "a command that {} bytes {}..{} of an allocation while the host has bytes \
+                 {}..{} mapped for {}; unmap first",
+                if access == Access::Write {
+                    "writes"
+                } else {
+                    "reads"
+                },
+                span.0,
+                span.1,
+                m.start,
+                m.end,
+                if m.write { "writing" } else { "reading" },
+            )));
         }
         let (waits, flush) = pending_for(&s, queue, access);
         let id = s.next_id;
@@ -445,28 +450,22 @@ impl Tracked {
         let span = self.span(Some(range));
         let mut s = self.tracker.lock();
         // Commands being enqueued on these bytes are recorded within a driver call: wait for them.
-        while s
-            .enqueuing
-            .iter()
-            .any(|m| overlaps(span, (m.start, m.end)) && (m.write || write))
-        {
+        while conflicting(&s.enqueuing, span, write).is_some() {
             drop(s);
             std::thread::yield_now();
             s = self.tracker.lock();
         }
-        for m in &s.maps {
-            if overlaps(span, (m.start, m.end)) && (m.write || write) {
-                return Err(Error::Mapped(format!(
-                    "bytes {}..{} are already mapped for {}; a second {} map of bytes {}..{} \
-                     would alias them",
-                    m.start,
-                    m.end,
-                    if m.write { "writing" } else { "reading" },
-                    if write { "writable" } else { "read" },
-                    span.0,
-                    span.1,
-                )));
-            }
+        if let Some(m) = conflicting(&s.maps, span, write) {
+            return Err(Error::Mapped(format!(
+                "bytes {}..{} are already mapped for {}; a second {} map of bytes {}..{} would \
+                 alias them",
+                m.start,
+                m.end,
+                if m.write { "writing" } else { "reading" },
+                if write { "writable" } else { "read" },
+                span.0,
+                span.1,
+            )));
         }
         let access = if write { Access::Write } else { Access::Read };
         let (waits, flush) = pending_for(&s, queue, access);

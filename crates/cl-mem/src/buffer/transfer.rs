@@ -23,7 +23,7 @@ use std::ffi::{c_void, CStr};
 use std::fmt;
 use std::mem::ManuallyDrop;
 
-use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
+use cl_raw::{platform as raw_platform, queue as raw_queue, sys, ClError, Version};
 use smallvec::SmallVec;
 
 use crate::buffer::Buffer;
@@ -330,16 +330,9 @@ pub(crate) unsafe fn enqueue_read_tracked(
     len: usize,
     wait: &[&Event],
 ) -> Result<Event> {
-    if len == 0 {
-        return queue.enqueue_marker(wait);
-    }
-    let uses: SmallVec<[Use<'_>; 1]> = track
-        .map(|t| (t, Some((offset_bytes, len)), Access::Read))
-        .into_iter()
-        .collect();
-    enqueue_tracked(queue, wait, &uses, |list| {
-        // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
-        let ev = unsafe {
+    let transfer = |list: &[sys::cl_event]| {
+        // SAFETY: obligations 1-3 are the raw call's.
+        unsafe {
             raw_queue::enqueue_read_buffer(
                 queue.as_raw(),
                 mem,
@@ -350,10 +343,17 @@ pub(crate) unsafe fn enqueue_read_tracked(
                 list,
             )
         }
-        .map_err(Error::cl("clEnqueueReadBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
-    })
+    };
+    let span = (offset_bytes, len);
+    host_transfer(
+        queue,
+        track,
+        Access::Read,
+        span,
+        wait,
+        "clEnqueueReadBuffer",
+        transfer,
+    )
 }
 
 /// `clEnqueueWriteBuffer` of `len` bytes from `host` to `offset_bytes` of `mem`, after `wait`;
@@ -402,16 +402,9 @@ pub(crate) unsafe fn enqueue_write_tracked(
     len: usize,
     wait: &[&Event],
 ) -> Result<Event> {
-    if len == 0 {
-        return queue.enqueue_marker(wait);
-    }
-    let uses: SmallVec<[Use<'_>; 1]> = track
-        .map(|t| (t, Some((offset_bytes, len)), Access::Write))
-        .into_iter()
-        .collect();
-    enqueue_tracked(queue, wait, &uses, |list| {
-        // SAFETY: obligations 1-3 are the raw call's; we own the returned event.
-        let ev = unsafe {
+    let transfer = |list: &[sys::cl_event]| {
+        // SAFETY: obligations 1-3 are the raw call's.
+        unsafe {
             raw_queue::enqueue_write_buffer(
                 queue.as_raw(),
                 mem,
@@ -422,7 +415,37 @@ pub(crate) unsafe fn enqueue_write_tracked(
                 list,
             )
         }
-        .map_err(Error::cl("clEnqueueWriteBuffer"))?;
+    };
+    let span = (offset_bytes, len);
+    host_transfer(
+        queue,
+        track,
+        Access::Write,
+        span,
+        wait,
+        "clEnqueueWriteBuffer",
+        transfer,
+    )
+}
+
+/// What host reads and writes share: a 0-byte transfer is a marker; otherwise the command goes
+/// through the allocation's record (when `track` is given) with `access` on the bytes of `span`
+/// (offset, length).
+fn host_transfer(
+    queue: &Queue,
+    track: Option<&Tracked>,
+    access: Access,
+    span: (usize, usize),
+    wait: &[&Event],
+    call: &'static str,
+    enqueue: impl FnOnce(&[sys::cl_event]) -> std::result::Result<sys::cl_event, ClError>,
+) -> Result<Event> {
+    if span.1 == 0 {
+        return queue.enqueue_marker(wait);
+    }
+    let uses: SmallVec<[Use<'_>; 1]> = track.map(|t| (t, Some(span), access)).into_iter().collect();
+    enqueue_tracked(queue, wait, &uses, |list| {
+        let ev = enqueue(list).map_err(Error::cl(call))?;
         // SAFETY: a fresh reference we own.
         Ok(unsafe { Event::from_raw(ev) })
     })
