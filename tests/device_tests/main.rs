@@ -25,6 +25,7 @@ mod characterize;
 mod core;
 mod harness;
 mod images;
+mod parity;
 mod pool;
 mod safety;
 mod svm;
@@ -39,6 +40,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("svm", svm::tests),
     ("images", images::tests),
     ("safety", safety::tests),
+    ("parity", parity::tests),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -124,14 +124,16 @@ pub(crate) fn rewrite(text: &str, key: &str, seen: &[(String, String, String)]) 
         })
         .map(str::to_owned)
         .collect();
-    let mut mine: Vec<String> = seen
-        .iter()
-        .map(|(k, t, _)| format!("{key} {k} {t}"))
-        .collect();
-    mine.sort();
-    mine.dedup();
-    lines.extend(mine);
-    let mut out = lines.join("\n");
+    lines.extend(seen.iter().map(|(k, t, _)| format!("{key} {k} {t}")));
+    // Comments first, then the records sorted: a rewrite changes only the lines that changed.
+    let (mut comments, mut records): (Vec<String>, Vec<String>) = lines
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .partition(|l| l.trim_start().starts_with('#'));
+    records.sort();
+    records.dedup();
+    comments.extend(records);
+    let mut out = comments.join("\n");
     out.push('\n');
     out
 }

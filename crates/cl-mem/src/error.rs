@@ -149,6 +149,70 @@ impl Error {
     }
 }
 
+/// A release or unmap that failed inside a `Drop`, where it cannot be returned (PyOpenCL raises
+/// such an error at the next call; here it is logged with `tracing` and reported to the hook of
+/// [`set_drop_failure_hook`], and counted in [`drop_failure_count`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DropFailure {
+    /// What failed (`"clReleaseMemObject"`, `"unmapping a buffer"`).
+    pub call: &'static str,
+    /// The driver's status, when the failure came from a status.
+    pub status: Option<ClError>,
+    /// The error's text.
+    pub message: String,
+}
+
+/// What [`set_drop_failure_hook`] takes.
+pub type DropHook = Box<dyn Fn(&DropFailure) + Send + Sync>;
+
+static DROP_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static DROP_HOOK: std::sync::RwLock<Option<DropHook>> = std::sync::RwLock::new(None);
+
+/// Calls `hook` (on whatever thread a `Drop` fails on) for every release or unmap that fails in a
+/// `Drop` from now on, replacing the previous hook; `None` removes it. For a program that wants
+/// such failures to stop it, or to surface them at its next call.
+pub fn set_drop_failure_hook(hook: Option<DropHook>) {
+    *DROP_HOOK
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = hook;
+}
+
+/// How many releases or unmaps failed in a `Drop` in this process so far.
+pub fn drop_failure_count() -> u64 {
+    DROP_FAILURES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Logs, counts and reports a failure in a `Drop`.
+pub(crate) fn drop_failed(call: &'static str, status: Option<ClError>, message: String) {
+    tracing::warn!(call, message = %message, "failed in drop");
+    DROP_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let failure = DropFailure {
+        call,
+        status,
+        message,
+    };
+    if let Some(hook) = DROP_HOOK
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+    {
+        // A panicking hook must not unwind out of a Drop (possibly during another unwind).
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&failure))).is_err() {
+            tracing::error!("the drop-failure hook panicked; the panic was contained");
+        }
+    }
+}
+
+/// [`drop_failed`] for a driver status.
+pub(crate) fn drop_status(call: &'static str, status: ClError) {
+    drop_failed(call, Some(status), format!("{call} failed: {status}"));
+}
+
+/// [`drop_failed`] for an [`Error`].
+pub(crate) fn drop_error(call: &'static str, e: &Error) {
+    drop_failed(call, e.cl_status(), e.to_string());
+}
+
 /// [`Error::OutOfBounds`] unless `offset..offset + len` lies within `size` (without overflow):
 /// the one range check behind buffers, SVM allocations and views, host slices and image
 /// coordinates.
@@ -183,6 +247,25 @@ mod tests {
         assert_eq!(e.cl_status(), Some(ClError::InvalidValue));
         assert!(!e.is_out_of_memory());
         assert!(Error::cl("clCreateBuffer")(ClError::OutOfResources).is_out_of_memory());
+    }
+
+    #[test]
+    fn drop_failures_are_counted_and_reach_the_hook() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let into = std::sync::Arc::clone(&seen);
+        set_drop_failure_hook(Some(Box::new(move |f: &DropFailure| {
+            into.lock().unwrap().push(f.clone());
+        })));
+        let before = drop_failure_count();
+        drop_status("clReleaseMemObject", ClError::InvalidMemObject);
+        set_drop_failure_hook(Some(Box::new(|_: &DropFailure| panic!("a hook may panic"))));
+        drop_error("unmapping a buffer", &Error::InvalidArgument("x".into()));
+        set_drop_failure_hook(None);
+        assert_eq!(drop_failure_count() - before, 2);
+        let got = seen.lock().unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].call, "clReleaseMemObject");
+        assert_eq!(got[0].status, Some(ClError::InvalidMemObject));
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub use buffer::transfer::{
     HostMemory, Pending, Rect,
 };
 pub use buffer::Buffer;
-pub use error::{Error, Result};
+pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use runtime::context::Context;

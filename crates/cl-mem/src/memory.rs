@@ -382,7 +382,7 @@ impl fmt::Debug for Memory {
 pub(crate) fn release_in_drop(mem: sys::cl_mem) {
     // SAFETY: callers own one reference to `mem` and give it up here.
     if let Err(e) = unsafe { raw::release(mem) } {
-        tracing::warn!(status = %e, "clReleaseMemObject failed in drop");
+        crate::error::drop_status("clReleaseMemObject", e);
     }
 }
 

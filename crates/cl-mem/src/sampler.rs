@@ -367,7 +367,7 @@ unsafe impl KernelArg for Sampler {
 pub(crate) fn release_in_drop(sampler: sys::cl_sampler) {
     // SAFETY: callers own one reference to `sampler` and give it up here.
     if let Err(e) = unsafe { raw::release(sampler) } {
-        tracing::warn!(status = %e, "clReleaseSampler failed in drop");
+        crate::error::drop_status("clReleaseSampler", e);
     }
 }
 

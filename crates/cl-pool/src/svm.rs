@@ -33,11 +33,17 @@ pub struct SvmAllocator<G: DeviceGrain = Coarse> {
 }
 
 impl<G: DeviceGrain> SvmAllocator<G> {
-    /// An allocator of `options` SVM (access, alignment, atomics) bound to `queue`.
+    /// An allocator of `options` SVM (access, alignment, atomics) bound to `queue`. Without an
+    /// alignment in `options` the blocks get the driver's default (alignment 0: the largest OpenCL
+    /// data type's), as PyOpenCL's `SVMAllocator` does, not the 1 byte of an untyped element.
     ///
     /// Capability and queue checks happen at the first allocation (cl-mem checks them before
     /// calling the driver).
     pub fn new(queue: &Queue, options: SvmOptions) -> Self {
+        let options = match options.alignment_bytes() {
+            Some(_) => options,
+            None => options.alignment(0),
+        };
         Self {
             queue: queue.clone(),
             options,

@@ -176,7 +176,7 @@ impl<T: Pod> Drop for PinnedMemory<T> {
                     tracing::warn!(error = %e, "unmapping pinned memory failed");
                 }
             }
-            Err(e) => tracing::warn!(status = %e, "clEnqueueUnmapMemObject failed in drop"),
+            Err(e) => crate::error::drop_status("clEnqueueUnmapMemObject", e),
         }
     }
 }

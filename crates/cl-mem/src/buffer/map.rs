@@ -101,7 +101,7 @@ impl Drop for Mapping<'_> {
         if self.open {
             match self.unmap(&[]).and_then(|e| e.wait()) {
                 Ok(()) => {}
-                Err(e) => tracing::warn!(error = %e, "unmapping a buffer failed in drop"),
+                Err(e) => crate::error::drop_error("unmapping a buffer", &e),
             }
         }
     }

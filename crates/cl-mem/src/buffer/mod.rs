@@ -486,10 +486,7 @@ impl Buffer {
         // sub-buffer of a READ_WRITE root stays HOST_READ_ONLY).
         let flags = inherit_sub_buffer_flags(self.flags, flags);
         let origin = self.origin + origin_bytes;
-        let mut align = usize::MAX;
-        for d in self.context.devices() {
-            align = align.min(d.mem_base_addr_align_bytes()?.max(1));
-        }
+        let align = self.sub_buffer_alignment()?;
         if !origin.is_multiple_of(align) {
             return Err(Error::Misaligned {
                 what: "sub-buffer origin",
@@ -524,6 +521,60 @@ impl Buffer {
             origin,
             host_ptr,
         })
+    }
+
+    /// The alignment, in bytes, of a sub-buffer's origin in its root buffer
+    /// (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`, reported in bits, of the context's devices): what
+    /// PyOpenCL's `test_sub_buffers` rounds its start to. 128 bytes on the CPU runtimes here, 512
+    /// on the H100.
+    ///
+    /// ```no_run
+    /// # fn f(buf: &cl_mem::Buffer) -> cl_mem::Result<()> {
+    /// let align = buf.sub_buffer_alignment()?;
+    /// let start = 1000 / align * align; // rounded down, as PyOpenCL's test does
+    /// let sub = buf.sub_buffer_range(start..start + 256)?;
+    /// # drop(sub); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetDeviceInfo`.
+    pub fn sub_buffer_alignment(&self) -> Result<usize> {
+        let mut align = usize::MAX;
+        for d in self.context.devices() {
+            align = align.min(d.mem_base_addr_align_bytes()?.max(1));
+        }
+        Ok(align)
+    }
+
+    /// PyOpenCL's `buf[start:stop]` with its clipping: both ends are clipped to the buffer's size
+    /// (`buf.sub_buffer_clipped(0..5000)` of a 1024-byte buffer is its first 1024 bytes), for code
+    /// ported as it is. [`Buffer::sub_buffer_range`] refuses such a range instead.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::sub_buffer`]; a range that is empty after clipping is
+    /// [`Error::InvalidArgument`].
+    pub fn sub_buffer_clipped(&self, range: impl RangeBounds<usize>) -> Result<Buffer> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        }
+        .min(self.size);
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.size,
+        }
+        .min(self.size);
+        if start >= end {
+            return Err(Error::InvalidArgument(format!(
+                "the range clipped to a {}-byte buffer is empty ({start}..{end})",
+                self.size
+            )));
+        }
+        self.sub_buffer(start, end - start, MemFlags::empty())
     }
 
     /// A sub-buffer over a Rust range of bytes (`buf.sub_buffer_range(128..256)`,

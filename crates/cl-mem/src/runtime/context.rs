@@ -254,7 +254,7 @@ impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid context.
         if let Err(e) = unsafe { raw::release(self.raw) } {
-            tracing::warn!(status = %e, "clReleaseContext failed in drop");
+            crate::error::drop_status("clReleaseContext", e);
         }
     }
 }

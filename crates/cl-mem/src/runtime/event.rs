@@ -352,7 +352,7 @@ impl Drop for Event {
         LIVE_EVENTS.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: we own one reference to a valid event.
         if let Err(e) = unsafe { raw::release(self.raw) } {
-            tracing::warn!(status = %e, "clReleaseEvent failed in drop");
+            crate::error::drop_status("clReleaseEvent", e);
         }
     }
 }

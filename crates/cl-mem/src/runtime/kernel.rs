@@ -170,13 +170,13 @@ impl Drop for Held {
             Held::Mem(m, _) => {
                 // SAFETY: the held reference is ours to give up (taken in `set_value`).
                 if let Err(e) = unsafe { raw_mem::release(*m) } {
-                    tracing::warn!(status = %e, "clReleaseMemObject failed in drop");
+                    crate::error::drop_status("clReleaseMemObject", e);
                 }
             }
             Held::Sampler(s) => {
                 // SAFETY: the held reference is ours to give up (taken in `set_value`).
                 if let Err(e) = unsafe { cl_raw::sampler::release(*s) } {
-                    tracing::warn!(status = %e, "clReleaseSampler failed in drop");
+                    crate::error::drop_status("clReleaseSampler", e);
                 }
             }
             Held::Set | Held::Svm(_) => {}
@@ -853,11 +853,14 @@ impl Kernel {
     /// Enqueues the kernel over `global` work-items (1 to 3 dimensions), with an optional local
     /// size, after `wait`.
     ///
+    /// A global size with a zero dimension is an empty range: nothing runs and a marker event
+    /// (after `wait`) is returned, on every OpenCL version (PyOpenCL's `allow_empty_ndrange=True`).
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for 0 or more than 3 dimensions, a local size of another
-    /// dimension, or an argument that was never set (all checked first); [`Error::Cl`] from
-    /// `clEnqueueNDRangeKernel`.
+    /// dimension or with a zero dimension, or an argument that was never set (all checked first);
+    /// [`Error::Cl`] from `clEnqueueNDRangeKernel`.
     pub fn enqueue_nd_range(
         &self,
         queue: &Queue,
@@ -896,6 +899,11 @@ impl Kernel {
                 "argument {i} of kernel '{}' is not set",
                 self.name
             )));
+        }
+        if global.contains(&0) {
+            // An empty range runs nothing: a marker after `wait` stands for it (PyOpenCL's
+            // allow_empty_ndrange=True; OpenCL 1.2 drivers refuse a zero global size).
+            return queue.enqueue_marker(wait);
         }
         // Tracked memory arguments: checked against live maps, ordered after other queues'
         // pending commands, recorded (read-only parameters as reads, the others as writes).
@@ -980,7 +988,7 @@ impl Drop for Kernel {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid kernel.
         if let Err(e) = unsafe { raw::release(self.raw) } {
-            tracing::warn!(status = %e, "clReleaseKernel failed in drop");
+            crate::error::drop_status("clReleaseKernel", e);
         }
         for held in self.held.iter().flatten() {
             if let Some(k) = held.keep_alive() {

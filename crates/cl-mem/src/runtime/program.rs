@@ -162,7 +162,7 @@ impl Drop for Program {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid program.
         if let Err(e) = unsafe { raw::release(self.raw) } {
-            tracing::warn!(status = %e, "clReleaseProgram failed in drop");
+            crate::error::drop_status("clReleaseProgram", e);
         }
     }
 }

@@ -294,7 +294,7 @@ impl Drop for Queue {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid queue.
         if let Err(e) = unsafe { raw::release(self.raw) } {
-            tracing::warn!(status = %e, "clReleaseCommandQueue failed in drop");
+            crate::error::drop_status("clReleaseCommandQueue", e);
         }
     }
 }

@@ -80,10 +80,17 @@ impl SvmOptions {
         self
     }
 
-    /// Alignment in bytes: a power of two (checked at allocation).
+    /// Alignment in bytes: a power of two (checked at allocation), or 0 for the driver's default
+    /// (`clSVMAlloc` with alignment 0: the size of the largest OpenCL data type the device
+    /// supports, PyOpenCL's default for untyped allocations).
     pub fn alignment(mut self, bytes: usize) -> SvmOptions {
         self.alignment = Some(bytes);
         self
+    }
+
+    /// The alignment asked for, if any (`Some(0)`: the driver's default).
+    pub fn alignment_bytes(&self) -> Option<usize> {
+        self.alignment
     }
 
     /// `CL_MEM_SVM_ATOMICS` (fine grain, and the device must report `CL_DEVICE_SVM_ATOMICS`).
@@ -339,9 +346,9 @@ impl Core {
             require_svm(context, SvmCapabilities::ATOMICS, "SVM atomics")?;
         }
         require_in_order(queue, "an SVM allocation")?;
-        if !alignment.is_power_of_two() {
+        if alignment != 0 && !alignment.is_power_of_two() {
             return Err(Error::InvalidArgument(format!(
-                "SVM alignment {alignment} is not a power of two"
+                "SVM alignment {alignment} is not a power of two (or 0 for the default)"
             )));
         }
         // clSVMAlloc: the alignment "must be equal to or smaller than the size of the largest
@@ -374,6 +381,18 @@ impl Core {
             // that used it are done.
             unsafe { raw_svm::alloc(context.as_raw(), flags.bits(), size, align32) }
                 .ok_or(Error::SvmAllocFailed { size, alignment })?
+        };
+        // Alignment 0 asks for the driver's default: record what the pointer has (at most the
+        // largest data type's 128 bytes), so later offset checks use a real alignment.
+        let alignment = if alignment == 0 {
+            let got = 1usize << (ptr as usize).trailing_zeros().min(7);
+            if ptr.is_null() {
+                MAX_SVM_ALIGNMENT
+            } else {
+                got
+            }
+        } else {
+            alignment
         };
         Ok(Core::with_storage(
             queue,

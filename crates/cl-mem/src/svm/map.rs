@@ -58,7 +58,7 @@ pub(crate) fn unmap_now(queue: &Queue, base: *mut c_void) -> Result<()> {
 impl Drop for Mapping<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.unmap() {
-            tracing::warn!(error = %e, "clEnqueueSVMUnmap failed in drop");
+            crate::error::drop_error("clEnqueueSVMUnmap", &e);
         }
     }
 }

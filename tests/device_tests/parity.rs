@@ -1,0 +1,159 @@
+//! PyOpenCL parity gaps (issue 15), found by porting PyOpenCL's own memory tests: each case as
+//! PyOpenCL users write it, on every device that has the feature.
+
+use cl_mem::svm::{Coarse, SvmAllocation, SvmOptions, SvmPointer};
+use cl_mem::{Buffer, Error, MemFlags, Program, SvmCapabilities};
+use cl_pool::{MemoryPool, SvmAllocator};
+use cl_tests::{skip, DeviceTest, TestDevice, TestResult};
+
+/// The suite's tests, in the order they run.
+pub(crate) fn tests() -> Vec<DeviceTest> {
+    vec![
+        DeviceTest {
+            name: "empty_nd_ranges_run_nothing_and_return_an_event",
+            run: empty_nd_ranges_run_nothing_and_return_an_event,
+        },
+        DeviceTest {
+            name: "sub_buffers_clip_and_round_as_pyopencl_users_write_them",
+            run: sub_buffers_clip_and_round_as_pyopencl_users_write_them,
+        },
+        DeviceTest {
+            name: "svm_alignment_zero_is_the_drivers_default",
+            run: svm_alignment_zero_is_the_drivers_default,
+        },
+        DeviceTest {
+            name: "zero_size_svm_through_allocation_allocator_and_pool",
+            run: zero_size_svm_through_allocation_allocator_and_pool,
+        },
+    ]
+}
+
+const SRC: &str = r#"
+__kernel void bump(__global int* a) { a[get_global_id(0)] += 1; }
+"#;
+
+/// PyOpenCL's `allow_empty_ndrange=True`: a zero-size range launches nothing and still gives an
+/// event (OpenCL 1.2 drivers refuse a zero global size; here every version takes it).
+fn empty_nd_ranges_run_nothing_and_return_an_event(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[7i32; 4])?;
+    let program = Program::build_from_source(ctx, SRC, "")?;
+    let mut k = program.kernel("bump")?;
+    k.set_arg(0, &buf)?;
+    for global in [[0usize].as_slice(), &[4, 0], &[0, 4, 4]] {
+        let ev = k.enqueue_nd_range(&q, global, None, &[])?;
+        ev.wait()?;
+        assert_eq!(
+            ev.command_type()?,
+            cl_raw::sys::CL_COMMAND_MARKER,
+            "{global:?}"
+        );
+    }
+    assert_eq!(buf.read_vec::<i32>(&q, &[])?, vec![7; 4], "nothing ran");
+    // A zero local size is still an error, empty range or not.
+    let r = k.enqueue_nd_range(&q, &[0], Some(&[0]), &[]);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    k.enqueue_nd_range(&q, &[4], None, &[])?.wait()?;
+    assert_eq!(buf.read_vec::<i32>(&q, &[])?, vec![8; 4]);
+    Ok(())
+}
+
+fn coarse_svm(dev: &TestDevice) -> Result<(), cl_tests::TestError> {
+    let caps = dev.device.svm_capabilities()?;
+    if dev.device.version() < cl_mem::Version::V2_0
+        || !caps.contains(SvmCapabilities::COARSE_GRAIN_BUFFER)
+    {
+        return Err(skip("no coarse-grain buffer SVM (OpenCL 2.0)"));
+    }
+    Ok(())
+}
+
+/// `SVMAllocation(ctx, size, 0, flags)` and `SVMAllocator(ctx)` pass alignment 0: the driver's
+/// default, the largest OpenCL data type's (not "not a power of two", and not 1 byte for
+/// untyped memory).
+fn svm_alignment_zero_is_the_drivers_default(dev: &TestDevice) -> TestResult {
+    coarse_svm(dev)?;
+    let q = dev.queue();
+    let a = SvmAllocation::<Coarse>::with_options(&q, 64, SvmOptions::new().alignment(0))?;
+    let addr = a.svm_ptr() as usize;
+    assert_eq!(addr % 128, 0, "alignment 0 gave {addr:#x}");
+    let r = SvmAllocation::<Coarse>::with_options(&q, 64, SvmOptions::new().alignment(3));
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    // The pool's allocator asks for the default when no alignment is given.
+    let pool = MemoryPool::new(SvmAllocator::<Coarse>::new(&q, SvmOptions::new()));
+    let b = pool.allocate(24)?;
+    let addr = b.svm_ptr() as usize;
+    assert_eq!(addr % 128, 0, "the untyped pool block at {addr:#x}");
+    eprintln!(
+        "    default SVM alignment: allocation {:#x}, pool block {addr:#x}",
+        a.svm_ptr() as usize
+    );
+    Ok(())
+}
+
+/// PyOpenCL's `test_zero_size_svm_allocations`: a zero-size allocation works through the
+/// allocation, the allocator and the pool.
+fn zero_size_svm_through_allocation_allocator_and_pool(dev: &TestDevice) -> TestResult {
+    coarse_svm(dev)?;
+    let q = dev.queue();
+    let a = SvmAllocation::<Coarse>::with_options(&q, 0, SvmOptions::new().alignment(0))?;
+    assert!(a.svm_ptr().is_null());
+    a.enqueue_release(&[])?.wait()?;
+    let allocator = SvmAllocator::<Coarse>::new(&q, SvmOptions::new());
+    let none = cl_pool::Allocator::allocate(&allocator, 0)?;
+    assert!(
+        none.is_none(),
+        "the allocator allocates nothing for 0 bytes"
+    );
+    let pool = MemoryPool::new(allocator);
+    let b = pool.allocate(0)?;
+    assert_eq!(b.requested_bytes(), 0);
+    drop(b);
+    let c = pool.allocate(0)?;
+    assert_eq!(
+        pool.stats().hits,
+        1,
+        "the block of a zero-size request is reused"
+    );
+    drop(c);
+    Ok(())
+}
+
+/// PyOpenCL's `test_sub_buffers`: slices clip to the buffer, and the start is rounded down to the
+/// device's base-address alignment (so the test works on the H100's 4096-bit alignment too).
+fn sub_buffers_clip_and_round_as_pyopencl_users_write_them(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let align = dev.device.mem_base_addr_align_bytes()?.max(1);
+    let n = align * 4;
+    let data: Vec<u8> = (0..n).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
+    let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &data)?;
+    assert_eq!(buf.sub_buffer_alignment()?, align);
+    // buf[align:n + 5000] clips to the end.
+    let tail = buf.sub_buffer_clipped(align..n + 5000)?;
+    assert_eq!(tail.size_bytes(), n - align);
+    assert_eq!(tail.read_vec::<u8>(&q, &[])?, data[align..].to_vec());
+    // The same range is refused by the strict form.
+    assert!(matches!(
+        buf.sub_buffer_range(align..n + 5000),
+        Err(Error::OutOfBounds { .. })
+    ));
+    // PyOpenCL's loop: any start, rounded down to the alignment.
+    for start in [0usize, 1, align - 1, align + 3, 2 * align + 17] {
+        let a = buf.sub_buffer_alignment()?;
+        let s = start / a * a;
+        let sub = buf.sub_buffer_clipped(s..s + align + 7)?;
+        let end = (s + align + 7).min(n);
+        assert_eq!(
+            sub.read_vec::<u8>(&q, &[])?,
+            data[s..end].to_vec(),
+            "start {start}"
+        );
+    }
+    assert!(matches!(
+        buf.sub_buffer_clipped(n..n + 10),
+        Err(Error::InvalidArgument(_))
+    ));
+    Ok(())
+}
