@@ -18,6 +18,14 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: sub_buffers_clip_and_round_as_pyopencl_users_write_them,
         },
         DeviceTest {
+            name: "info_queries_answer_as_in_pyopencls_test_get_info",
+            run: info_queries_answer_as_in_pyopencls_test_get_info,
+        },
+        DeviceTest {
+            name: "kernel_attributes_name_the_declaration",
+            run: kernel_attributes_name_the_declaration,
+        },
+        DeviceTest {
             name: "svm_alignment_zero_is_the_drivers_default",
             run: svm_alignment_zero_is_the_drivers_default,
         },
@@ -155,5 +163,58 @@ fn sub_buffers_clip_and_round_as_pyopencl_users_write_them(dev: &TestDevice) -> 
         buf.sub_buffer_clipped(n..n + 10),
         Err(Error::InvalidArgument(_))
     ));
+    Ok(())
+}
+
+const INFO_SRC: &str = r#"
+__kernel __attribute__((reqd_work_group_size(4, 1, 1)))
+void fixed(__global int* a, __local int* tmp) {
+    tmp[get_local_id(0)] = a[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    a[get_global_id(0)] = tmp[3 - get_local_id(0)];
+}
+"#;
+
+/// PyOpenCL's `test_get_info` reads program, kernel, queue and event info; each answers here.
+fn info_queries_answer_as_in_pyopencls_test_get_info(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let program = Program::build_from_source(ctx, INFO_SRC, "")?;
+    assert!(program.reference_count()? >= 1);
+    assert_eq!(program.source()?.trim(), INFO_SRC.trim());
+    assert_eq!(program.num_devices()?, 1);
+    let sizes = program.binary_sizes()?;
+    assert_eq!(sizes.len(), 1);
+    assert!(sizes[0] > 0, "a built program has a binary: {sizes:?}");
+    assert_eq!(program.kernel_names()?, vec!["fixed".to_owned()]);
+    let mut k = program.kernel("fixed")?;
+    assert!(k.reference_count()? >= 1);
+    assert_eq!(k.compile_work_group_size(&q)?, [4, 1, 1]);
+    let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1i32, 2, 3, 4])?;
+    k.set_arg(0, &buf)?
+        .set_arg(1, &cl_mem::LocalMemory::of::<i32>(4))?;
+    assert!(k.local_mem_size(&q)? >= 16, "{}", k.local_mem_size(&q)?);
+    let _private = k.private_mem_size(&q)?;
+    let ev = k.enqueue_nd_range(&q, &[4], Some(&[4]), &[])?;
+    ev.wait()?;
+    assert_eq!(buf.read_vec::<i32>(&q, &[])?, vec![4, 3, 2, 1]);
+    assert!(ev.reference_count()? >= 1);
+    assert_eq!(ev.command_queue_raw()?, q.as_raw());
+    assert_eq!(ev.context()?.as_raw(), ctx.as_raw());
+    assert!(q.reference_count()? >= 1);
+    Ok(())
+}
+
+/// `CL_KERNEL_ATTRIBUTES` of a kernel declared with `reqd_work_group_size` (empty is allowed: the
+/// spec lets a driver leave the text out).
+fn kernel_attributes_name_the_declaration(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let program = Program::build_from_source(q.context(), INFO_SRC, "")?;
+    let k = program.kernel("fixed")?;
+    let attrs = k.attributes()?;
+    assert!(
+        attrs.is_empty() || attrs.contains("reqd_work_group_size"),
+        "CL_KERNEL_ATTRIBUTES of a reqd_work_group_size kernel: {attrs:?}"
+    );
     Ok(())
 }

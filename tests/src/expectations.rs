@@ -137,6 +137,16 @@ pub const EXPECTATIONS: &[Expectation] = &[
         flaky: false,
     },
     Expectation {
+        platform: "oclgrind",
+        device: "",
+        version: "Oclgrind 21.10",
+        test: "parity::kernel_attributes_name_the_declaration",
+        reason: "clGetKernelInfo(CL_KERNEL_ATTRIBUTES) returns uninitialised bytes before the attribute text",
+        link: "docs/DEVICES.md#oclgrind-kernel-attributes",
+        failure: "CL_KERNEL_ATTRIBUTES of a reqd_work_group_size kernel",
+        flaky: false,
+    },
+    Expectation {
         platform: "portable",
         device: "",
         version: "PoCL",

@@ -241,6 +241,40 @@ impl Event {
         Ok(EventStatus::from_raw(s))
     }
 
+    /// `CL_EVENT_REFERENCE_COUNT` (for leak hunting; racy by nature).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventInfo`.
+    pub fn reference_count(&self) -> Result<u32> {
+        // SAFETY: a valid event; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_EVENT_REFERENCE_COUNT) }
+            .map_err(Error::cl("clGetEventInfo"))
+    }
+
+    /// `CL_EVENT_COMMAND_QUEUE` as a raw handle (null for a user event); compare with
+    /// [`crate::Queue::as_raw`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventInfo`.
+    pub fn command_queue_raw(&self) -> Result<sys::cl_command_queue> {
+        // SAFETY: a valid event; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_EVENT_COMMAND_QUEUE) }
+            .map_err(Error::cl("clGetEventInfo"))
+    }
+
+    /// `CL_EVENT_CONTEXT`, as a new owning [`Context`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetEventInfo` or `clRetainContext`.
+    pub fn context(&self) -> Result<Context> {
+        let ctx = self.context_raw()?;
+        // SAFETY: the driver returned the event's live context; we retain it for the wrapper.
+        unsafe { Context::from_raw_retained(ctx) }
+    }
+
     /// `CL_EVENT_COMMAND_TYPE` (`CL_COMMAND_NDRANGE_KERNEL`, `CL_COMMAND_USER`, ...).
     ///
     /// # Errors

@@ -535,6 +535,88 @@ impl Kernel {
         .map_err(Error::cl("clGetKernelWorkGroupInfo"))
     }
 
+    /// `CL_KERNEL_REFERENCE_COUNT` (for leak hunting; racy by nature).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetKernelInfo`.
+    pub fn reference_count(&self) -> Result<u32> {
+        // SAFETY: a valid kernel; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_KERNEL_REFERENCE_COUNT) }
+            .map_err(Error::cl("clGetKernelInfo"))
+    }
+
+    /// `CL_KERNEL_ATTRIBUTES` (1.2): the `__attribute__` qualifiers of the kernel's declaration
+    /// (empty when none).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetKernelInfo`.
+    pub fn attributes(&self) -> Result<String> {
+        // SAFETY: a valid kernel of a 1.2+ platform; a 1.2 parameter.
+        let s: String = unsafe { raw::get_info(self.raw, sys::CL_KERNEL_ATTRIBUTES) }
+            .map_err(Error::cl("clGetKernelInfo"))?;
+        Ok(s.trim_end_matches('\0').to_owned())
+    }
+
+    /// `CL_KERNEL_LOCAL_MEM_SIZE` for `queue`'s device: local memory the kernel uses, its
+    /// `__local` arguments as set now included.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
+    pub fn local_mem_size(&self, queue: &Queue) -> Result<u64> {
+        // SAFETY: a valid kernel and device; a 1.0 parameter.
+        unsafe {
+            raw::get_work_group_info(
+                self.raw,
+                queue.device().as_raw(),
+                sys::CL_KERNEL_LOCAL_MEM_SIZE,
+            )
+        }
+        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
+    }
+
+    /// `CL_KERNEL_PRIVATE_MEM_SIZE` for `queue`'s device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
+    pub fn private_mem_size(&self, queue: &Queue) -> Result<u64> {
+        // SAFETY: a valid kernel and device; a 1.1 parameter.
+        unsafe {
+            raw::get_work_group_info(
+                self.raw,
+                queue.device().as_raw(),
+                sys::CL_KERNEL_PRIVATE_MEM_SIZE,
+            )
+        }
+        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
+    }
+
+    /// `CL_KERNEL_COMPILE_WORK_GROUP_SIZE` for `queue`'s device: the
+    /// `reqd_work_group_size` attribute, `[0, 0, 0]` without one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
+    pub fn compile_work_group_size(&self, queue: &Queue) -> Result<[usize; 3]> {
+        // SAFETY: a valid kernel and device; a 1.0 parameter.
+        let v: Vec<usize> = unsafe {
+            raw::get_work_group_info(
+                self.raw,
+                queue.device().as_raw(),
+                sys::CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+            )
+        }
+        .map_err(Error::cl("clGetKernelWorkGroupInfo"))?;
+        let mut out = [0usize; 3];
+        for (o, x) in out.iter_mut().zip(v) {
+            *o = x;
+        }
+        Ok(out)
+    }
+
     /// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` for `queue`'s device.
     ///
     /// # Errors

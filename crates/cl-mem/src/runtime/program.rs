@@ -125,6 +125,52 @@ impl Program {
             .collect())
     }
 
+    /// `CL_PROGRAM_REFERENCE_COUNT` (for leak hunting; racy by nature).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramInfo`.
+    pub fn reference_count(&self) -> Result<u32> {
+        // SAFETY: a valid program; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_REFERENCE_COUNT) }
+            .map_err(Error::cl("clGetProgramInfo"))
+    }
+
+    /// `CL_PROGRAM_SOURCE`: the source the program was created from.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramInfo`.
+    pub fn source(&self) -> Result<String> {
+        // SAFETY: a valid program; a 1.0 parameter.
+        let s: String = unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_SOURCE) }
+            .map_err(Error::cl("clGetProgramInfo"))?;
+        Ok(s.trim_end_matches('\0').to_owned())
+    }
+
+    /// `CL_PROGRAM_NUM_DEVICES`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramInfo`.
+    pub fn num_devices(&self) -> Result<u32> {
+        // SAFETY: a valid program; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_NUM_DEVICES) }
+            .map_err(Error::cl("clGetProgramInfo"))
+    }
+
+    /// `CL_PROGRAM_BINARY_SIZES`: the size of each device's binary, in the order of the program's
+    /// devices (0 before a build).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramInfo`.
+    pub fn binary_sizes(&self) -> Result<Vec<usize>> {
+        // SAFETY: a valid program; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_BINARY_SIZES) }
+            .map_err(Error::cl("clGetProgramInfo"))
+    }
+
     /// A kernel of this (built) program.
     ///
     /// # Errors

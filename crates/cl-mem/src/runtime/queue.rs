@@ -260,6 +260,17 @@ impl Queue {
         Ok(unsafe { Event::from_raw(raw) })
     }
 
+    /// `CL_QUEUE_REFERENCE_COUNT` (for leak hunting; racy by nature).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetCommandQueueInfo`.
+    pub fn reference_count(&self) -> Result<u32> {
+        // SAFETY: a valid queue; a 1.0 parameter.
+        unsafe { raw::get_info(self.raw, sys::CL_QUEUE_REFERENCE_COUNT) }
+            .map_err(Error::cl("clGetCommandQueueInfo"))
+    }
+
     /// Releases the reference now, reporting failure (`Drop` only logs it).
     ///
     /// # Errors
