@@ -26,6 +26,14 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: kernel_attributes_name_the_declaration,
         },
         DeviceTest {
+            name: "host_arrays_of_use_host_ptr_buffers",
+            run: host_arrays_of_use_host_ptr_buffers,
+        },
+        DeviceTest {
+            name: "enqueue_copy_takes_svm_pairs",
+            run: enqueue_copy_takes_svm_pairs,
+        },
+        DeviceTest {
             name: "svm_alignment_zero_is_the_drivers_default",
             run: svm_alignment_zero_is_the_drivers_default,
         },
@@ -216,5 +224,75 @@ fn kernel_attributes_name_the_declaration(dev: &TestDevice) -> TestResult {
         attrs.is_empty() || attrs.contains("reqd_work_group_size"),
         "CL_KERNEL_ATTRIBUTES of a reqd_work_group_size kernel: {attrs:?}"
     );
+    Ok(())
+}
+
+/// PyOpenCL's `get_host_array(shape, dtype, order)`: a `USE_HOST_PTR` buffer's memory as a shaped
+/// array, showing what a kernel wrote; other buffers are refused (PyOpenCL's `LogicError`).
+fn host_arrays_of_use_host_ptr_buffers(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let host: Vec<i32> = (0..12).collect();
+    let buf = Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, host)?;
+    let sum = buf.with_host_array::<i32, _, _, _>(&q, (3, 4), |a| {
+        assert_eq!(a[[1, 2]], 6);
+        a.sum()
+    })?;
+    assert_eq!(sum, 66);
+    // Fortran order, as PyOpenCL's order="F".
+    use ndarray::ShapeBuilder;
+    buf.with_host_array::<i32, _, _, _>(&q, (4, 3).f(), |a| assert_eq!(a[[1, 2]], 9))?;
+    // A kernel's writes are what the host array shows.
+    let program = Program::build_from_source(ctx, SRC, "")?;
+    let mut k = program.kernel("bump")?;
+    k.set_arg(0, &buf)?;
+    k.enqueue_nd_range(&q, &[12], None, &[])?;
+    buf.with_host_array::<i32, _, _, _>(&q, 12, |a| assert_eq!(a[11], 12))?;
+    // A shape past the memory, and a buffer without host memory.
+    let r = buf.with_host_array::<i32, _, _, _>(&q, (5, 4), |_| ());
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let plain = Buffer::new(ctx, MemFlags::READ_WRITE, 48)?;
+    let r = plain.with_host_array::<i32, _, _, _>(&q, 12, |_| ());
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    Ok(())
+}
+
+/// PyOpenCL's `enqueue_copy` with SVM: host -> SVM, SVM -> host, SVM -> SVM.
+fn enqueue_copy_takes_svm_pairs(dev: &TestDevice) -> TestResult {
+    coarse_svm(dev)?;
+    let q = dev.queue();
+    let a = cl_mem::svm::SvmArray::<u32, Coarse>::new(&q, 16)?;
+    let b = cl_mem::svm::SvmArray::<u32, Coarse>::new(&q, 16)?;
+    let data: Vec<u32> = (0..16).map(|i| i * 7).collect();
+    cl_mem::enqueue_copy(&q, &a, &data[..], &[])?;
+    cl_mem::enqueue_copy(&q, &b, &a, &[])?;
+    let mut back = vec![0u32; 16];
+    cl_mem::enqueue_copy(&q, &mut back[..], &b, &[])?;
+    assert_eq!(back, data);
+    // Offsets and counts in bytes, whole values.
+    let mut part = vec![0u32; 4];
+    cl_mem::enqueue_copy_with(
+        &q,
+        &mut part[..],
+        &b,
+        cl_mem::CopyOptions {
+            src_offset: 8 * 4,
+            byte_count: Some(16),
+            ..Default::default()
+        },
+        &[],
+    )?;
+    assert_eq!(part, data[8..12].to_vec());
+    let r = cl_mem::enqueue_copy_with(
+        &q,
+        &mut part[..],
+        &b,
+        cl_mem::CopyOptions {
+            src_offset: 3,
+            ..Default::default()
+        },
+        &[],
+    );
+    assert!(matches!(r, Err(Error::Misaligned { .. })), "{r:?}");
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::buffer::host::PinnedMemory;
 use crate::buffer::map::{MapMut, MapRead};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
+use crate::memory::MemFlags;
 use crate::pod::Pod;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
@@ -149,6 +150,42 @@ impl<T: Pod> MapRead<'_, T> {
         shape: Sh,
     ) -> Result<ArrayView<'_, T, D>> {
         view_of(self, shape, "mapped")
+    }
+}
+
+impl Buffer {
+    /// PyOpenCL's `get_host_array(shape, dtype, order)`, made safe: the host memory of a
+    /// `USE_HOST_PTR` buffer as an array view of `shape`, inside a read map (so no command writes
+    /// it meanwhile and the device's writes are visible, as the spec requires before the host
+    /// reads `USE_HOST_PTR` memory). The view is the buffer's own host memory, not a copy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a buffer without host memory (not `USE_HOST_PTR`: PyOpenCL's
+    /// `LogicError`), or a shape that does not fit; as [`Buffer::map_read`].
+    pub fn with_host_array<T, D, Sh, R>(
+        &self,
+        queue: &Queue,
+        shape: Sh,
+        f: impl FnOnce(ArrayView<'_, T, D>) -> R,
+    ) -> Result<R>
+    where
+        T: Pod,
+        D: Dimension,
+        Sh: Into<StrideShape<D>>,
+    {
+        if !self.flags().contains(MemFlags::USE_HOST_PTR) {
+            return Err(Error::InvalidArgument(
+                "only a USE_HOST_PTR buffer has host memory (PyOpenCL's get_host_array refuses \
+                 others too)"
+                    .into(),
+            ));
+        }
+        let guard = self.map_read::<T>(queue, .., &[])?;
+        let view = guard.as_array(shape)?;
+        let r = f(view);
+        guard.unmap(&[])?.wait()?;
+        Ok(r)
     }
 }
 

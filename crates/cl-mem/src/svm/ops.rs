@@ -11,6 +11,7 @@ use std::ops::Range;
 use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
+use crate::buffer::transfer::{CopyOptions, CopyPair};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::{checked_list, Event};
@@ -404,5 +405,66 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     /// As [`enqueue_svm_migrate`].
     pub fn migrate(&self, queue: &Queue, flags: SvmMigrateFlags, wait: &[&Event]) -> Result<Event> {
         enqueue_svm_migrate(queue, &[self], flags, wait)
+    }
+}
+
+/// Byte offsets and count of [`CopyOptions`] in whole `T`s, for the SVM pairs of `enqueue_copy`.
+fn in_elements<T>(o: CopyOptions) -> Result<(usize, usize, Option<usize>)> {
+    let elem = std::mem::size_of::<T>().max(1);
+    let whole = |what: &'static str, v: usize| {
+        if v.is_multiple_of(elem) {
+            Ok(v / elem)
+        } else {
+            Err(Error::Misaligned {
+                what,
+                value: v,
+                alignment: elem,
+            })
+        }
+    };
+    Ok((
+        whole("SVM copy source offset", o.src_offset)?,
+        whole("SVM copy destination offset", o.dst_offset)?,
+        o.byte_count
+            .map(|n| whole("SVM copy byte count", n))
+            .transpose()?,
+    ))
+}
+
+/// The host values `[offset, offset + count)` of a slice of `len` (the rest of it for `None`).
+fn host_part(len: usize, offset: usize, count: Option<usize>) -> Result<Range<usize>> {
+    let count = count.unwrap_or_else(|| len.saturating_sub(offset));
+    check_range("host slice", offset, count, len)?;
+    Ok(offset..offset + count)
+}
+
+// `enqueue_copy` with SVM, as PyOpenCL's `enqueue_copy` takes it: host -> SVM, SVM -> host,
+// SVM -> SVM (blocking, as every host pair is; offsets and counts in bytes, whole `T`s).
+impl<T: Pod, G: Grain> CopyPair for (&SvmArray<T, G>, &[T]) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        let (src, dst, count) = in_elements::<T>(o)?;
+        let part = host_part(self.1.len(), src, count)?;
+        self.0.write(queue, dst, &self.1[part], wait)
+    }
+}
+
+impl<T: Pod, G: Grain> CopyPair for (&mut [T], &SvmArray<T, G>) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        let (src, dst, count) = in_elements::<T>(o)?;
+        let part = host_part(self.0.len(), dst, count)?;
+        self.1.read(queue, src, &mut self.0[part], wait)
+    }
+}
+
+impl<T: Pod, G: Grain, G2: Grain> CopyPair for (&SvmArray<T, G>, &SvmArray<T, G2>) {
+    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+        if o != CopyOptions::default() {
+            return Err(Error::InvalidArgument(
+                "an SVM to SVM enqueue_copy copies whole allocations; use enqueue_svm_memcpy for \
+                 offsets and counts"
+                    .into(),
+            ));
+        }
+        self.0.copy_from(queue, self.1, wait)
     }
 }
