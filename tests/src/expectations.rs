@@ -149,6 +149,16 @@ pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
         platform: "portable",
         device: "",
+        version: "5.0+debian",
+        test: "parity::kernel_local_mem_size_counts_local_arguments",
+        reason: "CL_KERNEL_LOCAL_MEM_SIZE reads 0 with a __local argument set",
+        link: "docs/DEVICES.md#pocl5-kernel-local-mem-size",
+        failure: "CL_KERNEL_LOCAL_MEM_SIZE with a 16-byte __local argument: 0",
+        flaky: false,
+    },
+    Expectation {
+        platform: "portable",
+        device: "",
         version: "PoCL",
         test: "core::user_event_error_reaches_callback",
         reason: "a CL_COMPLETE callback never runs when a user event is set to an error status",

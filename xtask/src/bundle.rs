@@ -60,8 +60,14 @@ fi
 if [ -d "$here/repro" ]; then
   echo "== repro (plain C reproductions of driver quirks, repro/*.c)"
   for r in "$here"/repro/*; do
-    echo "--- $(basename "$r") (NVIDIA)"
-    timeout 60 "$r" NVIDIA 2>&1
+    # Each program runs on the platform its name starts with (the GPU machine has NVIDIA and PoCL).
+    case "$(basename "$r")" in
+      pocl*) platform="Portable Computing Language" ;;
+      oclgrind*) continue ;;
+      *) platform=NVIDIA ;;
+    esac
+    echo "--- $(basename "$r") ($platform)"
+    timeout 60 "$r" "$platform" 2>&1
     echo "    exit $?"
   done 2>&1 | tee "$OUT/repro.log"
 fi
