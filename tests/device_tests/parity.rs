@@ -38,6 +38,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: enqueue_copy_takes_svm_pairs,
         },
         DeviceTest {
+            name: "two_d_images_from_buffers_share_their_memory",
+            run: two_d_images_from_buffers_share_their_memory,
+        },
+        DeviceTest {
             name: "svm_alignment_zero_is_the_drivers_default",
             run: svm_alignment_zero_is_the_drivers_default,
         },
@@ -314,5 +318,54 @@ fn kernel_local_mem_size_counts_local_arguments(dev: &TestDevice) -> TestResult 
         local >= 16,
         "CL_KERNEL_LOCAL_MEM_SIZE with a 16-byte __local argument: {local}"
     );
+    Ok(())
+}
+
+/// PyOpenCL users reach 2-D images over buffers through `cl_khr_image2d_from_buffer`: where a
+/// device has it, the image shows the buffer's bytes at the row pitch and writes through it land in
+/// the buffer; elsewhere a typed `Unsupported` before the driver.
+fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult {
+    if !dev.device.image_support()? {
+        return Err(skip("the device has no image support"));
+    }
+    let q = dev.queue();
+    let ctx = q.context();
+    let fmt = cl_mem::ImageFormat::new(cl_mem::ChannelOrder::R, cl_mem::ChannelType::UnsignedInt32);
+    let (w, h) = (5usize, 3usize);
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64 * 1024)?;
+    let img = match cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &buf, (w, h), None) {
+        Ok(i) => i,
+        Err(Error::Unsupported { needs, .. }) => {
+            return Err(skip(format!("no 2-D images from buffers: {needs}")));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let pitch = img.info()?.row_pitch;
+    assert!(pitch >= w * 4, "row pitch {pitch}");
+    // Pixels written into the image are the buffer's bytes at that pitch.
+    let px: Vec<u32> = (0..u32::try_from(w * h)?).map(|i| i * 11).collect();
+    img.write_all(&q, &px, &[])?;
+    let bytes: Vec<u32> = buf.read_vec(&q, &[])?;
+    for y in 0..h {
+        for x in 0..w {
+            assert_eq!(bytes[y * pitch / 4 + x], px[y * w + x], "pixel ({x}, {y})");
+        }
+    }
+    // A map of the buffer excludes writes through the image (one record).
+    {
+        let _m = buf.map_read::<u32>(&q, .., &[])?;
+        let r = img.write_all(&q, &px, &[]);
+        assert!(matches!(r, Err(Error::Mapped(_))), "{r:?}");
+    }
+    // Bad pitches and sizes are refused before the driver.
+    let r =
+        cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &buf, (w, h), Some(w * 4 - 4));
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let r =
+        cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &buf, (w, h), Some(pitch + 4));
+    assert!(matches!(r, Err(Error::Misaligned { .. })), "{r:?}");
+    let small = Buffer::new(ctx, MemFlags::READ_WRITE, 16)?;
+    let r = cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &small, (w, h), None);
+    assert!(matches!(r, Err(Error::OutOfBounds { .. })), "{r:?}");
     Ok(())
 }

@@ -13,7 +13,7 @@ use std::ffi::c_void;
 
 use cl_raw::{image as raw, sys, Version};
 
-use super::{Image, ImageDesc, ImageFormat, ImageType};
+use super::{Image, ImageDesc, ImageFormat, ImagePitches, ImageType};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
@@ -190,6 +190,130 @@ impl Image {
             Source::Buffer(buffer),
             Path::Descriptor,
         )
+    }
+
+    /// A 2-D image over `buffer`'s memory (`cl_khr_image2d_from_buffer`, core in OpenCL 2.0):
+    /// `width` x `height` pixels whose rows lie `row_pitch` bytes apart (`None`: the tightest
+    /// pitch the devices accept). The image shares the buffer's command record, so maps of one
+    /// exclude maps of the other and commands on both are ordered. Empty `flags` inherit the
+    /// buffer's.
+    ///
+    /// # Errors
+    ///
+    /// Checked first: [`Error::Unsupported`] when a device of the context lacks the feature (no
+    /// extension, and not a 2.x device or a 3.0 device reporting a pitch alignment) or image
+    /// support; [`Error::InvalidArgument`] for host-pointer
+    /// flags or a zero size, [`Error::Misaligned`] for a row pitch that is not a multiple of
+    /// `CL_DEVICE_IMAGE_PITCH_ALIGNMENT` pixels or a buffer origin that is not a multiple of
+    /// `CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT` pixels, [`Error::OutOfBounds`] when the rows do not
+    /// fit the buffer; an unsupported format as [`Image::new`]. Then [`Error::Cl`] from
+    /// `clCreateImage`.
+    pub fn from_buffer_2d(
+        context: &Context,
+        flags: MemFlags,
+        format: ImageFormat,
+        buffer: &Buffer,
+        (width, height): (usize, usize),
+        row_pitch: Option<usize>,
+    ) -> Result<Image> {
+        check_support(context, ImageType::Image2d, Path::Descriptor)?;
+        check_flags(flags)?;
+        if flags.intersects(MemFlags::HOST_PTR_FLAGS | MemFlags::ALLOC_HOST_PTR) {
+            return Err(Error::InvalidArgument(
+                "an image from a buffer takes no host-pointer flags".into(),
+            ));
+        }
+        if width == 0 || height == 0 {
+            return Err(Error::InvalidArgument(
+                "a 2-D image from a buffer needs a positive width and height".into(),
+            ));
+        }
+        let elem = format.itemsize()?;
+        let (mut pitch_px, mut base_px) = (1usize, 1usize);
+        for d in context.devices() {
+            let limits = d.image_limits()?;
+            // Core in 2.x; optional in 3.0, where a device without it reports a pitch alignment
+            // of 0; an extension before 2.0.
+            let supported = d.has_extension("cl_khr_image2d_from_buffer")?
+                || (d.version() >= Version::V2_0
+                    && (d.version() < Version::V3_0 || limits.pitch_alignment != 0));
+            if !supported {
+                return Err(Error::Unsupported {
+                    feature: "2-D images from buffers",
+                    needs: format!(
+                        "cl_khr_image2d_from_buffer (or OpenCL 2.x); device '{}' (OpenCL {}) \
+                         reports neither the extension nor a pitch alignment",
+                        d.name().unwrap_or_default().trim(),
+                        d.version()
+                    ),
+                });
+            }
+            pitch_px = pitch_px.max(limits.pitch_alignment.max(1) as usize);
+            base_px = base_px.max(limits.base_address_alignment.max(1) as usize);
+        }
+        let pitch_unit = pitch_px.saturating_mul(elem);
+        let tight = width.saturating_mul(elem);
+        let row_pitch = row_pitch.unwrap_or_else(|| tight.div_ceil(pitch_unit) * pitch_unit);
+        if row_pitch < tight {
+            return Err(Error::InvalidArgument(format!(
+                "row pitch {row_pitch} is less than a row of {width} {elem}-byte pixels"
+            )));
+        }
+        if !row_pitch.is_multiple_of(pitch_unit) {
+            return Err(Error::Misaligned {
+                what: "row pitch of a 2-D image from a buffer",
+                value: row_pitch,
+                alignment: pitch_unit,
+            });
+        }
+        let base_unit = base_px.saturating_mul(elem);
+        if !buffer.origin_bytes().is_multiple_of(base_unit) {
+            return Err(Error::Misaligned {
+                what: "origin of the buffer of a 2-D image",
+                value: buffer.origin_bytes(),
+                alignment: base_unit,
+            });
+        }
+        let need = row_pitch.saturating_mul(height - 1).saturating_add(tight);
+        if need > buffer.size_bytes() {
+            return Err(Error::OutOfBounds {
+                what: "2-D image over its buffer",
+                offset: 0,
+                len: need,
+                size: buffer.size_bytes(),
+            });
+        }
+        let desc = ImageDesc::d2(width, height).with_pitches(ImagePitches::new(row_pitch, 0));
+        check_limits(context, &desc)?;
+        check_format(context, flags, format, ImageType::Image2d)?;
+        let raw_desc = sys::cl_image_desc {
+            image_type: ImageType::Image2d.to_raw(),
+            image_width: width,
+            image_height: height,
+            image_depth: 1,
+            image_array_size: 1,
+            image_row_pitch: row_pitch,
+            image_slice_pitch: 0,
+            num_mip_levels: 0,
+            num_samples: 0,
+            buffer: buffer.as_raw(),
+        };
+        // SAFETY: a valid context whose devices all take 2-D images from buffers (checked); the
+        // buffer is live, its origin aligned and large enough for the rows at this pitch
+        // (checked); no host pointer; we own the result.
+        let raw = unsafe {
+            raw::create(
+                context.as_raw(),
+                flags.bits(),
+                &format.to_raw(),
+                &raw_desc,
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(Error::cl("clCreateImage"))?;
+        let mut image = Image::from_parts(raw, context, desc, format, flags)?;
+        image.share_record_of(buffer);
+        Ok(image)
     }
 
     /// As [`Image::new`] (no data) or [`Image::from_host`] (a copy of `data`), but always through
