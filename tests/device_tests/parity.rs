@@ -202,6 +202,13 @@ fn info_queries_answer_as_in_pyopencls_test_get_info(dev: &TestDevice) -> TestRe
     let sizes = program.binary_sizes()?;
     assert_eq!(sizes.len(), 1);
     assert!(sizes[0] > 0, "a built program has a binary: {sizes:?}");
+    let binaries = program.binaries()?;
+    assert_eq!(binaries.len(), 1);
+    assert_eq!(binaries[0].len(), sizes[0]);
+    assert!(
+        binaries[0].iter().any(|&b| b != 0),
+        "the binary has content"
+    );
     assert_eq!(program.kernel_names()?, vec!["fixed".to_owned()]);
     let mut k = program.kernel("fixed")?;
     assert!(k.reference_count()? >= 1);

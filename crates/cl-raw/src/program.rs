@@ -99,6 +99,46 @@ pub unsafe fn get_info<T: InfoValue>(
     unsafe { query(|size, value, ret| sys::clGetProgramInfo(program, param, size, value, ret)) }
 }
 
+/// [`clGetProgramInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramInfo.html)
+/// with `CL_PROGRAM_BINARIES`: each device's binary, into buffers of the given sizes (the
+/// program's `CL_PROGRAM_BINARY_SIZES`, in its device order; a size of 0 gives an empty binary).
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `program` is valid and `sizes` holds, in order, the binary size of each of its devices.
+pub unsafe fn get_binaries(
+    program: sys::cl_program,
+    sizes: &[usize],
+) -> Result<Vec<Vec<u8>>, ClError> {
+    let mut binaries: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
+    let mut pointers: Vec<*mut u8> = binaries
+        .iter_mut()
+        .map(|b| {
+            if b.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                b.as_mut_ptr()
+            }
+        })
+        .collect();
+    // SAFETY: obligation 1; one pointer per device, each to a buffer of that device's binary size
+    // (null where the size is 0, which the spec allows), written during the call only.
+    check(unsafe {
+        sys::clGetProgramInfo(
+            program,
+            sys::CL_PROGRAM_BINARIES,
+            std::mem::size_of_val(pointers.as_slice()),
+            pointers.as_mut_ptr().cast::<c_void>(),
+            std::ptr::null_mut(),
+        )
+    })?;
+    Ok(binaries)
+}
+
 /// [`clGetProgramBuildInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramBuildInfo.html):
 /// build status, options or log for one device.
 ///

@@ -22,11 +22,18 @@ const MODULES: &[(&str, &[&str])] = &[
 ];
 
 /// Deliberate exceptions: `(module::rust_name, C name, why)`.
-const EXCEPTIONS: &[(&str, &str, &str)] = &[(
-    "platform::get_extension_function_address",
-    "clGetExtensionFunctionAddressForPlatform",
-    "the only usable variant (the plain one is deprecated and cl-sys declares it without a return type), so it takes the short name",
-)];
+const EXCEPTIONS: &[(&str, &str, &str)] = &[
+    (
+        "platform::get_extension_function_address",
+        "clGetExtensionFunctionAddressForPlatform",
+        "the only usable variant (the plain one is deprecated and cl-sys declares it without a return type), so it takes the short name",
+    ),
+    (
+        "program::get_binaries",
+        "clGetProgramInfo",
+        "CL_PROGRAM_BINARIES fills caller-allocated buffers through an array of pointers, which the size-then-fill get_info cannot do",
+    ),
+];
 
 /// `EnqueueReadBuffer` -> `enqueue_read_buffer`; `SVMMemcpy` -> `svm_memcpy`.
 fn snake(name: &str) -> String {

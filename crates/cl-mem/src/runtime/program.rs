@@ -171,6 +171,18 @@ impl Program {
             .map_err(Error::cl("clGetProgramInfo"))
     }
 
+    /// `CL_PROGRAM_BINARIES`: each device's binary (PTX on NVIDIA, an ELF or SPIR-V container
+    /// on the CPU runtimes), in the order of the program's devices; empty before a build.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramInfo`.
+    pub fn binaries(&self) -> Result<Vec<Vec<u8>>> {
+        let sizes = self.binary_sizes()?;
+        // SAFETY: a valid program; `sizes` is its CL_PROGRAM_BINARY_SIZES, read just before.
+        unsafe { raw::get_binaries(self.raw, &sizes) }.map_err(Error::cl("clGetProgramInfo"))
+    }
+
     /// A kernel of this (built) program.
     ///
     /// # Errors
