@@ -42,6 +42,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: two_d_images_from_buffers_share_their_memory,
         },
         DeviceTest {
+            name: "depth_images_where_the_device_lists_them",
+            run: depth_images_where_the_device_lists_them,
+        },
+        DeviceTest {
             name: "svm_alignment_zero_is_the_drivers_default",
             run: svm_alignment_zero_is_the_drivers_default,
         },
@@ -375,4 +379,37 @@ fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult 
     let r = cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &small, (w, h), None);
     assert!(matches!(r, Err(Error::OutOfBounds { .. })), "{r:?}");
     Ok(())
+}
+
+/// Depth images (`cl_khr_depth_images`, `CL_DEPTH`): created and read back where the device lists
+/// the format, a typed `Unsupported` before the driver where it does not.
+fn depth_images_where_the_device_lists_them(dev: &TestDevice) -> TestResult {
+    if !dev.device.image_support()? {
+        return Err(skip("the device has no image support"));
+    }
+    let q = dev.queue();
+    let ctx = q.context();
+    let fmt = cl_mem::ImageFormat::new(cl_mem::ChannelOrder::Depth, cl_mem::ChannelType::Float);
+    let listed =
+        cl_mem::supported_image_formats(ctx, MemFlags::READ_WRITE, cl_mem::ImageType::Image2d)?
+            .contains(&fmt);
+    let data: Vec<f32> = (0..12).map(|i| i as f32 / 16.0).collect();
+    let r = cl_mem::Image::from_host(
+        ctx,
+        MemFlags::READ_WRITE,
+        fmt,
+        &cl_mem::ImageDesc::d2(4, 3),
+        &data,
+    );
+    match r {
+        Ok(img) => {
+            assert!(listed, "created a depth image the device does not list");
+            assert_eq!(img.read_to_vec::<f32>(&q, &[])?, data);
+            Ok(())
+        }
+        Err(Error::Unsupported { .. }) | Err(Error::InvalidArgument(_)) if !listed => Err(skip(
+            "the device lists no CL_DEPTH/CL_FLOAT 2-D format (cl_khr_depth_images): refused before the driver",
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
