@@ -46,6 +46,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: depth_images_where_the_device_lists_them,
         },
         DeviceTest {
+            name: "mip_maps_are_typed_where_missing",
+            run: mip_maps_are_typed_where_missing,
+        },
+        DeviceTest {
             name: "svm_alignment_zero_is_the_drivers_default",
             run: svm_alignment_zero_is_the_drivers_default,
         },
@@ -312,6 +316,15 @@ fn enqueue_copy_takes_svm_pairs(dev: &TestDevice) -> TestResult {
         &[],
     );
     assert!(matches!(r, Err(Error::Misaligned { .. })), "{r:?}");
+    // SVM <-> buffer (through a map of the buffer, on every grain).
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 16 * 4)?;
+    cl_mem::enqueue_copy(&q, &buf, &a, &[])?;
+    assert_eq!(buf.read_vec::<u32>(&q, &[])?, data);
+    let c = cl_mem::svm::SvmArray::<u32, Coarse>::new(&q, 16)?;
+    cl_mem::enqueue_copy(&q, &c, &buf, &[])?;
+    let mut back = vec![0u32; 16];
+    cl_mem::enqueue_copy(&q, &mut back[..], &c, &[])?;
+    assert_eq!(back, data);
     Ok(())
 }
 
@@ -412,4 +425,33 @@ fn depth_images_where_the_device_lists_them(dev: &TestDevice) -> TestResult {
         )),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Mip-mapped images (`cl_khr_mipmap_image`): a typed answer on every device, created where the
+/// device has the extension.
+fn mip_maps_are_typed_where_missing(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    if !dev.device.image_support()? {
+        return Ok(());
+    }
+    let fmt = cl_mem::ImageFormat::new(cl_mem::ChannelOrder::Rgba, cl_mem::ChannelType::Float);
+    let desc = cl_mem::ImageDesc::d2(8, 8).with_mip_levels(4);
+    let has = dev.device.has_extension("cl_khr_mipmap_image")?;
+    match cl_mem::Image::new(ctx, MemFlags::READ_WRITE, fmt, &desc) {
+        Ok(img) => assert!(
+            has,
+            "created a mip-mapped image without the extension: {img:?}"
+        ),
+        Err(Error::Unsupported { .. }) => {
+            assert!(!has, "refused a mip-mapped image the device supports")
+        }
+        Err(e) => return Err(e.into()),
+    }
+    if has {
+        // Host data cannot fill several levels.
+        let r = cl_mem::Image::from_host(ctx, MemFlags::READ_WRITE, fmt, &desc, &[0f32; 8 * 8 * 4]);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    }
+    Ok(())
 }

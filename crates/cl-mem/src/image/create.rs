@@ -387,6 +387,26 @@ fn create(
 ) -> Result<Image> {
     check_support(context, desc.image_type, path)?;
     check_flags(flags)?;
+    if desc.mip_levels > 1 {
+        for d in context.devices() {
+            if !d.has_extension("cl_khr_mipmap_image")? {
+                return Err(Error::Unsupported {
+                    feature: "mip-mapped images",
+                    needs: format!(
+                        "cl_khr_mipmap_image, which device '{}' lacks",
+                        d.name().unwrap_or_default().trim()
+                    ),
+                });
+            }
+        }
+        if !matches!(source, Source::Empty) || path == Path::Legacy {
+            return Err(Error::InvalidArgument(
+                "a mip-mapped image is created empty through clCreateImage (no host data, no \
+                 buffer)"
+                    .into(),
+            ));
+        }
+    }
     if desc.image_type == ImageType::Image1dBuffer && !matches!(source, Source::Buffer(_)) {
         return Err(Error::InvalidArgument(
             "a 1-D buffer image is created from a buffer: use Image::from_buffer".into(),
@@ -436,7 +456,7 @@ fn create(
                 image_array_size: desc.array_size,
                 image_row_pitch: pitches.0,
                 image_slice_pitch: pitches.1,
-                num_mip_levels: 0,
+                num_mip_levels: desc.mip_levels,
                 num_samples: 0,
                 buffer: match source {
                     Source::Buffer(b) => b.as_raw(),

@@ -196,6 +196,8 @@ pub struct ImageDesc {
     pub array_size: usize,
     /// Pitches of the host data; only with host data.
     pub pitches: ImagePitches,
+    /// Mip levels (`cl_khr_mipmap_image`); 0 or 1 for an image without mip-maps.
+    pub mip_levels: u32,
 }
 
 impl ImageDesc {
@@ -207,6 +209,7 @@ impl ImageDesc {
             depth,
             array_size,
             pitches: ImagePitches::PACKED,
+            mip_levels: 0,
         }
     }
 
@@ -238,6 +241,12 @@ impl ImageDesc {
     /// A 3-D image.
     pub fn d3(width: usize, height: usize, depth: usize) -> ImageDesc {
         ImageDesc::of(ImageType::Image3d, [width, height, depth, 1])
+    }
+
+    /// With `levels` mip levels (`cl_khr_mipmap_image`: checked at creation; no host data).
+    pub fn with_mip_levels(mut self, levels: u32) -> ImageDesc {
+        self.mip_levels = levels;
+        self
     }
 
     /// The same description with host-data pitches.
@@ -438,6 +447,8 @@ impl Image {
             depth: q(sys::CL_IMAGE_DEPTH)?.max(1),
             array_size,
             pitches: ImagePitches::PACKED,
+            // CL_IMAGE_NUM_MIP_LEVELS is a 1.2 query; adopted images are taken as one level.
+            mip_levels: 0,
         };
         // SAFETY: as above.
         let ctx: sys::cl_context = unsafe { cl_raw::mem::get_info(raw, sys::CL_MEM_CONTEXT) }
