@@ -50,6 +50,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: mip_maps_are_typed_where_missing,
         },
         DeviceTest {
+            name: "default_device_queue_is_none_until_one_is_created",
+            run: default_device_queue_is_none_until_one_is_created,
+        },
+        DeviceTest {
             name: "svm_alignment_zero_is_the_drivers_default",
             run: svm_alignment_zero_is_the_drivers_default,
         },
@@ -452,6 +456,28 @@ fn mip_maps_are_typed_where_missing(dev: &TestDevice) -> TestResult {
         // Host data cannot fill several levels.
         let r = cl_mem::Image::from_host(ctx, MemFlags::READ_WRITE, fmt, &desc, &[0f32; 8 * 8 * 4]);
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    }
+    Ok(())
+}
+
+/// PyOpenCL's `test_get_info` reads `CL_QUEUE_DEVICE_DEFAULT`: no default device queue exists until
+/// one is created; below 2.1 or without device-side enqueue the query is a typed `Unsupported`.
+fn default_device_queue_is_none_until_one_is_created(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    match q.device_default_raw() {
+        Ok(d) => assert!(
+            d.is_none(),
+            "a default device queue though none was created"
+        ),
+        Err(Error::Unsupported { .. }) => assert!(
+            dev.device.version() < cl_mem::Version::V2_1 || !dev.device.device_enqueue_support()?,
+            "refused on a device with device-side enqueue"
+        ),
+        Err(e) => {
+            return Err(cl_tests::fail(format!(
+                "CL_QUEUE_DEVICE_DEFAULT of a host queue: {e}"
+            )))
+        }
     }
     Ok(())
 }

@@ -57,6 +57,16 @@ impl Expectation {
 /// Every known driver bug. Keep entries sorted by platform, then test.
 pub const EXPECTATIONS: &[Expectation] = &[
     Expectation {
+        platform: "intel",
+        device: "",
+        version: "OpenCL 3.1",
+        test: "parity::default_device_queue_is_none_until_one_is_created",
+        reason: "clGetCommandQueueInfo(CL_QUEUE_DEVICE_DEFAULT) of a host queue returns CL_INVALID_VALUE although the device reports device-side enqueue",
+        link: "docs/DEVICES.md#intel-default-device-queue",
+        failure: "CL_QUEUE_DEVICE_DEFAULT of a host queue: clGetCommandQueueInfo failed: CL_INVALID_VALUE",
+        flaky: false,
+    },
+    Expectation {
         platform: "nvidia",
         device: "",
         version: "580.",

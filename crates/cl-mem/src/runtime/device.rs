@@ -247,6 +247,26 @@ impl Device {
         unsafe { self.info(param) }
     }
 
+    /// Whether the device supports device-side enqueue (on-device queues): every 2.x device;
+    /// on 3.0 devices `CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES` says (optional there); none before
+    /// 2.0. The 3.0 answer is read as bytes: PoCL 3.1 reports a 4-byte size for this 8-byte
+    /// bitfield (docs/DEVICES.md).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetDeviceInfo`.
+    pub fn device_enqueue_support(&self) -> Result<bool> {
+        if self.version < Version::V2_0 {
+            return Ok(false);
+        }
+        if self.version < Version::V3_0 {
+            return Ok(true);
+        }
+        // SAFETY: a 3.0 parameter asked of a 3.0+ device (checked above), read as raw bytes.
+        let caps: Vec<u8> = unsafe { self.info(extra::CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES) }?;
+        Ok(caps.iter().any(|&b| b != 0))
+    }
+
     /// `CL_DEVICE_NAME`.
     ///
     /// # Errors

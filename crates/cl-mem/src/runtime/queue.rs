@@ -260,6 +260,32 @@ impl Queue {
         Ok(unsafe { Event::from_raw(raw) })
     }
 
+    /// `CL_QUEUE_DEVICE_DEFAULT` (2.1): the device's default on-device queue, as a raw handle
+    /// (not retained); `None` when none was created (this crate creates none).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] below OpenCL 2.1 (platform or device) or on a 3.0 device without
+    /// device-side enqueue (checked first); [`Error::Cl`] from `clGetCommandQueueInfo` (the Intel
+    /// CPU runtime answers `CL_INVALID_VALUE` on host queues, docs/DEVICES.md).
+    pub fn device_default_raw(&self) -> Result<Option<sys::cl_command_queue>> {
+        self.device
+            .require_version(Version::V2_1, "CL_QUEUE_DEVICE_DEFAULT")?;
+        if !self.device.device_enqueue_support()? {
+            return Err(Error::Unsupported {
+                feature: "CL_QUEUE_DEVICE_DEFAULT",
+                needs: "device-side enqueue (CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES is 0 on this \
+                        OpenCL 3.0 device)"
+                    .into(),
+            });
+        }
+        // SAFETY: a valid queue of a 2.1+ platform and device (checked).
+        let q: sys::cl_command_queue =
+            unsafe { raw::get_info(self.raw, sys::CL_QUEUE_DEVICE_DEFAULT) }
+                .map_err(Error::cl("clGetCommandQueueInfo"))?;
+        Ok((!q.is_null()).then_some(q))
+    }
+
     /// `CL_QUEUE_REFERENCE_COUNT` (for leak hunting; racy by nature).
     ///
     /// # Errors
