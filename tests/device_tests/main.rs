@@ -25,6 +25,7 @@ mod characterize;
 mod core;
 mod harness;
 mod images;
+mod multi_device;
 mod parity;
 mod pool;
 mod safety;
@@ -41,6 +42,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("images", images::tests),
     ("safety", safety::tests),
     ("parity", parity::tests),
+    ("multi_device", multi_device::tests),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -1,6 +1,7 @@
 //! `cargo xtask device-bundle`: a self-contained `.devrun/` for a machine with a GPU but no Rust toolchain.
 //!
 //! Contents: the release `device_tests` binary, `cl-devices`, `cl-report` (when cl-characterize has it),
+//! the `multi_device_bandwidth` example (two GPUs),
 //! the `ocl-icd-libopencl1` .deb (that machine may have the NVIDIA driver but no ICD loader), and
 //! `run.sh`, which unpacks the loader into /tmp/ocl, registers the NVIDIA ICD, runs everything and writes
 //! logs to `$OUT`. Ship it with the device runner's `carry: [".devrun"]` and run `bash .devrun/run.sh`.
@@ -56,6 +57,10 @@ if [ -x "$here/cl-report" ]; then
   echo "== cl-report"
   timeout 900 "$here/cl-report" --json "$OUT/report.json" 2>&1 | tee "$OUT/report.log"
   rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { echo "cl-report exited $rc"; status=1; }
+fi
+if [ -x "$here/multi_device_bandwidth" ] && [ -z "${SKIP_MULTI_BENCH:-}" ]; then
+  echo "== multi_device_bandwidth (two GPUs of one platform; one GPU: says so)"
+  timeout 300 "$here/multi_device_bandwidth" NVIDIA 2>&1 | tee "$OUT/multi_device_bandwidth.log"
 fi
 if [ -d "$here/repro" ]; then
   echo "== repro (plain C reproductions of driver quirks, repro/*.c)"
@@ -151,6 +156,21 @@ pub(crate) fn run() -> Result {
     } else {
         println!("  (cl-characterize has no cl-report binary yet: bundling without it)");
     }
+    // Device-to-device bandwidth between two GPUs (issue 17); on one GPU it says so and stops.
+    let mut cmd = util::cargo();
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        "cl-benches",
+        "--example",
+        "multi_device_bandwidth",
+        "--message-format=json-render-diagnostics",
+    ]);
+    bins.push((
+        matrix::executable(&mut cmd, "multi_device_bandwidth")?,
+        "multi_device_bandwidth",
+    ));
     for (src, name) in &bins {
         std::fs::copy(src, dir.join(name))?;
         if util::on_path("strip") {

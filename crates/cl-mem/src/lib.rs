@@ -112,6 +112,7 @@ pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEve
 pub use runtime::kernel::{
     ArgValue, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
 };
+pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};
 pub use runtime::platform::Platform;
 pub use runtime::program::Program;
 pub use runtime::queue::{Queue, QueueBuilder};

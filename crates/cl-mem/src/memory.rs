@@ -68,6 +68,15 @@ pub unsafe trait MemObject {
     /// The raw handle, owned by `self`.
     fn as_raw(&self) -> sys::cl_mem;
 
+    /// The command record this object's commands go through, when this crate keeps one
+    /// (buffers, sub-buffers, images and [`Memory`] made from them): how a migration orders
+    /// itself after the commands other queues have pending on the object. Not for implementors
+    /// outside this crate (the default, none, is right for them).
+    #[doc(hidden)]
+    fn command_record(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+        None
+    }
+
     /// `CL_MEM_TYPE`.
     ///
     /// # Errors
@@ -316,6 +325,12 @@ impl Memory {
 unsafe impl MemObject for Memory {
     fn as_raw(&self) -> sys::cl_mem {
         self.raw
+    }
+
+    fn command_record(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+        self.tracked
+            .as_ref()
+            .map(|t| std::sync::Arc::clone(t) as std::sync::Arc<dyn std::any::Any + Send + Sync>)
     }
 }
 

@@ -167,17 +167,7 @@ impl Sampler {
     /// support, or for a [`SamplerProperty::Raw`] property before OpenCL 2.0; [`Error::Cl`] from
     /// `clCreateSamplerWithProperties` or `clCreateSampler`.
     pub fn with_properties(context: &Context, properties: &[SamplerProperty]) -> Result<Sampler> {
-        let mut any = false;
-        for d in context.devices() {
-            any |= d.image_support()?;
-        }
-        if !any {
-            return Err(Error::Unsupported {
-                feature: "samplers",
-                needs: "a device with CL_DEVICE_IMAGE_SUPPORT; no device of the context has it"
-                    .into(),
-            });
-        }
+        context.require_image_support("samplers")?;
         let mut keys: Vec<sys::cl_sampler_properties> = Vec::new();
         for p in properties {
             let key = p.pair()[0];

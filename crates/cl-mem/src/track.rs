@@ -289,6 +289,23 @@ impl Tracked {
         })
     }
 
+    /// A sub-buffer is created when its origin suits one device of the context (the spec's rule,
+    /// kept by `Buffer::sub_buffer`); a command on a device whose `CL_DEVICE_MEM_BASE_ADDR_ALIGN`
+    /// the origin does not meet is refused here, before the driver
+    /// (`CL_MISALIGNED_SUB_BUFFER_OFFSET`): the multi-device case.
+    fn check_origin(&self, queue: &Queue) -> Result<()> {
+        let align = queue.device().base_addr_align();
+        if self.start == 0 || self.start.is_multiple_of(align) {
+            Ok(())
+        } else {
+            Err(Error::Misaligned {
+                what: "sub-buffer origin on this queue's device (CL_DEVICE_MEM_BASE_ADDR_ALIGN)",
+                value: self.start,
+                alignment: align,
+            })
+        }
+    }
+
     /// The bytes `[offset, offset + len)` of this view, in allocation coordinates (the whole view
     /// for `None`).
     fn span(&self, range: Option<(usize, usize)>) -> (usize, usize) {
@@ -315,6 +332,7 @@ impl Tracked {
         range: Option<(usize, usize)>,
         access: Access,
     ) -> Result<(CommandClaim, Waits)> {
+        self.check_origin(queue)?;
         let span = self.span(range);
         let mut s = self.tracker.lock();
         if let Some(m) = conflicting(&s.maps, span, access == Access::Write) {
@@ -447,6 +465,7 @@ impl Tracked {
         range: (usize, usize),
         write: bool,
     ) -> Result<(MapClaim, Waits)> {
+        self.check_origin(queue)?;
         let span = self.span(Some(range));
         let mut s = self.tracker.lock();
         // Commands being enqueued on these bytes are recorded within a driver call: wait for them.

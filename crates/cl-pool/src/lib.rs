@@ -20,6 +20,7 @@
 //! | [`ImmediateAllocator`] | `clCreateBuffer` + `clEnqueueMigrateMemObjects` | `ImmediateAllocator` |
 //! | [`SvmAllocator`] | `clSVMAlloc` / `clEnqueueSVMFree` (through `cl_mem::svm`) | `SVMAllocator` |
 //! | [`MemoryPool`], [`PoolBlock`], [`LocalBlock`] | - | `MemoryPool`, `SVMPool` (same template) |
+//! | [`DevicePools`] | one pool per device of a multi-device context | - (one `MemoryPool` per context) |
 //! | [`PooledBuffer`], [`PooledSlice`], [`PooledSvm`] | a `cl_mem` / SVM pointer held by the pool | `PooledBuffer`, `PooledSVM` |
 //! | [`StagingPool`], [`write_staged`], [`read_staged`] | `ALLOC_HOST_PTR` buffers, mapped | - |
 //! | [`TestAllocator`], [`SimulatedAllocator`] | - | `_TestMemoryPool`'s fake allocator |
@@ -41,6 +42,7 @@ pub mod bins;
 pub mod buffer;
 pub mod cache;
 pub mod error;
+pub mod multi;
 pub mod pool;
 pub mod staging;
 pub mod stats;
@@ -60,6 +62,7 @@ pub use buffer::{
 };
 pub use cache::{clear_first_arg_caches, ContextCache, FirstArgCache};
 pub use error::{OomReport, PoolError};
+pub use multi::DevicePools;
 pub use pool::{
     CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
     DEFAULT_SHARDS,

@@ -12,9 +12,9 @@ use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemObject;
 use crate::pod::{bytes_of, Pod};
-use crate::runtime::event::{checked_list, Event};
+use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
-use crate::track::{enqueue_tracked, Access};
+use crate::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
 
 impl Buffer {
     /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
@@ -129,11 +129,17 @@ bitflags! {
 /// [`MemObject`]) to the queue's device, or to the host with [`MigrationFlags::HOST`]:
 /// PyOpenCL's `enqueue_migrate_mem_objects` (which refuses pooled buffers, reference §9.11).
 ///
+/// Ordered like every other command on the objects (the workspace's command record): a
+/// migration waits for the writes other queues have pending on them (and, with
+/// [`MigrationFlags::CONTENT_UNDEFINED`], which may discard the contents, for their reads too),
+/// and is refused while the host has them mapped. So a buffer last written on device A and
+/// migrated to device B's queue arrives with A's data.
+///
 /// # Errors
 ///
 /// Checked first: [`Error::Unsupported`] below OpenCL 1.2; [`Error::InvalidArgument`] for an
-/// empty list or an object of another context. Then [`Error::Cl`] from
-/// `clEnqueueMigrateMemObjects`.
+/// empty list or an object of another context; [`Error::Mapped`] while the host has one mapped.
+/// Then [`Error::Cl`] from `clEnqueueMigrateMemObjects`.
 pub fn enqueue_migrate_mem_objects(
     queue: &Queue,
     objects: &[&dyn MemObject],
@@ -162,19 +168,28 @@ pub fn enqueue_migrate_mem_objects(
         }
         raws.push(m);
     }
-    // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty; we
-    // own the event.
-    let ev = unsafe {
-        raw_queue::enqueue_migrate_mem_objects(
-            queue.as_raw(),
-            &raws,
-            flags.bits(),
-            &checked_list(queue, wait)?,
-        )
-    }
-    .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
-    // SAFETY: a fresh reference we own.
-    Ok(unsafe { Event::from_raw(ev) })
+    let access = if flags.contains(MigrationFlags::CONTENT_UNDEFINED) {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    let records: smallvec::SmallVec<[_; 8]> =
+        objects.iter().filter_map(|o| o.command_record()).collect();
+    let uses: smallvec::SmallVec<[Use<'_>; 8]> = records
+        .iter()
+        .filter_map(|k| arg_memory(k).and_then(ArgMemory::tracked))
+        .map(|t| (t, None, access))
+        .collect();
+    enqueue_tracked(queue, wait, &uses, |list| {
+        // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty; we
+        // own the event.
+        let ev = unsafe {
+            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &raws, flags.bits(), list)
+        }
+        .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
+    })
 }
 
 #[cfg(test)]

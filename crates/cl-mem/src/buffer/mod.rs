@@ -839,6 +839,10 @@ unsafe impl MemObject for Buffer {
     fn as_raw(&self) -> sys::cl_mem {
         self.raw
     }
+
+    fn command_record(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        Some(Arc::clone(&self.tracked) as Arc<dyn Any + Send + Sync>)
+    }
 }
 
 // SAFETY: a valid buffer handle, kept alive by the kernel (it retains memory arguments).

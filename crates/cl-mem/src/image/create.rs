@@ -547,16 +547,7 @@ unsafe fn create_legacy(
 
 /// Images at all, the image type on this platform, and the path for it.
 fn check_support(context: &Context, image_type: ImageType, path: Path) -> Result<()> {
-    let mut any = false;
-    for d in context.devices() {
-        any |= d.image_support()?;
-    }
-    if !any {
-        return Err(Error::Unsupported {
-            feature: "images",
-            needs: "a device with CL_DEVICE_IMAGE_SUPPORT; no device of the context has it".into(),
-        });
-    }
+    context.require_image_support("images")?;
     match path {
         Path::Descriptor => context.require_platform_version(Version::V1_2, "clCreateImage"),
         Path::Legacy if matches!(image_type, ImageType::Image2d | ImageType::Image3d) => Ok(()),

@@ -691,6 +691,10 @@ unsafe impl MemObject for Image {
     fn as_raw(&self) -> sys::cl_mem {
         self.raw
     }
+
+    fn command_record(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        Some(Arc::clone(&self.tracked) as Arc<dyn std::any::Any + Send + Sync>)
+    }
 }
 
 // SAFETY: a valid image handle, kept alive by the kernel (it retains memory arguments).

@@ -59,6 +59,49 @@ impl Context {
         })
     }
 
+    /// [`Error::Unsupported`] unless every device of the context reports
+    /// `CL_DEVICE_IMAGE_SUPPORT`: an image or sampler of a multi-device context is usable on
+    /// every device's queue, so all of them must take images (the spec lets a context create
+    /// them when one device can). Also on PoCL for a context of sub-devices, where it aborts.
+    ///
+    /// # Errors
+    ///
+    /// As above; [`Error::Cl`] from `clGetDeviceInfo`.
+    pub fn require_image_support(&self, feature: &'static str) -> Result<()> {
+        if self
+            .devices()
+            .iter()
+            .any(|d| d.parent_device().is_ok_and(|p| p.is_some()))
+            && self
+                .platform()
+                .name()?
+                .contains("Portable Computing Language")
+        {
+            // PoCL aborts the process (an assertion in clEnqueueWriteImage) for an image of a
+            // context over sub-devices: repro/pocl_subdevice_image_write_abort.c,
+            // docs/DEVICES.md#pocl-subdevice-images.
+            return Err(Error::Unsupported {
+                feature,
+                needs: "a driver other than PoCL for images in a context of sub-devices (PoCL \
+                        3.1 aborts in clEnqueueWriteImage there)"
+                    .into(),
+            });
+        }
+        for d in self.devices() {
+            if !d.image_support()? {
+                return Err(Error::Unsupported {
+                    feature,
+                    needs: format!(
+                        "CL_DEVICE_IMAGE_SUPPORT on every device of the context; device '{}' \
+                         lacks it",
+                        d.name().unwrap_or_default().trim()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// A context over one device.
     ///
     /// # Errors

@@ -121,14 +121,18 @@ pub struct VendorAttributes {
 /// One OpenCL device of a platform.
 ///
 /// Root devices from `clGetDeviceIDs` have no reference count (retain/release are no-ops for
-/// them), so `Device` is `Copy`; sub-devices are not wrapped. The device and platform versions are
-/// read once, at construction, because every version-gated call consults them.
+/// them), so `Device` is `Copy`; sub-devices ([`Device::create_sub_devices`]) are interned for the
+/// process's life so that they can be `Copy` too (see [`crate::Partition`]). The device and
+/// platform versions and the base-address alignment are read once, at construction, because
+/// every version-gated call and every sub-buffer command consults them.
 #[derive(Clone, Copy)]
 pub struct Device {
     id: sys::cl_device_id,
     platform: Platform,
     version: Version,
     platform_version: Version,
+    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN` in bytes (at least 1).
+    base_align: usize,
 }
 
 // SAFETY: a root device id is an immutable, process-lifetime handle and every OpenCL API call
@@ -160,8 +164,10 @@ impl Device {
     ///
     /// # Safety
     ///
-    /// 1. `id` is a valid root device id (from `clGetDeviceIDs`, `CL_CONTEXT_DEVICES`,
-    ///    `CL_QUEUE_DEVICE`, ...).
+    /// 1. `id` is a valid device id (from `clGetDeviceIDs`, `CL_CONTEXT_DEVICES`,
+    ///    `CL_QUEUE_DEVICE`, ...) that stays valid for the process's life: a root device, or a
+    ///    sub-device whose reference is never released (as [`Device::create_sub_devices`] keeps
+    ///    them).
     pub unsafe fn from_raw(id: sys::cl_device_id) -> Result<Device> {
         // SAFETY: obligation 1; CL_DEVICE_PLATFORM and CL_DEVICE_VERSION are 1.0 parameters.
         let platform_id: sys::cl_platform_id =
@@ -172,11 +178,16 @@ impl Device {
         // SAFETY: as above.
         let version: String = unsafe { raw::get_info(id, sys::CL_DEVICE_VERSION) }
             .map_err(Error::cl("clGetDeviceInfo"))?;
+        // SAFETY: as above; a 1.0 parameter.
+        let align_bits: sys::cl_uint =
+            unsafe { raw::get_info(id, sys::CL_DEVICE_MEM_BASE_ADDR_ALIGN) }
+                .map_err(Error::cl("clGetDeviceInfo"))?;
         Ok(Device {
             id,
             platform,
             version: Version::parse_platform(&version)?,
             platform_version: platform.version()?,
+            base_align: (align_bits / 8).max(1) as usize,
         })
     }
 
@@ -511,7 +522,13 @@ impl Device {
     ///
     /// [`Error::Cl`] from `clGetDeviceInfo`.
     pub fn mem_base_addr_align_bytes(&self) -> Result<usize> {
-        Ok((self.mem_base_addr_align_bits()? / 8).max(1) as usize)
+        Ok(self.base_align)
+    }
+
+    /// As [`Device::mem_base_addr_align_bytes`], infallible: read once, when the `Device` was
+    /// made (every command on a sub-buffer checks it against its queue's device).
+    pub fn base_addr_align(&self) -> usize {
+        self.base_align
     }
 
     /// `CL_DEVICE_LOCAL_MEM_TYPE`.

@@ -1,0 +1,390 @@
+//! Several devices in one context (issue 17): the test device's platform siblings of its type
+//! when it has some (two GPUs), else two or more sub-devices of it (device fission, as the CPU
+//! runtimes here offer). Buffers written on one device and used on another, explicit migration,
+//! sub-buffers, images, SVM and pools across the devices.
+
+use cl_mem::svm::{Coarse, SvmArray};
+use cl_mem::{
+    AffinityDomain, Buffer, ChannelOrder, ChannelType, Context, Device, Error, Event, Image,
+    ImageDesc, ImageFormat, ImagePitches, MemFlags, MigrationFlags, Partition, Program, Queue,
+};
+use cl_pool::{DevicePools, ImmediateAllocator, MemoryPool};
+use cl_tests::{fail, skip, DeviceTest, TestDevice, TestError, TestResult};
+
+/// The suite.
+pub fn tests() -> Vec<DeviceTest> {
+    vec![
+        DeviceTest {
+            name: "sub_devices_partition_the_compute_units",
+            run: sub_devices_partition_the_compute_units,
+        },
+        DeviceTest {
+            name: "a_buffer_written_on_one_device_is_used_on_the_other",
+            run: a_buffer_written_on_one_device_is_used_on_the_other,
+        },
+        DeviceTest {
+            name: "migration_between_devices_keeps_data_and_order",
+            run: migration_between_devices_keeps_data_and_order,
+        },
+        DeviceTest {
+            name: "sub_buffers_work_on_every_device",
+            run: sub_buffers_work_on_every_device,
+        },
+        DeviceTest {
+            name: "images_and_svm_cross_devices",
+            run: images_and_svm_cross_devices,
+        },
+        DeviceTest {
+            name: "pools_serve_every_device",
+            run: pools_serve_every_device,
+        },
+    ]
+}
+
+const SRC: &str = r"
+__kernel void fill(__global uint *a, uint v) { size_t i = get_global_id(0); a[i] = v + (uint)i; }
+__kernel void add(__global uint *a, uint v) { a[get_global_id(0)] += v; }
+";
+
+/// Devices for one multi-device context, and how they were found.
+fn group(dev: &TestDevice) -> Result<(Vec<Device>, &'static str), TestError> {
+    let ty = dev.device.device_type()?;
+    let siblings: Vec<Device> = dev
+        .platform
+        .devices()?
+        .into_iter()
+        .filter(|d| d.device_type().is_ok_and(|t| t == ty))
+        .collect();
+    if siblings.len() >= 2 && siblings.contains(&dev.device) {
+        return Ok((siblings, "devices of the platform"));
+    }
+    let support = dev.device.partition_support()?;
+    if !support.equally {
+        return Err(skip(format!(
+            "one {ty:?} device on the platform and no CL_DEVICE_PARTITION_EQUALLY \
+             ({support:?}): no multi-device context can be made"
+        )));
+    }
+    let units = dev.device.max_compute_units()?;
+    if units < 2 {
+        return Err(skip(format!(
+            "one compute unit: no two sub-devices (CL_DEVICE_MAX_COMPUTE_UNITS = {units})"
+        )));
+    }
+    let subs = dev
+        .device
+        .create_sub_devices(&Partition::Equally(units / 2))?;
+    Ok((subs, "sub-devices"))
+}
+
+struct Multi {
+    context: Context,
+    queues: Vec<Queue>,
+}
+
+fn multi(dev: &TestDevice) -> Result<Multi, TestError> {
+    let (devices, _) = group(dev)?;
+    let context = Context::new(&devices)?;
+    let queues = devices
+        .iter()
+        .map(|d| Queue::new(&context, d))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Multi { context, queues })
+}
+
+fn kernel_on(
+    q: &Queue,
+    name: &str,
+    buf: &Buffer,
+    v: u32,
+    n: usize,
+    wait: &[&Event],
+) -> Result<Event, Error> {
+    let program = Program::build_from_source(q.context(), SRC, "")?;
+    let mut k = program.kernel(name)?;
+    k.set_arg(0, buf)?.set_arg(1, &v)?;
+    k.enqueue_nd_range(q, &[n], None, wait)
+}
+
+fn filled(v: u32, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|i| v + u32::try_from(i).unwrap_or(u32::MAX))
+        .collect()
+}
+
+fn sub_devices_partition_the_compute_units(dev: &TestDevice) -> TestResult {
+    let support = dev.device.partition_support()?;
+    let units = dev.device.max_compute_units()?;
+    if !support.equally {
+        // The refusal is typed and comes before the driver.
+        match dev.device.create_sub_devices(&Partition::Equally(1)) {
+            Err(Error::Unsupported { .. }) => return Ok(()),
+            other => return Err(fail(format!("no equal partition listed, got {other:?}"))),
+        }
+    }
+    let n = (units / 2).max(1);
+    let subs = dev.device.create_sub_devices(&Partition::Equally(n))?;
+    if subs.len() < 2 && units >= 2 {
+        return Err(fail(format!(
+            "{units} compute units split by {n} gave {} sub-device(s)",
+            subs.len()
+        )));
+    }
+    for s in &subs {
+        assert_eq!(s.parent_device()?, Some(dev.device));
+        assert_eq!(s.max_compute_units()?, n);
+        assert_eq!(s.version(), dev.device.version());
+    }
+    assert_eq!(dev.device.parent_device()?, None);
+    // Interned: asking again gives the same devices.
+    assert_eq!(dev.device.create_sub_devices(&Partition::Equally(n))?, subs);
+    if support.by_counts {
+        let by = dev
+            .device
+            .create_sub_devices(&Partition::ByCounts(vec![1, 1]))?;
+        assert_eq!(by.len(), 2);
+        for s in &by {
+            assert_eq!(s.max_compute_units()?, 1);
+        }
+    }
+    // Bad input: typed, before the driver.
+    for bad in [
+        Partition::Equally(0),
+        Partition::Equally(units + 1),
+        Partition::ByCounts(vec![]),
+        Partition::ByCounts(vec![units, units]),
+    ] {
+        match dev.device.create_sub_devices(&bad) {
+            Err(Error::InvalidArgument(_) | Error::Unsupported { .. }) => {}
+            other => return Err(fail(format!("{bad:?}: {other:?}"))),
+        }
+    }
+    if !support.by_affinity_domain {
+        match dev
+            .device
+            .create_sub_devices(&Partition::ByAffinityDomain(AffinityDomain::Numa))
+        {
+            Err(Error::Unsupported { .. }) => {}
+            other => return Err(fail(format!("affinity partition not listed: {other:?}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Written by a kernel on device A, updated by a kernel on device B with no wait list, read on
+/// A: the command record makes B wait for A and A's read wait for B (twenty round trips).
+fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let n = 4096;
+    let buf = Buffer::new(&m.context, MemFlags::READ_WRITE, n * 4)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    kernel_on(a, "fill", &buf, 10, n, &[])?;
+    let rounds = 20u32;
+    for r in 0..rounds {
+        let q = if r % 2 == 0 { b } else { a };
+        kernel_on(q, "add", &buf, 1, n, &[])?;
+    }
+    let mut out = vec![0u32; n];
+    buf.read(a, 0, &mut out, &[])?;
+    if out != filled(10 + rounds, n) {
+        return Err(fail(format!(
+            "after {rounds} alternating updates: {:?}..",
+            &out[..4]
+        )));
+    }
+    // Host writes through one device's queue, kernels on every device, read on the last.
+    let data: Vec<u32> = (0..u32::try_from(n)?).collect();
+    buf.write(a, 0, &data, &[])?;
+    for q in &m.queues {
+        kernel_on(q, "add", &buf, 2, n, &[])?;
+    }
+    let last = m.queues.last().ok_or_else(|| fail("no queue"))?;
+    buf.read(last, 0, &mut out, &[])?;
+    let k = 2 * u32::try_from(m.queues.len())?;
+    assert_eq!(out, data.iter().map(|x| x + k).collect::<Vec<_>>());
+    Ok(())
+}
+
+/// `enqueue_migrate_mem_objects` on device B right after a kernel on device A (no wait list)
+/// moves A's result; a migration with undefined contents is ordered after pending reads too, and
+/// is refused while the host has the buffer mapped.
+fn migration_between_devices_keeps_data_and_order(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let n = 1 << 16;
+    let buf = Buffer::new(&m.context, MemFlags::READ_WRITE, n * 4)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    kernel_on(a, "fill", &buf, 3, n, &[])?;
+    cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::empty(), &[])?;
+    kernel_on(b, "add", &buf, 1, n, &[])?;
+    let mut out = vec![0u32; n];
+    buf.read(b, 0, &mut out, &[])?;
+    assert_eq!(out, filled(4, n));
+    // Back to A, then to the host.
+    cl_mem::enqueue_migrate_mem_objects(a, &[&buf], MigrationFlags::empty(), &[])?.wait()?;
+    cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::HOST, &[])?.wait()?;
+    buf.read(a, 0, &mut out, &[])?;
+    assert_eq!(out, filled(4, n));
+    // Undefined contents: then the data is whatever the next write makes it.
+    cl_mem::enqueue_migrate_mem_objects(a, &[&buf], MigrationFlags::CONTENT_UNDEFINED, &[])?;
+    kernel_on(a, "fill", &buf, 9, n, &[])?;
+    buf.read(b, 0, &mut out, &[])?;
+    assert_eq!(out, filled(9, n));
+    // Refused while mapped.
+    let map = buf.map_read::<u32>(a, ..16, &[])?;
+    match cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::CONTENT_UNDEFINED, &[]) {
+        Err(Error::Mapped(_)) => {}
+        other => return Err(fail(format!("migration of a mapped buffer: {other:?}"))),
+    }
+    assert_eq!(map[..4], [9, 10, 11, 12]);
+    drop(map);
+    Ok(())
+}
+
+/// A sub-buffer at an origin every device accepts is usable on every device's queue; the
+/// alignment of the context is the largest of its devices'.
+fn sub_buffers_work_on_every_device(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let align = m
+        .context
+        .devices()
+        .iter()
+        .map(Device::base_addr_align)
+        .max()
+        .unwrap_or(1);
+    let n = 256usize;
+    let buf = Buffer::new(&m.context, MemFlags::READ_WRITE, align + n * 4)?;
+    let sub = buf.sub_buffer_range(align..align + n * 4)?;
+    for (i, q) in m.queues.iter().enumerate() {
+        kernel_on(q, "fill", &sub, u32::try_from(i * 1000)?, n, &[])?;
+        let mut out = vec![0u32; n];
+        buf.read(q, align, &mut out, &[])?;
+        assert_eq!(out, filled(u32::try_from(i * 1000)?, n));
+    }
+    // An origin no device accepts is refused before the driver.
+    if align > 1 {
+        match buf.sub_buffer_range(align / 2..align / 2 + 16) {
+            Err(Error::Misaligned { .. }) => {}
+            other => return Err(fail(format!("misaligned origin: {other:?}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Images and coarse-grain SVM, where every device of the context has them: written through
+/// device A, used on device B.
+fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let mut ran = Vec::new();
+    let all_images = m
+        .context
+        .devices()
+        .iter()
+        .map(Device::image_support)
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .all(|x| x);
+    let pocl_subdevices = dev.platform_name().contains("Portable Computing Language")
+        && dev.device.parent_device()?.is_none()
+        && m.context.devices()[0].parent_device()?.is_some();
+    let fmt = ImageFormat::new(ChannelOrder::R, ChannelType::UnsignedInt32);
+    match Image::new(&m.context, MemFlags::READ_WRITE, fmt, &ImageDesc::d2(8, 4)) {
+        Ok(img) => {
+            let data: Vec<u32> = (0..32).collect();
+            img.write(a, &[], &[8, 4], &data, ImagePitches::default(), &[])?;
+            assert_eq!(img.read_to_vec::<u32>(b, &[])?, data);
+            ran.push("images");
+        }
+        // PoCL aborts on images of a context of sub-devices: refused (docs/DEVICES.md).
+        Err(Error::Unsupported { .. }) if !all_images || pocl_subdevices => {}
+        Err(e) => return Err(e.into()),
+    }
+    match SvmArray::<u32, Coarse>::new(a, 64) {
+        Ok(mut s) => {
+            s.with_map_rw(a, |v| {
+                for (i, x) in v.iter_mut().enumerate() {
+                    *x = u32::try_from(i).unwrap_or(0);
+                }
+            })?;
+            let program = Program::build_from_source(&m.context, SRC, "")?;
+            let mut k = program.kernel("add")?;
+            k.set_arg(0, &s)?.set_arg(1, &5u32)?;
+            k.enqueue_nd_range(b, &[64], None, &[])?.wait()?;
+            drop(k);
+            let back = s.with_map_ro(a, <[u32]>::to_vec)?;
+            assert_eq!(back, (5..69).collect::<Vec<u32>>());
+            ran.push("svm");
+        }
+        Err(Error::Unsupported { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if ran.is_empty() {
+        return Err(skip(
+            "neither images nor coarse-grain SVM on every device of the context",
+        ));
+    }
+    Ok(())
+}
+
+/// One shared pool (blocks used on every device) and per-device pools with per-device figures.
+fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let n = 1024;
+    // Shared: allocated through A's allocator, written on B, read on A; reused from B's side.
+    let shared = MemoryPool::new(ImmediateAllocator::new(a, MemFlags::READ_WRITE)?);
+    let blk = shared.allocate(n * 4)?;
+    kernel_on(b, "fill", blk.buffer(), 5, n, &[])?;
+    let mut out = vec![0u32; n];
+    blk.read(a, 0, &mut out, &[])?;
+    assert_eq!(out, filled(5, n));
+    drop(blk);
+    let again = shared.allocate(n * 4)?;
+    kernel_on(b, "add", again.buffer(), 1, n, &[])?;
+    again.read(b, 0, &mut out, &[])?;
+    assert_eq!(out, filled(6, n));
+    assert_eq!((shared.stats().hits, shared.stats().misses), (1, 1));
+    drop(again);
+    // Per device.
+    let pools = DevicePools::new(&m.queues, MemFlags::READ_WRITE)?;
+    let x = pools.allocate(a, n * 4)?;
+    let y = pools.allocate(b, 3 * n * 4)?;
+    kernel_on(a, "fill", x.buffer(), 1, n, &[])?;
+    kernel_on(b, "fill", y.buffer(), 2, 3 * n, &[])?;
+    // Cross use: A's block updated on B.
+    kernel_on(b, "add", x.buffer(), 10, n, &[])?;
+    x.read(a, 0, &mut out, &[])?;
+    assert_eq!(out, filled(11, n));
+    drop((x, y));
+    let _x2 = pools.allocate(a, n * 4)?;
+    let stats = pools.stats();
+    assert_eq!(stats.len(), m.queues.len());
+    assert_eq!((stats[0].1.hits, stats[0].1.misses), (1, 1));
+    assert_eq!((stats[1].1.hits, stats[1].1.misses), (0, 1));
+    assert_eq!(stats[1].1.held_blocks, 1);
+    assert_eq!(pools.total_stats().misses, 2);
+    // Bad input.
+    for (what, r) in [
+        (
+            "no queue",
+            DevicePools::new(&[], MemFlags::READ_WRITE).map(drop),
+        ),
+        (
+            "two queues on one device",
+            DevicePools::new(&[a.clone(), a.clone()], MemFlags::READ_WRITE).map(drop),
+        ),
+        (
+            "queues of two contexts",
+            DevicePools::new(&[a.clone(), dev.queue()], MemFlags::READ_WRITE).map(drop),
+        ),
+    ] {
+        if !matches!(r, Err(Error::InvalidArgument(_))) {
+            return Err(fail(format!("{what}: {r:?}")));
+        }
+    }
+    let one = DevicePools::new(std::slice::from_ref(a), MemFlags::READ_WRITE)?;
+    if one.allocate(b, 64).is_ok() {
+        return Err(fail("a queue of a device without a pool was served"));
+    }
+    Ok(())
+}
