@@ -1,5 +1,6 @@
 //! Median / p99 latency of a pool hit (allocate + drop from a warm bin) over a host allocator, and
-//! total throughput of several threads on distinct sizes.
+//! total throughput of 1, 2, 4, 8 and 16 threads on distinct sizes, owned and local blocks,
+//! repeated and mixed sizes, as ratios to one thread.
 //! `cargo run --release -p cl-pool --example hit_latency`.
 
 use std::hint::black_box;
@@ -59,6 +60,41 @@ fn measure_local(
     Ok(percentiles(samples))
 }
 
+/// Total hits per second of `threads` threads, each doing `n` allocate + drop on its own sizes.
+fn throughput(
+    pool: &MemoryPool<SimulatedAllocator>,
+    threads: usize,
+    owned: bool,
+    mixed: bool,
+    n: usize,
+) -> f64 {
+    let t0 = Instant::now();
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            sc.spawn(move || {
+                let sizes: Vec<usize> = if mixed {
+                    (0..64)
+                        .map(|i| 1000 + (t * 64 + i) * 7919 % 1_000_000)
+                        .collect()
+                } else {
+                    vec![1 << (10 + t % 12)]
+                };
+                for i in 0..n {
+                    let s = sizes[i % sizes.len()];
+                    if owned {
+                        black_box(pool.allocate(s).ok());
+                    } else {
+                        black_box(pool.allocate_local(s).ok());
+                    }
+                }
+            });
+        }
+    });
+    #[expect(clippy::cast_precision_loss, reason = "a rate")]
+    let hits = (threads * n) as f64;
+    hits / t0.elapsed().as_secs_f64()
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mixed: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();
     for shards in [1usize, 16] {
@@ -76,23 +112,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (p50, _) = measure(&pool, &[4096]).map_err(|e| e.to_string())?;
         drop(scope);
         println!("shards {shards:2}: inside a scope p50 {p50:6.1} ns");
-        for threads in [1usize, 2, 8] {
-            let n = 200_000usize;
-            let t0 = Instant::now();
-            std::thread::scope(|sc| {
-                for t in 0..threads {
-                    let pool = &pool;
-                    sc.spawn(move || {
-                        let size = 1 << (10 + t);
-                        for _ in 0..n {
-                            black_box(pool.allocate_local(size).ok());
-                        }
-                    });
-                }
-            });
-            let el = t0.elapsed().as_nanos() as f64;
-            println!("shards {shards:2}: {threads} threads x {n} allocate_local hits on distinct sizes: {:.1} ns per hit per thread, total {:.1} ms", el / n as f64, el / 1e6);
+        if shards != 1 {
+            continue;
         }
+        // Thread scaling: total throughput against one thread (> 1: faster in total).
+        let n = 200_000usize;
+        println!("\n| blocks | sizes | 1 thread (M hits/s) | 2 | 4 | 8 | 16 |");
+        println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+        for owned in [true, false] {
+            for mixed in [false, true] {
+                let one = throughput(&pool, 1, owned, mixed, n);
+                let mut row = format!(
+                    "| {} | {} | {:.1} |",
+                    if owned { "owned" } else { "local" },
+                    if mixed { "mixed" } else { "repeated" },
+                    one / 1e6
+                );
+                for threads in [2usize, 4, 8, 16] {
+                    let r = throughput(&pool, threads, owned, mixed, n) / one;
+                    row.push_str(&format!(" {r:.2}x |"));
+                }
+                println!("{row}");
+            }
+        }
+        let s = pool.stats();
+        println!(
+            "after the runs: active {} blocks, held {} blocks, hits {}, misses {}",
+            s.active_blocks, s.held_blocks, s.hits, s.misses
+        );
     }
     Ok(())
 }

@@ -27,7 +27,7 @@ pub trait AllocatorError: std::error::Error + Send + Sync + 'static {
 /// Implementations must be cheap to call concurrently (`&self`); the pool never calls them while
 /// holding one of its locks, so an allocator may block, call the driver, or even call back into the
 /// pool (from [`try_release_blocks`](Self::try_release_blocks)).
-pub trait Allocator: Send + Sync {
+pub trait Allocator: Send + Sync + 'static {
     /// One block of memory (a buffer, an SVM pointer, an offset in a simulation).
     type Block: Send;
     /// What allocation and freeing can fail with.

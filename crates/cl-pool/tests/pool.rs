@@ -639,6 +639,61 @@ fn one_random_trace(seed: u64) {
     }
 }
 
+/// Issue 12's contention check: 16 threads allocating and freeing random sizes (per-thread
+/// caches on, blocks crossing threads) leave every counter balanced and every block accounted for.
+#[test]
+fn sixteen_threads_with_random_sizes_leave_every_counter_balanced() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let (tx, rx) = std::sync::mpsc::channel::<PoolBlock<TestAllocator>>();
+    let rx = std::sync::Mutex::new(rx);
+    std::thread::scope(|sc| {
+        for t in 0..16u64 {
+            let pool = pool.clone();
+            let tx = tx.clone();
+            let rx = &rx;
+            sc.spawn(move || {
+                let mut s = t + 1;
+                let mut live = Vec::new();
+                for step in 0..4000 {
+                    let r = rng(&mut s);
+                    if live.len() < 12 && !r.is_multiple_of(3) {
+                        let size = usize::try_from(r % 200_000).unwrap();
+                        live.push(pool.allocate(size).unwrap());
+                    } else if let Some(b) = live.pop() {
+                        // Every 7th block is freed by another thread.
+                        if step % 7 == 0 {
+                            tx.send(b).unwrap();
+                        }
+                    }
+                    if step % 5 == 0 {
+                        if let Ok(b) = rx.lock().unwrap().try_recv() {
+                            drop(b);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    drop(tx);
+    for b in rx.lock().unwrap().try_iter() {
+        drop(b);
+    }
+    let s = pool.stats();
+    assert_eq!(s.active_blocks, 0, "{s:?}");
+    assert_eq!(s.active_bytes, 0);
+    assert_eq!(s.managed_bytes, s.held_bytes);
+    assert_eq!(s.managed_bytes, pool.allocator().in_use());
+    assert_eq!(
+        u64::try_from(s.held_blocks).unwrap(),
+        s.upstream_allocations - s.upstream_frees
+    );
+    let held: usize = pool.bin_stats().iter().map(|b| b.held_blocks).sum();
+    assert_eq!(held, s.held_blocks);
+    pool.free_held();
+    assert_eq!(pool.allocator().in_use(), 0);
+    assert_eq!(pool.held_blocks(), 0);
+}
+
 #[test]
 fn threads_share_a_pool_and_counters_balance() {
     for shards in [1, 4] {

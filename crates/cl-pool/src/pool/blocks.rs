@@ -6,16 +6,18 @@ use std::fmt;
 use crate::allocator::Allocator;
 use crate::bins::BinNumber;
 
-use super::engine::*;
-use super::*;
+use std::sync::Arc;
 
-/// A block handed out by a [`MemoryPool`]; returns to the pool on drop.
+use super::cache::{self, Slot};
+use super::engine::*;
+
+/// A block handed out by a [`MemoryPool`](super::MemoryPool); returns to the pool on drop.
 ///
 /// Reports both the requested size ([`requested_bytes`](Self::requested_bytes)) and the size of
 /// the block ([`allocated_bytes`](Self::allocated_bytes)). Releasing twice, PyOpenCL's
 /// `LogicError`, cannot happen: [`release`](Self::release) takes `self`.
 pub struct PoolBlock<A: Allocator> {
-    pub(super) pool: MemoryPool<A>,
+    pub(super) owner: Owner<A>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
     pub(super) bin: BinNumber,
@@ -72,17 +74,12 @@ impl<A: Allocator> PoolBlock<A> {
 
     /// The size of the block (`alloc_size` of its bin; at least `requested_bytes`, at least 1).
     pub fn allocated_bytes(&self) -> usize {
-        self.pool.alloc_size(self.bin)
+        self.owner.inner().layout.alloc_size(self.bin)
     }
 
     /// The bin the block belongs to.
     pub fn bin(&self) -> BinNumber {
         self.bin
-    }
-
-    /// The pool it came from.
-    pub fn pool(&self) -> &MemoryPool<A> {
-        &self.pool
     }
 
     /// Returns the block to the pool now (PyOpenCL's `release()`); same as dropping it.
@@ -99,16 +96,75 @@ pub(super) fn unreachable_block() -> ! {
 impl<A: Allocator> Drop for PoolBlock<A> {
     fn drop(&mut self) {
         if let Some(block) = self.block.take() {
-            self.pool
-                .inner
-                .release_block(block, self.bin, self.requested, self.trace_id);
+            let slot = match &self.owner {
+                Owner::Slot(s) => Some(s),
+                Owner::Pool(_) => None,
+            };
+            release(
+                self.owner.inner(),
+                slot,
+                block,
+                self.bin,
+                self.requested,
+                self.trace_id,
+            );
         }
     }
 }
 
-/// A block from [`MemoryPool::allocate_local`]: borrows its pool, returns to it on drop.
+/// What keeps an owned block's pool alive: the slot of the thread that allocated it (a
+/// reference count on that thread's own cache line), or, when the thread had none (exiting), the
+/// shared state itself.
+pub(super) enum Owner<A: Allocator> {
+    Slot(Arc<Slot<A>>),
+    Pool(Arc<Inner<A>>),
+}
+
+impl<A: Allocator> Owner<A> {
+    pub(super) fn inner(&self) -> &Arc<Inner<A>> {
+        match self {
+            Owner::Slot(s) => &s.inner,
+            Owner::Pool(p) => p,
+        }
+    }
+}
+
+/// A handed-out block comes back: into the returning thread's cache when the caches are on (the
+/// block's own slot when that is this thread's, without touching a reference count), else to the
+/// shared bins.
+#[inline]
+pub(super) fn release<A: Allocator>(
+    inner: &Arc<Inner<A>>,
+    slot: Option<&Arc<Slot<A>>>,
+    block: A::Block,
+    bin: BinNumber,
+    size: usize,
+    trace_id: u64,
+) {
+    if trace_id != 0 && inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
+        lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
+    }
+    let mut block = block;
+    if inner.cache_on() {
+        let r = match slot {
+            Some(s) if cache::is_mine(s) => s.put(bin, size, block),
+            _ => match cache::my_slot(inner) {
+                Some(s) => s.put(bin, size, block),
+                None => Err(block),
+            },
+        };
+        match r {
+            Ok(()) => return,
+            Err(b) => block = b,
+        }
+    }
+    inner.give_back(block, bin, size);
+}
+
+/// A block from [`MemoryPool::allocate_local`](super::MemoryPool::allocate_local): borrows its pool, returns to it on drop.
 pub struct LocalBlock<'a, A: Allocator> {
-    pub(super) inner: &'a Inner<A>,
+    pub(super) inner: &'a Arc<Inner<A>>,
+    pub(super) slot: Option<Arc<Slot<A>>>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
     pub(super) bin: BinNumber,
@@ -172,8 +228,14 @@ impl<A: Allocator> LocalBlock<'_, A> {
 impl<A: Allocator> Drop for LocalBlock<'_, A> {
     fn drop(&mut self) {
         if let Some(block) = self.block.take() {
-            self.inner
-                .release_block(block, self.bin, self.requested, self.trace_id);
+            release(
+                self.inner,
+                self.slot.as_ref(),
+                block,
+                self.bin,
+                self.requested,
+                self.trace_id,
+            );
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use crate::allocator::{Allocator, AllocatorError};
@@ -13,6 +13,7 @@ use crate::error::{OomReport, PoolError};
 use crate::stats::{BinStats, TimingStats};
 use crate::trace::TraceEvent;
 
+use super::cache::Slot;
 use super::policy::*;
 
 pub(super) struct Bin<B> {
@@ -91,6 +92,25 @@ pub(super) struct Inner<A: Allocator> {
     pub(super) recording: AtomicBool,
     pub(super) next_trace_id: AtomicU64,
     pub(super) trace: Mutex<Vec<TraceEvent>>,
+    /// The per-thread caches (`cache.rs`), held strongly while the pool is open.
+    pub(super) registry: Mutex<Vec<Arc<Slot<A>>>>,
+    /// Whether hits and returns may go through the per-thread caches now (policy and state).
+    pub(super) cache_on: AtomicBool,
+    /// `MemoryPool` handles alive; the pool closes when the last goes.
+    pub(super) handles: AtomicUsize,
+    pub(super) closed: AtomicBool,
+    /// The thread that registered first: while the caches are off it needs no slot on the hit
+    /// path (a single-threaded program pays nothing for the caches).
+    pub(super) solo: AtomicUsize,
+}
+
+/// A wrapped (below-zero) estimate counts as zero.
+pub(super) fn clamp(v: usize) -> usize {
+    if isize::try_from(v).is_ok() {
+        v
+    } else {
+        0
+    }
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -165,18 +185,20 @@ impl<A: Allocator> Inner<A> {
     #[inline]
     pub(super) fn gauge_add(&self, g: &AtomicUsize, d: usize) -> usize {
         if self.single {
-            let v = g.load(Ordering::Relaxed) + d;
+            let v = g.load(Ordering::Relaxed).wrapping_add(d);
             g.store(v, Ordering::Relaxed);
             v
         } else {
-            g.fetch_add(d, Ordering::Relaxed) + d
+            g.fetch_add(d, Ordering::Relaxed).wrapping_add(d)
         }
     }
 
     #[inline]
     pub(super) fn gauge_sub(&self, g: &AtomicUsize, d: usize) {
+        // Wrapping: with per-thread caches a shared gauge may dip below zero while a thread's
+        // delta is above it (the sums are right).
         if self.single {
-            g.store(g.load(Ordering::Relaxed) - d, Ordering::Relaxed);
+            g.store(g.load(Ordering::Relaxed).wrapping_sub(d), Ordering::Relaxed);
         } else {
             g.fetch_sub(d, Ordering::Relaxed);
         }
@@ -204,13 +226,138 @@ impl<A: Allocator> Inner<A> {
         }
     }
 
-    /// Caller holds a shard lock.
+    /// Caller holds a shard lock. `own`: the calling thread's cache delta of the active bytes
+    /// (so that the peak is exact when one thread uses the pool).
     #[inline]
-    pub(super) fn add_active(&self, size: usize) {
-        let now = self.gauge_add(&self.active_bytes, size);
+    pub(super) fn add_active(&self, size: usize, own: isize) {
+        let now = clamp(
+            self.gauge_add(&self.active_bytes, size)
+                .wrapping_add_signed(own),
+        );
         self.gauge_peak(&self.peak_active, now);
         if self.scopes_open.load(Ordering::Relaxed) > 0 {
             self.gauge_peak(&self.scope_peak_active, now);
+        }
+    }
+
+    /// After a hit from a thread's cache: the pool-wide active bytes as that thread sees them
+    /// (exact with one thread; with several, other threads' cached hits are not in it), for the
+    /// peaks. Shared lines are only read unless a peak rises.
+    #[inline]
+    pub(super) fn note_cached_active(&self, own: isize) {
+        let now = clamp(
+            self.active_bytes
+                .load(Ordering::Relaxed)
+                .wrapping_add_signed(own),
+        );
+        Self::bump_peak(&self.peak_active, now);
+        if self.scopes_open.load(Ordering::Relaxed) > 0 {
+            Self::bump_peak(&self.scope_peak_active, now);
+        }
+    }
+
+    /// Whether the per-thread caches may be used now.
+    #[inline]
+    pub(super) fn cache_on(&self) -> bool {
+        self.cache_on.load(Ordering::Relaxed)
+    }
+
+    /// Recomputes [`Inner::cache_on`] from the policy and the pool's state.
+    pub(super) fn refresh_cache_on(&self) {
+        let p = self.policy.load();
+        let on = lock(&self.registry).len() >= 2
+            && !self.stop_holding.load(Ordering::SeqCst)
+            && !self.closed.load(Ordering::SeqCst)
+            && p.larger_bins == 0
+            && !p.shared_bins_only
+            && p.held_bytes_cap.is_none()
+            && p.idle_release_after.is_none()
+            && p.eviction != Eviction::LeastRecentlyUsedBin;
+        self.cache_on.store(on, Ordering::SeqCst);
+    }
+
+    /// Blocks of `bin` (oldest first) onto the top of the shared bin, as held.
+    pub(super) fn push_held(&self, bin: BinNumber, blocks: Vec<A::Block>) {
+        if blocks.is_empty() {
+            return;
+        }
+        let mut shard = self.shard(bin);
+        let bytes = blocks.len() * self.layout.alloc_size(bin);
+        self.gauge_add(&self.held_bytes, bytes);
+        let b = shard.bin_entry(bin, self.layout);
+        b.blocks.extend(blocks);
+        b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
+    }
+
+    /// Moves every block cached by a thread to the shared bins (a walk that must see every held
+    /// block: free, reclaim, idle release, caps).
+    pub(super) fn flush_slots(&self) {
+        // Under the registry lock, so that a reader (which holds it too) never sees a block in
+        // neither place.
+        let reg = lock(&self.registry);
+        for slot in reg.iter() {
+            for (bin, blocks) in slot.drain() {
+                self.push_held(bin, blocks);
+            }
+        }
+    }
+
+    /// Folds an exiting thread's slot into the shared state: its blocks onto the shared bins, its
+    /// counter deltas into the bins' figures and the gauges.
+    pub(super) fn retire_slot(&self, slot: &Slot<A>) {
+        let mut reg = lock(&self.registry);
+        let Some(i) = reg.iter().position(|s| std::ptr::eq(Arc::as_ptr(s), slot)) else {
+            return; // closed, or retired already
+        };
+        let mine = reg.swap_remove(i);
+        let alone = (reg.len() == 1).then(|| Arc::clone(&reg[0]));
+        let mut st = mine.state.lock();
+        st.retired = true;
+        let bins = std::mem::take(&mut st.bins);
+        let (active, held, requests) = (st.active_bytes, st.held_bytes, st.requests);
+        st.active_bytes = 0;
+        st.held_bytes = 0;
+        st.requests = 0;
+        drop(st);
+        for (bin, c) in bins {
+            let mut shard = self.shard(bin);
+            let b = shard.bin_entry(bin, self.layout);
+            b.stats.hits += c.hits;
+            b.stats.active_blocks = b.stats.active_blocks.wrapping_add_signed(c.active_blocks);
+            b.stats.active_requested_bytes = b
+                .stats
+                .active_requested_bytes
+                .wrapping_add_signed(c.active_requested);
+            b.blocks.extend(c.blocks);
+            b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
+        }
+        self.with_gauges(|| {
+            self.gauge_add_signed(&self.active_bytes, active);
+            self.gauge_add_signed(&self.held_bytes, held);
+            if self.single {
+                let t = self.tick.load(Ordering::Relaxed);
+                self.tick.store(t + requests, Ordering::Relaxed);
+            } else {
+                self.tick.fetch_add(requests, Ordering::Relaxed);
+            }
+        });
+        // One thread left: it goes back to the shared bins (exact figures), its cache with it.
+        if let Some(last) = alone {
+            for (bin, blocks) in last.drain() {
+                self.push_held(bin, blocks);
+            }
+        }
+        drop(reg);
+        drop(mine);
+        self.refresh_cache_on();
+    }
+
+    /// Caller may write the gauges (see [`Inner::with_gauges`]).
+    pub(super) fn gauge_add_signed(&self, g: &AtomicUsize, d: isize) {
+        if d >= 0 {
+            self.gauge_add(g, d.unsigned_abs());
+        } else {
+            self.gauge_sub(g, d.unsigned_abs());
         }
     }
 
@@ -245,6 +392,7 @@ impl<A: Allocator> Inner<A> {
         bin: BinNumber,
         size: usize,
         tick: Option<u64>,
+        own: isize,
     ) -> (Found<A::Block>, u64) {
         let tick = match tick {
             Some(t) => Some(t),
@@ -262,11 +410,11 @@ impl<A: Allocator> Inner<A> {
         };
         let s = &mut b.stats;
         s.hits += 1;
-        s.active_blocks += 1;
-        s.active_requested_bytes += size;
-        s.peak_active_blocks = s.peak_active_blocks.max(s.active_blocks);
+        s.active_blocks = s.active_blocks.wrapping_add(1);
+        s.active_requested_bytes = s.active_requested_bytes.wrapping_add(size);
+        s.peak_active_blocks = s.peak_active_blocks.max(clamp(s.active_blocks));
         self.gauge_sub(&self.held_bytes, s.block_bytes);
-        self.add_active(size);
+        self.add_active(size, own);
         drop(shard);
         (Found::Block(block, bin), tick)
     }
@@ -277,6 +425,7 @@ impl<A: Allocator> Inner<A> {
         size: usize,
         tick: u64,
         n: u32,
+        own: isize,
     ) -> Found<A::Block> {
         // No block can sit above the bin of the largest size: a huge `larger_bins`
         // (`u32::MAX`) looks at the bins that can exist, not at four billion numbers.
@@ -286,7 +435,7 @@ impl<A: Allocator> Inner<A> {
             let Some(b) = bin.checked_add(k) else {
                 break;
             };
-            if let (Found::Block(block, from), _) = self.take_held(b, size, Some(tick)) {
+            if let (Found::Block(block, from), _) = self.take_held(b, size, Some(tick), own) {
                 self.larger_bin_hits.fetch_add(1, Ordering::Relaxed);
                 return Found::Block(block, from);
             }
@@ -349,28 +498,15 @@ impl<A: Allocator> Inner<A> {
         }
     }
 
-    /// A handed-out block comes back (recorded when recording).
-    #[inline]
-    pub(super) fn release_block(
-        &self,
-        block: A::Block,
-        bin: BinNumber,
-        size: usize,
-        trace_id: u64,
-    ) {
-        if trace_id != 0 && self.recording.load(Ordering::Relaxed) {
-            lock(&self.trace).push(TraceEvent::Free { id: trace_id });
-        }
-        self.give_back(block, bin, size);
-    }
-
     /// A block comes back (PyOpenCL's `free(block, size)`).
     pub(super) fn give_back(&self, block: A::Block, bin: BinNumber, size: usize) {
         let bytes = self.layout.alloc_size(bin);
         let to_free = {
             let mut shard = self.shard(bin);
             self.gauge_sub(&self.active_bytes, size);
-            let hold = if self.stop_holding.load(Ordering::Relaxed) {
+            let hold = if self.stop_holding.load(Ordering::Relaxed)
+                || self.closed.load(Ordering::Relaxed)
+            {
                 false
             } else {
                 let cap = self.policy.held_cap.load(Ordering::Relaxed);
@@ -398,8 +534,8 @@ impl<A: Allocator> Inner<A> {
                 None => shard.bin_entry(bin, self.layout),
             };
             let s = &mut b.stats;
-            s.active_blocks -= 1;
-            s.active_requested_bytes -= size;
+            s.active_blocks = s.active_blocks.wrapping_sub(1);
+            s.active_requested_bytes = s.active_requested_bytes.wrapping_sub(size);
             if hold {
                 b.blocks.push(block);
                 b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
@@ -421,6 +557,7 @@ impl<A: Allocator> Inner<A> {
     }
 
     pub(super) fn reclaim_one_counted(&self, count: bool) -> bool {
+        self.flush_slots();
         loop {
             // Find the bin to free from over all shards, then pop from it (it may have been
             // emptied meanwhile by another thread: look again).
@@ -475,6 +612,7 @@ impl<A: Allocator> Inner<A> {
 
     /// Frees every held block, ascending by bin (PyOpenCL's `free_held`). Returns the count.
     pub(super) fn free_held_counted(&self, reclaim: bool) -> usize {
+        self.flush_slots();
         let mut taken: Vec<(BinNumber, A::Block)> = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = lock(&shard.0);
@@ -501,6 +639,7 @@ impl<A: Allocator> Inner<A> {
 
     /// Frees held blocks of bins last used before tick `before` (except `keep`).
     pub(super) fn release_idle_before(&self, before: u64, keep: Option<BinNumber>) -> usize {
+        self.flush_slots();
         let mut taken: Vec<(BinNumber, A::Block)> = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = lock(&shard.0);

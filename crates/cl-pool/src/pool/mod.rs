@@ -38,10 +38,12 @@
 //! have served the request.
 
 mod blocks;
+mod cache;
 mod engine;
 mod policy;
 mod scope;
 
+use self::blocks::Owner;
 pub use self::blocks::{LocalBlock, PoolBlock};
 use self::engine::*;
 use self::policy::*;
@@ -57,6 +59,19 @@ use crate::bins::{BinLayout, BinNumber, InvalidLeadingBits};
 use crate::error::PoolError;
 use crate::stats::{BinStats, PoolStats};
 use crate::trace::TraceEvent;
+
+/// The per-thread caches' figures, summed.
+#[derive(Default)]
+struct SlotSums {
+    held_blocks: usize,
+    active_blocks: isize,
+    active_bytes: isize,
+    held_bytes: isize,
+    hits: u64,
+    requests: u64,
+    /// bin -> (held blocks, active blocks, active requested bytes, hits)
+    bins: std::collections::HashMap<BinNumber, (usize, isize, isize, u64)>,
+}
 
 /// Default number of lock shards of a pool.
 pub const DEFAULT_SHARDS: usize = 1;
@@ -87,8 +102,29 @@ pub struct MemoryPool<A: Allocator> {
 
 impl<A: Allocator> Clone for MemoryPool<A> {
     fn clone(&self) -> Self {
+        self.inner.handles.fetch_add(1, Ordering::Relaxed);
         Self {
             inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<A: Allocator> Drop for MemoryPool<A> {
+    fn drop(&mut self) {
+        if self.inner.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last handle: close. The caches go back to the shared bins; blocks still out keep
+            // the shared state alive through their slots, and the last of them frees every held
+            // block with it (PyOpenCL frees them in the destructor too).
+            let inner = &*self.inner;
+            inner.closed.store(true, Ordering::SeqCst);
+            inner.refresh_cache_on();
+            let slots = std::mem::take(&mut *lock(&inner.registry));
+            for slot in &slots {
+                for (bin, blocks) in slot.drain() {
+                    inner.push_held(bin, blocks);
+                }
+            }
+            drop(slots);
         }
     }
 }
@@ -166,7 +202,7 @@ impl<A: Allocator> PoolBuilder<A> {
             .collect();
         let policy = PolicyCell::default();
         policy.store(self.policy);
-        MemoryPool {
+        let pool = MemoryPool {
             inner: Arc::new(Inner {
                 allocator: self.allocator,
                 layout,
@@ -193,8 +229,15 @@ impl<A: Allocator> PoolBuilder<A> {
                 recording: AtomicBool::new(false),
                 next_trace_id: AtomicU64::new(1),
                 trace: Mutex::new(Vec::new()),
+                registry: Mutex::new(Vec::new()),
+                cache_on: AtomicBool::new(false),
+                handles: AtomicUsize::new(1),
+                closed: AtomicBool::new(false),
+                solo: AtomicUsize::new(0),
             }),
-        }
+        };
+        pool.inner.refresh_cache_on();
+        pool
     }
 }
 
@@ -256,9 +299,13 @@ impl<A: Allocator> MemoryPool<A> {
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
-        let a = self.acquire(size)?;
+        let (a, slot) = self.acquire(size)?;
+        let owner = match slot {
+            Some(s) => Owner::Slot(s),
+            None => Owner::Pool(Arc::clone(&self.inner)),
+        };
         Ok(PoolBlock {
-            pool: self.clone(),
+            owner,
             block: Some(a.block),
             requested: a.size,
             bin: a.bin,
@@ -274,9 +321,10 @@ impl<A: Allocator> MemoryPool<A> {
     ///
     /// As [`allocate`](Self::allocate).
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
-        let a = self.acquire(size)?;
+        let (a, slot) = self.acquire(size)?;
         Ok(LocalBlock {
             inner: &self.inner,
+            slot,
             block: Some(a.block),
             requested: a.size,
             bin: a.bin,
@@ -284,15 +332,37 @@ impl<A: Allocator> MemoryPool<A> {
         })
     }
 
+    /// A block for `size` bytes, and the calling thread's slot (which keeps the pool alive for an
+    /// owned block).
     #[inline]
-    fn acquire(&self, size: usize) -> Result<Acquired<A::Block>, PoolError<A::Error>> {
+    #[expect(clippy::type_complexity, reason = "a private pair")]
+    fn acquire(
+        &self,
+        size: usize,
+    ) -> Result<(Acquired<A::Block>, Option<Arc<cache::Slot<A>>>), PoolError<A::Error>> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
-        let (found, tick) = inner.take_held(bin, size, None);
-        if let Found::Block(block, from) = found {
-            return self.hand_out(block, from, size);
+        let slot = if !inner.cache_on() && inner.solo.load(Ordering::Relaxed) == cache::thread_key()
+        {
+            None
+        } else {
+            cache::my_slot(&self.inner)
+        };
+        if let Some(s) = &slot {
+            if inner.cache_on() {
+                if let Some(block) = s.take(bin, size) {
+                    return Ok((self.hand_out(block, bin, size)?, slot));
+                }
+            }
         }
-        self.allocate_miss(size, bin, tick)
+        let own = slot.as_ref().map_or(0, |s| s.own_active());
+        let (found, tick) = inner.take_held(bin, size, None, own);
+        let a = if let Found::Block(block, from) = found {
+            self.hand_out(block, from, size)?
+        } else {
+            self.allocate_miss(size, bin, tick, own)?
+        };
+        Ok((a, slot))
     }
 
     #[cold]
@@ -301,12 +371,13 @@ impl<A: Allocator> MemoryPool<A> {
         size: usize,
         bin: BinNumber,
         tick: u64,
+        own: isize,
     ) -> Result<Acquired<A::Block>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let policy = inner.policy.load();
         if policy.larger_bins > 0 {
             if let Found::Block(block, from) =
-                inner.take_larger(bin, size, tick, policy.larger_bins)
+                inner.take_larger(bin, size, tick, policy.larger_bins, own)
             {
                 return self.hand_out(block, from, size);
             }
@@ -316,22 +387,24 @@ impl<A: Allocator> MemoryPool<A> {
         }
         let rounded = inner.layout.alloc_size(bin);
         let mut last = match inner.upstream_allocate(rounded) {
-            Ok(block) => return Ok(self.fresh(block, bin, size, tick)),
+            Ok(block) => return Ok(self.fresh(block, bin, size, tick, own)),
             Err(Upstream::Fatal(e)) => return Err(e),
             Err(other) => other,
         };
         // Out of memory (or over the limit): PyOpenCL's reclaim path.
         inner.oom_events.fetch_add(1, Ordering::Relaxed);
         inner.allocator.try_release_blocks();
+        // Blocks cached by threads are held: the reclaim path must see them.
+        inner.flush_slots();
         let mut retried_once = false;
         loop {
             // Look again: the release hook (or another thread) may have returned a block.
-            if let (Found::Block(block, from), _) = inner.take_held(bin, size, Some(tick)) {
+            if let (Found::Block(block, from), _) = inner.take_held(bin, size, Some(tick), own) {
                 return self.hand_out(block, from, size);
             }
             if policy.larger_bins > 0 {
                 if let Found::Block(block, from) =
-                    inner.take_larger(bin, size, tick, policy.larger_bins)
+                    inner.take_larger(bin, size, tick, policy.larger_bins, own)
                 {
                     return self.hand_out(block, from, size);
                 }
@@ -349,7 +422,7 @@ impl<A: Allocator> MemoryPool<A> {
                 break;
             }
             match inner.upstream_allocate(rounded) {
-                Ok(block) => return Ok(self.fresh(block, bin, size, tick)),
+                Ok(block) => return Ok(self.fresh(block, bin, size, tick, own)),
                 Err(Upstream::Fatal(e)) => return Err(e),
                 Err(other) => last = other,
             }
@@ -378,18 +451,25 @@ impl<A: Allocator> MemoryPool<A> {
         }
     }
 
-    fn fresh(&self, block: A::Block, bin: BinNumber, size: usize, tick: u64) -> Acquired<A::Block> {
+    fn fresh(
+        &self,
+        block: A::Block,
+        bin: BinNumber,
+        size: usize,
+        tick: u64,
+        own: isize,
+    ) -> Acquired<A::Block> {
         let inner = &*self.inner;
         {
             let mut shard = inner.shard(bin);
             let s = &mut shard.bin_entry(bin, inner.layout).stats;
             s.misses += 1;
             s.upstream_allocations += 1;
-            s.active_blocks += 1;
-            s.active_requested_bytes += size;
-            s.peak_active_blocks = s.peak_active_blocks.max(s.active_blocks);
+            s.active_blocks = s.active_blocks.wrapping_add(1);
+            s.active_requested_bytes = s.active_requested_bytes.wrapping_add(size);
+            s.peak_active_blocks = s.peak_active_blocks.max(clamp(s.active_blocks));
             s.last_used_tick = tick;
-            inner.add_active(size);
+            inner.add_active(size, own);
         }
         self.wrap(block, bin, size)
     }
@@ -420,6 +500,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// (PyOpenCL's `stop_holding`; there is no way back, as in PyOpenCL).
     pub fn stop_holding(&self) {
         self.inner.stop_holding.store(true, Ordering::SeqCst);
+        self.inner.refresh_cache_on();
         self.free_held();
     }
 
@@ -445,6 +526,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// [`enforce_held_cap`](Self::enforce_held_cap) to apply a new cap at once).
     pub fn set_policy(&self, policy: Policy) {
         self.inner.policy.store(policy);
+        self.inner.refresh_cache_on();
     }
 
     /// Sets (or clears) the managed-bytes limit, keeping the rest of the policy.
@@ -458,6 +540,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// Frees held blocks, largest bins first, until the held bytes are within the policy's cap.
     pub fn enforce_held_cap(&self) {
         if let Some(cap) = self.policy().held_bytes_cap {
+            self.inner.flush_slots();
             while self.inner.held_bytes.load(Ordering::Relaxed) > cap {
                 if !self.inner.reclaim_one_counted(false) {
                     break;
@@ -466,15 +549,14 @@ impl<A: Allocator> MemoryPool<A> {
         }
     }
 
-    /// PyOpenCL's `held_blocks`.
+    /// PyOpenCL's `held_blocks` (blocks in the per-thread caches included).
     pub fn held_blocks(&self) -> usize {
-        self.inner.fold_bins(0, |acc, b| acc + b.blocks.len())
+        self.stats().held_blocks
     }
 
     /// PyOpenCL's `active_blocks`.
     pub fn active_blocks(&self) -> usize {
-        self.inner
-            .fold_bins(0, |acc, b| acc + b.stats.active_blocks)
+        self.stats().active_blocks
     }
 
     /// PyOpenCL's `managed_bytes`.
@@ -484,25 +566,61 @@ impl<A: Allocator> MemoryPool<A> {
 
     /// PyOpenCL's `active_bytes` (requested sizes).
     pub fn active_bytes(&self) -> usize {
-        self.inner.active_bytes.load(Ordering::Relaxed)
+        let reg = lock(&self.inner.registry);
+        self.inner
+            .active_bytes
+            .load(Ordering::Relaxed)
+            .wrapping_add_signed(Self::slot_sums_of(&reg).active_bytes)
     }
 
-    /// Bytes in held blocks (rounded sizes).
+    /// Bytes in held blocks (rounded sizes; the per-thread caches included).
     pub fn held_bytes(&self) -> usize {
-        self.inner.held_bytes.load(Ordering::Relaxed)
+        let reg = lock(&self.inner.registry);
+        self.inner
+            .held_bytes
+            .load(Ordering::Relaxed)
+            .wrapping_add_signed(Self::slot_sums_of(&reg).held_bytes)
+    }
+
+    /// The per-thread caches' contributions, summed (the registry is locked while they are read,
+    /// so a thread's slot is never counted both here and, folded, in the shared figures).
+    fn slot_sums_of(reg: &[Arc<cache::Slot<A>>]) -> SlotSums {
+        let mut t = SlotSums::default();
+        for slot in reg.iter() {
+            let st = slot.state.lock();
+            t.active_bytes += st.active_bytes;
+            t.held_bytes += st.held_bytes;
+            t.requests += st.requests;
+            for (&bin, c) in &st.bins {
+                t.held_blocks += c.blocks.len();
+                t.active_blocks += c.active_blocks;
+                t.hits += c.hits;
+                let e = t.bins.entry(bin).or_default();
+                e.0 += c.blocks.len();
+                e.1 += c.active_blocks;
+                e.2 += c.active_requested;
+                e.3 += c.hits;
+            }
+        }
+        t
     }
 
     /// A snapshot of every counter.
     pub fn stats(&self) -> PoolStats {
         let inner = &*self.inner;
         let mut s = PoolStats::default();
+        // The registry stays locked for the whole read: an exiting thread folding its slot into
+        // the shared figures cannot be counted twice or not at all.
+        let reg = lock(&inner.registry);
         for shard in inner.shards.iter() {
             let shard = lock(&shard.0);
             for bin in shard.bins.values() {
                 let b = &bin.stats;
                 s.held_blocks += bin.blocks.len();
-                s.active_blocks += b.active_blocks;
-                s.active_rounded_bytes += b.active_rounded_bytes();
+                s.active_blocks = s.active_blocks.wrapping_add(b.active_blocks);
+                s.active_rounded_bytes = s
+                    .active_rounded_bytes
+                    .wrapping_add(b.active_blocks.wrapping_mul(b.block_bytes));
                 s.hits += b.hits;
                 s.misses += b.misses;
                 s.upstream_allocations += b.upstream_allocations;
@@ -512,9 +630,29 @@ impl<A: Allocator> MemoryPool<A> {
                 }
             }
         }
+        let t = Self::slot_sums_of(&reg);
+        drop(reg);
+        s.held_blocks += t.held_blocks;
+        s.active_blocks = s.active_blocks.wrapping_add_signed(t.active_blocks);
+        s.hits += t.hits;
+        for (&bin, &(held, active, _, _)) in &t.bins {
+            let bytes = inner.layout.alloc_size(bin);
+            s.active_rounded_bytes = s
+                .active_rounded_bytes
+                .wrapping_add_signed(active.wrapping_mul(isize::try_from(bytes).unwrap_or(0)));
+            if held > 0 {
+                s.largest_held_block = s.largest_held_block.max(bytes);
+            }
+        }
         s.managed_bytes = inner.managed_bytes.load(Ordering::Relaxed);
-        s.active_bytes = inner.active_bytes.load(Ordering::Relaxed);
-        s.held_bytes = inner.held_bytes.load(Ordering::Relaxed);
+        s.active_bytes = inner
+            .active_bytes
+            .load(Ordering::Relaxed)
+            .wrapping_add_signed(t.active_bytes);
+        s.held_bytes = inner
+            .held_bytes
+            .load(Ordering::Relaxed)
+            .wrapping_add_signed(t.held_bytes);
         s.peak_managed_bytes = inner.peak_managed.load(Ordering::Relaxed);
         s.peak_active_bytes = inner.peak_active.load(Ordering::Relaxed);
         s.larger_bin_hits = inner.larger_bin_hits.load(Ordering::Relaxed);
@@ -522,7 +660,7 @@ impl<A: Allocator> MemoryPool<A> {
         s.oom_events = inner.oom_events.load(Ordering::Relaxed);
         s.oom_failures = inner.oom_failures.load(Ordering::Relaxed);
         s.free_errors = inner.free_errors.load(Ordering::Relaxed);
-        s.tick = inner.tick.load(Ordering::Relaxed);
+        s.tick = inner.tick.load(Ordering::Relaxed) + t.requests;
         let t = lock(&inner.timings);
         s.allocate_time = t.allocate;
         s.free_time = t.free;
@@ -532,6 +670,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// Per-bin figures, ascending by bin, for every bin a request ever touched.
     pub fn bin_stats(&self) -> Vec<BinStats> {
         let mut v = Vec::new();
+        let reg = lock(&self.inner.registry);
         for shard in self.inner.shards.iter() {
             let shard = lock(&shard.0);
             v.extend(shard.bins.values().map(|b| BinStats {
@@ -539,12 +678,34 @@ impl<A: Allocator> MemoryPool<A> {
                 ..b.stats
             }));
         }
+        let sums = Self::slot_sums_of(&reg);
+        drop(reg);
+        for (bin, (held, active, requested, hits)) in sums.bins {
+            let i = match v.iter().position(|b| b.bin == bin) {
+                Some(i) => i,
+                None => {
+                    v.push(BinStats {
+                        bin,
+                        block_bytes: self.inner.layout.alloc_size(bin),
+                        ..BinStats::default()
+                    });
+                    v.len() - 1
+                }
+            };
+            let b = &mut v[i];
+            b.held_blocks += held;
+            b.active_blocks = b.active_blocks.wrapping_add_signed(active);
+            b.active_requested_bytes = b.active_requested_bytes.wrapping_add_signed(requested);
+            b.hits += hits;
+        }
         v.sort_by_key(|b| b.bin);
         v
     }
 
     /// Held bytes in bins no request touched during the last `allocations` allocations.
     pub fn idle_held_bytes(&self, allocations: u64) -> usize {
+        // Cached blocks count as used when they were cached: move them where the ticks are.
+        self.inner.flush_slots();
         let now = self.inner.tick.load(Ordering::Relaxed);
         let before = now.saturating_sub(allocations);
         self.inner.fold_bins(0, |acc, b| {

@@ -1,6 +1,6 @@
 //! [`Policy`]: the opt-in policies beyond PyOpenCL, and their atomic cell.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// What the pool does when the upstream reports out-of-memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,6 +48,11 @@ pub struct Policy {
     /// Keep `managed_bytes` at or below this (as CuPy's `set_limit`): exceeding it runs the same
     /// reclaim path as an upstream out-of-memory, and fails with [`PoolError::LimitReached`](crate::PoolError::LimitReached).
     pub managed_bytes_limit: Option<usize>,
+    /// Serve every request from the shared bins, without the per-thread caches (see the
+    /// [`pool`](crate::pool) module docs): peaks exact under any number of threads, at the cost of
+    /// shared cache lines on every hit. A held-bytes cap, idle release and least-recently-used
+    /// eviction imply it.
+    pub shared_bins_only: bool,
 }
 
 pub(super) const NONE: usize = usize::MAX;
@@ -60,6 +65,7 @@ pub(super) struct PolicyCell {
     pub(super) oom_mode: AtomicU8,
     pub(super) eviction: AtomicU8,
     pub(super) limit: AtomicUsize,
+    pub(super) shared_only: AtomicBool,
 }
 
 impl PolicyCell {
@@ -89,6 +95,8 @@ impl PolicyCell {
         );
         self.limit
             .store(p.managed_bytes_limit.unwrap_or(NONE), Ordering::Relaxed);
+        self.shared_only
+            .store(p.shared_bins_only, Ordering::Relaxed);
     }
 
     pub(super) fn eviction(&self) -> Eviction {
@@ -116,6 +124,7 @@ impl PolicyCell {
             },
             eviction: self.eviction(),
             managed_bytes_limit: opt(self.limit.load(Ordering::Relaxed)),
+            shared_bins_only: self.shared_only.load(Ordering::Relaxed),
         }
     }
 }
