@@ -74,7 +74,7 @@ impl<A: Allocator> PoolBlock<A> {
 
     /// The size of the block (`alloc_size` of its bin; at least `requested_bytes`, at least 1).
     pub fn allocated_bytes(&self) -> usize {
-        self.owner.inner().layout.alloc_size(self.bin)
+        self.owner.layout().alloc_size(self.bin)
     }
 
     /// The bin the block belongs to.
@@ -95,47 +95,72 @@ pub(super) fn unreachable_block() -> ! {
 
 impl<A: Allocator> Drop for PoolBlock<A> {
     fn drop(&mut self) {
-        if let Some(block) = self.block.take() {
-            let slot = match &self.owner {
-                Owner::Slot(s) => Some(s),
-                Owner::Pool(_) => None,
-            };
-            release(
-                self.owner.inner(),
-                slot,
-                block,
-                self.bin,
-                self.requested,
-                self.trace_id,
-            );
+        let Some(block) = self.block.take() else {
+            return;
+        };
+        match &self.owner {
+            Owner::Pool(inner) => {
+                release(inner, None, block, self.bin, self.requested, self.trace_id)
+            }
+            Owner::Slot(slot) => {
+                // The slot's lease keeps the pool alive while this block is; the pool itself is
+                // only reached (one reference count) when the block must go to the shared bins.
+                if let Err(block) =
+                    slot_release(slot, block, self.bin, self.requested, self.trace_id)
+                {
+                    if let Some(inner) = slot.lease() {
+                        inner.give_back(block, self.bin, self.requested);
+                    }
+                    slot.returned();
+                }
+            }
         }
     }
 }
 
-/// What keeps an owned block's pool alive: the slot of the thread that allocated it (a
-/// reference count on that thread's own cache line), or, when the thread had none (exiting), the
-/// shared state itself.
+/// What keeps an owned block's pool alive: the slot of the thread that allocated it (its lease on
+/// the pool, counted under that slot's lock), or, without one, a pool handle.
 pub(super) enum Owner<A: Allocator> {
     Slot(Arc<Slot<A>>),
     Pool(Arc<Inner<A>>),
 }
 
 impl<A: Allocator> Owner<A> {
-    pub(super) fn inner(&self) -> &Arc<Inner<A>> {
+    fn layout(&self) -> crate::bins::BinLayout {
         match self {
-            Owner::Slot(s) => &s.inner,
-            Owner::Pool(p) => p,
+            Owner::Slot(s) => s.layout,
+            Owner::Pool(p) => p.layout,
         }
     }
 }
 
-/// A handed-out block comes back: into the returning thread's cache when the caches are on (the
-/// block's own slot when that is this thread's, without touching a reference count), else to the
-/// shared bins.
+/// An owned block of `slot` comes back through the returning thread's cache; `Err` when it must
+/// go to the shared bins instead (the slot's lease count is then still to be dropped).
+#[inline]
+fn slot_release<A: Allocator>(
+    slot: &Arc<Slot<A>>,
+    block: A::Block,
+    bin: BinNumber,
+    size: usize,
+    trace_id: u64,
+) -> Result<(), A::Block> {
+    if trace_id != 0 {
+        // Recording (rare): the pool is reached through the lease.
+        if let Some(inner) = slot.lease() {
+            if inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
+                lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
+            }
+        }
+    }
+    cache::put_owned(slot, bin, size, block)
+}
+
+/// A handed-out block comes back: into the returning thread's cache when the caches are on, else
+/// to the shared bins.
 #[inline]
 pub(super) fn release<A: Allocator>(
     inner: &Arc<Inner<A>>,
-    slot: Option<&Arc<Slot<A>>>,
+    _slot: Option<&Arc<Slot<A>>>,
     block: A::Block,
     bin: BinNumber,
     size: usize,
@@ -144,27 +169,20 @@ pub(super) fn release<A: Allocator>(
     if trace_id != 0 && inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
         lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
     }
-    let mut block = block;
-    if inner.cache_on() {
-        let r = match slot {
-            Some(s) if cache::is_mine(s) => s.put(bin, size, block),
-            _ => match cache::my_slot(inner) {
-                Some(s) => s.put(bin, size, block),
-                None => Err(block),
-            },
-        };
-        match r {
+    let block = if inner.cache_on() {
+        match cache::put_cached(inner, None, bin, size, block) {
             Ok(()) => return,
-            Err(b) => block = b,
+            Err(b) => b,
         }
-    }
+    } else {
+        block
+    };
     inner.give_back(block, bin, size);
 }
 
 /// A block from [`MemoryPool::allocate_local`](super::MemoryPool::allocate_local): borrows its pool, returns to it on drop.
 pub struct LocalBlock<'a, A: Allocator> {
     pub(super) inner: &'a Arc<Inner<A>>,
-    pub(super) slot: Option<Arc<Slot<A>>>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
     pub(super) bin: BinNumber,
@@ -230,7 +248,7 @@ impl<A: Allocator> Drop for LocalBlock<'_, A> {
         if let Some(block) = self.block.take() {
             release(
                 self.inner,
-                self.slot.as_ref(),
+                None,
                 block,
                 self.bin,
                 self.requested,

@@ -18,12 +18,17 @@
 //!   frees held blocks (`free_held`, `stop_holding`, the out-of-memory reclaim, `release_idle`,
 //!   `enforce_held_cap`) see them; the walks first move them back to the shared bins. A thread's
 //!   slot is folded back into the shared bins when the thread exits.
-//! - Lifetimes without a shared reference count per hit: the pool's registry holds each slot
-//!   (strong) while the pool is open, a slot holds the pool's `Inner`, a thread's TLS holds its slot
-//!   weakly, and a [`PoolBlock`](super::PoolBlock) holds the slot it came from (a count on that
-//!   thread's own cache line). When the last [`MemoryPool`](super::MemoryPool) handle goes, the
-//!   pool closes: the registry drops its slots, cached blocks are freed, and blocks still out free
-//!   themselves when dropped; the last of them drops the `Inner`.
+//! - Lifetimes without a shared reference count per hit: a thread's TLS and the pool's registry
+//!   hold its slot; the slot holds a *lease* on the pool's `Inner` (an `Arc`, taken once) while
+//!   the pool is open or owned blocks it handed out are still alive (a plain count under its
+//!   lock); a [`PoolBlock`](super::PoolBlock) holds the slot it came from (a reference count on
+//!   that thread's own cache line, not the pool's). When the last [`MemoryPool`](super::MemoryPool)
+//!   handle goes, the pool closes: the caches go back to the shared bins, and each slot gives its
+//!   lease up once its blocks are back, so an idle thread's TLS keeps nothing of a dropped pool
+//!   but an empty slot.
+//! - A pool used by one thread keeps using the cache (PyOpenCL's exact decisions, see above); the
+//!   per-bin peaks and last-use ticks stay exact with one thread through each cache bin's view of
+//!   its shared bin, refreshed whenever the thread's request goes through the shared bin.
 //! - The cache is bypassed (every hit goes through the shared bins, as before) while a policy
 //!   needs pool-wide order or totals on every hit: a held-bytes cap, idle release, least-recently-
 //!   used eviction, [`Policy::shared_bins_only`](super::Policy), after `stop_holding`, and while
@@ -32,10 +37,10 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use crate::allocator::Allocator;
-use crate::bins::BinNumber;
+use crate::bins::{BinLayout, BinNumber};
 
 use super::engine::*;
 
@@ -43,135 +48,389 @@ use super::engine::*;
 /// bin.
 pub(super) const CACHE_BLOCKS: usize = 16;
 
+/// Bins below this number sit in a vector indexed by bin (every bin of sizes up to 2^64 with the
+/// default 4 leading bits); higher bins (more leading bits) in a map.
+const DIRECT_BINS: usize = 1280;
+
 /// One bin of one thread's cache.
 pub(super) struct CacheBin<B> {
     pub(super) blocks: Vec<B>,
     pub(super) hits: u64,
     pub(super) active_blocks: isize,
     pub(super) active_requested: isize,
+    /// The shared bin's held and active blocks when this thread last saw them (exact while no
+    /// other thread uses the bin): with the cache's own figures, the bin's peaks.
+    pub(super) shared_held: usize,
+    pub(super) shared_active: usize,
+    pub(super) peak_held: usize,
+    pub(super) peak_active: usize,
+    /// The pool's allocation tick (as this thread counts it) of the bin's last cached hit.
+    pub(super) last_tick: u64,
 }
 
-impl<B> Default for CacheBin<B> {
-    fn default() -> Self {
+impl<B> CacheBin<B> {
+    fn new(shared_held: usize, shared_active: usize) -> Self {
         CacheBin {
             blocks: Vec::new(),
             hits: 0,
             active_blocks: 0,
             active_requested: 0,
+            shared_held,
+            shared_active,
+            peak_held: 0,
+            peak_active: 0,
+            last_tick: 0,
         }
     }
 }
 
-pub(super) struct SlotState<B> {
-    pub(super) bins:
+/// A slot's bins: direct-indexed for the usual bin numbers.
+pub(super) struct CacheBins<B> {
+    direct: Vec<Option<CacheBin<B>>>,
+    other:
         std::collections::HashMap<BinNumber, CacheBin<B>, std::hash::BuildHasherDefault<BinHasher>>,
+}
+
+impl<B> Default for CacheBins<B> {
+    fn default() -> Self {
+        CacheBins {
+            direct: Vec::new(),
+            other: std::collections::HashMap::default(),
+        }
+    }
+}
+
+impl<B> CacheBins<B> {
+    #[inline]
+    fn get_mut(&mut self, bin: BinNumber) -> Option<&mut CacheBin<B>> {
+        match usize::try_from(bin) {
+            Ok(i) if i < DIRECT_BINS => self.direct.get_mut(i).and_then(Option::as_mut),
+            _ => self.other.get_mut(&bin),
+        }
+    }
+
+    #[inline]
+    fn get_or_insert_with(
+        &mut self,
+        bin: BinNumber,
+        f: impl FnOnce() -> CacheBin<B>,
+    ) -> &mut CacheBin<B> {
+        match usize::try_from(bin) {
+            Ok(i) if i < DIRECT_BINS => {
+                if self.direct.len() <= i {
+                    self.direct.resize_with(i + 1, || None);
+                }
+                self.direct[i].get_or_insert_with(f)
+            }
+            _ => self.other.entry(bin).or_insert_with(f),
+        }
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (BinNumber, &CacheBin<B>)> {
+        self.direct
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| Some((BinNumber::try_from(i).ok()?, b.as_ref()?)))
+            .chain(self.other.iter().map(|(&k, v)| (k, v)))
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = (BinNumber, &mut CacheBin<B>)> {
+        self.direct
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, b)| Some((BinNumber::try_from(i).ok()?, b.as_mut()?)))
+            .chain(self.other.iter_mut().map(|(&k, v)| (k, v)))
+    }
+
+    pub(super) fn take_all(&mut self) -> Vec<(BinNumber, CacheBin<B>)> {
+        let mut out: Vec<(BinNumber, CacheBin<B>)> = self
+            .direct
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, b)| Some((BinNumber::try_from(i).ok()?, b.take()?)))
+            .collect();
+        out.extend(self.other.drain());
+        out
+    }
+}
+
+pub(super) struct SlotState<A: Allocator> {
+    /// The lease on the pool: `Some` while the pool is open or blocks handed out through this
+    /// slot are alive.
+    pub(super) inner: Option<Arc<Inner<A>>>,
+    /// Owned blocks handed out through this slot and not yet returned.
+    pub(super) outstanding: usize,
+    pub(super) bins: CacheBins<A::Block>,
     /// Deltas of the pool-wide gauges made through this slot.
     pub(super) active_bytes: isize,
     pub(super) held_bytes: isize,
     pub(super) requests: u64,
     /// Folded back into the shared state (its thread exited): takes no more blocks.
     pub(super) retired: bool,
+    /// The pool closed (its last handle went).
+    pub(super) closed: bool,
+}
+
+impl<A: Allocator> SlotState<A> {
+    /// The lease, once nothing needs it any more (taken out to be dropped after the lock).
+    fn spent_lease(&mut self) -> Option<Arc<Inner<A>>> {
+        if self.outstanding == 0 && (self.retired || self.closed) {
+            self.inner.take()
+        } else {
+            None
+        }
+    }
 }
 
 /// One thread's cache of one pool.
 pub(crate) struct Slot<A: Allocator> {
-    pub(super) inner: Arc<Inner<A>>,
-    pub(super) state: spin::Mutex<SlotState<A::Block>>,
+    pub(super) layout: BinLayout,
+    /// The pool's identity (the address of its `Inner`), for TLS lookups from an owned block.
+    pool: usize,
+    pub(super) state: spin::Mutex<SlotState<A>>,
 }
 
-impl<A: Allocator> Slot<A> {
-    pub(super) fn new(inner: Arc<Inner<A>>) -> Slot<A> {
-        Slot {
-            inner,
-            state: spin::Mutex::new(SlotState {
-                bins: std::collections::HashMap::default(),
-                active_bytes: 0,
-                held_bytes: 0,
-                requests: 0,
-                retired: false,
-            }),
-        }
-    }
+/// A thread's own share of the pool-wide figures, for exact peaks and ticks with one thread.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Own {
+    pub(super) active: isize,
+    pub(super) requests: u64,
+}
 
-    /// Pops the newest cached block of `bin` (a hit), or `None`.
-    #[inline]
-    pub(super) fn take(&self, bin: BinNumber, size: usize) -> Option<A::Block> {
-        let mut s = self.state.lock();
-        let c = s.bins.get_mut(&bin)?;
-        let block = c.blocks.pop()?;
-        c.hits += 1;
-        c.active_blocks += 1;
-        c.active_requested += signed(size);
-        s.active_bytes += signed(size);
-        s.held_bytes -= signed(self.inner.layout.alloc_size(bin));
-        s.requests += 1;
-        let own = s.active_bytes;
-        drop(s);
-        self.inner.note_cached_active(own);
-        Some(block)
-    }
-
-    /// Keeps a returned block (`Err` gives it back when this slot takes no more: retired).
-    /// Past [`CACHE_BLOCKS`] in the bin, the oldest half moves to the shared bin.
-    #[inline]
-    pub(super) fn put(&self, bin: BinNumber, size: usize, block: A::Block) -> Result<(), A::Block> {
-        let bytes = self.inner.layout.alloc_size(bin);
-        let mut s = self.state.lock();
-        if s.retired {
-            return Err(block);
-        }
-        let c = s.bins.entry(bin).or_default();
-        c.active_blocks -= 1;
-        c.active_requested -= signed(size);
-        c.blocks.push(block);
-        let overflow = (c.blocks.len() > CACHE_BLOCKS)
-            .then(|| c.blocks.drain(..CACHE_BLOCKS / 2).collect::<Vec<_>>());
-        let moved = overflow.as_ref().map_or(0, Vec::len);
-        s.active_bytes -= signed(size);
-        s.held_bytes += signed(bytes) * (1 - signed(moved));
-        drop(s);
-        if let Some(v) = overflow {
-            self.inner.push_held(bin, v);
-        }
-        Ok(())
-    }
-
-    /// The calling thread's delta of the active bytes (for the peaks of a shared-path hit).
-    pub(super) fn own_active(&self) -> isize {
-        self.state.lock().active_bytes
-    }
-
-    /// Takes every cached block out (counted as no longer held by this slot), for a walk that
-    /// moves them to the shared bins or frees them.
-    pub(super) fn drain(&self) -> Vec<(BinNumber, Vec<A::Block>)> {
-        let mut s = self.state.lock();
-        let mut out = Vec::new();
-        let mut bytes = 0usize;
-        for (&bin, b) in &mut s.bins {
-            if !b.blocks.is_empty() {
-                bytes += b.blocks.len() * self.inner.layout.alloc_size(bin);
-                out.push((bin, std::mem::take(&mut b.blocks)));
-            }
-        }
-        s.held_bytes -= signed(bytes);
-        out
-    }
+/// What a drained cache bin hands back.
+pub(super) struct Drained<B> {
+    pub(super) bin: BinNumber,
+    pub(super) blocks: Vec<B>,
+    pub(super) last_tick: u64,
 }
 
 fn signed(n: usize) -> isize {
     isize::try_from(n).unwrap_or(isize::MAX)
 }
 
-/// What a thread's TLS keeps of a slot: a weak handle (so that an idle thread does not keep a
-/// dropped pool alive) that folds the slot back when the thread exits.
+impl<A: Allocator> Slot<A> {
+    fn new(inner: Arc<Inner<A>>) -> Slot<A> {
+        Slot {
+            layout: inner.layout,
+            pool: pool_id(&inner),
+            state: spin::Mutex::new(SlotState {
+                inner: Some(inner),
+                outstanding: 0,
+                bins: CacheBins::default(),
+                active_bytes: 0,
+                held_bytes: 0,
+                requests: 0,
+                retired: false,
+                closed: false,
+            }),
+        }
+    }
+
+    /// The shared bin's held and active blocks now (slot lock held by the caller: slot -> shard).
+    fn shared_view(inner: &Inner<A>, bin: BinNumber) -> (usize, usize) {
+        let shard = inner.shard(bin);
+        shard
+            .bins
+            .get(&bin)
+            .map_or((0, 0), |b| (b.blocks.len(), b.stats.active_blocks))
+    }
+
+    /// Pops the newest cached block of `bin` (a hit), or `None`; `owned`: the block keeps this
+    /// slot (and through it the pool) alive.
+    #[inline]
+    fn take(&self, inner: &Inner<A>, bin: BinNumber, size: usize, owned: bool) -> Option<A::Block> {
+        let mut guard = self.state.lock();
+        let s = &mut *guard;
+        if s.retired || s.closed {
+            return None;
+        }
+        let c = s.bins.get_mut(bin)?;
+        let block = c.blocks.pop()?;
+        c.hits += 1;
+        c.active_blocks += 1;
+        c.active_requested += signed(size);
+        c.peak_active = c
+            .peak_active
+            .max(clamp(c.shared_active.wrapping_add_signed(c.active_blocks)));
+        c.last_tick = inner.tick.load(Ordering::Relaxed) + s.requests;
+        s.active_bytes += signed(size);
+        s.held_bytes -= signed(self.layout.alloc_size(bin));
+        s.requests += 1;
+        s.outstanding += usize::from(owned);
+        let own = s.active_bytes;
+        drop(guard);
+        inner.note_cached_active(own);
+        Some(block)
+    }
+
+    /// Keeps a returned block (`Err` gives it back: the slot is retired or the pool closed).
+    /// Past [`CACHE_BLOCKS`] in the bin, the oldest half moves to the shared bin. `owned_here`:
+    /// the block was an owned block of this slot (its lease count drops).
+    #[inline]
+    fn put(
+        &self,
+        bin: BinNumber,
+        size: usize,
+        block: A::Block,
+        owned_here: bool,
+    ) -> Result<(), A::Block> {
+        let bytes = self.layout.alloc_size(bin);
+        let mut guard = self.state.lock();
+        let s = &mut *guard;
+        if s.retired || s.closed {
+            return Err(block);
+        }
+        let Some(inner) = s.inner.as_ref() else {
+            return Err(block);
+        };
+        if !inner.cache_on() {
+            return Err(block);
+        }
+        let c = s.bins.get_or_insert_with(bin, || {
+            let (held, active) = Self::shared_view(inner, bin);
+            CacheBin::new(held, active)
+        });
+        c.active_blocks -= 1;
+        c.active_requested -= signed(size);
+        c.blocks.push(block);
+        let overflow = (c.blocks.len() > CACHE_BLOCKS)
+            .then(|| c.blocks.drain(..CACHE_BLOCKS / 2).collect::<Vec<_>>());
+        let moved = overflow.as_ref().map_or(0, Vec::len);
+        c.shared_held += moved;
+        c.peak_held = c.peak_held.max(c.shared_held + c.blocks.len());
+        s.active_bytes -= signed(size);
+        s.held_bytes += signed(bytes) * (1 - signed(moved));
+        if owned_here {
+            s.outstanding -= 1;
+        }
+        if let Some(v) = overflow {
+            // Lock order slot -> shard, as everywhere.
+            inner.push_held(bin, v, 0);
+        }
+        Ok(())
+    }
+
+    /// After this thread's request went through the shared bin of `bin`: refresh its view of
+    /// that bin and the bin's active peak; `owned`: the block keeps this slot alive.
+    pub(super) fn after_shared(&self, inner: &Inner<A>, bin: BinNumber, cached: bool, owned: bool) {
+        let mut s = self.state.lock();
+        s.outstanding += usize::from(owned);
+        if !cached {
+            return;
+        }
+        let (held, active) = Self::shared_view(inner, bin);
+        let c = s
+            .bins
+            .get_or_insert_with(bin, || CacheBin::new(held, active));
+        c.shared_held = held;
+        c.shared_active = active;
+        c.peak_active = c
+            .peak_active
+            .max(clamp(active.wrapping_add_signed(c.active_blocks)));
+    }
+
+    /// The calling thread's share of the active bytes and requests.
+    pub(super) fn own(&self) -> Own {
+        let s = self.state.lock();
+        Own {
+            active: s.active_bytes,
+            requests: s.requests,
+        }
+    }
+
+    /// An owned block of this slot went back some other way (another thread's cache, or the
+    /// shared bins): its lease count drops, and a spent lease is let go.
+    pub(super) fn returned(&self) {
+        let spent = {
+            let mut s = self.state.lock();
+            s.outstanding = s.outstanding.saturating_sub(1);
+            s.spent_lease()
+        };
+        drop(spent);
+    }
+
+    /// The pool itself, for an owned block that must reach the shared bins (its slot's lease is
+    /// held while the block is alive).
+    pub(super) fn lease(&self) -> Option<Arc<Inner<A>>> {
+        self.state.lock().inner.clone()
+    }
+
+    /// Takes every cached block out (counted as no longer held by this slot), for a walk that
+    /// moves them to the shared bins or frees them.
+    pub(super) fn drain(&self) -> Vec<Drained<A::Block>> {
+        let mut s = self.state.lock();
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        for (bin, b) in s.bins.iter_mut() {
+            if !b.blocks.is_empty() {
+                bytes += b.blocks.len() * self.layout.alloc_size(bin);
+                b.shared_held += b.blocks.len();
+                out.push(Drained {
+                    bin,
+                    blocks: std::mem::take(&mut b.blocks),
+                    last_tick: b.last_tick,
+                });
+            }
+        }
+        s.held_bytes -= signed(bytes);
+        out
+    }
+
+    /// The pool closed: no more caching; the lease goes once the blocks are back.
+    pub(super) fn close(&self) -> Vec<Drained<A::Block>> {
+        let out = self.drain();
+        let spent = {
+            let mut s = self.state.lock();
+            s.closed = true;
+            s.spent_lease()
+        };
+        drop(spent);
+        out
+    }
+
+    /// Marks the slot retired (its thread exited) and takes its bins and deltas out for folding.
+    #[expect(clippy::type_complexity, reason = "a private tuple, taken apart at once")]
+    pub(super) fn retire_take(&self) -> (Vec<(BinNumber, CacheBin<A::Block>)>, isize, isize, u64) {
+        let mut s = self.state.lock();
+        s.retired = true;
+        let bins = s.bins.take_all();
+        let out = (bins, s.active_bytes, s.held_bytes, s.requests);
+        s.active_bytes = 0;
+        s.held_bytes = 0;
+        s.requests = 0;
+        out
+    }
+
+    /// After retiring: let a spent lease go.
+    pub(super) fn release_if_spent(&self) {
+        let spent = self.state.lock().spent_lease();
+        drop(spent);
+    }
+}
+
+/// What a thread's TLS keeps of a slot, type-erased; folds the slot back when the thread exits.
 trait SlotDyn: Send + Sync {
     fn retire(&self);
+    /// Still leasing its pool (a dead slot's TLS entry can go).
+    fn alive(&self) -> bool;
+    fn as_any(&self) -> &(dyn Any + Send + Sync);
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
-impl<A: Allocator + 'static> SlotDyn for Slot<A> {
+impl<A: Allocator> SlotDyn for Slot<A> {
     fn retire(&self) {
-        self.inner.retire_slot(self);
+        if let Some(inner) = self.lease() {
+            inner.retire_slot(self);
+        }
+        self.release_if_spent();
+    }
+
+    fn alive(&self) -> bool {
+        self.state.lock().inner.is_some()
+    }
+
+    fn as_any(&self) -> &(dyn Any + Send + Sync) {
+        self
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
@@ -181,14 +440,12 @@ impl<A: Allocator + 'static> SlotDyn for Slot<A> {
 
 struct TlsEntry {
     pool: usize,
-    slot: Weak<dyn SlotDyn>,
+    slot: Arc<dyn SlotDyn>,
 }
 
 impl Drop for TlsEntry {
     fn drop(&mut self) {
-        if let Some(s) = self.slot.upgrade() {
-            s.retire();
-        }
+        self.slot.retire();
     }
 }
 
@@ -196,24 +453,11 @@ thread_local! {
     static SLOTS: RefCell<Vec<TlsEntry>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The calling thread's slot of the pool `inner` (made and registered on first use); `None` while
-/// the thread is exiting (its TLS is gone) or the pool is closed.
-pub(super) fn my_slot<A: Allocator + 'static>(inner: &Arc<Inner<A>>) -> Option<Arc<Slot<A>>> {
-    let id = Arc::as_ptr(inner) as usize;
-    let found = SLOTS
-        .try_with(|v| {
-            let v = v.borrow();
-            v.iter().find(|e| e.pool == id).map(|e| e.slot.upgrade())
-        })
-        .ok()?;
-    match found {
-        Some(Some(slot)) => slot.into_any().downcast::<Slot<A>>().ok(),
-        // Not yet, or the slot died with an earlier pool at the same address: make one.
-        _ => new_slot(inner, id),
-    }
+fn pool_id<A: Allocator>(inner: &Arc<Inner<A>>) -> usize {
+    Arc::as_ptr(inner) as usize
 }
 
-/// The calling thread's identity for [`Inner::solo`] (the address of its TLS; 0 while exiting).
+/// The calling thread's identity for `Inner::solo` (the address of its TLS; 0 while exiting).
 #[inline]
 pub(super) fn thread_key() -> usize {
     SLOTS
@@ -221,21 +465,119 @@ pub(super) fn thread_key() -> usize {
         .unwrap_or(0)
 }
 
-/// True when `slot` is the calling thread's slot for its pool (no reference count touched).
-pub(super) fn is_mine<A: Allocator + 'static>(slot: &Arc<Slot<A>>) -> bool {
-    let id = Arc::as_ptr(&slot.inner) as usize;
-    let want = Arc::as_ptr(slot).cast::<()>();
+/// A hit from the calling thread's cache, without touching a shared line or (for local blocks)
+/// any reference count; for owned blocks also the slot they keep alive.
+#[inline]
+#[expect(clippy::type_complexity, reason = "a private pair")]
+pub(super) fn take_cached<A: Allocator>(
+    inner: &Arc<Inner<A>>,
+    bin: BinNumber,
+    size: usize,
+    owned: bool,
+) -> Option<(A::Block, Option<Arc<Slot<A>>>)> {
+    let id = pool_id(inner);
     SLOTS
+        .try_with(|v| {
+            let v = v.borrow();
+            let e = v.iter().find(|e| e.pool == id)?;
+            let slot = e.slot.as_any().downcast_ref::<Slot<A>>()?;
+            let block = slot.take(inner, bin, size, owned)?;
+            let keep = if owned {
+                Arc::clone(&e.slot).into_any().downcast::<Slot<A>>().ok()
+            } else {
+                None
+            };
+            Some((block, keep))
+        })
+        .ok()
+        .flatten()
+}
+
+/// A returned block into the calling thread's cache (`Err` hands it back when there is none:
+/// caches off, no slot, thread exiting). `origin`: the slot of an owned block.
+#[inline]
+pub(super) fn put_cached<A: Allocator>(
+    inner: &Arc<Inner<A>>,
+    origin: Option<&Arc<Slot<A>>>,
+    bin: BinNumber,
+    size: usize,
+    block: A::Block,
+) -> Result<(), A::Block> {
+    put_in(pool_id(inner), origin, bin, size, block)
+}
+
+/// An owned block of `origin` comes back (no pool handle needed: the pool is found by its id).
+#[inline]
+pub(super) fn put_owned<A: Allocator>(
+    origin: &Arc<Slot<A>>,
+    bin: BinNumber,
+    size: usize,
+    block: A::Block,
+) -> Result<(), A::Block> {
+    put_in(origin.pool, Some(origin), bin, size, block)
+}
+
+#[inline]
+fn put_in<A: Allocator>(
+    id: usize,
+    origin: Option<&Arc<Slot<A>>>,
+    bin: BinNumber,
+    size: usize,
+    block: A::Block,
+) -> Result<(), A::Block> {
+    let mut block = Some(block);
+    let r = SLOTS.try_with(|v| {
+        let v = v.borrow();
+        let slot = v
+            .iter()
+            .find(|e| e.pool == id)
+            .and_then(|e| e.slot.as_any().downcast_ref::<Slot<A>>())
+            .ok_or(())?;
+        let here = origin.is_some_and(|o| std::ptr::eq(Arc::as_ptr(o), slot));
+        let b = block.take().ok_or(())?;
+        match slot.put(bin, size, b, here) {
+            Ok(()) => Ok(here),
+            Err(b) => {
+                block = Some(b);
+                Err(())
+            }
+        }
+    });
+    match r {
+        Ok(Ok(here)) => {
+            if !here {
+                if let Some(o) = origin {
+                    o.returned();
+                }
+            }
+            Ok(())
+        }
+        _ => block.map_or(Ok(()), Err),
+    }
+}
+
+/// The calling thread's slot of the pool (made and registered on first use); `None` while the
+/// thread is exiting or the pool is closed.
+pub(super) fn slot_for<A: Allocator>(inner: &Arc<Inner<A>>) -> Option<Arc<Slot<A>>> {
+    let id = pool_id(inner);
+    let found = SLOTS
         .try_with(|v| {
             v.borrow()
                 .iter()
-                .any(|e| e.pool == id && e.slot.as_ptr().cast::<()>() == want)
+                .find(|e| e.pool == id)
+                .map(|e| Arc::clone(&e.slot))
         })
-        .unwrap_or(false)
+        .ok()?;
+    if let Some(s) = found.and_then(|s| s.into_any().downcast::<Slot<A>>().ok()) {
+        if s.state.lock().inner.is_some() {
+            return Some(s);
+        }
+    }
+    new_slot(inner, id)
 }
 
 #[cold]
-fn new_slot<A: Allocator + 'static>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A>>> {
+fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A>>> {
     let slot = Arc::new(Slot::new(Arc::clone(inner)));
     {
         let mut reg = lock(&inner.registry);
@@ -247,28 +589,27 @@ fn new_slot<A: Allocator + 'static>(inner: &Arc<Inner<A>>, id: usize) -> Option<
         }
         reg.push(Arc::clone(&slot));
     }
-    // A second thread turns the caches on.
     inner.refresh_cache_on();
-    let weak: Weak<dyn SlotDyn> = Arc::downgrade(&(Arc::clone(&slot) as Arc<dyn SlotDyn>));
+    let entry = TlsEntry {
+        pool: id,
+        slot: Arc::clone(&slot) as Arc<dyn SlotDyn>,
+    };
     let stale = SLOTS
         .try_with(|v| {
             let mut v = v.borrow_mut();
-            // Entries of dead slots (dropped pools) go; an old entry for this address too.
+            // An entry of this address (a dropped pool, or this pool's dead slot) goes.
             let stale: Vec<TlsEntry> = {
                 let (keep, stale): (Vec<TlsEntry>, Vec<TlsEntry>) = std::mem::take(&mut *v)
                     .into_iter()
-                    .partition(|e| e.pool != id && e.slot.strong_count() > 0);
+                    .partition(|e| e.pool != id && e.slot.alive());
                 *v = keep;
                 stale
             };
-            v.push(TlsEntry {
-                pool: id,
-                slot: weak,
-            });
+            v.push(entry);
             stale
         })
         .ok();
-    // Dropped outside the borrow: a stale entry whose slot still lives retires it.
+    // Dropped outside the borrow (retiring may lock the pool).
     drop(stale);
     Some(slot)
 }

@@ -13,7 +13,7 @@ use crate::error::{OomReport, PoolError};
 use crate::stats::{BinStats, TimingStats};
 use crate::trace::TraceEvent;
 
-use super::cache::Slot;
+use super::cache::{Own, Slot};
 use super::policy::*;
 
 pub(super) struct Bin<B> {
@@ -265,8 +265,7 @@ impl<A: Allocator> Inner<A> {
     /// Recomputes [`Inner::cache_on`] from the policy and the pool's state.
     pub(super) fn refresh_cache_on(&self) {
         let p = self.policy.load();
-        let on = lock(&self.registry).len() >= 2
-            && !self.stop_holding.load(Ordering::SeqCst)
+        let on = !self.stop_holding.load(Ordering::SeqCst)
             && !self.closed.load(Ordering::SeqCst)
             && p.larger_bins == 0
             && !p.shared_bins_only
@@ -277,7 +276,7 @@ impl<A: Allocator> Inner<A> {
     }
 
     /// Blocks of `bin` (oldest first) onto the top of the shared bin, as held.
-    pub(super) fn push_held(&self, bin: BinNumber, blocks: Vec<A::Block>) {
+    pub(super) fn push_held(&self, bin: BinNumber, blocks: Vec<A::Block>, last_tick: u64) {
         if blocks.is_empty() {
             return;
         }
@@ -285,6 +284,7 @@ impl<A: Allocator> Inner<A> {
         let bytes = blocks.len() * self.layout.alloc_size(bin);
         self.gauge_add(&self.held_bytes, bytes);
         let b = shard.bin_entry(bin, self.layout);
+        b.stats.last_used_tick = b.stats.last_used_tick.max(last_tick);
         b.blocks.extend(blocks);
         b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
     }
@@ -296,8 +296,8 @@ impl<A: Allocator> Inner<A> {
         // neither place.
         let reg = lock(&self.registry);
         for slot in reg.iter() {
-            for (bin, blocks) in slot.drain() {
-                self.push_held(bin, blocks);
+            for d in slot.drain() {
+                self.push_held(d.bin, d.blocks, d.last_tick);
             }
         }
     }
@@ -310,19 +310,14 @@ impl<A: Allocator> Inner<A> {
             return; // closed, or retired already
         };
         let mine = reg.swap_remove(i);
-        let alone = (reg.len() == 1).then(|| Arc::clone(&reg[0]));
-        let mut st = mine.state.lock();
-        st.retired = true;
-        let bins = std::mem::take(&mut st.bins);
-        let (active, held, requests) = (st.active_bytes, st.held_bytes, st.requests);
-        st.active_bytes = 0;
-        st.held_bytes = 0;
-        st.requests = 0;
-        drop(st);
+        let (bins, active, held, requests) = mine.retire_take();
         for (bin, c) in bins {
             let mut shard = self.shard(bin);
             let b = shard.bin_entry(bin, self.layout);
             b.stats.hits += c.hits;
+            b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(c.peak_held);
+            b.stats.peak_active_blocks = b.stats.peak_active_blocks.max(c.peak_active);
+            b.stats.last_used_tick = b.stats.last_used_tick.max(c.last_tick);
             b.stats.active_blocks = b.stats.active_blocks.wrapping_add_signed(c.active_blocks);
             b.stats.active_requested_bytes = b
                 .stats
@@ -341,15 +336,8 @@ impl<A: Allocator> Inner<A> {
                 self.tick.fetch_add(requests, Ordering::Relaxed);
             }
         });
-        // One thread left: it goes back to the shared bins (exact figures), its cache with it.
-        if let Some(last) = alone {
-            for (bin, blocks) in last.drain() {
-                self.push_held(bin, blocks);
-            }
-        }
         drop(reg);
         drop(mine);
-        self.refresh_cache_on();
     }
 
     /// Caller may write the gauges (see [`Inner::with_gauges`]).
@@ -392,15 +380,16 @@ impl<A: Allocator> Inner<A> {
         bin: BinNumber,
         size: usize,
         tick: Option<u64>,
-        own: isize,
+        own: Own,
     ) -> (Found<A::Block>, u64) {
+        // A request's tick counts the calling thread's cached requests too.
         let tick = match tick {
             Some(t) => Some(t),
-            None if !self.single => Some(self.next_tick()),
+            None if !self.single => Some(self.next_tick() + own.requests),
             None => None,
         };
         let mut shard = self.shard(bin);
-        let tick = tick.unwrap_or_else(|| self.next_tick());
+        let tick = tick.unwrap_or_else(|| self.next_tick() + own.requests);
         let Some(b) = shard.bins.get_mut(&bin) else {
             return (Found::Nothing, tick);
         };
@@ -414,7 +403,7 @@ impl<A: Allocator> Inner<A> {
         s.active_requested_bytes = s.active_requested_bytes.wrapping_add(size);
         s.peak_active_blocks = s.peak_active_blocks.max(clamp(s.active_blocks));
         self.gauge_sub(&self.held_bytes, s.block_bytes);
-        self.add_active(size, own);
+        self.add_active(size, own.active);
         drop(shard);
         (Found::Block(block, bin), tick)
     }
@@ -425,7 +414,7 @@ impl<A: Allocator> Inner<A> {
         size: usize,
         tick: u64,
         n: u32,
-        own: isize,
+        own: Own,
     ) -> Found<A::Block> {
         // No block can sit above the bin of the largest size: a huge `larger_bins`
         // (`u32::MAX`) looks at the bins that can exist, not at four billion numbers.
@@ -673,12 +662,25 @@ impl<A: Allocator> Inner<A> {
             }
         });
         let limit = self.policy.limit.load(Ordering::Relaxed);
+        let (active, held) = {
+            let reg = lock(&self.registry);
+            reg.iter().fold((0isize, 0isize), |(a, h), slot| {
+                let st = slot.state.lock();
+                (a + st.active_bytes, h + st.held_bytes)
+            })
+        };
         OomReport {
             requested,
             rounded,
             managed_bytes: self.managed_bytes.load(Ordering::Relaxed),
-            active_bytes: self.active_bytes.load(Ordering::Relaxed),
-            held_bytes: self.held_bytes.load(Ordering::Relaxed),
+            active_bytes: self
+                .active_bytes
+                .load(Ordering::Relaxed)
+                .wrapping_add_signed(active),
+            held_bytes: self
+                .held_bytes
+                .load(Ordering::Relaxed)
+                .wrapping_add_signed(held),
             largest_held_block: largest,
             limit: (limit != NONE).then_some(limit),
         }
