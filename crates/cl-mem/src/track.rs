@@ -588,12 +588,18 @@ pub(crate) fn enqueue_tracked(
 ) -> Result<Event> {
     let mut list = crate::runtime::event::checked_list(queue, wait)?;
     let mut claims: SmallVec<[CommandClaim; 4]> = SmallVec::new();
+    // The events of other queues' commands are kept (one reference each) until the command is
+    // enqueued: the raw handles in `list` are only borrowed, and the record may drop its own
+    // references meanwhile (another thread pruning completed commands).
+    let mut held: SmallVec<[Waits; 4]> = SmallVec::new();
     for (tracked, range, access) in uses {
         let (claim, waits) = tracked.before(queue, *range, *access)?;
         claims.push(claim);
         list.extend(waits.iter().map(Event::as_raw));
+        held.push(waits);
     }
     let event = enqueue(&list)?;
+    drop(held);
     for claim in claims {
         claim.done(queue, &event);
     }
