@@ -29,6 +29,7 @@ mod multi_device;
 mod parity;
 mod pool;
 mod safety;
+mod staged;
 mod svm;
 
 /// The suites, in the order they run: `(module name, its test list)`.
@@ -43,6 +44,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("safety", safety::tests),
     ("parity", parity::tests),
     ("multi_device", multi_device::tests),
+    ("staged", staged::tests),
 ];
 
 fn main() -> std::process::ExitCode {

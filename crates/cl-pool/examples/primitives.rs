@@ -38,7 +38,10 @@ fn main() {
     });
     time("compare_exchange (lock cmpxchg)", n, || {
         let v = a.load(Ordering::Relaxed);
-        black_box(a.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed).ok());
+        black_box(
+            a.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                .ok(),
+        );
     });
     let s = spin::Mutex::new(0u64);
     time("spin::Mutex lock + unlock", n, || {

@@ -29,6 +29,7 @@ pub(crate) mod array;
 pub(crate) mod fill;
 pub(crate) mod host;
 pub(crate) mod map;
+pub(crate) mod staged;
 pub(crate) mod transfer;
 
 use std::any::Any;
@@ -617,12 +618,31 @@ impl Buffer {
         self.write_bytes(queue, offset_bytes, slice_as_bytes(data), wait)
     }
 
-    /// Blocking host-to-device copy of raw bytes; see [`Buffer::write`].
+    /// Blocking host-to-device copy of raw bytes; see [`Buffer::write`]. Large transfers to a
+    /// discrete GPU go through pinned chunks ([`TransferPath::Auto`](crate::TransferPath); choose
+    /// with [`Buffer::write_bytes_with`]).
     ///
     /// # Errors
     ///
     /// As [`Buffer::write`].
     pub fn write_bytes(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        data: &[u8],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.write_bytes_with(
+            queue,
+            offset_bytes,
+            data,
+            wait,
+            staged::TransferOptions::default(),
+        )
+    }
+
+    /// The plain path of [`Buffer::write_bytes`]: one blocking `clEnqueueWriteBuffer`.
+    pub(crate) fn write_bytes_plain(
         &self,
         queue: &Queue,
         offset_bytes: usize,
@@ -665,12 +685,31 @@ impl Buffer {
         self.read_bytes(queue, offset_bytes, slice_as_bytes_mut(out), wait)
     }
 
-    /// Blocking device-to-host copy into raw bytes; see [`Buffer::read`].
+    /// Blocking device-to-host copy into raw bytes; see [`Buffer::read`]. Large transfers from a
+    /// discrete GPU go through pinned chunks ([`TransferPath::Auto`](crate::TransferPath); choose
+    /// with [`Buffer::read_bytes_with`]).
     ///
     /// # Errors
     ///
     /// As [`Buffer::read`].
     pub fn read_bytes(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        out: &mut [u8],
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.read_bytes_with(
+            queue,
+            offset_bytes,
+            out,
+            wait,
+            staged::TransferOptions::default(),
+        )
+    }
+
+    /// The plain path of [`Buffer::read_bytes`]: one blocking `clEnqueueReadBuffer`.
+    pub(crate) fn read_bytes_plain(
         &self,
         queue: &Queue,
         offset_bytes: usize,

@@ -18,6 +18,8 @@ use crate::runtime::platform::Platform;
 pub struct Context {
     raw: sys::cl_context,
     devices: Arc<[Device]>,
+    /// Pinned chunks for staged transfers, shared by the clones of this wrapper.
+    staging: Arc<crate::runtime::staging::StagingCache>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"; the
@@ -56,6 +58,7 @@ impl Context {
         Ok(Context {
             raw,
             devices: devices.into(),
+            staging: Arc::default(),
         })
     }
 
@@ -102,6 +105,11 @@ impl Context {
         Ok(())
     }
 
+    /// The pinned chunks of staged transfers (see `crate::buffer::staged`).
+    pub(crate) fn staging(&self) -> &crate::runtime::staging::StagingCache {
+        &self.staging
+    }
+
     /// A context over one device.
     ///
     /// # Errors
@@ -145,6 +153,7 @@ impl Context {
             Ok(devices) => Ok(Context {
                 raw,
                 devices: devices.into(),
+                staging: Arc::default(),
             }),
             Err(e) => {
                 // SAFETY: we own the reference (obligation 1) and give it up here.
@@ -180,7 +189,13 @@ impl Context {
     /// Gives the reference away without releasing it.
     pub fn into_raw(self) -> sys::cl_context {
         let raw = self.raw;
-        std::mem::forget(self);
+        // One reference more for the caller, then `self` drops normally (its reference and its
+        // staging cache go): forgetting `self` would leak the cache.
+        // SAFETY: `raw` is valid while `self` lives.
+        if let Err(e) = unsafe { raw::retain(raw) } {
+            tracing::error!(status = %e, "clRetainContext failed");
+        }
+        drop(self);
         raw
     }
 
@@ -289,6 +304,7 @@ impl Clone for Context {
         Context {
             raw: self.raw,
             devices: Arc::clone(&self.devices),
+            staging: Arc::clone(&self.staging),
         }
     }
 }

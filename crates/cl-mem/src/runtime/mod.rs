@@ -11,3 +11,4 @@ pub(crate) mod platform;
 pub(crate) mod program;
 pub(crate) mod queue;
 pub mod select;
+pub(crate) mod staging;

@@ -389,7 +389,10 @@ impl<A: Allocator> Slot<A> {
     }
 
     /// Marks the slot retired (its thread exited) and takes its bins and deltas out for folding.
-    #[expect(clippy::type_complexity, reason = "a private tuple, taken apart at once")]
+    #[expect(
+        clippy::type_complexity,
+        reason = "a private tuple, taken apart at once"
+    )]
     pub(super) fn retire_take(&self) -> (Vec<(BinNumber, CacheBin<A::Block>)>, isize, isize, u64) {
         let mut s = self.state.lock();
         s.retired = true;

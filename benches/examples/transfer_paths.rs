@@ -1,0 +1,118 @@
+//! Pageable host memory to and from a device on the plain and the staged path (issue 13):
+//! `cargo run --release -p cl-benches --example transfer_paths [device-substring] [--tune]`.
+//!
+//! Prints GB/s (10^9 B/s), the median of `CL_BENCH_REPS` (default 7) timed blocking transfers
+//! from or into an ordinary `Vec<u8>` after one warm-up, for 1 MiB .. 1 GiB (`CL_BENCH_MAX_MIB`
+//! caps the sizes), on the plain path, the staged path with the default options, and `Auto`.
+//! `--tune` adds a chunk-size x thread-count grid at 256 MiB.
+
+use std::time::Instant;
+
+use cl_mem::{Buffer, Context, MemFlags, Platform, Queue, TransferOptions};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn gbps(bytes: usize, secs: f64) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "a rate")]
+    let b = bytes as f64;
+    b / secs / 1e9
+}
+
+fn measure(
+    reps: usize,
+    buf: &Buffer,
+    q: &Queue,
+    host: &mut [u8],
+    write: bool,
+    opts: TransferOptions,
+) -> Res<f64> {
+    let mut t = Vec::new();
+    for i in 0..=reps {
+        let t0 = Instant::now();
+        if write {
+            buf.write_bytes_with(q, 0, host, &[], opts)?;
+        } else {
+            buf.read_bytes_with(q, 0, host, &[], opts)?;
+        }
+        if i > 0 {
+            t.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    Ok(gbps(host.len(), median(t)))
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let want = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .cloned()
+        .unwrap_or_default();
+    let tune = args.iter().any(|a| a == "--tune");
+    let reps: usize = std::env::var("CL_BENCH_REPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    let max_mib: usize = std::env::var("CL_BENCH_MAX_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1024);
+    let device = Platform::list()?
+        .into_iter()
+        .flat_map(|p| p.devices().unwrap_or_default())
+        .find(|d| d.name().is_ok_and(|n| n.contains(&want)))
+        .ok_or("no device matches")?;
+    let ctx = Context::from_device(&device)?;
+    let q = Queue::new(&ctx, &device)?;
+    println!(
+        "device '{}', {reps} reps, GB/s (median); default staged options: {:?}",
+        device.name()?.trim(),
+        TransferOptions::default()
+    );
+    println!("| MiB | dir | plain | staged | auto | staged / plain |");
+    println!("| ---: | --- | ---: | ---: | ---: | ---: |");
+    let staged = TransferOptions {
+        path: cl_mem::TransferPath::Staged,
+        ..TransferOptions::default()
+    };
+    for mib in [1usize, 4, 16, 64, 256, 1024] {
+        if mib > max_mib {
+            break;
+        }
+        let bytes = mib << 20;
+        let buf = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
+        let mut host = vec![1u8; bytes];
+        for write in [true, false] {
+            let plain = measure(reps, &buf, &q, &mut host, write, TransferOptions::plain())?;
+            let st = measure(reps, &buf, &q, &mut host, write, staged)?;
+            let auto = measure(reps, &buf, &q, &mut host, write, TransferOptions::default())?;
+            println!(
+                "| {mib} | {} | {plain:.2} | {st:.2} | {auto:.2} | {:.2}x |",
+                if write { "h2d" } else { "d2h" },
+                st / plain
+            );
+        }
+    }
+    if tune {
+        let bytes = 256usize.min(max_mib) << 20;
+        let buf = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
+        let mut host = vec![1u8; bytes];
+        println!("\ntuning at {} MiB: h2d / d2h GB/s", bytes >> 20);
+        println!("| chunk MiB | threads | h2d | d2h |");
+        println!("| ---: | ---: | ---: | ---: |");
+        for chunk in [2usize, 4, 8, 16, 32] {
+            for threads in [1usize, 2, 4, 8] {
+                let o = TransferOptions::staged(chunk << 20, threads);
+                let w = measure(reps.min(5), &buf, &q, &mut host, true, o)?;
+                let r = measure(reps.min(5), &buf, &q, &mut host, false, o)?;
+                println!("| {chunk} | {threads} | {w:.2} | {r:.2} |");
+            }
+        }
+    }
+    Ok(())
+}

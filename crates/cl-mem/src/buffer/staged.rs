@@ -1,0 +1,421 @@
+//! Staged transfers from and to ordinary (pageable) host memory: [`TransferPath`],
+//! [`TransferOptions`], and the blocking [`Buffer::write_bytes_with`] / [`Buffer::read_bytes_with`].
+//!
+//! # Design (decided 2026-11-24, issue 12's sibling issue 13)
+//!
+//! A driver copies pageable memory through its own small pinned bounce buffer, one piece after the
+//! other: on the H100 6.5 GB/s written and 9.1 GB/s read, against 54 GB/s from pinned memory. The
+//! staged path does the bouncing itself, overlapped: the transfer is cut into chunks; `threads`
+//! workers each own two pinned chunks (from the context's [`StagingCache`], so pinning is paid
+//! once) and, for every chunk they are given, copy it between the user's memory and a pinned chunk
+//! while the DMA of their previous chunk runs. Host copies run on several cores (one core's memcpy
+//! cannot feed the link), DMAs back to back on the queue.
+//!
+//! - Every chunk command goes through the allocation's command record like any other transfer, so
+//!   maps and other queues' commands are respected; the whole call is blocking: the user's memory is
+//!   borrowed for it, and every chunk command has completed before it returns, also when one failed
+//!   (the first error is returned; no pinned chunk is reused or released while a DMA may read it).
+//! - Enqueues are serialised by a lock (the copies are not): one thread at a time in the driver's
+//!   enqueue path, which some drivers need and costs nothing measurable at chunk granularity.
+//! - [`TransferPath::Auto`] stages only where a DMA engine sits behind a link: a GPU device without
+//!   host-unified memory, for transfers of [`AUTO_MIN_BYTES`] or more (docs/PERFORMANCE.md has the
+//!   measurements behind the threshold). CPU runtimes copy host memory directly: plain path there.
+//!   `CL_TRANSFER_PATH=plain|staged|auto` overrides `Auto` for a whole process.
+//!
+//! Alternatives considered: the pinned staging pool of cl-pool (issue 8) copied and transferred
+//! one after the other on one thread, and lost to the plain path; mapping the destination buffer
+//! and copying into the map runs at the host memcpy's speed of one core.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use crate::buffer::transfer;
+use crate::buffer::Buffer;
+use crate::error::{Error, Result};
+use crate::runtime::device::DeviceType;
+use crate::runtime::event::Event;
+use crate::runtime::queue::Queue;
+use crate::runtime::staging::PinnedChunk;
+
+/// The smallest transfer [`TransferPath::Auto`] stages (on a device that benefits).
+pub const AUTO_MIN_BYTES: usize = 4 << 20;
+
+/// Which path a blocking transfer from or to host memory takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TransferPath {
+    /// Staged where it wins (see the module documentation), plain elsewhere.
+    #[default]
+    Auto,
+    /// One `clEnqueueWriteBuffer` / `clEnqueueReadBuffer` straight from the host memory.
+    Plain,
+    /// Through pinned chunks, always (also on CPU devices: for tests and measurements).
+    Staged,
+}
+
+/// How a blocking transfer from or to host memory runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TransferOptions {
+    /// The path.
+    pub path: TransferPath,
+    /// Bytes per chunk of the staged path (default 8 MiB).
+    pub chunk_bytes: usize,
+    /// Host threads copying chunks on the staged path (default: 4, at most the cores).
+    pub threads: usize,
+}
+
+impl Default for TransferOptions {
+    fn default() -> Self {
+        TransferOptions {
+            path: TransferPath::Auto,
+            chunk_bytes: 8 << 20,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        }
+    }
+}
+
+impl TransferOptions {
+    /// The plain path.
+    #[must_use]
+    pub fn plain() -> Self {
+        TransferOptions {
+            path: TransferPath::Plain,
+            ..TransferOptions::default()
+        }
+    }
+
+    /// The staged path with `chunk_bytes` per chunk and `threads` copying threads.
+    #[must_use]
+    pub fn staged(chunk_bytes: usize, threads: usize) -> Self {
+        TransferOptions {
+            path: TransferPath::Staged,
+            chunk_bytes,
+            threads,
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.chunk_bytes == 0 || self.threads == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "staged transfers need positive chunk bytes and threads, got {} and {}",
+                self.chunk_bytes, self.threads
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a transfer of `bytes` on `queue` takes the staged path.
+fn staged(queue: &Queue, bytes: usize, opts: &TransferOptions) -> bool {
+    let path = match opts.path {
+        TransferPath::Auto => match std::env::var("CL_TRANSFER_PATH").as_deref() {
+            Ok("plain") => TransferPath::Plain,
+            Ok("staged") => TransferPath::Staged,
+            _ => TransferPath::Auto,
+        },
+        p => p,
+    };
+    match path {
+        TransferPath::Plain => false,
+        TransferPath::Staged => bytes > 0,
+        TransferPath::Auto => {
+            bytes >= AUTO_MIN_BYTES && {
+                let d = queue.device();
+                d.device_type()
+                    .is_ok_and(|t| t.contains(DeviceType::GPU) && !t.contains(DeviceType::CPU))
+                    && d.host_unified_memory().is_ok_and(|u| !u)
+            }
+        }
+    }
+}
+
+/// The first error of the workers, and whether to stop.
+struct Failure {
+    stop: AtomicBool,
+    first: Mutex<Option<Error>>,
+}
+
+impl Failure {
+    fn new() -> Self {
+        Failure {
+            stop: AtomicBool::new(false),
+            first: Mutex::new(None),
+        }
+    }
+
+    fn record(&self, e: Error) {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut f = self
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    fn into_result(self) -> Result<()> {
+        match self
+            .first
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Pinned chunks per worker: one being filled or drained while the other's DMA runs.
+const PER_WORKER: usize = 2;
+
+/// Splits `n` chunk indices round-robin over the workers.
+fn workers(n: usize, opts: &TransferOptions) -> usize {
+    opts.threads.clamp(1, n.max(1))
+}
+
+impl Buffer {
+    /// As [`Buffer::write_bytes`], on the path `opts` chooses (the default options are what
+    /// `write_bytes` uses: [`TransferPath::Auto`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_bytes`]; [`Error::InvalidArgument`] for zero chunk bytes or threads
+    /// (checked first). On the staged path, the first chunk error, after every chunk command
+    /// already enqueued has completed.
+    pub fn write_bytes_with(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        data: &[u8],
+        wait: &[&Event],
+        opts: TransferOptions,
+    ) -> Result<Event> {
+        opts.check()?;
+        if !staged(queue, data.len(), &opts) {
+            return self.write_bytes_plain(queue, offset_bytes, data, wait);
+        }
+        self.check_range("buffer write", offset_bytes, data.len())?;
+        self.check_queue(queue)?;
+        self.check_host_access(false)?;
+        let chunk = opts.chunk_bytes.min(data.len());
+        let n = data.len().div_ceil(chunk);
+        let w = workers(n, &opts);
+        let mut slots = queue
+            .context()
+            .staging()
+            .take(queue, chunk, w * PER_WORKER)?;
+        let failure = Failure::new();
+        let enqueue_lock = Mutex::new(());
+        std::thread::scope(|s| {
+            for (t, mine) in slots.chunks_mut(PER_WORKER).enumerate() {
+                let (failure, enqueue_lock) = (&failure, &enqueue_lock);
+                s.spawn(move || {
+                    let mut pending: [Option<Event>; PER_WORKER] = Default::default();
+                    for (k, i) in (t..n).step_by(w).enumerate() {
+                        if failure.stopped() {
+                            break;
+                        }
+                        let slot = k % PER_WORKER;
+                        if let Some(e) = pending[slot].take() {
+                            if let Err(e) = e.wait() {
+                                failure.record(e);
+                                break;
+                            }
+                        }
+                        let start = i * chunk;
+                        let part = &data[start..(start + chunk).min(data.len())];
+                        let pinned: &mut PinnedChunk = &mut mine[slot];
+                        pinned.as_mut_slice()[..part.len()].copy_from_slice(part);
+                        let guard = enqueue_lock
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        // SAFETY: valid queue/buffer/events of one context (checked above); the
+                        // range is in bounds; the pinned chunk stays alive and untouched until the
+                        // command completed (waited for before its next use and before the chunks
+                        // go back to the cache).
+                        let r = unsafe {
+                            transfer::enqueue_write_tracked(
+                                queue,
+                                self.raw,
+                                Some(&self.tracked),
+                                false,
+                                offset_bytes + start,
+                                pinned.as_mut_ptr(),
+                                part.len(),
+                                wait,
+                            )
+                        };
+                        drop(guard);
+                        match r {
+                            Ok(e) => pending[slot] = Some(e),
+                            Err(e) => {
+                                failure.record(e);
+                                break;
+                            }
+                        }
+                    }
+                    for e in pending.into_iter().flatten() {
+                        if let Err(e) = e.wait() {
+                            failure.record(e);
+                        }
+                    }
+                });
+            }
+        });
+        queue.context().staging().give(slots);
+        failure.into_result()?;
+        queue.enqueue_marker(&[])
+    }
+
+    /// As [`Buffer::read_bytes`], on the path `opts` chooses (the default options are what
+    /// `read_bytes` uses: [`TransferPath::Auto`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_bytes_with`], for reads.
+    pub fn read_bytes_with(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        out: &mut [u8],
+        wait: &[&Event],
+        opts: TransferOptions,
+    ) -> Result<Event> {
+        opts.check()?;
+        if !staged(queue, out.len(), &opts) {
+            return self.read_bytes_plain(queue, offset_bytes, out, wait);
+        }
+        self.check_range("buffer read", offset_bytes, out.len())?;
+        self.check_queue(queue)?;
+        self.check_host_access(true)?;
+        let chunk = opts.chunk_bytes.min(out.len());
+        let n = out.len().div_ceil(chunk);
+        let w = workers(n, &opts);
+        let mut slots = queue
+            .context()
+            .staging()
+            .take(queue, chunk, w * PER_WORKER)?;
+        // Each worker gets its chunks of `out` (round-robin), disjoint borrows.
+        let mut parts: Vec<Vec<(usize, &mut [u8])>> = (0..w).map(|_| Vec::new()).collect();
+        for (i, p) in out.chunks_mut(chunk).enumerate() {
+            parts[i % w].push((i * chunk, p));
+        }
+        let failure = Failure::new();
+        let enqueue_lock = Mutex::new(());
+        std::thread::scope(|s| {
+            for (mine, my_parts) in slots.chunks_mut(PER_WORKER).zip(parts) {
+                let (failure, enqueue_lock) = (&failure, &enqueue_lock);
+                s.spawn(move || {
+                    // Up to PER_WORKER reads in flight; each drained into its part in order.
+                    let mut inflight: std::collections::VecDeque<(usize, Event, &mut [u8])> =
+                        std::collections::VecDeque::new();
+                    let mut next = my_parts.into_iter();
+                    let mut free: Vec<usize> = (0..PER_WORKER).collect();
+                    loop {
+                        while !failure.stopped() {
+                            let Some(slot) = free.pop() else { break };
+                            let Some((start, part)) = next.next() else {
+                                free.push(slot);
+                                break;
+                            };
+                            let pinned: &mut PinnedChunk = &mut mine[slot];
+                            let guard = enqueue_lock
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            // SAFETY: as in `write_bytes_with`; the pinned chunk is written by
+                            // the command and read by us only after its event completed.
+                            let r = unsafe {
+                                transfer::enqueue_read_tracked(
+                                    queue,
+                                    self.raw,
+                                    Some(&self.tracked),
+                                    false,
+                                    offset_bytes + start,
+                                    pinned.as_mut_ptr(),
+                                    part.len(),
+                                    wait,
+                                )
+                            };
+                            drop(guard);
+                            match r {
+                                Ok(e) => inflight.push_back((slot, e, part)),
+                                Err(e) => {
+                                    failure.record(e);
+                                    free.push(slot);
+                                }
+                            }
+                        }
+                        let Some((slot, e, part)) = inflight.pop_front() else {
+                            break;
+                        };
+                        match e.wait() {
+                            Ok(()) if !failure.stopped() => {
+                                part.copy_from_slice(&mine[slot].as_slice()[..part.len()]);
+                            }
+                            Ok(()) => {}
+                            Err(e) => failure.record(e),
+                        }
+                        free.push(slot);
+                    }
+                });
+            }
+        });
+        queue.context().staging().give(slots);
+        failure.into_result()?;
+        queue.enqueue_marker(&[])
+    }
+
+    /// As [`Buffer::write`], on the path `opts` chooses.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_bytes_with`].
+    pub fn write_with<T: crate::pod::Pod>(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        data: &[T],
+        wait: &[&Event],
+        opts: TransferOptions,
+    ) -> Result<Event> {
+        self.write_bytes_with(
+            queue,
+            offset_bytes,
+            crate::pod::slice_as_bytes(data),
+            wait,
+            opts,
+        )
+    }
+
+    /// As [`Buffer::read`], on the path `opts` chooses.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::read_bytes_with`].
+    pub fn read_with<T: crate::pod::Pod>(
+        &self,
+        queue: &Queue,
+        offset_bytes: usize,
+        out: &mut [T],
+        wait: &[&Event],
+        opts: TransferOptions,
+    ) -> Result<Event> {
+        self.read_bytes_with(
+            queue,
+            offset_bytes,
+            crate::pod::slice_as_bytes_mut(out),
+            wait,
+            opts,
+        )
+    }
+}
+
+/// Pinned chunks cached by `queue`'s context (tests).
+#[doc(hidden)]
+pub fn idle_staging_chunks(queue: &Queue) -> usize {
+    queue.context().staging().idle()
+}

@@ -1,0 +1,170 @@
+//! Pinned staging chunks, cached per context, for staged transfers from pageable host memory
+//! (`crate::buffer::staged`).
+//!
+//! A chunk is an `ALLOC_HOST_PTR` buffer mapped once for reading and writing: host memory the
+//! driver can DMA from and to at the link's speed. Pinning is expensive (milliseconds on the NVIDIA
+//! driver), so chunks are kept in the context's [`StagingCache`] between transfers. The cache holds
+//! raw handles only, not `Context` or `Queue` wrappers, so it creates no reference cycle: it is
+//! dropped (unmapping and releasing every chunk) with the last wrapper of its context.
+
+use std::sync::{Mutex, PoisonError};
+
+use cl_raw::{mem as raw_mem, queue as raw_queue, sys};
+
+use crate::error::{Error, Result};
+use crate::runtime::queue::Queue;
+
+/// Most chunks a context keeps between transfers.
+const KEEP: usize = 16;
+
+/// One pinned, mapped chunk.
+pub(crate) struct PinnedChunk {
+    mem: sys::cl_mem,
+    /// The queue it was mapped on (one reference held), for the unmap.
+    queue: sys::cl_command_queue,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the handles are thread-safe OpenCL objects; the mapped memory is plain host memory
+// owned by this chunk (no other pointer to it exists outside `&mut self` borrows).
+unsafe impl Send for PinnedChunk {}
+
+impl PinnedChunk {
+    /// A new chunk of `len` bytes in `queue`'s context, mapped on `queue`.
+    fn new(queue: &Queue, len: usize) -> Result<PinnedChunk> {
+        let flags = sys::CL_MEM_READ_WRITE | sys::CL_MEM_ALLOC_HOST_PTR;
+        // SAFETY: a valid context; no host pointer; we own the buffer (released on error below or
+        // in Drop).
+        let mem = unsafe {
+            raw_mem::create_buffer(queue.context().as_raw(), flags, len, std::ptr::null_mut())
+        }
+        .map_err(Error::cl("clCreateBuffer"))?;
+        // SAFETY: valid queue and buffer of one context; a blocking map of the whole buffer,
+        // used until the unmap in Drop.
+        let mapped = unsafe {
+            raw_queue::enqueue_map_buffer(
+                queue.as_raw(),
+                mem,
+                true,
+                sys::CL_MAP_READ | sys::CL_MAP_WRITE,
+                0,
+                len,
+                &[],
+            )
+        };
+        let (ptr, ev) = match mapped {
+            Ok(m) => m,
+            Err(e) => {
+                // SAFETY: the reference created above.
+                let _ = unsafe { raw_mem::release(mem) };
+                return Err(Error::cl("clEnqueueMapBuffer")(e));
+            }
+        };
+        // SAFETY: a fresh event reference we own.
+        let _ = unsafe { cl_raw::event::release(ev) };
+        // SAFETY: a valid queue; the reference is released in Drop.
+        if let Err(e) = unsafe { raw_queue::retain(queue.as_raw()) } {
+            crate::error::drop_status("clRetainCommandQueue", e);
+        }
+        Ok(PinnedChunk {
+            mem,
+            queue: queue.as_raw(),
+            ptr: ptr.cast::<u8>(),
+            len,
+        })
+    }
+
+    /// The mapped memory.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` is a live map of `len` bytes, read-write, owned by this chunk; the
+        // exclusive borrow of `self` is the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// The mapped memory, read-only.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: as `as_mut_slice`, shared.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The mapped pointer, for a transfer command that reads or writes it. The caller keeps the
+    /// chunk (and no slice of it) until that command completed.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl Drop for PinnedChunk {
+    fn drop(&mut self) {
+        // SAFETY: the live map of `mem` made on `queue`; nothing uses the pointer any more (the
+        // chunk is being dropped and commands using it were waited for by its user).
+        match unsafe {
+            raw_queue::enqueue_unmap_mem_object(self.queue, self.mem, self.ptr.cast(), &[])
+        } {
+            Ok(ev) => {
+                // SAFETY: a fresh event reference we own.
+                let _ = unsafe { cl_raw::event::release(ev) };
+            }
+            Err(e) => crate::error::drop_status("clEnqueueUnmapMemObject", e),
+        }
+        // SAFETY: the references this chunk owns; the driver keeps the buffer until the unmap ran.
+        unsafe {
+            if let Err(e) = raw_mem::release(self.mem) {
+                crate::error::drop_status("clReleaseMemObject", e);
+            }
+            if let Err(e) = raw_queue::release(self.queue) {
+                crate::error::drop_status("clReleaseCommandQueue", e);
+            }
+        }
+    }
+}
+
+/// A context's idle pinned chunks.
+#[derive(Default)]
+pub(crate) struct StagingCache {
+    chunks: Mutex<Vec<PinnedChunk>>,
+}
+
+impl StagingCache {
+    /// `n` chunks of exactly `len` bytes: cached ones first, new ones (mapped on `queue`) for the
+    /// rest.
+    pub(crate) fn take(&self, queue: &Queue, len: usize, n: usize) -> Result<Vec<PinnedChunk>> {
+        let mut out: Vec<PinnedChunk> = {
+            let mut c = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut taken = Vec::with_capacity(n);
+            let mut i = 0;
+            while i < c.len() && taken.len() < n {
+                if c[i].len == len {
+                    taken.push(c.swap_remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+            taken
+        };
+        while out.len() < n {
+            out.push(PinnedChunk::new(queue, len)?);
+        }
+        Ok(out)
+    }
+
+    /// Chunks come back; past [`KEEP`], the oldest are released.
+    pub(crate) fn give(&self, chunks: Vec<PinnedChunk>) {
+        let excess: Vec<PinnedChunk> = {
+            let mut c = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
+            c.extend(chunks);
+            let extra = c.len().saturating_sub(KEEP);
+            c.drain(..extra).collect()
+        };
+        drop(excess);
+    }
+
+    /// Chunks kept now (tests).
+    pub(crate) fn idle(&self) -> usize {
+        self.chunks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}

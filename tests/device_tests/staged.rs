@@ -1,0 +1,252 @@
+//! Staged transfers from ordinary host memory (issue 13): byte-exact at odd sizes, offsets and
+//! chunk boundaries in both directions, the same bytes as the plain path, checks before the driver,
+//! the automatic choice, and concurrent staged transfers from several threads.
+
+use cl_mem::{
+    idle_staging_chunks, Buffer, Error, MemFlags, Queue, TransferOptions, TransferPath,
+    AUTO_MIN_BYTES,
+};
+use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
+
+/// The suite.
+pub fn tests() -> Vec<DeviceTest> {
+    vec![
+        DeviceTest {
+            name: "staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges",
+            run: staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges,
+        },
+        DeviceTest {
+            name: "staged_transfers_check_bounds_options_and_maps_first",
+            run: staged_transfers_check_bounds_options_and_maps_first,
+        },
+        DeviceTest {
+            name: "auto_stages_only_on_a_discrete_gpu",
+            run: auto_stages_only_on_a_discrete_gpu,
+        },
+        DeviceTest {
+            name: "concurrent_staged_transfers_from_several_threads",
+            run: concurrent_staged_transfers_from_several_threads,
+        },
+    ]
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| u8::try_from((i * 31 + usize::from(seed) * 7) % 251).unwrap_or(0))
+        .collect()
+}
+
+/// Copying threads per device: one on Oclgrind (it crashes under concurrent host threads).
+fn threads(dev: &TestDevice) -> usize {
+    if dev.platform_name().contains("Oclgrind") {
+        1
+    } else {
+        3
+    }
+}
+
+fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let t = threads(dev);
+    let total = 300_007usize + 8192;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, total)?;
+    let sizes: &[usize] = if dev.platform_name().contains("Oclgrind") {
+        &[1, 4095, 4097, 20_001]
+    } else {
+        &[1, 7, 4095, 4096, 4097, 65_537, 300_007]
+    };
+    let mut cases = 0;
+    for &size in sizes {
+        for offset in [0usize, 3, 4093] {
+            for chunk in [1024usize, 4096, 5000] {
+                let background = pattern(total, 99);
+                buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
+                let data = pattern(size, u8::try_from(chunk % 200).unwrap_or(1));
+                // Staged write, plain read: the range holds `data`, the rest is untouched.
+                buf.write_bytes_with(&q, offset, &data, &[], TransferOptions::staged(chunk, t))?;
+                let mut all = vec![0u8; total];
+                buf.read_bytes_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
+                if all[offset..offset + size] != data[..]
+                    || all[..offset] != background[..offset]
+                    || all[offset + size..] != background[offset + size..]
+                {
+                    return Err(fail(format!(
+                        "staged write of {size} bytes at {offset}, chunks of {chunk}, {t} threads"
+                    )));
+                }
+                // Plain write, staged read of the same range (odd end inside a chunk).
+                let mut back = vec![0u8; size];
+                buf.read_bytes_with(
+                    &q,
+                    offset,
+                    &mut back,
+                    &[],
+                    TransferOptions::staged(chunk, t),
+                )?;
+                if back != data {
+                    return Err(fail(format!(
+                        "staged read of {size} bytes at {offset}, chunks of {chunk}, {t} threads"
+                    )));
+                }
+                cases += 1;
+            }
+        }
+    }
+    // Staged on both sides, one big transfer over many chunks.
+    let data = pattern(total, 5);
+    buf.write_bytes_with(&q, 0, &data, &[], TransferOptions::staged(4096, t))?;
+    let mut back = vec![0u8; total];
+    buf.read_bytes_with(&q, 0, &mut back, &[], TransferOptions::staged(6000, t))?;
+    assert_eq!(back, data, "{cases} cases before");
+    // The pinned chunks are cached per context, and bounded.
+    let idle = idle_staging_chunks(&q);
+    if idle == 0 || idle > 16 {
+        return Err(fail(format!("{idle} pinned chunks cached")));
+    }
+    Ok(())
+}
+
+fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 4096)?;
+    let opts = TransferOptions::staged(1000, 2);
+    let data = vec![1u8; 100];
+    let mut out = vec![0u8; 100];
+    for (what, r) in [
+        (
+            "write past the end",
+            buf.write_bytes_with(&q, 4000, &data, &[], opts).map(drop),
+        ),
+        (
+            "read past the end",
+            buf.read_bytes_with(&q, 4000, &mut out, &[], opts).map(drop),
+        ),
+    ] {
+        if !matches!(r, Err(Error::OutOfBounds { .. })) {
+            return Err(fail(format!("{what}: {r:?}")));
+        }
+    }
+    for bad in [
+        TransferOptions::staged(0, 2),
+        TransferOptions::staged(1000, 0),
+    ] {
+        let r = buf.write_bytes_with(&q, 0, &data, &[], bad);
+        if !matches!(r, Err(Error::InvalidArgument(_))) {
+            return Err(fail(format!("{bad:?}: {r:?}")));
+        }
+    }
+    // A staged write into bytes the host has mapped is refused, and writes nothing.
+    buf.write_bytes_with(&q, 0, &[7u8; 4096], &[], TransferOptions::plain())?;
+    {
+        let map = buf.map_read::<u8>(&q, 0..200, &[])?;
+        let r = buf.write_bytes_with(&q, 0, &data, &[], opts);
+        if !matches!(r, Err(Error::Mapped(_))) {
+            return Err(fail(format!("staged write under a map: {r:?}")));
+        }
+        assert_eq!(map[0], 7);
+    }
+    let mut all = vec![0u8; 4096];
+    buf.read_bytes_with(&q, 0, &mut all, &[], opts)?;
+    assert!(all.iter().all(|&b| b == 7));
+    // A read-only-for-the-host buffer refuses host writes on both paths.
+    let ro = Buffer::new(
+        q.context(),
+        MemFlags::READ_WRITE | MemFlags::HOST_READ_ONLY,
+        4096,
+    )?;
+    if ro.write_bytes_with(&q, 0, &data, &[], opts).is_ok() {
+        return Err(fail(
+            "a staged write into a HOST_READ_ONLY buffer was accepted",
+        ));
+    }
+    Ok(())
+}
+
+/// `Auto` stages on a GPU without host-unified memory (from `AUTO_MIN_BYTES` on), and never on
+/// the CPU runtimes; the chunks it used stay cached in the context.
+fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
+    if std::env::var("CL_TRANSFER_PATH").is_ok() {
+        return Err(skip(
+            "CL_TRANSFER_PATH overrides the automatic choice in this process",
+        ));
+    }
+    let q = dev.queue();
+    let n = AUTO_MIN_BYTES + 12_345;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
+    let data = pattern(n, 3);
+    buf.write_bytes(&q, 0, &data, &[])?;
+    let mut back = vec![0u8; n];
+    buf.read_bytes(&q, 0, &mut back, &[])?;
+    assert_eq!(back, data);
+    let t = dev.device.device_type()?;
+    let discrete = t.contains(cl_mem::DeviceType::GPU)
+        && !t.contains(cl_mem::DeviceType::CPU)
+        && !dev.device.host_unified_memory()?;
+    let used = idle_staging_chunks(&q) > 0;
+    if used != discrete {
+        return Err(fail(format!(
+            "Auto staged: {used}; discrete GPU: {discrete} ({t:?})"
+        )));
+    }
+    // Small transfers stay plain everywhere.
+    let q2 = dev.queue();
+    let small = Buffer::new(q2.context(), MemFlags::READ_WRITE, 4096)?;
+    small.write_with(&q2, 0, &[1u8; 4096], &[], TransferOptions::default())?;
+    assert_eq!(idle_staging_chunks(&q2), 0);
+    assert_eq!(TransferOptions::default().path, TransferPath::Auto);
+    Ok(())
+}
+
+fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestResult {
+    if dev.platform_name().contains("Oclgrind") {
+        return Err(skip(
+            "Oclgrind 21.10 crashes on concurrent API calls from several host threads (docs/DEVICES.md)",
+        ));
+    }
+    let q = dev.queue();
+    let part = 200_003usize;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, part * 4)?;
+    let queues: Vec<Queue> = (0..2)
+        .map(|_| Queue::new(q.context(), &dev.device))
+        .collect::<Result<_, _>>()?;
+    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4usize)
+            .map(|i| {
+                let (buf, q) = (&buf, if i < 2 { &q } else { &queues[i - 2] });
+                s.spawn(move || -> Result<(), String> {
+                    let data = pattern(part, u8::try_from(i).unwrap_or(0));
+                    let opts = TransferOptions::staged(16_384 + i * 1000, 2);
+                    for _ in 0..5 {
+                        buf.write_bytes_with(q, i * part, &data, &[], opts)
+                            .map_err(|e| e.to_string())?;
+                        let mut back = vec![0u8; part];
+                        buf.read_bytes_with(q, i * part, &mut back, &[], opts)
+                            .map_err(|e| e.to_string())?;
+                        if back != data {
+                            return Err(format!("thread {i}: bytes differ"));
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("panicked".into())))
+            .collect()
+    });
+    for r in results {
+        r.map_err(fail)?;
+    }
+    let mut all = vec![0u8; part * 4];
+    buf.read_bytes_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
+    for i in 0..4 {
+        assert_eq!(
+            all[i * part..(i + 1) * part],
+            pattern(part, u8::try_from(i).unwrap_or(0))[..]
+        );
+    }
+    Ok(())
+}
