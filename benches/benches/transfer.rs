@@ -3,7 +3,9 @@
 //! blocks, one event requested and released per call, as ours does), plus pinned host memory and
 //! host `memcpy` for scale.
 //!
-//! Groups (`<group>/<bytes>`): `write`, `write_raw`, `write_pinned`, `read`, `read_raw`,
+//! Groups (`<group>/<bytes>`): `write` (the default path: `Auto`), `write_plain`, `write_staged`
+//! (issue 13's paths forced, from 1 MiB on), `write_raw`, `write_pinned`, `read`, `read_plain`,
+//! `read_staged`, `read_raw`,
 //! `read_pinned`, `copy`, `copy_raw`, `fill`, `fill_raw`, `rect`, `rect_raw`, `map`, `map_raw`,
 //! `host_memcpy`. PyOpenCL's reference tool reports `h2d_GBps_<bytes>`, `d2h_GBps_<bytes>` and
 //! `d2d_GBps_rw_<bytes>` for its `enqueue_copy` (pageable host memory): compare with `write`,
@@ -18,8 +20,8 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use cl_mem::{enqueue_copy, Buffer, MapFlags, MemFlags, PinnedMemory, Queue, Rect};
 use cl_raw::sys;
 
-/// 4 B, 4 KiB, 1 MiB, 16 MiB, 256 MiB.
-const SIZES: [usize; 5] = [4, 4 << 10, 1 << 20, 16 << 20, 256 << 20];
+/// 4 B, 4 KiB, 1 MiB, 16 MiB, 64 MiB, 256 MiB.
+const SIZES: [usize; 6] = [4, 4 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20];
 
 fn sizes() -> impl Iterator<Item = usize> {
     let max = std::env::var("CL_BENCH_MAX_BYTES")
@@ -102,12 +104,51 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     });
     g.finish();
 
+    if size >= 1 << 20 {
+        for (name, opts) in [
+            ("write_plain", cl_mem::TransferOptions::plain()),
+            (
+                "write_staged",
+                cl_mem::TransferOptions {
+                    path: cl_mem::TransferPath::Staged,
+                    ..cl_mem::TransferOptions::default()
+                },
+            ),
+        ] {
+            let mut g = group(c, name);
+            g.throughput(bytes.clone());
+            g.bench_function(id.clone(), |b| {
+                b.iter(|| buf.write_with(q, 0, &host, &[], opts).expect("write"))
+            });
+            g.finish();
+        }
+    }
+
     let mut g = group(c, "read");
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {
         b.iter(|| buf.read(q, 0, &mut out, &[]).expect("read"))
     });
     g.finish();
+    if size >= 1 << 20 {
+        for (name, opts) in [
+            ("read_plain", cl_mem::TransferOptions::plain()),
+            (
+                "read_staged",
+                cl_mem::TransferOptions {
+                    path: cl_mem::TransferPath::Staged,
+                    ..cl_mem::TransferOptions::default()
+                },
+            ),
+        ] {
+            let mut g = group(c, name);
+            g.throughput(bytes.clone());
+            g.bench_function(id.clone(), |b| {
+                b.iter(|| buf.read_with(q, 0, &mut out, &[], opts).expect("read"))
+            });
+            g.finish();
+        }
+    }
     let mut g = group(c, "read_raw");
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {

@@ -80,7 +80,7 @@ fn main() -> Res<()> {
         path: cl_mem::TransferPath::Staged,
         ..TransferOptions::default()
     };
-    for mib in [1usize, 4, 16, 64, 256, 1024] {
+    for mib in [1usize, 2, 4, 8, 16, 32, 64, 256, 1024] {
         if mib > max_mib {
             break;
         }
@@ -103,14 +103,19 @@ fn main() -> Res<()> {
         let buf = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
         let mut host = vec![1u8; bytes];
         println!("\ntuning at {} MiB: h2d / d2h GB/s", bytes >> 20);
-        println!("| chunk MiB | threads | h2d | d2h |");
-        println!("| ---: | ---: | ---: | ---: |");
-        for chunk in [2usize, 4, 8, 16, 32] {
-            for threads in [1usize, 2, 4, 8] {
-                let o = TransferOptions::staged(chunk << 20, threads);
-                let w = measure(reps.min(5), &buf, &q, &mut host, true, o)?;
-                let r = measure(reps.min(5), &buf, &q, &mut host, false, o)?;
-                println!("| {chunk} | {threads} | {w:.2} | {r:.2} |");
+        println!("| chunk MiB | threads | depth | h2d | d2h |");
+        println!("| ---: | ---: | ---: | ---: | ---: |");
+        for chunk in [2usize, 4, 8] {
+            for threads in [6usize, 8] {
+                for depth in [2usize, 3] {
+                    let o = TransferOptions {
+                        depth,
+                        ..TransferOptions::staged(chunk << 20, threads)
+                    };
+                    let w = measure(reps.min(5), &buf, &q, &mut host, true, o)?;
+                    let r = measure(reps.min(5), &buf, &q, &mut host, false, o)?;
+                    println!("| {chunk} | {threads} | {depth} | {w:.2} | {r:.2} |");
+                }
             }
         }
     }

@@ -102,7 +102,7 @@ fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
     assert_eq!(back, data, "{cases} cases before");
     // The pinned chunks are cached per context, and bounded.
     let idle = idle_staging_chunks(&q);
-    if idle == 0 || idle > 16 {
+    if idle == 0 || idle > 32 {
         return Err(fail(format!("{idle} pinned chunks cached")));
     }
     Ok(())

@@ -204,9 +204,13 @@ fn side_by_side(rust: &BTreeMap<String, f64>, reference: Option<&Value>) -> Stri
 /// the write).
 const TRANSFERS: &[(&str, &str, f64)] = &[
     ("write", "h2d_GBps", 1.0),
+    ("write_plain", "h2d_GBps", 1.0),
+    ("write_staged", "h2d_GBps", 1.0),
     ("write_raw", "h2d_GBps", 1.0),
     ("write_pinned", "h2d_GBps", 1.0),
     ("read", "d2h_GBps", 1.0),
+    ("read_plain", "d2h_GBps", 1.0),
+    ("read_staged", "d2h_GBps", 1.0),
     ("read_raw", "d2h_GBps", 1.0),
     ("read_pinned", "d2h_GBps", 1.0),
     ("copy", "d2d_GBps_rw", 2.0),

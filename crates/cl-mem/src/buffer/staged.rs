@@ -38,7 +38,7 @@ use crate::runtime::queue::Queue;
 use crate::runtime::staging::PinnedChunk;
 
 /// The smallest transfer [`TransferPath::Auto`] stages (on a device that benefits).
-pub const AUTO_MIN_BYTES: usize = 4 << 20;
+pub const AUTO_MIN_BYTES: usize = 16 << 20;
 
 /// Which path a blocking transfer from or to host memory takes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -57,18 +57,22 @@ pub enum TransferPath {
 pub struct TransferOptions {
     /// The path.
     pub path: TransferPath,
-    /// Bytes per chunk of the staged path (default 8 MiB).
+    /// Bytes per chunk of the staged path (default 4 MiB).
     pub chunk_bytes: usize,
-    /// Host threads copying chunks on the staged path (default: 4, at most the cores).
+    /// Host threads copying chunks on the staged path (default: 8, at most the cores).
     pub threads: usize,
+    /// Pinned chunks per thread (default 2: one being copied while the other's DMA runs; 3 is
+    /// triple buffering).
+    pub depth: usize,
 }
 
 impl Default for TransferOptions {
     fn default() -> Self {
         TransferOptions {
             path: TransferPath::Auto,
-            chunk_bytes: 8 << 20,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+            chunk_bytes: 4 << 20,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+            depth: 2,
         }
     }
 }
@@ -90,14 +94,16 @@ impl TransferOptions {
             path: TransferPath::Staged,
             chunk_bytes,
             threads,
+            ..TransferOptions::default()
         }
     }
 
     fn check(&self) -> Result<()> {
-        if self.chunk_bytes == 0 || self.threads == 0 {
+        if self.chunk_bytes == 0 || self.threads == 0 || self.depth == 0 || self.depth > 8 {
             return Err(Error::InvalidArgument(format!(
-                "staged transfers need positive chunk bytes and threads, got {} and {}",
-                self.chunk_bytes, self.threads
+                "staged transfers need positive chunk bytes and threads and a depth of 1..=8, got \
+                 {} bytes, {} threads, depth {}",
+                self.chunk_bytes, self.threads, self.depth
             )));
         }
         Ok(())
@@ -169,9 +175,6 @@ impl Failure {
     }
 }
 
-/// Pinned chunks per worker: one being filled or drained while the other's DMA runs.
-const PER_WORKER: usize = 2;
-
 /// Splits `n` chunk indices round-robin over the workers.
 fn workers(n: usize, opts: &TransferOptions) -> usize {
     opts.threads.clamp(1, n.max(1))
@@ -204,22 +207,24 @@ impl Buffer {
         let chunk = opts.chunk_bytes.min(data.len());
         let n = data.len().div_ceil(chunk);
         let w = workers(n, &opts);
-        let mut slots = queue
-            .context()
-            .staging()
-            .take(queue, chunk, w * PER_WORKER)?;
+        let mut slots = queue.context().staging().take(
+            queue.context().as_raw(),
+            queue.as_raw(),
+            chunk,
+            w * opts.depth,
+        )?;
         let failure = Failure::new();
         let enqueue_lock = Mutex::new(());
         std::thread::scope(|s| {
-            for (t, mine) in slots.chunks_mut(PER_WORKER).enumerate() {
+            for (t, mine) in slots.chunks_mut(opts.depth).enumerate() {
                 let (failure, enqueue_lock) = (&failure, &enqueue_lock);
                 s.spawn(move || {
-                    let mut pending: [Option<Event>; PER_WORKER] = Default::default();
+                    let mut pending: Vec<Option<Event>> = (0..opts.depth).map(|_| None).collect();
                     for (k, i) in (t..n).step_by(w).enumerate() {
                         if failure.stopped() {
                             break;
                         }
-                        let slot = k % PER_WORKER;
+                        let slot = k % opts.depth;
                         if let Some(e) = pending[slot].take() {
                             if let Err(e) = e.wait() {
                                 failure.record(e);
@@ -295,10 +300,12 @@ impl Buffer {
         let chunk = opts.chunk_bytes.min(out.len());
         let n = out.len().div_ceil(chunk);
         let w = workers(n, &opts);
-        let mut slots = queue
-            .context()
-            .staging()
-            .take(queue, chunk, w * PER_WORKER)?;
+        let mut slots = queue.context().staging().take(
+            queue.context().as_raw(),
+            queue.as_raw(),
+            chunk,
+            w * opts.depth,
+        )?;
         // Each worker gets its chunks of `out` (round-robin), disjoint borrows.
         let mut parts: Vec<Vec<(usize, &mut [u8])>> = (0..w).map(|_| Vec::new()).collect();
         for (i, p) in out.chunks_mut(chunk).enumerate() {
@@ -307,14 +314,14 @@ impl Buffer {
         let failure = Failure::new();
         let enqueue_lock = Mutex::new(());
         std::thread::scope(|s| {
-            for (mine, my_parts) in slots.chunks_mut(PER_WORKER).zip(parts) {
+            for (mine, my_parts) in slots.chunks_mut(opts.depth).zip(parts) {
                 let (failure, enqueue_lock) = (&failure, &enqueue_lock);
                 s.spawn(move || {
-                    // Up to PER_WORKER reads in flight; each drained into its part in order.
+                    // Up to `depth` reads in flight; each drained into its part in order.
                     let mut inflight: std::collections::VecDeque<(usize, Event, &mut [u8])> =
                         std::collections::VecDeque::new();
                     let mut next = my_parts.into_iter();
-                    let mut free: Vec<usize> = (0..PER_WORKER).collect();
+                    let mut free: Vec<usize> = (0..opts.depth).collect();
                     loop {
                         while !failure.stopped() {
                             let Some(slot) = free.pop() else { break };

@@ -12,10 +12,13 @@ use std::sync::{Mutex, PoisonError};
 use cl_raw::{mem as raw_mem, queue as raw_queue, sys};
 
 use crate::error::{Error, Result};
-use crate::runtime::queue::Queue;
+
+/// Most bytes of chunks a context keeps between transfers (the default staged transfer holds
+/// 8 threads x 2 chunks x 4 MiB = 64 MiB in flight; re-pinning costs milliseconds).
+const KEEP_BYTES: usize = 128 << 20;
 
 /// Most chunks a context keeps between transfers.
-const KEEP: usize = 16;
+pub(crate) const KEEP_CHUNKS: usize = 32;
 
 /// One pinned, mapped chunk.
 pub(crate) struct PinnedChunk {
@@ -31,20 +34,24 @@ pub(crate) struct PinnedChunk {
 unsafe impl Send for PinnedChunk {}
 
 impl PinnedChunk {
-    /// A new chunk of `len` bytes in `queue`'s context, mapped on `queue`.
-    fn new(queue: &Queue, len: usize) -> Result<PinnedChunk> {
+    /// A new chunk of `len` bytes in `context`, mapped on `queue` (a queue of `context`). Raw
+    /// handles, so that this module needs neither `Context` nor `Queue` (it is part of the
+    /// context).
+    fn new(
+        context: sys::cl_context,
+        queue: sys::cl_command_queue,
+        len: usize,
+    ) -> Result<PinnedChunk> {
         let flags = sys::CL_MEM_READ_WRITE | sys::CL_MEM_ALLOC_HOST_PTR;
         // SAFETY: a valid context; no host pointer; we own the buffer (released on error below or
         // in Drop).
-        let mem = unsafe {
-            raw_mem::create_buffer(queue.context().as_raw(), flags, len, std::ptr::null_mut())
-        }
-        .map_err(Error::cl("clCreateBuffer"))?;
+        let mem = unsafe { raw_mem::create_buffer(context, flags, len, std::ptr::null_mut()) }
+            .map_err(Error::cl("clCreateBuffer"))?;
         // SAFETY: valid queue and buffer of one context; a blocking map of the whole buffer,
         // used until the unmap in Drop.
         let mapped = unsafe {
             raw_queue::enqueue_map_buffer(
-                queue.as_raw(),
+                queue,
                 mem,
                 true,
                 sys::CL_MAP_READ | sys::CL_MAP_WRITE,
@@ -64,12 +71,12 @@ impl PinnedChunk {
         // SAFETY: a fresh event reference we own.
         let _ = unsafe { cl_raw::event::release(ev) };
         // SAFETY: a valid queue; the reference is released in Drop.
-        if let Err(e) = unsafe { raw_queue::retain(queue.as_raw()) } {
+        if let Err(e) = unsafe { raw_queue::retain(queue) } {
             crate::error::drop_status("clRetainCommandQueue", e);
         }
         Ok(PinnedChunk {
             mem,
-            queue: queue.as_raw(),
+            queue,
             ptr: ptr.cast::<u8>(),
             len,
         })
@@ -129,7 +136,13 @@ pub(crate) struct StagingCache {
 impl StagingCache {
     /// `n` chunks of exactly `len` bytes: cached ones first, new ones (mapped on `queue`) for the
     /// rest.
-    pub(crate) fn take(&self, queue: &Queue, len: usize, n: usize) -> Result<Vec<PinnedChunk>> {
+    pub(crate) fn take(
+        &self,
+        context: sys::cl_context,
+        queue: sys::cl_command_queue,
+        len: usize,
+        n: usize,
+    ) -> Result<Vec<PinnedChunk>> {
         let mut out: Vec<PinnedChunk> = {
             let mut c = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
             let mut taken = Vec::with_capacity(n);
@@ -144,17 +157,22 @@ impl StagingCache {
             taken
         };
         while out.len() < n {
-            out.push(PinnedChunk::new(queue, len)?);
+            out.push(PinnedChunk::new(context, queue, len)?);
         }
         Ok(out)
     }
 
-    /// Chunks come back; past [`KEEP`], the oldest are released.
+    /// Chunks come back; past [`KEEP_BYTES`] or [`KEEP_CHUNKS`], the oldest are released.
     pub(crate) fn give(&self, chunks: Vec<PinnedChunk>) {
         let excess: Vec<PinnedChunk> = {
             let mut c = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
             c.extend(chunks);
-            let extra = c.len().saturating_sub(KEEP);
+            let mut total: usize = c.iter().map(|k| k.len).sum();
+            let mut extra = 0;
+            while (total > KEEP_BYTES || c.len() - extra > KEEP_CHUNKS) && extra < c.len() {
+                total -= c[extra].len;
+                extra += 1;
+            }
             c.drain(..extra).collect()
         };
         drop(excess);
