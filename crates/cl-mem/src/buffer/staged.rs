@@ -1,7 +1,7 @@
 //! Staged transfers from and to ordinary (pageable) host memory: [`TransferPath`],
 //! [`TransferOptions`], and the blocking [`Buffer::write_bytes_with`] / [`Buffer::read_bytes_with`].
 //!
-//! # Design (decided 2026-11-24, issue 12's sibling issue 13)
+//! # Design (decided 2026-11-24, issue 13)
 //!
 //! A driver copies pageable memory through its own small pinned bounce buffer, one piece after the
 //! other: on the H100 6.5 GB/s written and 9.1 GB/s read, against 54 GB/s from pinned memory. The
@@ -18,8 +18,10 @@
 //! - Enqueues are serialised by a lock (the copies are not): one thread at a time in the driver's
 //!   enqueue path, which some drivers need and costs nothing measurable at chunk granularity.
 //! - [`TransferPath::Auto`] stages only where a DMA engine sits behind a link: a GPU device without
-//!   host-unified memory, for transfers of [`AUTO_MIN_BYTES`] or more (docs/PERFORMANCE.md has the
-//!   measurements behind the threshold). CPU runtimes copy host memory directly: plain path there.
+//!   host-unified memory, for transfers of [`AUTO_MIN_BYTES`] (32 MiB) or more. On the H100 the
+//!   staged path loses below 8 MiB (thread start-up and per-chunk waits), breaks even at 8 MiB, wins
+//!   1.1-1.6x at 16 MiB (within the noise of one lease) and 2-5x from 32 MiB on
+//!   (docs/PERFORMANCE.md). CPU runtimes copy host memory directly: plain path there.
 //!   `CL_TRANSFER_PATH=plain|staged|auto` overrides `Auto` for a whole process.
 //!
 //! Alternatives considered: the pinned staging pool of cl-pool (issue 8) copied and transferred
@@ -38,7 +40,7 @@ use crate::runtime::queue::Queue;
 use crate::runtime::staging::PinnedChunk;
 
 /// The smallest transfer [`TransferPath::Auto`] stages (on a device that benefits).
-pub const AUTO_MIN_BYTES: usize = 16 << 20;
+pub const AUTO_MIN_BYTES: usize = 32 << 20;
 
 /// Which path a blocking transfer from or to host memory takes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
