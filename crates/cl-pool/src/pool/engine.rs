@@ -662,25 +662,26 @@ impl<A: Allocator> Inner<A> {
             }
         });
         let limit = self.policy.limit.load(Ordering::Relaxed);
-        let (active, held) = {
+        // Read under the registry lock, as the statistics are (see `MemoryPool::stats`).
+        let (active, held, shared_active, shared_held) = {
             let reg = lock(&self.registry);
-            reg.iter().fold((0isize, 0isize), |(a, h), slot| {
+            let (a, h) = reg.iter().fold((0isize, 0isize), |(a, h), slot| {
                 let st = slot.state.lock();
                 (a + st.active_bytes, h + st.held_bytes)
-            })
+            });
+            (
+                a,
+                h,
+                self.active_bytes.load(Ordering::Relaxed),
+                self.held_bytes.load(Ordering::Relaxed),
+            )
         };
         OomReport {
             requested,
             rounded,
             managed_bytes: self.managed_bytes.load(Ordering::Relaxed),
-            active_bytes: self
-                .active_bytes
-                .load(Ordering::Relaxed)
-                .wrapping_add_signed(active),
-            held_bytes: self
-                .held_bytes
-                .load(Ordering::Relaxed)
-                .wrapping_add_signed(held),
+            active_bytes: shared_active.wrapping_add_signed(active),
+            held_bytes: shared_held.wrapping_add_signed(held),
             largest_held_block: largest,
             limit: (limit != NONE).then_some(limit),
         }

@@ -656,6 +656,11 @@ impl<A: Allocator> MemoryPool<A> {
             }
         }
         let t = Self::slot_sums_of(&reg);
+        // The shared gauges and tick are read before the registry is released: an exiting thread
+        // folds its slot into them under that lock, and must not be seen in both places.
+        let shared_active = inner.active_bytes.load(Ordering::Relaxed);
+        let shared_held = inner.held_bytes.load(Ordering::Relaxed);
+        let shared_tick = inner.tick.load(Ordering::Relaxed);
         drop(reg);
         s.held_blocks += t.held_blocks;
         s.active_blocks = s.active_blocks.wrapping_add_signed(t.active_blocks);
@@ -670,14 +675,8 @@ impl<A: Allocator> MemoryPool<A> {
             }
         }
         s.managed_bytes = inner.managed_bytes.load(Ordering::Relaxed);
-        s.active_bytes = inner
-            .active_bytes
-            .load(Ordering::Relaxed)
-            .wrapping_add_signed(t.active_bytes);
-        s.held_bytes = inner
-            .held_bytes
-            .load(Ordering::Relaxed)
-            .wrapping_add_signed(t.held_bytes);
+        s.active_bytes = shared_active.wrapping_add_signed(t.active_bytes);
+        s.held_bytes = shared_held.wrapping_add_signed(t.held_bytes);
         s.peak_managed_bytes = inner.peak_managed.load(Ordering::Relaxed);
         s.peak_active_bytes = inner.peak_active.load(Ordering::Relaxed);
         s.larger_bin_hits = inner.larger_bin_hits.load(Ordering::Relaxed);
@@ -685,7 +684,7 @@ impl<A: Allocator> MemoryPool<A> {
         s.oom_events = inner.oom_events.load(Ordering::Relaxed);
         s.oom_failures = inner.oom_failures.load(Ordering::Relaxed);
         s.free_errors = inner.free_errors.load(Ordering::Relaxed);
-        s.tick = inner.tick.load(Ordering::Relaxed) + t.requests;
+        s.tick = shared_tick + t.requests;
         let t = lock(&inner.timings);
         s.allocate_time = t.allocate;
         s.free_time = t.free;
