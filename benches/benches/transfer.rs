@@ -38,6 +38,43 @@ fn release(ev: sys::cl_event) {
     assert_eq!(status, 0, "clReleaseEvent");
 }
 
+/// `write_plain` / `write_staged` (or the `read_` pair): issue 13's two paths forced, from 1 MiB.
+fn path_groups(
+    c: &mut Criterion,
+    q: &Queue,
+    buf: &Buffer,
+    host: &[u8],
+    out: &mut [u8],
+    size: usize,
+    write: bool,
+) {
+    if size < 1 << 20 {
+        return;
+    }
+    let staged = cl_mem::TransferOptions {
+        path: cl_mem::TransferPath::Staged,
+        ..cl_mem::TransferOptions::default()
+    };
+    let dir = if write { "write" } else { "read" };
+    for (path, opts) in [
+        ("plain", cl_mem::TransferOptions::plain()),
+        ("staged", staged),
+    ] {
+        let mut g = group(c, &format!("{dir}_{path}"));
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_function(BenchmarkId::from_parameter(size), |b| {
+            b.iter(|| {
+                if write {
+                    buf.write_with(q, 0, host, &[], opts).expect("write")
+                } else {
+                    buf.read_with(q, 0, out, &[], opts).expect("read")
+                }
+            })
+        });
+        g.finish();
+    }
+}
+
 fn group<'a>(
     c: &'a mut Criterion,
     name: &str,
@@ -104,25 +141,7 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     });
     g.finish();
 
-    if size >= 1 << 20 {
-        for (name, opts) in [
-            ("write_plain", cl_mem::TransferOptions::plain()),
-            (
-                "write_staged",
-                cl_mem::TransferOptions {
-                    path: cl_mem::TransferPath::Staged,
-                    ..cl_mem::TransferOptions::default()
-                },
-            ),
-        ] {
-            let mut g = group(c, name);
-            g.throughput(bytes.clone());
-            g.bench_function(id.clone(), |b| {
-                b.iter(|| buf.write_with(q, 0, &host, &[], opts).expect("write"))
-            });
-            g.finish();
-        }
-    }
+    path_groups(c, q, &buf, &host, &mut out, size, true);
 
     let mut g = group(c, "read");
     g.throughput(bytes.clone());
@@ -130,25 +149,7 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
         b.iter(|| buf.read(q, 0, &mut out, &[]).expect("read"))
     });
     g.finish();
-    if size >= 1 << 20 {
-        for (name, opts) in [
-            ("read_plain", cl_mem::TransferOptions::plain()),
-            (
-                "read_staged",
-                cl_mem::TransferOptions {
-                    path: cl_mem::TransferPath::Staged,
-                    ..cl_mem::TransferOptions::default()
-                },
-            ),
-        ] {
-            let mut g = group(c, name);
-            g.throughput(bytes.clone());
-            g.bench_function(id.clone(), |b| {
-                b.iter(|| buf.read_with(q, 0, &mut out, &[], opts).expect("read"))
-            });
-            g.finish();
-        }
-    }
+    path_groups(c, q, &buf, &host, &mut out, size, false);
     let mut g = group(c, "read_raw");
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {

@@ -9,6 +9,8 @@
 
 use std::time::Instant;
 
+use cl_benches::{gbps, median};
+
 use cl_mem::{
     enqueue_migrate_mem_objects, Buffer, Context, Device, DeviceType, MemFlags, MigrationFlags,
     Partition, PinnedMemory, Platform, Queue,
@@ -38,17 +40,6 @@ fn devices(want: &str) -> Res<Vec<Device>> {
         }
     }
     Err(format!("no platform matching '{want}' has two devices or a splittable one").into())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn gbps(bytes: usize, secs: f64) -> f64 {
-    #[expect(clippy::cast_precision_loss, reason = "a rate")]
-    let b = bytes as f64;
-    b / secs / 1e9
 }
 
 fn main() -> Res<()> {

@@ -8,20 +8,11 @@
 
 use std::time::Instant;
 
+use cl_benches::{gbps, median};
+
 use cl_mem::{Buffer, Context, MemFlags, Platform, Queue, TransferOptions};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn gbps(bytes: usize, secs: f64) -> f64 {
-    #[expect(clippy::cast_precision_loss, reason = "a rate")]
-    let b = bytes as f64;
-    b / secs / 1e9
-}
 
 fn measure(
     reps: usize,

@@ -36,3 +36,16 @@ pub fn bench_queue() -> Option<Queue> {
         }
     }
 }
+
+/// The median of `v` (the upper one of an even count); 0 for none.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// `bytes` moved in `secs` seconds, in GB/s (10^9 B/s).
+pub fn gbps(bytes: usize, secs: f64) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "a rate")]
+    let b = bytes as f64;
+    b / secs / 1e9
+}

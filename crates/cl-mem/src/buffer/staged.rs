@@ -182,6 +182,14 @@ fn workers(n: usize, opts: &TransferOptions) -> usize {
     opts.threads.clamp(1, n.max(1))
 }
 
+/// A staged transfer's shape: chunk bytes, chunk count, workers, and their pinned chunks.
+struct Plan {
+    chunk: usize,
+    n: usize,
+    w: usize,
+    slots: Vec<PinnedChunk>,
+}
+
 impl Buffer {
     /// As [`Buffer::write_bytes`], on the path `opts` chooses (the default options are what
     /// `write_bytes` uses: [`TransferPath::Auto`]).
@@ -203,18 +211,12 @@ impl Buffer {
         if !staged(queue, data.len(), &opts) {
             return self.write_bytes_plain(queue, offset_bytes, data, wait);
         }
-        self.check_range("buffer write", offset_bytes, data.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
-        let chunk = opts.chunk_bytes.min(data.len());
-        let n = data.len().div_ceil(chunk);
-        let w = workers(n, &opts);
-        let mut slots = queue.context().staging().take(
-            queue.context().as_raw(),
-            queue.as_raw(),
+        let Plan {
             chunk,
-            w * opts.depth,
-        )?;
+            n,
+            w,
+            mut slots,
+        } = self.plan(queue, offset_bytes, data.len(), false, &opts)?;
         let failure = Failure::new();
         let enqueue_lock = Mutex::new(());
         std::thread::scope(|s| {
@@ -237,26 +239,20 @@ impl Buffer {
                         let part = &data[start..(start + chunk).min(data.len())];
                         let pinned: &mut PinnedChunk = &mut mine[slot];
                         pinned.as_mut_slice()[..part.len()].copy_from_slice(part);
-                        let guard = enqueue_lock
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        // SAFETY: valid queue/buffer/events of one context (checked above); the
-                        // range is in bounds; the pinned chunk stays alive and untouched until the
-                        // command completed (waited for before its next use and before the chunks
-                        // go back to the cache).
+                        // SAFETY: the pinned chunk stays alive and untouched until the command
+                        // completed (waited for before its next use and before the chunks go back
+                        // to the cache).
                         let r = unsafe {
-                            transfer::enqueue_write_tracked(
+                            self.enqueue_chunk(
                                 queue,
-                                self.raw,
-                                Some(&self.tracked),
-                                false,
+                                enqueue_lock,
+                                true,
                                 offset_bytes + start,
                                 pinned.as_mut_ptr(),
                                 part.len(),
                                 wait,
                             )
                         };
-                        drop(guard);
                         match r {
                             Ok(e) => pending[slot] = Some(e),
                             Err(e) => {
@@ -296,18 +292,12 @@ impl Buffer {
         if !staged(queue, out.len(), &opts) {
             return self.read_bytes_plain(queue, offset_bytes, out, wait);
         }
-        self.check_range("buffer read", offset_bytes, out.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        let chunk = opts.chunk_bytes.min(out.len());
-        let n = out.len().div_ceil(chunk);
-        let w = workers(n, &opts);
-        let mut slots = queue.context().staging().take(
-            queue.context().as_raw(),
-            queue.as_raw(),
+        let Plan {
             chunk,
-            w * opts.depth,
-        )?;
+            w,
+            mut slots,
+            ..
+        } = self.plan(queue, offset_bytes, out.len(), true, &opts)?;
         // Each worker gets its chunks of `out` (round-robin), disjoint borrows.
         let mut parts: Vec<Vec<(usize, &mut [u8])>> = (0..w).map(|_| Vec::new()).collect();
         for (i, p) in out.chunks_mut(chunk).enumerate() {
@@ -332,16 +322,12 @@ impl Buffer {
                                 break;
                             };
                             let pinned: &mut PinnedChunk = &mut mine[slot];
-                            let guard = enqueue_lock
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            // SAFETY: as in `write_bytes_with`; the pinned chunk is written by
-                            // the command and read by us only after its event completed.
+                            // SAFETY: the pinned chunk is written by the command and read by
+                            // us only after its event completed; it stays alive until then.
                             let r = unsafe {
-                                transfer::enqueue_read_tracked(
+                                self.enqueue_chunk(
                                     queue,
-                                    self.raw,
-                                    Some(&self.tracked),
+                                    enqueue_lock,
                                     false,
                                     offset_bytes + start,
                                     pinned.as_mut_ptr(),
@@ -349,7 +335,6 @@ impl Buffer {
                                     wait,
                                 )
                             };
-                            drop(guard);
                             match r {
                                 Ok(e) => inflight.push_back((slot, e, part)),
                                 Err(e) => {
@@ -376,6 +361,90 @@ impl Buffer {
         queue.context().staging().give(slots);
         failure.into_result()?;
         queue.enqueue_marker(&[])
+    }
+
+    /// The checks (before the driver) and the pinned chunks of a staged transfer of `len` bytes
+    /// at `offset` (`reading`: device to host).
+    fn plan(
+        &self,
+        queue: &Queue,
+        offset: usize,
+        len: usize,
+        reading: bool,
+        opts: &TransferOptions,
+    ) -> Result<Plan> {
+        self.check_range(
+            if reading {
+                "buffer read"
+            } else {
+                "buffer write"
+            },
+            offset,
+            len,
+        )?;
+        self.check_queue(queue)?;
+        self.check_host_access(reading)?;
+        let chunk = opts.chunk_bytes.min(len);
+        let n = len.div_ceil(chunk);
+        let w = workers(n, opts);
+        let slots = queue.context().staging().take(
+            queue.context().as_raw(),
+            queue.as_raw(),
+            chunk,
+            w * opts.depth,
+        )?;
+        Ok(Plan { chunk, n, w, slots })
+    }
+
+    /// One chunk command of a staged transfer (non-blocking, tracked), enqueued under `lock` so
+    /// that one thread at a time is in the driver's enqueue path.
+    ///
+    /// # Safety
+    ///
+    /// 1. `host` points at `len` bytes of pinned memory that stay alive, and are not accessed by
+    ///    the host, until the returned event completed.
+    /// 2. `offset .. offset + len` is inside the buffer; `queue` and `wait` belong to its context
+    ///    (checked by the callers).
+    #[expect(clippy::too_many_arguments, reason = "one raw command's parameters")]
+    unsafe fn enqueue_chunk(
+        &self,
+        queue: &Queue,
+        lock: &Mutex<()>,
+        write: bool,
+        offset: usize,
+        host: *mut u8,
+        len: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        let _guard = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // SAFETY: obligations 1 and 2; the buffer's handle and record are valid while `self` is.
+        unsafe {
+            if write {
+                transfer::enqueue_write_tracked(
+                    queue,
+                    self.raw,
+                    Some(&self.tracked),
+                    false,
+                    offset,
+                    host,
+                    len,
+                    wait,
+                )
+            } else {
+                transfer::enqueue_read_tracked(
+                    queue,
+                    self.raw,
+                    Some(&self.tracked),
+                    false,
+                    offset,
+                    host,
+                    len,
+                    wait,
+                )
+            }
+        }
     }
 
     /// As [`Buffer::write`], on the path `opts` chooses.
