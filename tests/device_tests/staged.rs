@@ -27,6 +27,10 @@ pub fn tests() -> Vec<DeviceTest> {
             name: "concurrent_staged_transfers_from_several_threads",
             run: concurrent_staged_transfers_from_several_threads,
         },
+        DeviceTest {
+            name: "a_map_never_sees_half_a_staged_write",
+            run: a_map_never_sees_half_a_staged_write,
+        },
     ]
 }
 
@@ -247,6 +251,73 @@ fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestRes
             all[i * part..(i + 1) * part],
             pattern(part, u8::try_from(i).unwrap_or(0))[..]
         );
+    }
+    Ok(())
+}
+
+/// A staged write is many chunk commands; a map of its bytes taken from another thread meanwhile
+/// waits for the whole write (the transfer holds its range), so it sees all old or all new bytes.
+fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
+    if dev.platform_name().contains("Oclgrind") {
+        return Err(skip(
+            "Oclgrind 21.10 crashes on concurrent API calls from several host threads (docs/DEVICES.md)",
+        ));
+    }
+    let q = dev.queue();
+    let q2 = Queue::new(q.context(), &dev.device)?;
+    let n = 1 << 20;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
+    buf.write_bytes_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let seen: Result<(usize, usize), String> = std::thread::scope(|s| {
+        let mapper = s.spawn(|| -> Result<(usize, usize), String> {
+            let (mut maps, mut mixed) = (0, 0);
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let m = buf
+                    .map_read::<u8>(&q2, .., &[])
+                    .map_err(|e| e.to_string())?;
+                let first = m[0];
+                if m.iter().any(|&b| b != first) {
+                    mixed += 1;
+                }
+                maps += 1;
+                drop(m);
+            }
+            Ok((maps, mixed))
+        });
+        // A write that meets a live map is refused (as a plain write is); it is tried again.
+        let mut written = 0u8;
+        let mut refused = 0u32;
+        while written < 20 && refused < 100_000 {
+            let v = vec![written + 2; n];
+            // Small chunks: many commands per write, many chances for a map in between.
+            match buf.write_bytes_with(&q, 0, &v, &[], TransferOptions::staged(16 << 10, 2)) {
+                Ok(_) => written += 1,
+                Err(Error::Mapped(_)) => {
+                    refused += 1;
+                    std::thread::yield_now();
+                }
+                Err(e) => {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                    return Err(e.to_string());
+                }
+            }
+        }
+
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let seen = mapper
+            .join()
+            .unwrap_or_else(|_| Err("mapper panicked".into()))?;
+        if written < 20 {
+            return Err(format!("only {written} of 20 writes got between the maps"));
+        }
+        Ok(seen)
+    });
+    let (maps, mixed) = seen.map_err(fail)?;
+    if mixed > 0 {
+        return Err(fail(format!(
+            "{mixed} of {maps} maps saw half a staged write"
+        )));
     }
     Ok(())
 }

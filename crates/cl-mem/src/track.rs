@@ -371,6 +371,65 @@ impl Tracked {
     }
 }
 
+/// A transfer made of several commands (a staged transfer's chunks) holds its whole range for its
+/// whole life: a host map of those bytes waits until it is dropped, so no map sees a half-done
+/// transfer (each chunk command alone would let a map in between two chunks).
+pub(crate) struct TransferHold {
+    tracker: Arc<Tracker>,
+    id: u64,
+}
+
+impl Drop for TransferHold {
+    fn drop(&mut self) {
+        self.tracker.lock().enqueuing.retain(|m| m.id != self.id);
+    }
+}
+
+impl fmt::Debug for TransferHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransferHold")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Tracked {
+    /// Holds `range` (relative to this view) against maps until the returned guard drops; `write`:
+    /// the transfer writes the bytes (then read maps wait too).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mapped`] when a live map conflicts now (the transfer would be refused anyway).
+    pub(crate) fn hold(&self, range: (usize, usize), write: bool) -> Result<TransferHold> {
+        let span = self.span(Some(range));
+        let mut s = self.tracker.lock();
+        if let Some(m) = conflicting(&s.maps, span, write) {
+            return Err(Error::Mapped(format!(
+                "a transfer that {} bytes {}..{} while the host has bytes {}..{} mapped for {}; \
+                 unmap first",
+                if write { "writes" } else { "reads" },
+                span.0,
+                span.1,
+                m.start,
+                m.end,
+                if m.write { "writing" } else { "reading" },
+            )));
+        }
+        let id = s.next_id;
+        s.next_id += 1;
+        s.enqueuing.push(LiveMap {
+            id,
+            start: span.0,
+            end: span.1,
+            write,
+        });
+        Ok(TransferHold {
+            tracker: Arc::clone(&self.tracker),
+            id,
+        })
+    }
+}
+
 /// A command between its check and its record; see [`Tracked::before`]. Dropped without
 /// [`CommandClaim::done`] (the enqueue failed), it records nothing.
 pub(crate) struct CommandClaim {

@@ -12,7 +12,8 @@
 //! cannot feed the link), DMAs back to back on the queue.
 //!
 //! - Every chunk command goes through the allocation's command record like any other transfer, so
-//!   maps and other queues' commands are respected; the whole call is blocking: the user's memory is
+//!   maps and other queues' commands are respected, and the whole range is held against new maps
+//!   for the whole call (a map waits until the transfer is over: none sees half of it); the whole call is blocking: the user's memory is
 //!   borrowed for it, and every chunk command has completed before it returns, also when one failed
 //!   (the first error is returned; no pinned chunk is reused or released while a DMA may read it).
 //! - Enqueues are serialised by a lock (the copies are not): one thread at a time in the driver's
@@ -188,6 +189,8 @@ struct Plan {
     n: usize,
     w: usize,
     slots: Vec<PinnedChunk>,
+    /// Maps of the range wait until the transfer is over (dropped at the end of the call).
+    _hold: crate::track::TransferHold,
 }
 
 impl Buffer {
@@ -216,6 +219,7 @@ impl Buffer {
             n,
             w,
             mut slots,
+            _hold,
         } = self.plan(queue, offset_bytes, data.len(), false, &opts)?;
         let failure = Failure::new();
         let enqueue_lock = Mutex::new(());
@@ -296,6 +300,7 @@ impl Buffer {
             chunk,
             w,
             mut slots,
+            _hold,
             ..
         } = self.plan(queue, offset_bytes, out.len(), true, &opts)?;
         // Each worker gets its chunks of `out` (round-robin), disjoint borrows.
@@ -384,6 +389,7 @@ impl Buffer {
         )?;
         self.check_queue(queue)?;
         self.check_host_access(reading)?;
+        let hold = self.tracked.hold((offset, len), !reading)?;
         let chunk = opts.chunk_bytes.min(len);
         let n = len.div_ceil(chunk);
         let w = workers(n, opts);
@@ -393,7 +399,13 @@ impl Buffer {
             chunk,
             w * opts.depth,
         )?;
-        Ok(Plan { chunk, n, w, slots })
+        Ok(Plan {
+            chunk,
+            n,
+            w,
+            slots,
+            _hold: hold,
+        })
     }
 
     /// One chunk command of a staged transfer (non-blocking, tracked), enqueued under `lock` so
