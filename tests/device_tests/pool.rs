@@ -111,9 +111,9 @@ pub fn tests() -> Vec<DeviceTest> {
 const FILL_SRC: &str = "__kernel void fill(__global uint* p, uint v) { \
                         size_t i = get_global_id(0); p[i] = v + (uint)i; }";
 
-fn fill_kernel(
+fn fill_kernel<T: cl_mem::AsKernelArg + ?Sized>(
     q: &Queue,
-    target: &Buffer,
+    target: &T,
     v: u32,
     n: usize,
     wait: &[&cl_mem::Event],
@@ -148,10 +148,26 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     let mut out = vec![0u32; n];
     a.read(&q, 0, &mut out, &[])?;
     assert_eq!(out, data);
-    // As a kernel argument.
-    fill_kernel(&q, a.buffer(), 7, n, &[])?.wait()?;
+    // As a kernel argument, directly (`AsKernelArg`), and through `buffer()`.
+    fill_kernel(&q, &a, 7, n, &[])?.wait()?;
     a.read(&q, 0, &mut out, &[])?;
     assert_eq!(out, expected(7, n));
+    fill_kernel(&q, a.buffer(), 8, n, &[])?.wait()?;
+    a.read(&q, 0, &mut out, &[])?;
+    assert_eq!(out, expected(8, n));
+    // A local block and a slice of a pooled block are kernel arguments too.
+    {
+        let l = pool.allocate_local(n * 4)?;
+        fill_kernel(&q, &l, 9, n, &[])?.wait()?;
+        let mut back = vec![0u32; n];
+        cl_mem::enqueue_copy(&q, &mut back[..], &l, &[])?;
+        assert_eq!(back, expected(9, n));
+        l.release();
+    }
+    let head = a.slice(..16)?;
+    fill_kernel(&q, &head, 100, 4, &[])?.wait()?;
+    a.read(&q, 0, &mut out[..4], &[])?;
+    assert_eq!(out[..4], [100, 101, 102, 103]);
     // As a memory object.
     assert_eq!(a.mem_size_bytes()?, a.allocated_bytes());
     assert_eq!(a.buffer().as_raw(), MemObject::as_raw(a.buffer()));
@@ -171,8 +187,8 @@ fn pooled_buffers_fill_copy_and_map(dev: &TestDevice) -> TestResult {
     // The pooled blocks are larger than requested: copy exactly the requested bytes.
     cl_mem::enqueue_copy_with(
         &q,
-        b.buffer(),
-        a.buffer(),
+        &b,
+        &a,
         cl_mem::CopyOptions {
             byte_count: Some(n * 4),
             ..cl_mem::CopyOptions::default()
@@ -583,9 +599,9 @@ fn svm_queue(dev: &TestDevice) -> Result<Queue, cl_tests::TestError> {
 const SVM_FILL_SRC: &str = "__kernel void fill(__global uchar* p, uchar v) { \
                             size_t i = get_global_id(0); p[i] = v + (uchar)i; }";
 
-fn svm_fill(
+fn svm_fill<T: cl_mem::AsKernelArg + ?Sized>(
     q: &Queue,
-    target: &cl_mem::svm::SvmAllocation,
+    target: &T,
     v: u8,
     n: usize,
     wait: &[&cl_mem::Event],
@@ -607,7 +623,8 @@ fn svm_pool_reuses_allocations_in_kernels(dev: &TestDevice) -> TestResult {
     assert_eq!((a.requested_bytes(), a.allocated_bytes()), (1000, 1023));
     let ptr = a.svm_ptr();
     assert!(!ptr.is_null());
-    svm_fill(&q, a.svm(), 3, n, &[])?.wait()?;
+    // The pooled block is the kernel argument (`AsKernelArg`: its SVM allocation).
+    svm_fill(&q, &a, 3, n, &[])?.wait()?;
     let mut out = vec![0u8; n];
     a.svm().read(&q, 0, &mut out, &[])?;
     assert_eq!(

@@ -99,7 +99,7 @@ pub use buffer::transfer::{
     enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair,
     HostMemory, Pending, Rect,
 };
-pub use buffer::Buffer;
+pub use buffer::{AsBuffer, Buffer};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
@@ -111,7 +111,7 @@ pub use runtime::device::{
 };
 pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
 pub use runtime::kernel::{
-    ArgValue, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
+    ArgValue, AsKernelArg, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
 };
 pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};
 pub use runtime::platform::Platform;

@@ -24,10 +24,10 @@ use std::ops::Deref;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
-use cl_mem::{Buffer, Context, Error, MemFlags, MigrationFlags, Queue, Version};
+use cl_mem::{AsBuffer, AsKernelArg, Buffer, Context, Error, MemFlags, MigrationFlags, Queue, Version};
 
 use crate::allocator::{Allocator, AllocatorError};
-use crate::pool::PoolBlock;
+use crate::pool::{LocalBlock, PoolBlock};
 
 impl AllocatorError for Error {
     fn is_out_of_memory(&self) -> bool {
@@ -414,5 +414,65 @@ impl<A: Allocator<Block = BufferBlock>> Deref for PoolBlock<A> {
 impl<A: Allocator<Block = BufferBlock>> AsRef<Buffer> for PoolBlock<A> {
     fn as_ref(&self) -> &Buffer {
         self.buffer()
+    }
+}
+
+// Pooled buffers stand for their buffers wherever cl-mem takes one: `enqueue_copy`, `copy_from`,
+// image copies (`AsBuffer`) and `Kernel::set_arg` (`AsKernelArg`). Both traits are safe to
+// implement: they hand out a reference to a buffer whose own implementations keep the promises.
+
+impl<A: Allocator<Block = BufferBlock>> AsBuffer for PoolBlock<A> {
+    fn as_buffer(&self) -> &Buffer {
+        self.buffer()
+    }
+}
+
+impl<A: Allocator<Block = BufferBlock>> AsKernelArg for PoolBlock<A> {
+    type Arg = Buffer;
+
+    fn as_kernel_arg(&self) -> &Buffer {
+        self.buffer()
+    }
+}
+
+impl<A: Allocator<Block = BufferBlock>> AsBuffer for LocalBlock<'_, A> {
+    fn as_buffer(&self) -> &Buffer {
+        &self.block().buffer
+    }
+}
+
+impl<A: Allocator<Block = BufferBlock>> AsKernelArg for LocalBlock<'_, A> {
+    type Arg = Buffer;
+
+    fn as_kernel_arg(&self) -> &Buffer {
+        &self.block().buffer
+    }
+}
+
+impl AsBuffer for PooledSlice<'_> {
+    fn as_buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+}
+
+impl AsKernelArg for PooledSlice<'_> {
+    type Arg = Buffer;
+
+    fn as_kernel_arg(&self) -> &Buffer {
+        &self.buffer
+    }
+}
+
+impl AsBuffer for BufferBlock {
+    fn as_buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+}
+
+impl AsKernelArg for BufferBlock {
+    type Arg = Buffer;
+
+    fn as_kernel_arg(&self) -> &Buffer {
+        &self.buffer
     }
 }

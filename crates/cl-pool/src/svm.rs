@@ -132,3 +132,12 @@ impl<G: DeviceGrain> PoolBlock<SvmAllocator<G>> {
         self.block().bind_to_queue(queue)
     }
 }
+
+// A pooled SVM block stands for its allocation as a kernel argument (`Kernel::set_arg`).
+impl<G: DeviceGrain> cl_mem::AsKernelArg for PoolBlock<SvmAllocator<G>> {
+    type Arg = SvmAllocation<G>;
+
+    fn as_kernel_arg(&self) -> &SvmAllocation<G> {
+        self.svm()
+    }
+}

@@ -770,6 +770,27 @@ impl Buffer {
 
 /// Resolves a byte or element range against `len`; empty, reversed and out-of-range ranges are
 /// errors.
+/// Something that is a buffer for transfers and copies: [`Buffer`] itself (sub-buffers too), and
+/// types that own or borrow one (a pool's blocks and slices). [`enqueue_copy`](crate::enqueue_copy)
+/// and [`Buffer::copy_from`] take any of them; methods of [`Buffer`] reach them through `Deref`.
+/// Kernel arguments take them through [`AsKernelArg`](crate::AsKernelArg).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a buffer",
+    label = "expected a buffer here",
+    note = "pass `&Buffer` (a sub-buffer is a `Buffer`), a pool block (`&PoolBlock<_>`, `&PooledSlice`), or implement `AsBuffer` for a type that holds a `Buffer`",
+    note = "`enqueue_copy` needs a device side: host-to-host copies are not transfers (use `copy_from_slice`); the supported pairs are the implementors of `CopyPair`"
+)]
+pub trait AsBuffer {
+    /// The buffer.
+    fn as_buffer(&self) -> &Buffer;
+}
+
+impl AsBuffer for Buffer {
+    fn as_buffer(&self) -> &Buffer {
+        self
+    }
+}
+
 pub(crate) fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,

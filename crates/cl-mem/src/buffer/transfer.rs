@@ -26,7 +26,7 @@ use std::mem::ManuallyDrop;
 use cl_raw::{platform as raw_platform, queue as raw_queue, sys, ClError, Version};
 use smallvec::SmallVec;
 
-use crate::buffer::Buffer;
+use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::{checked_list, Event};
@@ -536,8 +536,13 @@ impl Buffer {
     /// # Errors
     ///
     /// As [`Buffer::copy_from_range`].
-    pub fn copy_from(&self, queue: &Queue, src: &Buffer, wait: &[&Event]) -> Result<Event> {
-        self.copy_from_range(queue, src, 0, 0, None, wait)
+    pub fn copy_from<S: AsBuffer + ?Sized>(
+        &self,
+        queue: &Queue,
+        src: &S,
+        wait: &[&Event],
+    ) -> Result<Event> {
+        self.copy_from_range(queue, src.as_buffer(), 0, 0, None, wait)
     }
 
     /// Device-to-device copy of `byte_count` bytes from `src` at `src_offset` to `self` at
@@ -965,11 +970,11 @@ where
     (dst, src).enqueue(queue, options, wait)
 }
 
-impl CopyPair for (&Buffer, &Buffer) {
+impl<D: AsBuffer + ?Sized, S: AsBuffer + ?Sized> CopyPair for (&D, &S) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        self.0.copy_from_range(
+        self.0.as_buffer().copy_from_range(
             queue,
-            self.1,
+            self.1.as_buffer(),
             o.src_offset,
             o.dst_offset,
             o.byte_count,
@@ -986,42 +991,45 @@ fn host_range(len: usize, offset: usize, count: Option<usize>) -> Result<(usize,
     Ok((offset, offset + count))
 }
 
-impl<T: Pod> CopyPair for (&Buffer, &[T]) {
+impl<D: AsBuffer + ?Sized, T: Pod> CopyPair for (&D, &[T]) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         let bytes = slice_as_bytes(self.1);
         let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-        self.0.write_bytes(queue, o.dst_offset, &bytes[a..b], wait)
+        self.0
+            .as_buffer()
+            .write_bytes(queue, o.dst_offset, &bytes[a..b], wait)
     }
 }
 
-impl<T: Pod> CopyPair for (&mut [T], &Buffer) {
+impl<T: Pod, S: AsBuffer + ?Sized> CopyPair for (&mut [T], &S) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         let bytes = slice_as_bytes_mut(self.0);
         let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
         self.1
+            .as_buffer()
             .read_bytes(queue, o.src_offset, &mut bytes[a..b], wait)
     }
 }
 
-impl<T: Pod, const N: usize> CopyPair for (&Buffer, &[T; N]) {
+impl<D: AsBuffer + ?Sized, T: Pod, const N: usize> CopyPair for (&D, &[T; N]) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         (self.0, &self.1[..]).enqueue(queue, o, wait)
     }
 }
 
-impl<T: Pod, const N: usize> CopyPair for (&mut [T; N], &Buffer) {
+impl<T: Pod, S: AsBuffer + ?Sized, const N: usize> CopyPair for (&mut [T; N], &S) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         (&mut self.0[..], self.1).enqueue(queue, o, wait)
     }
 }
 
-impl<T: Pod> CopyPair for (&Buffer, &Vec<T>) {
+impl<D: AsBuffer + ?Sized, T: Pod> CopyPair for (&D, &Vec<T>) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         (self.0, &self.1[..]).enqueue(queue, o, wait)
     }
 }
 
-impl<T: Pod> CopyPair for (&mut Vec<T>, &Buffer) {
+impl<T: Pod, S: AsBuffer + ?Sized> CopyPair for (&mut Vec<T>, &S) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         (&mut self.0[..], self.1).enqueue(queue, o, wait)
     }

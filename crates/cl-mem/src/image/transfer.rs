@@ -701,19 +701,31 @@ impl<T: Pod> CopyPair for (&mut [T], &Image) {
     }
 }
 
-impl CopyPair for (&Buffer, &Image) {
+impl<B: crate::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         whole_image_options(&o, o.src_offset, "buffer from image")?;
-        self.1
-            .copy_to_buffer(queue, self.0, &[], &self.1.extent(), o.dst_offset, wait)
+        self.1.copy_to_buffer(
+            queue,
+            self.0.as_buffer(),
+            &[],
+            &self.1.extent(),
+            o.dst_offset,
+            wait,
+        )
     }
 }
 
-impl CopyPair for (&Image, &Buffer) {
+impl<B: crate::AsBuffer + ?Sized> CopyPair for (&Image, &B) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         whole_image_options(&o, o.dst_offset, "image from buffer")?;
-        self.0
-            .copy_from_buffer(queue, self.1, o.src_offset, &[], &self.0.extent(), wait)
+        self.0.copy_from_buffer(
+            queue,
+            self.1.as_buffer(),
+            o.src_offset,
+            &[],
+            &self.0.extent(),
+            wait,
+        )
     }
 }
 

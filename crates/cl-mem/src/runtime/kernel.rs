@@ -84,6 +84,39 @@ pub unsafe trait KernelArg {
     fn arg_value(&self) -> ArgValue<'_>;
 }
 
+/// What [`Kernel::set_arg`] takes: every [`KernelArg`], and types that stand for one (a pool's
+/// block stands for its buffer). Implementing it is safe: it only hands out a reference to an
+/// existing argument, whose [`KernelArg`] implementation keeps the promises.
+///
+/// ```ignore
+/// impl AsKernelArg for MyTensor {
+///     type Arg = cl_mem::Buffer;
+///     fn as_kernel_arg(&self) -> &cl_mem::Buffer { &self.storage }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed as a kernel argument",
+    label = "not a kernel argument",
+    note = "pass a memory object by reference (`&Buffer`, a sub-buffer, `&Image`, `&Pipe`, a pool block `&PoolBlock<_>` / `&PooledSlice`, `&SvmArray<_, _>`), a `Pod` value (`f32`, `i32`, `u64`, `[f32; 4]`, your `#[repr(C)]` struct) by reference, `&LocalMemory::new(bytes)`, `&Sampler` or `&NullMem`",
+    note = "`usize`/`isize` are not kernel scalars (the device's `size_t` may differ from the host's): use `u64`/`u32`",
+    note = "a type of your own that holds one of these implements `AsKernelArg` by returning it"
+)]
+pub trait AsKernelArg {
+    /// The argument this stands for.
+    type Arg: KernelArg + ?Sized;
+
+    /// The argument.
+    fn as_kernel_arg(&self) -> &Self::Arg;
+}
+
+impl<T: KernelArg + ?Sized> AsKernelArg for T {
+    type Arg = T;
+
+    fn as_kernel_arg(&self) -> &T {
+        self
+    }
+}
+
 // SAFETY: `Bytes` carries no handle.
 unsafe impl<T: Pod> KernelArg for T {
     fn arg_value(&self) -> ArgValue<'_> {
@@ -671,9 +704,9 @@ impl Kernel {
     /// platforms older than 2.0; [`Error::Cl`] from `clSetKernelArg` /
     /// `clSetKernelArgSVMPointer` (`CL_INVALID_ARG_SIZE` when the size does not match the
     /// kernel's declaration, ...).
-    pub fn set_arg<A: KernelArg + ?Sized>(&mut self, index: u32, arg: &A) -> Result<&mut Kernel> {
+    pub fn set_arg<A: AsKernelArg + ?Sized>(&mut self, index: u32, arg: &A) -> Result<&mut Kernel> {
         let slot = self.slot(index)?;
-        let value = arg.arg_value();
+        let value = arg.as_kernel_arg().arg_value();
         self.check_arg(index, &value)?;
         self.set_value(slot, index, value)
     }
@@ -690,13 +723,13 @@ impl Kernel {
     ///
     /// 1. `arg` is of the kind the parameter declares: bytes of a pointer, image, sampler, pipe
     ///    or queue parameter would be read by the device as a handle or an address.
-    pub unsafe fn set_arg_unchecked<A: KernelArg + ?Sized>(
+    pub unsafe fn set_arg_unchecked<A: AsKernelArg + ?Sized>(
         &mut self,
         index: u32,
         arg: &A,
     ) -> Result<&mut Kernel> {
         let slot = self.slot(index)?;
-        let value = arg.arg_value();
+        let value = arg.as_kernel_arg().arg_value();
         self.check_context(&value)?;
         self.set_value(slot, index, value)
     }

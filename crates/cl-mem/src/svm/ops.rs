@@ -472,26 +472,26 @@ impl<T: Pod, G: Grain, G2: Grain> CopyPair for (&SvmArray<T, G>, &SvmArray<T, G2
 // SVM <-> buffer, through a map of the buffer (so on every device, whatever its SVM grain): the
 // buffer's bytes are mapped, then copied with clEnqueueSVMMemcpy, then unmapped; the map is a
 // claim on the buffer's record like any other.
-impl<T: Pod, G: Grain> CopyPair for (&SvmArray<T, G>, &crate::Buffer) {
+impl<T: Pod, G: Grain, B: crate::AsBuffer + ?Sized> CopyPair for (&SvmArray<T, G>, &B) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         let (src, dst, count) = in_elements::<T>(o)?;
-        let len = self.1.len_of::<T>();
+        let buffer = self.1.as_buffer();
+        let len = buffer.len_of::<T>();
         let part = host_part(len, src, count)?;
-        let map = self.1.map_read::<T>(queue, part, wait)?;
+        let map = buffer.map_read::<T>(queue, part, wait)?;
         let ev = self.0.write(queue, dst, &map, &[])?;
         map.unmap(&[])?.wait()?;
         Ok(ev)
     }
 }
 
-impl<T: Pod, G: Grain> CopyPair for (&crate::Buffer, &SvmArray<T, G>) {
+impl<T: Pod, G: Grain, B: crate::AsBuffer + ?Sized> CopyPair for (&B, &SvmArray<T, G>) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         let (src, dst, count) = in_elements::<T>(o)?;
-        let len = self.0.len_of::<T>();
+        let buffer = self.0.as_buffer();
+        let len = buffer.len_of::<T>();
         let part = host_part(len, dst, count)?;
-        let mut map = self
-            .0
-            .map_mut::<T>(queue, crate::MapFlags::WRITE, part, wait)?;
+        let mut map = buffer.map_mut::<T>(queue, crate::MapFlags::WRITE, part, wait)?;
         let ev = self.1.read(queue, src, &mut map, &[])?;
         map.unmap(&[])?.wait()?;
         Ok(ev)
