@@ -120,6 +120,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             name: "selection_finds_this_device",
             run: selection_finds_this_device,
         },
+        DeviceTest {
+            name: "default_device_ranks_gpus_first_and_simulators_last",
+            run: default_device_ranks_gpus_first_and_simulators_last,
+        },
     ]
 }
 
@@ -897,5 +901,37 @@ fn selection_finds_this_device(dev: &TestDevice) -> TestResult {
         ),
         "{t:?}"
     );
+    Ok(())
+}
+
+/// `create_some_context`'s preference, checked on the device itself: NVIDIA is a GPU, PoCL and
+/// the Intel runtime are CPU runtimes, Oclgrind is a simulator (chosen last). With only this
+/// device selected through the test variable, `default_device` is this device.
+fn default_device_ranks_gpus_first_and_simulators_last(dev: &TestDevice) -> TestResult {
+    let rank = cl_mem::DeviceRank::of(&dev.device);
+    let platform = dev.platform.name()?;
+    let expected = if platform.contains("Oclgrind") {
+        cl_mem::DeviceRank::Simulator
+    } else if dev.device.device_type()?.contains(cl_mem::DeviceType::GPU) {
+        cl_mem::DeviceRank::Gpu
+    } else if dev.device.device_type()?.contains(cl_mem::DeviceType::CPU) {
+        cl_mem::DeviceRank::Cpu
+    } else {
+        cl_mem::DeviceRank::Other
+    };
+    assert_eq!(rank, expected, "{platform}");
+    if platform.contains("NVIDIA") {
+        assert_eq!(rank, cl_mem::DeviceRank::Gpu);
+    }
+    if platform.contains("Portable") || platform.contains("Intel") {
+        assert_eq!(rank, cl_mem::DeviceRank::Cpu);
+    }
+    assert!(cl_mem::DeviceRank::Gpu < cl_mem::DeviceRank::Cpu);
+    assert!(cl_mem::DeviceRank::Cpu < cl_mem::DeviceRank::Simulator);
+    // The matrix runs each device in its own process with CL_TEST naming it.
+    let by_test = std::env::var("CL_TEST").unwrap_or_default();
+    if !by_test.trim().is_empty() && select_devices(&by_test, "CL_TEST")?.len() == 1 {
+        assert_eq!(cl_mem::default_device()?, dev.device);
+    }
     Ok(())
 }

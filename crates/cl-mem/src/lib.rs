@@ -117,7 +117,7 @@ pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};
 pub use runtime::platform::Platform;
 pub use runtime::program::Program;
 pub use runtime::queue::{Queue, QueueBuilder};
-pub use runtime::select::{create_some_context, test_devices};
+pub use runtime::select::{create_some_context, default_device, test_devices, DeviceRank};
 
 pub use image::{
     image_from_array, supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder,

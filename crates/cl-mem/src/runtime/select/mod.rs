@@ -21,7 +21,7 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
-use crate::runtime::device::Device;
+use crate::runtime::device::{Device, DeviceType};
 use crate::runtime::platform::Platform;
 
 pub(crate) mod grammar;
@@ -138,18 +138,100 @@ fn test_selector(cl_test: Option<String>, pyopencl_test: Option<String>) -> (Str
     }
 }
 
-/// A context on the first device `CL_CTX` selects, else on the first device of the first
-/// platform that has one.
+/// A context on [`default_device`]: the device a program without configuration should use.
+///
+/// Differences from PyOpenCL's `create_some_context()`: it never prompts (PyOpenCL asks on a
+/// terminal when several devices exist), it reads `CL_CTX`, then `CL_TEST` / `PYOPENCL_TEST`
+/// (so an example run by the device matrix uses the matrix's device), and without them it
+/// prefers a GPU, then an accelerator, then a CPU runtime, and a simulator (Oclgrind) last,
+/// where PyOpenCL takes the first device of the first platform, whatever it is (Oclgrind on a
+/// machine where it is registered first: a vector add then takes a minute instead of seconds).
+/// The choice and its reason are logged (`tracing`, target `cl_mem::select`, level `info`).
 ///
 /// # Errors
 ///
-/// As [`select_devices`], plus [`Context::new`]'s errors.
+/// As [`default_device`], plus [`Context::new`]'s errors.
 pub fn create_some_context() -> Result<Context> {
-    let devices = match env_nonempty("CL_CTX") {
-        Some(v) => select_devices(&v, "CL_CTX")?,
-        None => select_devices("", "CL_CTX")?,
-    };
-    Context::from_device(&devices[0])
+    let device = default_device()?;
+    Context::from_device(&device)
+}
+
+/// The device [`create_some_context`] uses: the first device `CL_CTX` selects; else the first
+/// `CL_TEST` (else `PYOPENCL_TEST`) selects; else the best device present by [`DeviceRank`], the
+/// first one enumerated among equals.
+///
+/// # Errors
+///
+/// As [`select_devices`] (a malformed or unmatched selector, no devices at all).
+pub fn default_device() -> Result<Device> {
+    if let Some(v) = env_nonempty("CL_CTX") {
+        let d = select_devices(&v, "CL_CTX")?[0];
+        tracing::info!(target: "cl_mem::select", device = %describe(&d), selector = %v, "device chosen by CL_CTX");
+        return Ok(d);
+    }
+    let (spec, variable) = test_selector(env_nonempty("CL_TEST"), env_nonempty("PYOPENCL_TEST"));
+    if !spec.is_empty() {
+        let d = select_devices(&spec, variable)?[0];
+        tracing::info!(target: "cl_mem::select", device = %describe(&d), selector = %spec, variable, "device chosen by the test selector");
+        return Ok(d);
+    }
+    let all = select_devices("", "CL_CTX")?;
+    let mut best: Option<(DeviceRank, Device)> = None;
+    for d in all {
+        let rank = DeviceRank::of(&d);
+        if best.as_ref().is_none_or(|(r, _)| rank < *r) {
+            best = Some((rank, d));
+        }
+    }
+    let (rank, d) = best.ok_or_else(|| {
+        select_error("CL_CTX")(SelectError::NoDevices {
+            available: String::new(),
+        })
+    })?;
+    tracing::info!(target: "cl_mem::select", device = %describe(&d), ?rank, "device chosen by preference (set CL_CTX to choose)");
+    Ok(d)
+}
+
+/// How [`default_device`] orders devices when nothing selects one: lower is preferred.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeviceRank {
+    /// A GPU.
+    Gpu,
+    /// An accelerator.
+    Accelerator,
+    /// A CPU runtime (PoCL, the Intel CPU runtime).
+    Cpu,
+    /// Anything else, or a device whose type cannot be read.
+    Other,
+    /// A simulator (Oclgrind: correct, and orders of magnitude slower).
+    Simulator,
+}
+
+impl DeviceRank {
+    /// The rank of `device`.
+    pub fn of(device: &Device) -> DeviceRank {
+        let name = device.name().unwrap_or_default();
+        let platform = device.platform().name().unwrap_or_default();
+        if is_simulator(&name) || is_simulator(&platform) {
+            return DeviceRank::Simulator;
+        }
+        match device.device_type() {
+            Ok(t) if t.contains(DeviceType::GPU) => DeviceRank::Gpu,
+            Ok(t) if t.contains(DeviceType::ACCELERATOR) => DeviceRank::Accelerator,
+            Ok(t) if t.contains(DeviceType::CPU) => DeviceRank::Cpu,
+            _ => DeviceRank::Other,
+        }
+    }
+}
+
+fn is_simulator(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("oclgrind") || n.contains("simulator")
+}
+
+fn describe(d: &Device) -> String {
+    let platform = d.platform().name().unwrap_or_default();
+    format!("{} ({platform})", d.name().unwrap_or_default())
 }
 
 #[cfg(test)]
