@@ -335,6 +335,21 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
         self.block_mut().use_on_queue(queue);
     }
 
+    /// The *requested* bytes read into a new vector of `T` (the pool's buffer may be larger:
+    /// its bin's size), after every command enqueued before on `queue`; see
+    /// [`Buffer::to_vec`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::read`].
+    pub fn to_vec<T: cl_mem::Pod>(&self, queue: &Queue) -> Result<Vec<T>, Error> {
+        let len = self
+            .requested_bytes()
+            .checked_div(std::mem::size_of::<T>())
+            .unwrap_or(0);
+        self.buffer().read_vec_of(queue, len)
+    }
+
     /// Orders `queue` after the buffer's other queues (see [`BufferBlock::bind_to_queue`]).
     ///
     /// # Errors

@@ -6,6 +6,22 @@
 //! general-purpose host allocation, or sub-allocating one big buffer (blocks are whole allocations
 //! of the upstream, as in PyOpenCL).
 //!
+//! # Quick start
+//!
+//! ```toml
+//! [dependencies]
+//! cl-mem = "0.1"
+//! cl-pool = "0.1"
+//! ```
+//!
+//! A pooled vector add on the device [`cl_mem::create_some_context`] picks (`CL_CTX` or
+//! `CL_TEST` when set, else a GPU, else a CPU runtime, a simulator last), read back into a `Vec`
+//! and an `ndarray` (this is `examples/quick_start.rs`, run as a test on every device):
+//!
+//! ```
+#![doc = include_str!("../examples/quick_start.rs")]
+//! ```
+//!
 //! | layer | crate | here |
 //! | --- | --- | --- |
 //! | raw FFI | `cl-raw` | - |

@@ -668,6 +668,35 @@ impl Buffer {
         }
     }
 
+    /// The whole buffer read into a new vector, after every command enqueued before on
+    /// `queue` (in-order queues order it; use [`Buffer::read`] for a wait list or a part).
+    /// Trailing bytes that do not fill a `T` are not read.
+    ///
+    /// ```ignore
+    /// let out: Vec<f32> = c.to_vec(&queue)?;
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::read`].
+    pub fn to_vec<T: Pod>(&self, queue: &Queue) -> Result<Vec<T>> {
+        self.read_vec_of(queue, self.len_of::<T>())
+    }
+
+    /// The first `len` values of type `T` read into a new vector (no wait list); see
+    /// [`Buffer::to_vec`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutOfBounds`] when `len` values do not fit, and as [`Buffer::read`].
+    pub fn read_vec_of<T: Pod>(&self, queue: &Queue, len: usize) -> Result<Vec<T>> {
+        // SAFETY: `Pod` promises every bit pattern, all-zero included, is a valid `T`.
+        let zero: T = unsafe { std::mem::zeroed() };
+        let mut out = vec![zero; len];
+        self.read(queue, 0, &mut out, &[])?;
+        Ok(out)
+    }
+
     /// Blocking device-to-host copy into `out` from `offset_bytes`, after `wait`. Empty `out` is a
     /// no-op returning a marker event.
     ///

@@ -965,6 +965,21 @@ impl Kernel {
         self.set_arg(index, &Raw(ptr))
     }
 
+    /// Enqueues the kernel over `global` work-items with the driver's choice of local size and
+    /// no wait list: [`Kernel::enqueue_nd_range`]`(queue, global, None, &[])`, the common case
+    /// on an in-order queue (which orders it after everything enqueued before).
+    ///
+    /// ```ignore
+    /// kernel.set_arg(0, &a)?.set_arg(1, &b)?.run(&queue, &[n])?;
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::enqueue_nd_range`].
+    pub fn run(&self, queue: &Queue, global: &[usize]) -> Result<Event> {
+        self.enqueue_nd_range(queue, global, None, &[])
+    }
+
     /// Enqueues the kernel over `global` work-items (1 to 3 dimensions), with an optional local
     /// size, after `wait`.
     ///
