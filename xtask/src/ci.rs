@@ -65,6 +65,10 @@ pub(crate) fn run() -> Result {
             "test-devices (matrix)",
             Box::new(|| matrix::device_matrix(&matrix::Options::default()).map(|()| "ok".into())),
         ),
+        (
+            "examples on every device",
+            Box::new(|| crate::examples::run().map(|()| "ok".into())),
+        ),
     ];
     let mut failed = Vec::new();
     for (name, check) in checks {

@@ -9,6 +9,7 @@ mod bench;
 mod bundle;
 mod ci;
 mod devices;
+mod examples;
 mod matrix;
 mod outcomes;
 mod report;
@@ -30,6 +31,7 @@ commands:
   ci                          fmt --check, clippy -D warnings, docs -D warnings, host tests, test-devices
   bench                       criterion benches + PyOpenCL's reference timings into target/bench-report/
   report                      the device characterization report (falls back to `devices`)
+  examples                    build the user-facing examples and run each on every device
   device-bundle               build .devrun/ for a machine with a GPU and no Rust (see .devrun/run.sh)
 
 SELECTOR uses the CL_TEST / PYOPENCL_TEST grammar, e.g. `port`, `intel`, `0:0`, `port:pthread;oclgrind`.";
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "report" => report::run(rest),
         "device-bundle" => no_args(rest).and_then(|()| bundle::run()),
+        "examples" => no_args(rest).and_then(|()| examples::run()),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

@@ -170,6 +170,22 @@ fn list_devices(bin: &Path, selection: Option<&str>) -> Result<Vec<Listed>> {
     Ok(v)
 }
 
+/// The devices `selection` (else `CL_TEST`, else every device) picks, as
+/// (platform index, device index, "device (platform)"), one entry per distinct device.
+pub(crate) fn selected_devices(selection: Option<&str>) -> Result<Vec<(usize, usize, String)>> {
+    let bin = build_device_tests(false)?;
+    Ok(list_devices(&bin, selection)?
+        .into_iter()
+        .map(|l| {
+            (
+                l.platform_index,
+                l.device_index,
+                format!("{} ({})", l.device, l.platform),
+            )
+        })
+        .collect())
+}
+
 /// One row of the matrix.
 #[derive(Debug)]
 struct Row {

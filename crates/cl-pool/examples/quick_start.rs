@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A pool of device buffers: a repeated size costs tens of nanoseconds, not a driver call.
     let pool = MemoryPool::new(ImmediateAllocator::new(&queue, MemFlags::READ_WRITE)?);
 
-    let n = 1024 * 256;
+    let n = 256 * 256;
     let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
     let a_dev = Buffer::from_slice(&context, MemFlags::READ_ONLY, &a)?;
@@ -42,13 +42,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert!(c.iter().enumerate().all(|(i, &x)| x == 1.5 * i as f32));
 
     // Or straight into an ndarray (cl-mem's `ndarray` feature).
-    let grid = c_dev.to_array::<f32, _>(&queue, (512, 512), &[])?;
-    assert_eq!(grid[[1, 0]], 1.5 * 512.0);
+    let grid = c_dev.to_array::<f32, _>(&queue, (256, 256), &[])?;
+    assert_eq!(grid[[1, 0]], 1.5 * 256.0);
 
     // Back to the pool: the next allocation of this size is a hit.
     drop((b_dev, c_dev));
     let again = pool.allocate(n * 4)?;
-    println!("pool: {} hits, {} misses, {} blocks held", pool.stats().hits, pool.stats().misses, pool.held_blocks());
+    println!(
+        "pool: {} hits, {} misses, {} blocks held",
+        pool.stats().hits,
+        pool.stats().misses,
+        pool.held_blocks()
+    );
     drop(again);
     Ok(())
 }

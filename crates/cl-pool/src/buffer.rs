@@ -24,7 +24,9 @@ use std::ops::Deref;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
-use cl_mem::{AsBuffer, AsKernelArg, Buffer, Context, Error, MemFlags, MigrationFlags, Queue, Version};
+use cl_mem::{
+    AsBuffer, AsKernelArg, Buffer, Context, Error, MemFlags, MigrationFlags, Queue, Version,
+};
 
 use crate::allocator::{Allocator, AllocatorError};
 use crate::pool::{LocalBlock, PoolBlock};
