@@ -18,6 +18,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: pooled_buffers_roundtrip_through_transfers_and_kernels,
         },
         DeviceTest {
+            name: "tracing_spans_cover_allocations_transfers_maps_kernels_and_misses",
+            run: tracing_spans_cover_allocations_transfers_maps_kernels_and_misses,
+        },
+        DeviceTest {
             name: "pooled_buffers_fill_copy_and_map",
             run: pooled_buffers_fill_copy_and_map,
         },
@@ -1022,7 +1026,13 @@ impl tracing::Subscriber for Capture {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
         true
     }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        if let Ok(mut v) = self.0.lock() {
+            v.push((
+                *span.metadata().level(),
+                format!("span {}", span.metadata().name()),
+            ));
+        }
         tracing::span::Id::from_u64(1)
     }
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
@@ -1036,6 +1046,50 @@ impl tracing::Subscriber for Capture {
     }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Spans name every driver-facing operation a user may want to see: allocations, transfers,
+/// maps, kernel enqueues and pool misses (a pool hit makes none).
+fn tracing_spans_cover_allocations_transfers_maps_kernels_and_misses(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let warm = pool.allocate(4096)?;
+    drop(warm);
+    let capture = Capture::default();
+    let r: Result<(), cl_tests::TestError> =
+        tracing::subscriber::with_default(capture.clone(), || {
+            let hit = pool.allocate(4096)?;
+            let after_hit = capture.0.lock().map(|v| v.len()).unwrap_or(usize::MAX);
+            assert_eq!(after_hit, 0, "a pool hit makes no span");
+            let miss = pool.allocate(1 << 20)?;
+            hit.write(&q, 0, &[1u32; 16], &[])?;
+            let _ = hit.to_vec::<u32>(&q)?;
+            hit.with_map::<u32, _>(&q, ..4, |_| ())?;
+            fill_kernel(&q, &miss, 1, 16, &[])?.wait()?;
+            Ok(())
+        });
+    r?;
+    let names: Vec<String> = capture
+        .0
+        .lock()
+        .map(|v| v.iter().map(|(_, m)| m.clone()).collect())
+        .unwrap_or_default();
+    for want in [
+        "span cl_pool::miss",
+        "span cl_mem::alloc",
+        "span cl_mem::write",
+        "span cl_mem::read",
+        "span cl_mem::map",
+        "span cl_mem::kernel",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
+    }
+    Ok(())
 }
 
 /// A `DeferredAllocator` given to a pool logs PyOpenCL's warning (its `UserWarning`) through

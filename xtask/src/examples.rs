@@ -13,6 +13,7 @@ use crate::util::{self, Ended, Result};
 /// Examples run on every device: (package, example, cargo features).
 const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-pool", "quick_start", ""),
+    ("cl-pool", "tracing", ""),
     ("cl-mem", "image_blur", ""),
     ("cl-mem", "svm", ""),
 ];

@@ -241,6 +241,7 @@ impl Buffer {
         blocking: bool,
         wait: &[&Event],
     ) -> Result<(Mapping<'a>, usize, Event)> {
+        let _span = tracing::debug_span!("cl_mem::map", write = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION), blocking, elem_bytes = std::mem::size_of::<T>(), queue = ?queue.as_raw(), device = ?queue.device().as_raw()).entered();
         let n = std::mem::size_of::<T>();
         if n == 0 {
             return Err(Error::InvalidArgument(

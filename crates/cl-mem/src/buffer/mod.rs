@@ -106,6 +106,7 @@ impl Buffer {
                 "USE_HOST_PTR and COPY_HOST_PTR need host data: use Buffer::from_slice or Buffer::use_host_memory".into(),
             ));
         }
+        let _span = tracing::debug_span!("cl_mem::alloc", kind = "buffer", bytes = size_bytes, flags = ?flags, context = ?context.as_raw()).entered();
         check_size(context, size_bytes)?;
         // SAFETY: a valid context; no host pointer and no host-pointer flag; we own the result.
         let raw = unsafe {

@@ -210,8 +210,11 @@ impl Buffer {
         wait: &[&Event],
         opts: TransferOptions,
     ) -> Result<Event> {
+        let _span = tracing::debug_span!("cl_mem::write", bytes = data.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
         opts.check()?;
-        if !staged(queue, data.len(), &opts) {
+        let is_staged = staged(queue, data.len(), &opts);
+        _span.record("staged", is_staged);
+        if !is_staged {
             return self.write_bytes_plain(queue, offset_bytes, data, wait);
         }
         let Plan {
@@ -292,8 +295,11 @@ impl Buffer {
         wait: &[&Event],
         opts: TransferOptions,
     ) -> Result<Event> {
+        let _span = tracing::debug_span!("cl_mem::read", bytes = out.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
         opts.check()?;
-        if !staged(queue, out.len(), &opts) {
+        let is_staged = staged(queue, out.len(), &opts);
+        _span.record("staged", is_staged);
+        if !is_staged {
             return self.read_bytes_plain(queue, offset_bytes, out, wait);
         }
         let Plan {

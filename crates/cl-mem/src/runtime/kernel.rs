@@ -998,6 +998,7 @@ impl Kernel {
         local: Option<&[usize]>,
         wait: &[&Event],
     ) -> Result<Event> {
+        let _span = tracing::debug_span!("cl_mem::kernel", kernel = %self.name, global = ?global, local = ?local, queue = ?queue.as_raw(), device = ?queue.device().as_raw()).entered();
         if !(1..=3).contains(&global.len()) {
             return Err(Error::InvalidArgument(format!(
                 "an ND-range has 1 to 3 dimensions, got {}",

@@ -65,6 +65,7 @@ impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
     /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`. Then [`Error::SvmAllocFailed`] when `clSVMAlloc` returns
     /// NULL (PyOpenCL's allocator silently returns address 0 instead).
     pub fn with_options(queue: &Queue, len: usize, options: SvmOptions) -> Result<Self> {
+        let _span = tracing::debug_span!("cl_mem::alloc", kind = "svm", len, elem_bytes = std::mem::size_of::<T>(), queue = ?queue.as_raw(), device = ?queue.device().as_raw()).entered();
         let elem = std::mem::size_of::<T>().max(1);
         let size = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
             Error::InvalidArgument(format!("{len} values of {elem} bytes overflow usize"))

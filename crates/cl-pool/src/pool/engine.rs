@@ -434,6 +434,9 @@ impl<A: Allocator> Inner<A> {
 
     /// One upstream allocation of `rounded` bytes, within the managed limit.
     pub(super) fn upstream_allocate(&self, rounded: usize) -> Result<A::Block, Upstream<A::Error>> {
+        // A miss (or a reclaim retry): the only pool path that calls the driver, so the only
+        // one with a span; hits stay free of tracing.
+        let _span = tracing::debug_span!("cl_pool::miss", bytes = rounded).entered();
         let limit = self.policy.limit.load(Ordering::Relaxed);
         if limit != NONE {
             let reserved =
