@@ -1,7 +1,7 @@
 //! `cargo xtask device-bundle`: a self-contained `.devrun/` for a machine with a GPU but no Rust toolchain.
 //!
 //! Contents: the release `device_tests` binary, `cl-devices`, `cl-report` (when cl-characterize has it),
-//! the `multi_device_bandwidth` example (two GPUs),
+//! the `multi_device_bandwidth` example (two GPUs), the user-facing examples (`examples/`, run on the GPU),
 //! the `ocl-icd-libopencl1` .deb (that machine may have the NVIDIA driver but no ICD loader), and
 //! `run.sh`, which unpacks the loader into /tmp/ocl, registers the NVIDIA ICD, runs everything and writes
 //! logs to `$OUT`. Ship it with the device runner's `carry: [".devrun"]` and run `bash .devrun/run.sh`.
@@ -61,6 +61,15 @@ fi
 if [ -x "$here/multi_device_bandwidth" ] && [ -z "${SKIP_MULTI_BENCH:-}" ]; then
   echo "== multi_device_bandwidth (two GPUs of one platform; one GPU: says so)"
   timeout 300 "$here/multi_device_bandwidth" NVIDIA 2>&1 | tee "$OUT/multi_device_bandwidth.log"
+fi
+if [ -d "$here/examples" ]; then
+  echo "== examples (the user-facing ones, on every GPU: CL_TEST=nvidia)"
+  for e in "$here"/examples/*; do
+    echo "--- $(basename "$e")"
+    CL_TEST=${EXAMPLES_DEVICE:-nvidia} timeout 120 "$e" 2>&1
+    rc=$?; echo "    exit $rc"; [ "$rc" = 0 ] || status=1
+  done 2>&1 | tee "$OUT/examples.log"
+  grep -q "exit [1-9]" "$OUT/examples.log" && status=1
 fi
 if [ -d "$here/repro" ]; then
   echo "== repro (plain C reproductions of driver quirks, repro/*.c)"
@@ -171,6 +180,32 @@ pub(crate) fn run() -> Result {
         matrix::executable(&mut cmd, "multi_device_bandwidth")?,
         "multi_device_bandwidth",
     ));
+    // The examples CI runs on every device (`cargo xtask examples`), to run on the GPU too.
+    let mut examples = Vec::new();
+    for &(package, example, features) in crate::examples::PER_DEVICE {
+        let mut cmd = util::cargo();
+        cmd.args([
+            "build",
+            "--release",
+            "-p",
+            package,
+            "--example",
+            example,
+            "--message-format=json-render-diagnostics",
+        ]);
+        if !features.is_empty() {
+            cmd.args(["--features", features]);
+        }
+        examples.push((matrix::executable(&mut cmd, example)?, example));
+    }
+    std::fs::create_dir_all(dir.join("examples"))?;
+    for (src, name) in &examples {
+        let to = dir.join("examples").join(name);
+        std::fs::copy(src, &to)?;
+        if util::on_path("strip") {
+            let _ = util::output(Command::new("strip").arg(&to));
+        }
+    }
     for (src, name) in &bins {
         std::fs::copy(src, dir.join(name))?;
         if util::on_path("strip") {

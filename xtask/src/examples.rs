@@ -11,7 +11,7 @@ use crate::matrix;
 use crate::util::{self, Ended, Result};
 
 /// Examples run on every device: (package, example, cargo features).
-const PER_DEVICE: &[(&str, &str, &str)] = &[
+pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-pool", "quick_start", ""),
     ("cl-pool", "tracing", ""),
     ("cl-mem", "image_blur", ""),
