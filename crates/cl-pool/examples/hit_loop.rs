@@ -1,26 +1,46 @@
-//! A tight single-thread hit loop for profilers (`perf record`): `cargo run --release -p cl-pool
-//! --example hit_loop [owned|local] [iterations]`.
+//! A tight single-thread hit loop for profilers (`perf record`, `valgrind --tool=callgrind`):
+//! `cargo run --release -p cl-pool --example hit_loop [owned|local|device] [iterations]`.
+//! `device`: a pooled buffer over `ImmediateAllocator` on the device `create_some_context` picks
+//! (what the criterion bench `pool_hit_alloc_free` measures).
 use std::hint::black_box;
 
-use cl_pool::{MemoryPool, SimulatedAllocator};
+use cl_mem::{create_some_context, MemFlags, Queue};
+use cl_pool::{ImmediateAllocator, MemoryPool, SimulatedAllocator};
 
-fn main() {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let owned = args.next().is_none_or(|a| a == "owned");
+    let mode = args.next().unwrap_or_else(|| "owned".into());
     let n: u64 = args
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(50_000_000);
-    let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
-    let t0 = std::time::Instant::now();
-    for _ in 0..n {
-        if owned {
-            black_box(pool.allocate(black_box(4096)).ok());
-        } else {
-            black_box(pool.allocate_local(black_box(4096)).ok());
+    let t0;
+    match mode.as_str() {
+        "device" => {
+            let context = create_some_context()?;
+            let queue = Queue::new(&context, &context.devices()[0])?;
+            let pool = MemoryPool::new(ImmediateAllocator::new(&queue, MemFlags::READ_WRITE)?);
+            drop(pool.allocate(1024)?);
+            t0 = std::time::Instant::now();
+            for _ in 0..n {
+                black_box(pool.allocate(black_box(1024)).ok());
+            }
         }
+        "local" | "owned" => {
+            let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
+            t0 = std::time::Instant::now();
+            for _ in 0..n {
+                if mode == "owned" {
+                    black_box(pool.allocate(black_box(4096)).ok());
+                } else {
+                    black_box(pool.allocate_local(black_box(4096)).ok());
+                }
+            }
+        }
+        other => return Err(format!("unknown mode {other}: owned, local or device").into()),
     }
     #[expect(clippy::cast_precision_loss, reason = "a rate")]
     let ns = t0.elapsed().as_nanos() as f64 / n as f64;
-    println!("{} hit: {ns:.1} ns", if owned { "owned" } else { "local" });
+    println!("{mode} hit: {ns:.1} ns");
+    Ok(())
 }
