@@ -101,6 +101,18 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: kernel_keeps_dropped_buffer_alive,
         },
         DeviceTest {
+            name: "queue_raw_round_trip_keeps_reference_counts",
+            run: queue_raw_round_trip_keeps_reference_counts,
+        },
+        DeviceTest {
+            name: "program_raw_round_trip_keeps_reference_counts",
+            run: program_raw_round_trip_keeps_reference_counts,
+        },
+        DeviceTest {
+            name: "kernel_raw_round_trip_keeps_reference_counts_and_checks",
+            run: kernel_raw_round_trip_keeps_reference_counts_and_checks,
+        },
+        DeviceTest {
             name: "buffer_read_after_write_roundtrips",
             run: buffer_read_after_write_roundtrips,
         },
@@ -933,5 +945,143 @@ fn default_device_ranks_gpus_first_and_simulators_last(dev: &TestDevice) -> Test
     if !by_test.trim().is_empty() && select_devices(&by_test, "CL_TEST")?.len() == 1 {
         assert_eq!(cl_mem::default_device()?, dev.device);
     }
+    Ok(())
+}
+
+fn queue_raw_round_trip_keeps_reference_counts(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context().clone();
+    let (q0, c0) = (q.reference_count()?, ctx.reference_count()?);
+    let raw = q.clone().into_raw();
+    assert_eq!(
+        q.reference_count()?,
+        q0 + 1,
+        "into_raw gave one reference away"
+    );
+    assert_eq!(
+        ctx.reference_count()?,
+        c0,
+        "into_raw kept a context reference"
+    );
+    // SAFETY: `raw` carries the reference `into_raw` gave away; the test devices are root devices.
+    let adopted = unsafe { Queue::from_raw(raw) }?;
+    assert_eq!(q.reference_count()?, q0 + 1, "from_raw took a reference");
+    assert_eq!(adopted, q);
+    assert_eq!(adopted.context().as_raw(), ctx.as_raw());
+    assert_eq!(adopted.device(), q.device());
+    assert_eq!(adopted.properties(), q.properties());
+    drop(adopted);
+    assert_eq!(
+        q.reference_count()?,
+        q0,
+        "the adopted queue released its reference"
+    );
+    // SAFETY: a valid queue (owned by `q`); a root device.
+    let retained = unsafe { Queue::from_raw_retained(q.as_raw()) }?;
+    assert_eq!(
+        q.reference_count()?,
+        q0 + 1,
+        "from_raw_retained retained once"
+    );
+    drop(retained);
+    assert_eq!(
+        (q.reference_count()?, ctx.reference_count()?),
+        (q0, c0),
+        "queue and context reference counts after the round trips"
+    );
+    Ok(())
+}
+
+fn program_raw_round_trip_keeps_reference_counts(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let program = Program::build_from_source(&ctx, SCALE_SRC, "")?;
+    let (p0, c0) = (program.reference_count()?, ctx.reference_count()?);
+    let raw = program.clone().into_raw();
+    assert_eq!(
+        program.reference_count()?,
+        p0 + 1,
+        "into_raw gave one reference away"
+    );
+    assert_eq!(
+        ctx.reference_count()?,
+        c0,
+        "into_raw kept a context reference"
+    );
+    // SAFETY: `raw` carries the reference `into_raw` gave away.
+    let adopted = unsafe { Program::from_raw(raw) }?;
+    assert_eq!(
+        program.reference_count()?,
+        p0 + 1,
+        "from_raw took a reference"
+    );
+    assert_eq!(adopted.context().as_raw(), ctx.as_raw());
+    // The adopted program is usable: a kernel of it.
+    assert_eq!(adopted.kernel("scale")?.num_args()?, 4);
+    drop(adopted);
+    assert_eq!(
+        program.reference_count()?,
+        p0,
+        "the adopted program released its reference"
+    );
+    // SAFETY: a valid program (owned by `program`).
+    let retained = unsafe { Program::from_raw_retained(program.as_raw()) }?;
+    assert_eq!(
+        program.reference_count()?,
+        p0 + 1,
+        "from_raw_retained retained once"
+    );
+    drop(retained);
+    assert_eq!(
+        (program.reference_count()?, ctx.reference_count()?),
+        (p0, c0),
+        "program and context reference counts after the round trips"
+    );
+    Ok(())
+}
+
+fn kernel_raw_round_trip_keeps_reference_counts_and_checks(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let program = Program::build_from_source(&ctx, SCALE_SRC, "")?;
+    let p0 = program.reference_count()?;
+    let k = program.kernel("scale")?;
+    let k0 = k.reference_count()?;
+    let had_params = k.params().is_some();
+    let raw = k.into_raw();
+    // SAFETY: `raw` carries the reference `into_raw` gave away; nothing else sets its arguments
+    // and none is set.
+    let mut adopted = unsafe { Kernel::from_raw(raw) }?;
+    assert_eq!(
+        adopted.reference_count()?,
+        k0,
+        "the round trip changed the count"
+    );
+    assert_eq!(adopted.name(), "scale");
+    assert_eq!(adopted.num_args()?, 4);
+    assert_eq!(adopted.program().as_raw(), program.as_raw());
+    // The adopted kernel got its argument descriptions, so it checks arguments as before.
+    assert_eq!(
+        adopted.params().is_some(),
+        had_params,
+        "argument descriptions lost"
+    );
+    if had_params {
+        let r = adopted.set_arg(0, &1u32);
+        assert!(matches!(r, Err(Error::KernelArg { .. })), "{r:?}");
+    }
+    // SAFETY: a valid kernel (owned by `adopted`), whose arguments nothing sets meanwhile.
+    let retained = unsafe { Kernel::from_raw_retained(adopted.as_raw()) }?;
+    assert_eq!(
+        adopted.reference_count()?,
+        k0 + 1,
+        "from_raw_retained retained once"
+    );
+    drop(retained);
+    assert_eq!(adopted.reference_count()?, k0);
+    drop(adopted);
+    assert_eq!(
+        program.reference_count()?,
+        p0,
+        "the program's reference count after the kernel round trips"
+    );
     Ok(())
 }

@@ -23,6 +23,7 @@
 mod buffers;
 mod characterize;
 mod core;
+mod futures;
 mod harness;
 mod images;
 mod multi_device;
@@ -45,6 +46,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("parity", parity::tests),
     ("multi_device", multi_device::tests),
     ("staged", staged::tests),
+    ("futures", futures::tests),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -101,6 +101,14 @@ pub enum Error {
     /// release could race with a later enqueue of that kernel.
     #[error("SVM in use: {0}")]
     SvmInUse(String),
+    /// The command behind an awaited event terminated abnormally with this (negative) status
+    /// (`CL_EVENT_COMMAND_EXECUTION_STATUS`), e.g. a user event set with
+    /// [`crate::UserEvent::set_error`], or a command waiting on one.
+    #[error("the command terminated abnormally: {status}")]
+    CommandFailed {
+        /// The event's negative execution status.
+        status: ClError,
+    },
     /// A version string reported by the driver does not follow the spec's format.
     #[error(transparent)]
     Version(#[from] VersionParseError),
@@ -123,7 +131,9 @@ impl Error {
     /// The OpenCL status, when the error came from the driver.
     pub fn cl_status(&self) -> Option<ClError> {
         match self {
-            Error::Cl { status, .. } | Error::Build { status, .. } => Some(*status),
+            Error::Cl { status, .. }
+            | Error::Build { status, .. }
+            | Error::CommandFailed { status } => Some(*status),
             _ => None,
         }
     }

@@ -97,7 +97,7 @@ pub use buffer::map::{MapFlags, MapMut, MapRead, PendingMap};
 pub use buffer::staged::{idle_staging_chunks, TransferOptions, TransferPath, AUTO_MIN_BYTES};
 pub use buffer::transfer::{
     enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair,
-    HostMemory, Pending, Rect,
+    HostMemory, Pending, PendingFuture, Rect,
 };
 pub use buffer::{AsBuffer, Buffer};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
@@ -110,6 +110,7 @@ pub use runtime::device::{
     VendorAttributes,
 };
 pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
+pub use runtime::future::EventFuture;
 pub use runtime::kernel::{
     ArgValue, AsKernelArg, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
 };

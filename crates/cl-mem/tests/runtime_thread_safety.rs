@@ -18,3 +18,14 @@ fn handles_are_send_and_sync_kernels_only_send() {
     send_sync::<cl_mem::Error>();
     send::<cl_mem::Kernel>();
 }
+
+/// Futures can move between an executor's worker threads (tokio's multi-thread runtime needs
+/// `Send`), and are `Unpin` (awaitable through `&mut`, `select!` without pinning).
+#[test]
+fn futures_are_send_and_unpin() {
+    fn unpin<T: Unpin>() {}
+    send_sync::<cl_mem::EventFuture>();
+    unpin::<cl_mem::EventFuture>();
+    send::<cl_mem::PendingFuture<Vec<u32>>>();
+    unpin::<cl_mem::PendingFuture<Vec<u32>>>();
+}

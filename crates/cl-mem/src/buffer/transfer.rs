@@ -13,6 +13,11 @@
 //! command; forgetting it (`mem::forget`) leaks the memory, so the command can never read or
 //! write freed memory. PyOpenCL's `NannyEvent` keeps the host array alive the same way.
 //!
+//! A `Pending` is also `IntoFuture` (`pending.await` yields what [`Pending::wait`] yields): the
+//! [`PendingFuture`] owns the `Pending`, so the memory stays owned by the transfer until the
+//! command's completion callback woke the task; dropping the future before that blocks like
+//! dropping the `Pending` (an async caller should await it).
+//!
 //! # Checked before the driver
 //!
 //! Every range is checked against both sides (buffer size and host length) with overflow-free
@@ -21,7 +26,10 @@
 
 use std::ffi::{c_void, CStr};
 use std::fmt;
+use std::future::{Future, IntoFuture};
 use std::mem::ManuallyDrop;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
 
 use cl_raw::{platform as raw_platform, queue as raw_queue, sys, ClError, Version};
 use smallvec::SmallVec;
@@ -30,6 +38,7 @@ use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::{checked_list, Event};
+use crate::runtime::future::EventFuture;
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::Queue;
 use crate::track::{enqueue_tracked, Access, Tracked, Use};
@@ -150,6 +159,73 @@ impl<H: HostMemory> Drop for Pending<H> {
         }
         // SAFETY: the command completed; `host` is dropped exactly once, here.
         unsafe { ManuallyDrop::drop(&mut self.host) }
+    }
+}
+
+impl<H: HostMemory> IntoFuture for Pending<H> {
+    type Output = Result<H>;
+    type IntoFuture = PendingFuture<H>;
+
+    /// Awaits the transfer: resolves to the host memory once the command completed, or to
+    /// [`Error::CommandFailed`] (the memory is then dropped, as by [`Pending::wait`]).
+    fn into_future(self) -> PendingFuture<H> {
+        PendingFuture {
+            event: self.event.wait_async(),
+            pending: Some(self),
+        }
+    }
+}
+
+/// The future of a non-blocking transfer (`pending.await`, [`Pending`]'s `IntoFuture`): yields
+/// the host memory, as [`Pending::wait`] does, woken by the command's completion callback (see
+/// [`EventFuture`]).
+///
+/// It owns the [`Pending`], so the memory stays with the transfer until the command finished;
+/// dropping the future earlier waits for the command (blocking the thread), `mem::forget` leaks.
+#[must_use = "futures do nothing unless awaited or polled"]
+pub struct PendingFuture<H: HostMemory> {
+    event: EventFuture,
+    pending: Option<Pending<H>>,
+}
+
+// Nothing in a `PendingFuture` is pinned: `poll` moves the `Pending` out whole, never a pinned
+// reference into it, so it is `Unpin` whatever `H` is.
+impl<H: HostMemory> Unpin for PendingFuture<H> {}
+
+impl<H: HostMemory> Future for PendingFuture<H> {
+    type Output = Result<H>;
+
+    /// # Panics
+    ///
+    /// When polled again after it resolved (the memory was handed out then).
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<H>> {
+        let this = self.get_mut();
+        let done = match Pin::new(&mut this.event).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(done) => done,
+        };
+        let pending = this
+            .pending
+            .take()
+            .expect("PendingFuture polled after it resolved");
+        Poll::Ready(match done {
+            // The command completed: `wait` returns at once and hands the memory back.
+            Ok(()) => pending.wait(),
+            Err(e) => {
+                // The command is over (an error status is final): dropping frees the memory.
+                drop(pending);
+                Err(e)
+            }
+        })
+    }
+}
+
+impl<H: HostMemory> fmt::Debug for PendingFuture<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingFuture")
+            .field("event", self.event.event())
+            .field("resolved", &self.pending.is_none())
+            .finish()
     }
 }
 

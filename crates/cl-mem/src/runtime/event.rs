@@ -4,12 +4,14 @@ use std::ffi::c_void;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use cl_raw::{event as raw, sys, ClError};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
+use crate::runtime::future::{EventFuture, Waiters};
 
 /// `CL_EVENT_COMMAND_EXECUTION_STATUS`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -408,10 +410,20 @@ impl fmt::Debug for Event {
 ///
 /// Derefs to [`Event`]. Completing it twice is `CL_INVALID_OPERATION` from the driver. A user
 /// event dropped without a status leaves commands waiting on it blocked forever; set one first.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct UserEvent {
     event: Event,
+    /// Futures from [`UserEvent::wait_async`], woken by `set_complete` / `set_error` (shared by
+    /// clones; see [`EventFuture`] for why the callback alone is not enough on PoCL).
+    waiters: Arc<Waiters>,
 }
+
+impl PartialEq for UserEvent {
+    fn eq(&self, other: &UserEvent) -> bool {
+        self.event == other.event
+    }
+}
+impl Eq for UserEvent {}
 
 impl UserEvent {
     /// A new user event in `context`, status `CL_SUBMITTED`.
@@ -425,7 +437,10 @@ impl UserEvent {
             .map_err(Error::cl("clCreateUserEvent"))?;
         // SAFETY: a fresh reference we own.
         let event = unsafe { Event::from_raw(raw) };
-        Ok(UserEvent { event })
+        Ok(UserEvent {
+            event,
+            waiters: Arc::default(),
+        })
     }
 
     /// Marks it `CL_COMPLETE`, releasing commands that wait on it.
@@ -436,7 +451,9 @@ impl UserEvent {
     pub fn set_complete(&self) -> Result<()> {
         // SAFETY: a valid user event.
         unsafe { raw::set_user_event_status(self.event.raw, sys::CL_COMPLETE as sys::cl_int) }
-            .map_err(Error::cl("clSetUserEventStatus"))
+            .map_err(Error::cl("clSetUserEventStatus"))?;
+        self.waiters.wake_all();
+        Ok(())
     }
 
     /// Marks it failed with `status` (must be a negative OpenCL status); commands waiting on it
@@ -455,7 +472,20 @@ impl UserEvent {
         }
         // SAFETY: a valid user event; a negative status.
         unsafe { raw::set_user_event_status(self.event.raw, code) }
-            .map_err(Error::cl("clSetUserEventStatus"))
+            .map_err(Error::cl("clSetUserEventStatus"))?;
+        self.waiters.wake_all();
+        Ok(())
+    }
+
+    /// A future that resolves when the status is set: `Ok(())` after
+    /// [`set_complete`](Self::set_complete), [`Error::CommandFailed`] after
+    /// [`set_error`](Self::set_error).
+    ///
+    /// Besides the `CL_COMPLETE` callback of [`Event::wait_async`], the future is woken by
+    /// `set_complete` / `set_error` on this user event or a clone of it, so it resolves on PoCL too,
+    /// which never calls the callback of a user event set to an error (docs/DEVICES.md).
+    pub fn wait_async(&self) -> EventFuture {
+        EventFuture::new(self.event.clone(), Some(Arc::clone(&self.waiters)))
     }
 
     /// The underlying event (also reachable through `Deref`).

@@ -535,9 +535,100 @@ impl Kernel {
         self.program.context()
     }
 
-    /// The raw handle (still owned by `self`).
+    /// Adopts one reference to a raw kernel (no retain), reading its program
+    /// (`CL_KERNEL_PROGRAM`, retained by the new `Kernel`), function name, argument count and
+    /// argument descriptions (`clGetKernelArgInfo`, as [`Kernel::new`] does): PyOpenCL's
+    /// `Kernel.from_int_ptr(ptr, retain=False)`.
+    ///
+    /// The new `Kernel` holds no argument: arguments set before through the raw handle are the
+    /// caller's to keep alive (obligation 3). Without argument information (a program built
+    /// elsewhere without `-cl-kernel-arg-info`), [`Kernel::params`] is `None` and only the
+    /// `unsafe` unchecked setter takes arguments.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetKernelInfo`, `clGetKernelArgInfo` or the program's queries. The
+    /// reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid kernel and the caller gives its reference to the new `Kernel`.
+    /// 2. Nothing else sets its arguments (`clSetKernelArg`, `clSetKernelArgSVMPointer`,
+    ///    `clSetKernelExecInfo`) while the `Kernel` lives: `Kernel`'s soundness rests on being the
+    ///    only one to call those (the spec's one thread-safety exception).
+    /// 3. Every argument already set on `raw` stays valid until it is set again through the
+    ///    `Kernel` or the last command using it completed.
+    pub unsafe fn from_raw(raw: sys::cl_kernel) -> Result<Kernel> {
+        let read = || -> Result<Kernel> {
+            // SAFETY: obligation 1; 1.0 parameters.
+            let program: sys::cl_program = unsafe { raw::get_info(raw, sys::CL_KERNEL_PROGRAM) }
+                .map_err(Error::cl("clGetKernelInfo"))?;
+            // SAFETY: as above.
+            let name: String = unsafe { raw::get_info(raw, sys::CL_KERNEL_FUNCTION_NAME) }
+                .map_err(Error::cl("clGetKernelInfo"))?;
+            // SAFETY: as above.
+            let n: u32 = unsafe { raw::get_info(raw, sys::CL_KERNEL_NUM_ARGS) }
+                .map_err(Error::cl("clGetKernelInfo"))?;
+            // SAFETY: the live program of a valid kernel; the wrapper takes its own reference.
+            let program = unsafe { Program::from_raw_retained(program) }?;
+            let params = read_params(raw, n)?;
+            Ok(Kernel {
+                raw,
+                name: name.trim_end_matches('\0').to_owned(),
+                program,
+                held: (0..n).map(|_| None).collect(),
+                params,
+                in_flight: RefCell::new(InFlight::default()),
+                not_sync: PhantomData,
+            })
+        };
+        let kernel = read();
+        if kernel.is_err() {
+            // SAFETY: we own the reference (obligation 1) and give it up here.
+            if let Err(r) = unsafe { raw::release(raw) } {
+                tracing::warn!(status = %r, "clReleaseKernel failed");
+            }
+        }
+        kernel
+    }
+
+    /// Retains a raw kernel and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Kernel::from_raw`], plus [`Error::Cl`] from `clRetainKernel`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid kernel.
+    /// 2. and 3. As [`Kernel::from_raw`]'s.
+    pub unsafe fn from_raw_retained(raw: sys::cl_kernel) -> Result<Kernel> {
+        // SAFETY: obligation 1.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainKernel"))?;
+        // SAFETY: we own the reference just taken; obligations 2 and 3.
+        unsafe { Kernel::from_raw(raw) }
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
     pub fn as_raw(&self) -> sys::cl_kernel {
         self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    ///
+    /// The `Kernel`'s argument holds end as in `Drop`: commands already enqueued keep their
+    /// arguments until they complete, but the arguments still set on the raw kernel are no
+    /// longer kept alive by anything: set them again before enqueueing it through the raw handle.
+    pub fn into_raw(self) -> sys::cl_kernel {
+        let raw = self.raw;
+        // One reference more for the caller, then `self` drops normally (its `Drop` hands pending
+        // argument snapshots to event callbacks): forgetting `self` would leak them.
+        // SAFETY: `raw` is valid while `self` lives.
+        if let Err(e) = unsafe { raw::retain(raw) } {
+            tracing::error!(status = %e, "clRetainKernel failed");
+        }
+        drop(self);
+        raw
     }
 
     /// `CL_KERNEL_NUM_ARGS`.

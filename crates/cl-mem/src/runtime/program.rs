@@ -197,9 +197,72 @@ impl Program {
         &self.context
     }
 
-    /// The raw handle (still owned by `self`).
+    /// Adopts one reference to a raw program (no retain), reading its context
+    /// (`CL_PROGRAM_CONTEXT`, retained by the new `Program`): PyOpenCL's
+    /// `Program.from_int_ptr(ptr, retain=False)`.
+    ///
+    /// Kernels check their arguments against `clGetKernelArgInfo`, which needs a program built
+    /// with `-cl-kernel-arg-info` (as [`Program::build`] does); kernels of a program built
+    /// elsewhere without it only take arguments through the `unsafe` unchecked setter.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetProgramInfo` or the context's queries. The reference is released
+    /// on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid program and the caller gives its reference to the new `Program`.
+    pub unsafe fn from_raw(raw: sys::cl_program) -> Result<Program> {
+        let read = || -> Result<Context> {
+            // SAFETY: obligation 1; a 1.0 parameter.
+            let ctx: sys::cl_context = unsafe { raw::get_info(raw, sys::CL_PROGRAM_CONTEXT) }
+                .map_err(Error::cl("clGetProgramInfo"))?;
+            // SAFETY: the live context of a valid program; the wrapper takes its own reference.
+            unsafe { Context::from_raw_retained(ctx) }
+        };
+        match read() {
+            Ok(context) => Ok(Program { raw, context }),
+            Err(e) => {
+                // SAFETY: we own the reference (obligation 1) and give it up here.
+                if let Err(r) = unsafe { raw::release(raw) } {
+                    tracing::warn!(status = %r, "clReleaseProgram failed");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Retains a raw program and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Program::from_raw`], plus [`Error::Cl`] from `clRetainProgram`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid program.
+    pub unsafe fn from_raw_retained(raw: sys::cl_program) -> Result<Program> {
+        // SAFETY: obligation 1.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainProgram"))?;
+        // SAFETY: we own the reference just taken.
+        unsafe { Program::from_raw(raw) }
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
     pub fn as_raw(&self) -> sys::cl_program {
         self.raw
+    }
+
+    /// Gives the reference away without releasing it (the `Program`'s context reference is
+    /// released; the driver's program keeps its context alive itself).
+    pub fn into_raw(self) -> sys::cl_program {
+        let raw = self.raw;
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
+        // read (and dropped) once.
+        drop(unsafe { std::ptr::read(&this.context) });
+        raw
     }
 }
 

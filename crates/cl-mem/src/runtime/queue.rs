@@ -146,9 +146,93 @@ impl Queue {
         })
     }
 
-    /// The raw handle (still owned by `self`).
+    /// Adopts one reference to a raw host queue (no retain), reading its context
+    /// (`CL_QUEUE_CONTEXT`, retained by the new `Queue`), device and properties: PyOpenCL's
+    /// `CommandQueue.from_int_ptr(ptr, retain=False)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetCommandQueueInfo` or the context's and device's queries;
+    /// [`Error::InvalidArgument`] for a device-side queue (`CL_QUEUE_ON_DEVICE`), which `Queue`
+    /// does not drive. The reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid command queue and the caller gives its reference to the new `Queue`.
+    /// 2. Its device is a root device, or a sub-device that stays valid for the process's life
+    ///    ([`Device::from_raw`]'s obligation: `Device` is `Copy` and holds no reference).
+    pub unsafe fn from_raw(raw: sys::cl_command_queue) -> Result<Queue> {
+        let read = || -> Result<Queue> {
+            // SAFETY: obligation 1; 1.0 parameters.
+            let ctx: sys::cl_context = unsafe { raw::get_info(raw, sys::CL_QUEUE_CONTEXT) }
+                .map_err(Error::cl("clGetCommandQueueInfo"))?;
+            // SAFETY: as above.
+            let dev: sys::cl_device_id = unsafe { raw::get_info(raw, sys::CL_QUEUE_DEVICE) }
+                .map_err(Error::cl("clGetCommandQueueInfo"))?;
+            // SAFETY: as above.
+            let bits: sys::cl_command_queue_properties =
+                unsafe { raw::get_info(raw, sys::CL_QUEUE_PROPERTIES) }
+                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
+            let properties = QueueProperties::from_bits_retain(bits);
+            if properties
+                .intersects(QueueProperties::ON_DEVICE | QueueProperties::ON_DEVICE_DEFAULT)
+            {
+                return Err(Error::InvalidArgument(
+                    "device-side queues are not supported by Queue".into(),
+                ));
+            }
+            // SAFETY: the live context of a valid queue; the wrapper takes its own reference.
+            let context = unsafe { Context::from_raw_retained(ctx) }?;
+            // SAFETY: the queue's device (obligation 2 for sub-devices).
+            let device = unsafe { Device::from_raw(dev) }?;
+            Ok(Queue {
+                raw,
+                context,
+                device,
+                properties,
+            })
+        };
+        let queue = read();
+        if queue.is_err() {
+            // SAFETY: we own the reference (obligation 1) and give it up here.
+            if let Err(r) = unsafe { raw::release(raw) } {
+                tracing::warn!(status = %r, "clReleaseCommandQueue failed");
+            }
+        }
+        queue
+    }
+
+    /// Retains a raw host queue and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::from_raw`], plus [`Error::Cl`] from `clRetainCommandQueue`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid command queue.
+    /// 2. As [`Queue::from_raw`]'s obligation 2.
+    pub unsafe fn from_raw_retained(raw: sys::cl_command_queue) -> Result<Queue> {
+        // SAFETY: obligation 1.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainCommandQueue"))?;
+        // SAFETY: we own the reference just taken; obligation 2.
+        unsafe { Queue::from_raw(raw) }
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
     pub fn as_raw(&self) -> sys::cl_command_queue {
         self.raw
+    }
+
+    /// Gives the reference away without releasing it (the context reference the `Queue` held
+    /// is released; the driver's queue keeps its context alive itself).
+    pub fn into_raw(self) -> sys::cl_command_queue {
+        let raw = self.raw;
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
+        // read (and dropped) once, the other fields are `Copy`.
+        drop(unsafe { std::ptr::read(&this.context) });
+        raw
     }
 
     /// The queue's context.

@@ -91,6 +91,10 @@ impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
     /// Adopts memory from `clSVMAlloc` (PyOpenCL's adopting `SVMAllocation` constructor, used by
     /// allocators), bound to `queue`; it is then freed like any other `SvmArray`.
     ///
+    /// SVM has no reference count, so there is no `from_raw_retained`: an SVM pointer cannot be
+    /// shared safely with another owner (whichever frees it first leaves the other dangling), and
+    /// adopting one takes over the free, which is why this stays `unsafe` with obligation 2.
+    ///
     /// # Errors
     ///
     /// [`Error::Unsupported`] when the context lacks the grain (2.0+); [`Error::InvalidArgument`]

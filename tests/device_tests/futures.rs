@@ -1,0 +1,177 @@
+//! Async: events and non-blocking transfers awaited as futures (issue 14), driven by a
+//! hand-written `block_on` (thread park/unpark waker) so no async runtime is needed.
+//!
+//! Every wait has a time limit: a future that is never woken fails its test ("not woken within
+//! ...") instead of hanging the device's process.
+
+use std::future::{Future, IntoFuture};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use cl_mem::{Buffer, ClError, Error, MemFlags, UserEvent};
+use cl_tests::{DeviceTest, TestDevice, TestResult};
+
+/// The suite's tests, in the order they run.
+pub fn tests() -> Vec<DeviceTest> {
+    vec![
+        DeviceTest {
+            name: "awaiting_a_nonblocking_read_yields_its_data",
+            run: awaiting_a_nonblocking_read_yields_its_data,
+        },
+        DeviceTest {
+            name: "awaiting_a_complete_event_is_ready_at_first_poll",
+            run: awaiting_a_complete_event_is_ready_at_first_poll,
+        },
+        DeviceTest {
+            name: "a_user_event_set_on_another_thread_wakes_the_future",
+            run: a_user_event_set_on_another_thread_wakes_the_future,
+        },
+        DeviceTest {
+            name: "a_user_event_set_to_an_error_resolves_to_that_error",
+            run: a_user_event_set_to_an_error_resolves_to_that_error,
+        },
+    ]
+}
+
+/// Unparks the thread that blocks on the future.
+struct ThreadWaker(Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `fut` on this thread, parking between polls, until it resolves or `limit` passed.
+/// Returns the output and the number of polls.
+fn block_on<F: Future>(fut: F, limit: Duration) -> Result<(F::Output, usize), String> {
+    let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(fut);
+    let deadline = Instant::now() + limit;
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return Ok((out, polls));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(format!("the future was not woken within {limit:?}"));
+        }
+        // Spurious unparks only cost a poll.
+        thread::park_timeout(deadline - now);
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn awaiting_a_nonblocking_read_yields_its_data(dev: &TestDevice) -> TestResult {
+    let queue = dev.queue();
+    let ctx = queue.context();
+    let data: Vec<u32> = (0..4096u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, data.len() * 4)?;
+    buf.write(&queue, 0, &data, &[])?;
+    let pending = buf.enqueue_read(&queue, 0, vec![0u32; data.len()], &[])?;
+    let (got, _) = block_on(pending.into_future(), LIMIT).map_err(cl_tests::fail)?;
+    let got = got?;
+    assert_eq!(got, data, "the awaited read returned other data");
+    // A non-blocking write awaited the same way hands its memory back unchanged.
+    let pending = buf.enqueue_write(&queue, 0, vec![7u32; 16], &[])?;
+    let (back, _) = block_on(pending.into_future(), LIMIT).map_err(cl_tests::fail)?;
+    assert_eq!(back?, vec![7u32; 16]);
+    let mut check = vec![0u32; 16];
+    buf.read(&queue, 0, &mut check, &[])?;
+    assert_eq!(
+        check,
+        vec![7u32; 16],
+        "the awaited write did not reach the buffer"
+    );
+    Ok(())
+}
+
+fn awaiting_a_complete_event_is_ready_at_first_poll(dev: &TestDevice) -> TestResult {
+    let queue = dev.queue();
+    let marker = queue.enqueue_marker(&[])?;
+    marker.wait()?;
+    let mut fut = pin!(marker.wait_async());
+    let mut cx = Context::from_waker(Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(r) => r?,
+        Poll::Pending => return Err(cl_tests::fail("a complete event's future was pending")),
+    }
+    // A user event set before the future was made: ready at once too, without a wake.
+    let user = UserEvent::new(queue.context())?;
+    user.set_complete()?;
+    let mut fut = pin!(user.wait_async());
+    assert!(
+        matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(()))),
+        "a complete user event's future was not ready at the first poll"
+    );
+    Ok(())
+}
+
+fn a_user_event_set_on_another_thread_wakes_the_future(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let user = UserEvent::new(&ctx)?;
+    // Through the plain `Event`: only the driver's CL_COMPLETE callback can wake this one.
+    let fut = user.event().wait_async();
+    let setter = {
+        let user = user.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(100));
+            user.set_complete()
+        })
+    };
+    let (out, polls) = block_on(fut, LIMIT).map_err(cl_tests::fail)?;
+    setter
+        .join()
+        .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
+    out?;
+    assert!(
+        polls >= 2,
+        "the future resolved at poll {polls}, before the event was set"
+    );
+    Ok(())
+}
+
+fn a_user_event_set_to_an_error_resolves_to_that_error(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let user = UserEvent::new(&ctx)?;
+    let fut = user.wait_async();
+    let setter = {
+        let user = user.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(100));
+            user.set_error(ClError::OutOfResources)
+        })
+    };
+    let (out, polls) = block_on(fut, LIMIT).map_err(cl_tests::fail)?;
+    setter
+        .join()
+        .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
+    assert_eq!(
+        out,
+        Err(Error::CommandFailed {
+            status: ClError::OutOfResources
+        }),
+        "awaiting a user event set to CL_OUT_OF_RESOURCES"
+    );
+    assert!(
+        polls >= 2,
+        "resolved at poll {polls}, before the status was set"
+    );
+    // Awaited again (already failed): the same error at once.
+    let (again, polls) = block_on(user.event().wait_async(), LIMIT).map_err(cl_tests::fail)?;
+    assert_eq!(polls, 1);
+    assert!(
+        matches!(again, Err(Error::CommandFailed { .. })),
+        "{again:?}"
+    );
+    Ok(())
+}
