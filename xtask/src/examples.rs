@@ -16,6 +16,8 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-pool", "tracing", ""),
     ("cl-mem", "image_blur", ""),
     ("cl-mem", "svm", ""),
+    ("cl-mem", "async_read", ""),
+    ("cl-tests", "opencl3_interop", ""),
 ];
 
 /// Examples that look at every device themselves: run once.
