@@ -15,7 +15,37 @@ fn cargo_step(args: &[&str], rustdocflags: bool) -> Result<String> {
     util::run(cmd.args(args)).map(|()| "ok".into())
 }
 
-/// Setup, fmt check, clippy and docs with warnings denied, host tests, then the device matrix.
+/// The published crates: everything but the `publish = false` packages.
+const LIBRARY_CRATES: [&str; 4] = ["cl-raw", "cl-mem", "cl-pool", "cl-characterize"];
+
+/// Packages every library crate the way `cargo publish` would, verification included (each `.crate`
+/// is unpacked and built, the crates depending on each other through a temporary local registry),
+/// then checks that no file list holds anything under `tests/` (fixtures need the source tree and are
+/// not shipped). `--allow-dirty` so a local run checks the working tree, not the last commit.
+/// Verification resolves the crates.io dependencies (the index must be reachable, as for setup).
+pub(crate) fn package() -> Result<String> {
+    let mut cmd = util::cargo();
+    cmd.args(["package", "--workspace", "--allow-dirty"]);
+    for p in ["cl-tests", "cl-benches", "xtask"] {
+        cmd.args(["--exclude", p]);
+    }
+    util::run(&mut cmd)?;
+    let mut shipped = Vec::new();
+    for krate in LIBRARY_CRATES {
+        let list =
+            util::output(util::cargo().args(["package", "--list", "--allow-dirty", "-p", krate]))
+                .ok_or_else(|| format!("`cargo package --list -p {krate}` failed"))?;
+        let fixtures: Vec<&str> = list.lines().filter(|l| l.starts_with("tests/")).collect();
+        if !fixtures.is_empty() {
+            return Err(format!("{krate} would ship test files: {}", fixtures.join(", ")).into());
+        }
+        shipped.push(format!("{krate} {} files", list.lines().count()));
+    }
+    Ok(shipped.join(", "))
+}
+
+/// Setup, fmt check, clippy and docs with warnings denied, the library crates without default
+/// features, host tests, packaging, then the device matrix.
 pub(crate) fn run() -> Result {
     let mut log = StepLog::new();
     // Always (idempotent, seconds when done): CI must test all three CPU platforms, not just whichever
@@ -54,6 +84,26 @@ pub(crate) fn run() -> Result {
             Box::new(move || cargo_step(&clippy_all, false)),
         ),
         (
+            "clippy (cl-mem, cl-pool without default features)",
+            Box::new(|| {
+                cargo_step(
+                    &[
+                        "clippy",
+                        "-p",
+                        "cl-mem",
+                        "-p",
+                        "cl-pool",
+                        "--all-targets",
+                        "--no-default-features",
+                        "--",
+                        "-D",
+                        "warnings",
+                    ],
+                    false,
+                )
+            }),
+        ),
+        (
             "docs -D warnings",
             Box::new(|| cargo_step(&["doc", "--workspace", "--no-deps"], true)),
         ),
@@ -61,6 +111,7 @@ pub(crate) fn run() -> Result {
             "test-devices (host tests)",
             Box::new(|| matrix::host_tests().map(|()| "ok".into())),
         ),
+        ("cargo package (library crates)", Box::new(package)),
         (
             "test-devices (matrix)",
             Box::new(|| matrix::device_matrix(&matrix::Options::default()).map(|()| "ok".into())),
