@@ -467,7 +467,18 @@ fn report_table_shows_every_result() {
         assert!(table.contains(needle), "missing {needle:?} in\n{table}");
     }
     let cpu = DeviceReport::new(&load_profile("pocl-3.1-cpu")).to_table();
-    assert!(cpu.contains("error: asking for a bank count is meaningless for cache-based lmem"));
+    // Questions that do not apply say so, with PyOpenCL's reason.
+    assert!(cpu.contains("n/a (asking for a bank count is meaningless for cache-based lmem)"));
+    assert!(!cpu.contains("error:"), "{cpu}");
+    // SVM capabilities by name; the bank-conflict rows explained.
+    assert!(table.contains("coarse-grain buffer"), "{table}");
+    assert!(!table.contains("0x"), "{table}");
+    assert!(table.contains("legend"), "{table}");
+    let oclgrind = DeviceReport::new(&load_profile("oclgrind-21.10")).to_table();
+    assert!(
+        oclgrind.contains("n/a (not queried: OpenCL before 2.0)"),
+        "{oclgrind}"
+    );
     assert!(matches!(
         DeviceReport::new(&load_profile("pocl-3.1-cpu"))
             .characterization
