@@ -24,8 +24,16 @@ const LIBRARY_CRATES: [&str; 4] = ["cl-raw", "cl-mem", "cl-pool", "cl-characteri
 /// not shipped). `--allow-dirty` so a local run checks the working tree, not the last commit.
 /// Verification resolves the crates.io dependencies (the index must be reachable, as for setup).
 pub(crate) fn package() -> Result<String> {
+    remove_stale_unpacked_crates()?;
+    // A target directory of its own, emptied first: cargo takes registry crates as immutable, so it
+    // would link the rlib of an earlier cl-raw 0.1.0 into today's cl-mem (seen 2026-11-25).
+    let target = util::root().join("target/package-verify");
+    if target.exists() {
+        std::fs::remove_dir_all(&target)?;
+    }
     let mut cmd = util::cargo();
-    cmd.args(["package", "--workspace", "--allow-dirty"]);
+    cmd.args(["package", "--workspace", "--allow-dirty", "--target-dir"]);
+    cmd.arg(&target);
     for p in ["cl-tests", "cl-benches", "xtask"] {
         cmd.args(["--exclude", p]);
     }
@@ -42,6 +50,38 @@ pub(crate) fn package() -> Result<String> {
         shipped.push(format!("{krate} {} files", list.lines().count()));
     }
     Ok(shipped.join(", "))
+}
+
+/// Verification unpacks each `.crate` of the temporary local registry into
+/// `$CARGO_HOME/registry/src/-<hash>/<name>-<version>/` and reuses that directory when it exists,
+/// so a second run at an unchanged version builds the *first* run's sources (seen 2026-11-25: cl-mem
+/// failed against a stale cl-raw without `select`). Those directories hold only our own crates
+/// (local registries are the ones whose directory name starts with `-`); removing them costs one
+/// re-unpack.
+fn remove_stale_unpacked_crates() -> Result {
+    let home = std::env::var_os("CARGO_HOME").map_or_else(
+        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
+        std::path::PathBuf::from,
+    );
+    let Ok(registries) = std::fs::read_dir(home.join("registry/src")) else {
+        return Ok(());
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for unpacked in std::fs::read_dir(registry.path())?.flatten() {
+            let name = unpacked.file_name().to_string_lossy().into_owned();
+            if LIBRARY_CRATES
+                .iter()
+                .any(|c| name.strip_prefix(c).is_some_and(|v| v.starts_with('-')))
+            {
+                println!("  removing stale unpacked {}", unpacked.path().display());
+                std::fs::remove_dir_all(unpacked.path())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Setup, fmt check, clippy and docs with warnings denied, the library crates without default
