@@ -17,6 +17,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use cl_characterize::probe::{self, ProbeOptions};
+
+/// The recorded profiles, embedded (`PROFILES`).
+#[path = "../../crates/cl-characterize/tests/embedded/mod.rs"]
+mod embedded;
 use cl_characterize::report::Outcome;
 use cl_characterize::{
     get_pocl_version, get_simd_group_size, has_src_build_cache, has_struct_arg_count_bug,
@@ -295,17 +299,16 @@ fn vendor_attributes_read_only_when_advertised(t: &TestDevice) -> TestResult {
 /// profile is the recorded one.
 fn live_profile_equals_recorded_profile(t: &TestDevice) -> TestResult {
     let (mut live, _) = profile(t)?;
-    let dir = workspace_root().join("crates/cl-characterize/tests/profiles");
+    // Compiled in, not read from the source tree: the GPU bundle runs this binary without it.
     let mut recorded = None;
-    for entry in std::fs::read_dir(&dir)? {
-        let path = entry?.path();
-        let p: DeviceProfile = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    for &(name, text) in embedded::PROFILES {
+        let p: DeviceProfile = serde_json::from_str(text)?;
         if p.name == live.name && p.platform.version == live.platform.version {
-            recorded = Some((path, p));
+            recorded = Some((name, p));
             break;
         }
     }
-    let Some((path, mut recorded)) = recorded else {
+    let Some((name, mut recorded)) = recorded else {
         return Err(skip(format!(
             "no recorded profile of {} / {}",
             live.platform.name, live.name
@@ -318,10 +321,8 @@ fn live_profile_equals_recorded_profile(t: &TestDevice) -> TestResult {
     // A runtime update changes the driver version without changing what is characterized.
     recorded.driver_version.clone_from(&live.driver_version);
     assert_eq!(
-        live,
-        recorded,
-        "live profile differs from {}",
-        path.display()
+        live, recorded,
+        "live profile differs from crates/cl-characterize/tests/profiles/{name}.json"
     );
     Ok(())
 }

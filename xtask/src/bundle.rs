@@ -55,7 +55,7 @@ CL_TEST_REQUIRE_DEVICES=1 timeout 900 "$here/device_tests" --json "$OUT/device_t
 rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { echo "device_tests exited $rc"; status=1; }
 if [ -x "$here/cl-report" ]; then
   echo "== cl-report"
-  timeout 900 "$here/cl-report" --json "$OUT/report.json" 2>&1 | tee "$OUT/report.log"
+  timeout 900 "$here/cl-report" --json "$OUT/report.json" --markdown "$OUT/report.md" 2>&1 | tee "$OUT/report.log"
   rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { echo "cl-report exited $rc"; status=1; }
 fi
 if [ -x "$here/multi_device_bandwidth" ] && [ -z "${SKIP_MULTI_BENCH:-}" ]; then

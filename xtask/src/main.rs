@@ -28,7 +28,9 @@ commands:
   test-devices [--device SELECTOR]... [--timeout SECS] [--no-host] [--record-outcomes] [-- <test args>]
                               host tests, then the device suites once per selected device, each in
                               its own process; prints the per-device matrix
-  ci                          fmt --check, clippy -D warnings, docs -D warnings, host tests, test-devices
+  ci                          fmt --check, clippy -D warnings, docs -D warnings, host tests, package,
+                              test-devices
+  package                     cargo package (verified) of the four library crates, no test fixtures
   bench                       criterion benches + PyOpenCL's reference timings into target/bench-report/
   report                      the device characterization report (falls back to `devices`)
   examples                    build the user-facing examples and run each on every device
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         "devices" => devices::run(rest),
         "test-devices" => matrix::Options::parse(rest).and_then(|o| matrix::run(&o)),
         "ci" => no_args(rest).and_then(|()| ci::run()),
+        "package" => no_args(rest).and_then(|()| ci::package().map(|s| println!("packaged: {s}"))),
         "bench" => bench::run(rest),
         "report" => report::run(rest),
         "device-bundle" => no_args(rest).and_then(|()| bundle::run()),

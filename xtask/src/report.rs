@@ -1,5 +1,7 @@
 //! `cargo xtask report`: the device characterization report of `cl-characterize`'s `cl-report` binary,
-//! written to `target/report.json`; falls back to `cargo xtask devices` while that binary does not exist.
+//! written to `report.json` and `report.md` in cargo's target directory (`CARGO_TARGET_DIR`, else
+//! `target/`) unless the arguments name `-o/--json` or `--markdown`; falls back to `cargo xtask
+//! devices` while that binary does not exist.
 
 use crate::util::{self, Result};
 
@@ -22,12 +24,31 @@ pub(crate) fn run(args: &[String]) -> Result {
         "cl-report",
         "--",
     ]);
-    if args.is_empty() {
-        cmd.args(["--json", "target/report.json"]);
-    } else {
-        cmd.args(args);
+    let named = |names: &[&str]| {
+        args.iter().any(|a| {
+            names
+                .iter()
+                .any(|n| a == n || a.starts_with(&format!("{n}=")))
+        })
+    };
+    let target = target_dir();
+    if !named(&["-o", "--json"]) {
+        cmd.arg("--json").arg(target.join("report.json"));
     }
+    if !named(&["--markdown"]) {
+        cmd.arg("--markdown").arg(target.join("report.md"));
+    }
+    cmd.args(args);
     util::run(&mut cmd)
+}
+
+/// Cargo's target directory: `CARGO_TARGET_DIR` (relative to where cargo was started, as cargo
+/// reads it) or the workspace's `target/`.
+fn target_dir() -> std::path::PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => std::env::current_dir().unwrap_or_default().join(dir),
+        None => util::root().join("target"),
+    }
 }
 
 /// Whether `cl-characterize` has the `cl-report` binary's source (declared with

@@ -85,6 +85,119 @@ pub enum ProbeError {
         /// The driver's status.
         source: ClError,
     },
+    /// `clGetPlatformIDs` failed (`CL_PLATFORM_NOT_FOUND_KHR` when no ICD is registered).
+    #[error("clGetPlatformIDs failed: {0}")]
+    Platforms(ClError),
+    /// The device selector is malformed or matches nothing.
+    #[error(transparent)]
+    Select(#[from] cl_raw::select::SelectError),
+}
+
+/// General facts about a device that the report shows next to the characterization. No heuristic
+/// reads them, so they are not part of [`DeviceProfile`] (nor of the recorded profiles).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct DeviceBasics {
+    /// `CL_DEVICE_MAX_COMPUTE_UNITS`.
+    pub max_compute_units: u32,
+    /// `CL_DEVICE_GLOBAL_MEM_SIZE`, bytes.
+    pub global_mem_size: u64,
+    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, bytes.
+    pub max_mem_alloc_size: u64,
+    /// `CL_DEVICE_MAX_WORK_GROUP_SIZE`.
+    pub max_work_group_size: usize,
+    /// `CL_DEVICE_LOCAL_MEM_SIZE`, bytes.
+    pub local_mem_size: u64,
+    /// `CL_DEVICE_IMAGE_SUPPORT`.
+    pub image_support: bool,
+    /// `CL_DEVICE_IMAGE2D_MAX_WIDTH`, `_HEIGHT` (0 without image support).
+    pub image2d_max: [usize; 2],
+    /// `CL_DEVICE_IMAGE3D_MAX_WIDTH`, `_HEIGHT`, `_DEPTH` (0 without image support).
+    pub image3d_max: [usize; 3],
+    /// `CL_DEVICE_OPENCL_C_VERSION` (OpenCL 1.1+; `None` where the query failed).
+    pub opencl_c_version: Option<String>,
+}
+
+/// Reads [`DeviceBasics`] (OpenCL 1.0 queries, plus `CL_DEVICE_OPENCL_C_VERSION`, 1.1).
+///
+/// # Errors
+///
+/// [`ProbeError::Query`] when an OpenCL 1.0 query fails.
+///
+/// # Safety
+///
+/// 1. `device` is a valid device id for the whole call (as for [`profile_device`]).
+pub unsafe fn device_basics(device: sys::cl_device_id) -> Result<DeviceBasics, ProbeError> {
+    let image_support: bool = required(
+        device,
+        sys::CL_DEVICE_IMAGE_SUPPORT,
+        "CL_DEVICE_IMAGE_SUPPORT",
+    )?;
+    let size = |param, name| required::<usize>(device, param, name);
+    let (image2d_max, image3d_max) = if image_support {
+        (
+            [
+                size(
+                    sys::CL_DEVICE_IMAGE2D_MAX_WIDTH,
+                    "CL_DEVICE_IMAGE2D_MAX_WIDTH",
+                )?,
+                size(
+                    sys::CL_DEVICE_IMAGE2D_MAX_HEIGHT,
+                    "CL_DEVICE_IMAGE2D_MAX_HEIGHT",
+                )?,
+            ],
+            [
+                size(
+                    sys::CL_DEVICE_IMAGE3D_MAX_WIDTH,
+                    "CL_DEVICE_IMAGE3D_MAX_WIDTH",
+                )?,
+                size(
+                    sys::CL_DEVICE_IMAGE3D_MAX_HEIGHT,
+                    "CL_DEVICE_IMAGE3D_MAX_HEIGHT",
+                )?,
+                size(
+                    sys::CL_DEVICE_IMAGE3D_MAX_DEPTH,
+                    "CL_DEVICE_IMAGE3D_MAX_DEPTH",
+                )?,
+            ],
+        )
+    } else {
+        ([0; 2], [0; 3])
+    };
+    Ok(DeviceBasics {
+        max_compute_units: required(
+            device,
+            sys::CL_DEVICE_MAX_COMPUTE_UNITS,
+            "CL_DEVICE_MAX_COMPUTE_UNITS",
+        )?,
+        global_mem_size: required(
+            device,
+            sys::CL_DEVICE_GLOBAL_MEM_SIZE,
+            "CL_DEVICE_GLOBAL_MEM_SIZE",
+        )?,
+        max_mem_alloc_size: required(
+            device,
+            sys::CL_DEVICE_MAX_MEM_ALLOC_SIZE,
+            "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+        )?,
+        max_work_group_size: size(
+            sys::CL_DEVICE_MAX_WORK_GROUP_SIZE,
+            "CL_DEVICE_MAX_WORK_GROUP_SIZE",
+        )?,
+        local_mem_size: required(
+            device,
+            sys::CL_DEVICE_LOCAL_MEM_SIZE,
+            "CL_DEVICE_LOCAL_MEM_SIZE",
+        )?,
+        image_support,
+        image2d_max,
+        image3d_max,
+        // SAFETY: valid device (obligation 1); a 1.0 device answers CL_INVALID_VALUE, which
+        // becomes `None` (no 1.0 runtime is known to hang on it).
+        opencl_c_version: unsafe {
+            cl_raw::device::get_info::<String>(device, sys::CL_DEVICE_OPENCL_C_VERSION)
+        }
+        .ok(),
+    })
 }
 
 /// One device's profile, where it was found, and what could not be read.
@@ -96,6 +209,8 @@ pub struct ProbedDevice {
     pub device_index: usize,
     /// The facts.
     pub profile: DeviceProfile,
+    /// General facts for the report (`None` when one of their queries failed: see `notes`).
+    pub basics: Option<DeviceBasics>,
     /// Optional facts or probes that failed, one line each (`"kernel probe knl: CL_BUILD_PROGRAM_FAILURE"`).
     pub notes: Vec<String>,
 }
@@ -120,19 +235,87 @@ pub fn profile_all(options: ProbeOptions) -> Result<(Vec<ProbedDevice>, Vec<Stri
             }
         };
         for (di, &device) in devices.iter().enumerate() {
-            // SAFETY: `device` was just returned by clGetDeviceIDs for a valid platform.
-            match unsafe { profile_device(device, options) } {
-                Ok((profile, notes)) => found.push(ProbedDevice {
-                    platform_index: pi,
-                    device_index: di,
-                    profile,
-                    notes,
-                }),
-                Err(e) => errors.push(format!("platform {pi} device {di}: {e}")),
-            }
+            probe_into(pi, di, device, options, &mut found, &mut errors);
         }
     }
     Ok((found, errors))
+}
+
+/// As [`profile_all`], for the devices `selector` picks (the grammar of `CL_TEST` /
+/// `PYOPENCL_TEST`, [`cl_raw::select`]), in selection order; the empty selector picks every device.
+///
+/// # Errors
+///
+/// [`ProbeError::Platforms`] when `clGetPlatformIDs` fails, [`ProbeError::Select`] when the
+/// selector matches nothing (the message lists what is available).
+pub fn profile_selected(
+    selector: &cl_raw::select::Selector,
+    options: ProbeOptions,
+) -> Result<(Vec<ProbedDevice>, Vec<String>), ProbeError> {
+    let platforms = cl_raw::platform::get_ids().map_err(ProbeError::Platforms)?;
+    let mut errors = Vec::new();
+    let mut catalogue = Vec::new();
+    let mut ids = Vec::new();
+    for (pi, &platform) in platforms.iter().enumerate() {
+        // SAFETY: `platform` was just returned by clGetPlatformIDs.
+        let devices = unsafe { cl_raw::device::get_ids(platform, sys::CL_DEVICE_TYPE_ALL) }
+            .unwrap_or_else(|e| {
+                errors.push(format!("platform {pi}: clGetDeviceIDs failed: {e}"));
+                Vec::new()
+            });
+        // A name that cannot be read matches only by index.
+        let name = |d, param, what| required::<String>(d, param, what).unwrap_or_default();
+        catalogue.push(cl_raw::select::PlatformEntry {
+            name: platform_string(platform, sys::CL_PLATFORM_NAME, "CL_PLATFORM_NAME")
+                .unwrap_or_default(),
+            vendor: platform_string(platform, sys::CL_PLATFORM_VENDOR, "CL_PLATFORM_VENDOR")
+                .unwrap_or_default(),
+            devices: devices
+                .iter()
+                .map(|&d| {
+                    (
+                        name(d, sys::CL_DEVICE_NAME, "CL_DEVICE_NAME"),
+                        name(d, sys::CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR"),
+                    )
+                })
+                .collect(),
+        });
+        ids.push(devices);
+    }
+    let mut found = Vec::new();
+    for (pi, di) in selector.resolve(&catalogue)? {
+        probe_into(pi, di, ids[pi][di], options, &mut found, &mut errors);
+    }
+    Ok((found, errors))
+}
+
+/// Profiles one listed device (and its basics) into `found`, or its failure into `errors`.
+fn probe_into(
+    pi: usize,
+    di: usize,
+    device: sys::cl_device_id,
+    options: ProbeOptions,
+    found: &mut Vec<ProbedDevice>,
+    errors: &mut Vec<String>,
+) {
+    // SAFETY: `device` was returned by clGetDeviceIDs for a valid platform (root devices are not
+    // reference counted and stay valid).
+    match unsafe { profile_device(device, options) } {
+        Ok((profile, mut notes)) => {
+            // SAFETY: as above.
+            let basics = unsafe { device_basics(device) }
+                .map_err(|e| notes.push(format!("device basics: {e}")))
+                .ok();
+            found.push(ProbedDevice {
+                platform_index: pi,
+                device_index: di,
+                profile,
+                basics,
+                notes,
+            });
+        }
+        Err(e) => errors.push(format!("platform {pi} device {di}: {e}")),
+    }
 }
 
 fn required<T: cl_raw::InfoValue>(

@@ -55,7 +55,9 @@ impl<T: std::fmt::Debug> Outcome<T> {
     fn text(&self, f: impl Fn(&T) -> String) -> String {
         match self {
             Self::Value(v) => f(v),
-            Self::Error(e) => format!("error: {e}"),
+            // PyOpenCL raises where the question does not apply to the device (a bank count of
+            // cache-based local memory, SVM before OpenCL 2.0): no answer, and why.
+            Self::Error(e) => format!("n/a ({e})"),
         }
     }
 }
@@ -290,6 +292,12 @@ impl DeviceReport {
     /// The report as a readable two-column table (facts, PyOpenCL results, queried alternatives,
     /// bank conflicts, warnings).
     pub fn to_table(&self) -> String {
+        format_rows(&self.rows())
+    }
+
+    /// The rows of [`DeviceReport::to_table`]: `(label, value)`, section headers as `"[name]"`
+    /// labels; what `cl-report` puts side by side in its Markdown table.
+    pub fn rows(&self) -> Vec<(String, String)> {
         let ch = &self.characterization;
         let p = &self.profile;
         let ex = &self.extra;
@@ -328,7 +336,10 @@ impl DeviceReport {
         );
         row(
             "SVM capabilities",
-            opt(p.svm_capabilities.map(|c| format!("{:#x}", c.0))),
+            p.svm_capabilities.map_or_else(
+                || "n/a (not queried: OpenCL before 2.0)".to_owned(),
+                svm_names,
+            ),
         );
         row("NV compute capability", pair(p.nv_compute_capability));
         row("NV warp size", opt(p.nv_warp_size.map(|v| v.to_string())));
@@ -464,6 +475,13 @@ impl DeviceReport {
             "[why_not_local_access_conflict_free]",
             "multiplicity (axis, bank)".to_owned(),
         );
+        row(
+            "legend",
+            "row `N:AxB` = N-byte items in an array of shape AxB (C order), `stored 32x33` = padded \
+             storage; value `Mx` = M work items hit one bank at once (1x = conflict-free), on that \
+             array axis and bank"
+                .to_owned(),
+        );
         let cases = &ch.why_not_local_access_conflict_free.0;
         let first_error = cases.first().and_then(|(_, o)| match o {
             Outcome::Error(e) => Some(e),
@@ -472,7 +490,7 @@ impl DeviceReport {
         match first_error {
             // A CPU with cache-based local memory: every case raises the same error.
             Some(e) if cases.iter().all(|(_, o)| *o == Outcome::Error(e.clone())) => {
-                row(&format!("all {} cases", cases.len()), format!("error: {e}"));
+                row(&format!("all {} cases", cases.len()), format!("n/a ({e})"));
             }
             _ => {
                 for (key, o) in cases {
@@ -494,24 +512,51 @@ impl DeviceReport {
             }
         }
 
-        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-        let mut out = String::new();
-        for (k, v) in rows {
-            if k.starts_with('[') {
-                let _ = writeln!(
-                    out,
-                    "  {k}{}",
-                    if v.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  {v}")
-                    }
-                );
-            } else {
-                let _ = writeln!(out, "    {k:<width$}  {v}");
-            }
+        rows
+    }
+}
+
+/// [`DeviceReport::rows`] (or rows like them) as the two-column text of
+/// [`DeviceReport::to_table`], section headers flush left.
+pub fn format_rows(rows: &[(String, String)]) -> String {
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (k, v) in rows {
+        if k.starts_with('[') {
+            let _ = writeln!(
+                out,
+                "  {k}{}",
+                if v.is_empty() {
+                    String::new()
+                } else {
+                    format!("  {v}")
+                }
+            );
+        } else {
+            let _ = writeln!(out, "    {k:<width$}  {v}");
         }
-        out
+    }
+    out
+}
+
+/// `CL_DEVICE_SVM_CAPABILITIES` by name (`"none"` for 0).
+fn svm_names(c: crate::SvmCapabilities) -> String {
+    use crate::SvmCapabilities as S;
+    let names: Vec<&str> = [
+        (S::COARSE_GRAIN_BUFFER, "coarse-grain buffer"),
+        (S::FINE_GRAIN_BUFFER, "fine-grain buffer"),
+        (S::FINE_GRAIN_SYSTEM, "fine-grain system"),
+        (S::ATOMICS, "atomics"),
+    ]
+    .into_iter()
+    .filter(|&(bit, _)| c.contains(bit))
+    .map(|(_, n)| n)
+    .collect();
+    let unknown = c.0 & !0xf;
+    match (names.is_empty(), unknown) {
+        (true, 0) => "none".to_owned(),
+        (_, 0) => names.join(", "),
+        _ => format!("{}, unknown bits {unknown:#x}", names.join(", ")),
     }
 }
 

@@ -24,6 +24,8 @@ use cl_characterize::{
 };
 use serde_json::Value;
 
+mod embedded;
+
 fn dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
@@ -465,7 +467,18 @@ fn report_table_shows_every_result() {
         assert!(table.contains(needle), "missing {needle:?} in\n{table}");
     }
     let cpu = DeviceReport::new(&load_profile("pocl-3.1-cpu")).to_table();
-    assert!(cpu.contains("error: asking for a bank count is meaningless for cache-based lmem"));
+    // Questions that do not apply say so, with PyOpenCL's reason.
+    assert!(cpu.contains("n/a (asking for a bank count is meaningless for cache-based lmem)"));
+    assert!(!cpu.contains("error:"), "{cpu}");
+    // SVM capabilities by name; the bank-conflict rows explained.
+    assert!(table.contains("coarse-grain buffer"), "{table}");
+    assert!(!table.contains("0x"), "{table}");
+    assert!(table.contains("legend"), "{table}");
+    let oclgrind = DeviceReport::new(&load_profile("oclgrind-21.10")).to_table();
+    assert!(
+        oclgrind.contains("n/a (not queried: OpenCL before 2.0)"),
+        "{oclgrind}"
+    );
     assert!(matches!(
         DeviceReport::new(&load_profile("pocl-3.1-cpu"))
             .characterization
@@ -531,4 +544,23 @@ fn hand_computed_values_from_the_reference_formulas() {
     let pocl_cuda = load_profile("pocl-cuda-nvidia");
     assert_eq!(get_simd_group_size(&pocl_cuda, 4).unwrap(), Some(32));
     assert_eq!(get_pocl_version(&pocl_cuda, None).value, Some((4, 0)));
+}
+
+/// The list `cl-tests` embeds (for the GPU bundle, which has no source tree) names every recorded
+/// profile, with the same text.
+#[test]
+fn embedded_profiles_are_every_recorded_profile() {
+    let on_disk: Vec<(String, String)> = json_files("profiles")
+        .into_iter()
+        .map(|(name, _)| {
+            let text =
+                std::fs::read_to_string(dir("profiles").join(format!("{name}.json"))).unwrap();
+            (name, text)
+        })
+        .collect();
+    let embedded: Vec<(String, String)> = embedded::PROFILES
+        .iter()
+        .map(|&(n, t)| (n.to_owned(), t.to_owned()))
+        .collect();
+    assert_eq!(embedded, on_disk);
 }

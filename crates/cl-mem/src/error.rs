@@ -2,7 +2,7 @@
 
 use cl_raw::{ClError, Version, VersionParseError};
 
-use crate::runtime::select::grammar::SelectError;
+use cl_raw::select::SelectError;
 
 /// `Result<T, cl_mem::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -73,7 +73,12 @@
 //!
 //! # Features
 //!
-//! None.
+//! | feature | default | what it adds |
+//! | --- | --- | --- |
+//! | `ndarray` | on | `read_array` / `write_array` / `to_array` on buffers and images, `as_array` / `as_array_mut` on maps, pinned memory and SVM, `image_from_array` (PyOpenCL's numpy side) |
+//! | `half` | on | `half::f16` as a [`Pod`] and an [`ImageElement`] (`HALF_FLOAT` channels) |
+//!
+//! Without either the crate works on plain slices (`default-features = false`).
 
 mod buffer;
 mod error;
@@ -120,10 +125,12 @@ pub use runtime::program::Program;
 pub use runtime::queue::{Queue, QueueBuilder};
 pub use runtime::select::{create_some_context, default_device, test_devices, DeviceRank};
 
+#[cfg(feature = "ndarray")]
+pub use image::image_from_array;
 pub use image::{
-    image_from_array, supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder,
-    ChannelType, FillColor, Image, ImageAccess, ImageDesc, ImageElement, ImageFormat, ImageInfo,
-    ImageMapping, ImagePitches, ImageType, MapAccess,
+    supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder, ChannelType, FillColor,
+    Image, ImageAccess, ImageDesc, ImageElement, ImageFormat, ImageInfo, ImageMapping,
+    ImagePitches, ImageType, MapAccess,
 };
 pub use pipe::Pipe;
 pub use sampler::{AddressingMode, FilterMode, Sampler, SamplerProperty};

@@ -43,7 +43,9 @@
 //! | [`FirstArgCache`], [`ContextCache`], [`clear_first_arg_caches`] | - | `first_arg_dependent_memoize`, `context_dependent_memoize`, `clear_first_arg_caches` |
 //! | [`trace`] | - | `_set_trace` (stdout only) |
 //!
-//! Crate features: none.
+//! Crate features: `serde` (default): trace JSON lines ([`trace::to_json_lines`],
+//! [`trace::from_json_lines`]), serde derives on [`trace::TraceEvent`] and
+//! [`trace::pytorch_snapshot`]. Without it the pool, recording, replay and the SVG plots remain.
 //!
 //! Safety model: this crate contains no `unsafe` (`#![forbid(unsafe_code)]`); every OpenCL call
 //! goes through `cl-mem`, and no allocator (so no OpenCL) call is made while one of the pool's

@@ -25,6 +25,7 @@
 //! | [`platform`], [`device`], [`context`], [`queue`], [`event`], [`program`], [`kernel`] | `clGetPlatformIDs`, `clCreateContext`, `clEnqueue*`, ... |
 //! | [`mem`], [`image`], [`pipe`], [`sampler`], [`svm`] | memory objects, `clSVMAlloc` |
 //! | [`extra`] | 2.2/3.0 and vendor items `cl-sys` 0.4 lacks |
+//! | [`select::Selector`] | the `CL_TEST` / `PYOPENCL_TEST` device-selector grammar (pure; no OpenCL call) |
 //!
 //! # Naming
 //!
@@ -57,6 +58,7 @@ pub mod info;
 mod version;
 
 pub mod extra;
+pub mod select;
 
 pub mod context;
 pub mod device;

@@ -25,6 +25,7 @@
 //! a sub-buffer of a sub-buffer is created from the root with the offsets added (OpenCL refuses
 //! sub-buffers of sub-buffers).
 
+#[cfg(feature = "ndarray")]
 pub(crate) mod array;
 pub(crate) mod fill;
 pub(crate) mod host;

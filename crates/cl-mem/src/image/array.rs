@@ -5,15 +5,20 @@
 //! image's x, so an array of shape `(rows, cols)` is an image `cols` wide and `rows` high; a
 //! trailing axis may hold the channels of a pixel.
 
-use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
-
-use super::{ChannelOrder, ChannelType, Image, ImageDesc, ImageFormat, ImagePitches};
-use crate::error::{Error, Result};
+use super::ChannelType;
 use crate::memory::MemFlags;
 use crate::pod::Pod;
-use crate::runtime::context::Context;
-use crate::runtime::event::Event;
-use crate::runtime::queue::Queue;
+
+// What the ndarray half needs (`image_from_array`, `Image::read_array` / `write_array`).
+#[cfg(feature = "ndarray")]
+use {
+    super::{ChannelOrder, Image, ImageDesc, ImageFormat, ImagePitches},
+    crate::error::{Error, Result},
+    crate::runtime::context::Context,
+    crate::runtime::event::Event,
+    crate::runtime::queue::Queue,
+    ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn},
+};
 
 /// An element type an image can be built from: PyOpenCL's `DTYPE_TO_CHANNEL_TYPE` (and
 /// `..._NORM`) tables, plus arrays `[T; N]` for its vector types (`float4` is `[f32; 4]`, one
@@ -45,9 +50,14 @@ image_element! {
     u16 => UnsignedInt16, Some(ChannelType::UnormInt16);
     i32 => SignedInt32, None;
     u32 => UnsignedInt32, None;
+}
+
+#[cfg(feature = "half")]
+image_element! {
     half::f16 => HalfFloat, None;
 }
 
+#[cfg(feature = "half")]
 // SAFETY: `half::f16` is a `#[repr(transparent)]` `u16`: no padding, no pointers, every bit
 // pattern a value (NaNs included).
 unsafe impl Pod for half::f16 {}
@@ -95,6 +105,7 @@ pub struct ArrayImageOptions {
 }
 
 /// The image dimensions (width first) and channel count of an array.
+#[cfg(feature = "ndarray")]
 fn array_layout<T: ImageElement>(
     shape: &[usize],
     num_channels: Option<usize>,
@@ -142,6 +153,7 @@ fn array_layout<T: ImageElement>(
 /// or `norm_int` with an element type without a normalized channel type (`f32`, `i32`, ...);
 /// [`Error::Unsupported`] when the context does not support the format (RGB is rarely
 /// supported: drivers allow it only with packed types); and as [`Image::from_host`].
+#[cfg(feature = "ndarray")]
 pub fn image_from_array<T, S, D>(
     context: &Context,
     array: &ArrayBase<S, D>,
@@ -179,6 +191,7 @@ where
     )
 }
 
+#[cfg(feature = "ndarray")]
 impl Image {
     /// Refuses an element type whose channel type is not the image's: an `f64` read of a
     /// `CL_FLOAT` image would reinterpret pairs of floats as doubles.
@@ -304,6 +317,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "ndarray")]
     fn layouts_follow_image_from_array() {
         // float32 (4, 6) -> width 6, height 4, R.
         assert_eq!(array_layout::<f32>(&[4, 6], None), Ok((vec![6, 4], 1)));
@@ -325,6 +339,7 @@ mod tests {
     #[test]
     fn element_types_map_to_the_reference_tables() {
         assert_eq!(<f32 as ImageElement>::CHANNEL_TYPE, ChannelType::Float);
+        #[cfg(feature = "half")]
         assert_eq!(
             <half::f16 as ImageElement>::CHANNEL_TYPE,
             ChannelType::HalfFloat

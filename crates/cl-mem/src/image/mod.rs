@@ -54,7 +54,9 @@ use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::track::Tracked;
 
-pub use array::{image_from_array, ArrayImageOptions, ImageAccess, ImageElement};
+#[cfg(feature = "ndarray")]
+pub use array::image_from_array;
+pub use array::{ArrayImageOptions, ImageAccess, ImageElement};
 pub use format::{ChannelKind, ChannelOrder, ChannelType, ImageFormat};
 pub use map::{ImageMapping, MapAccess};
 pub use transfer::FillColor;

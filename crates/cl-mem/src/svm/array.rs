@@ -5,8 +5,10 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+#[cfg(feature = "ndarray")]
 use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
+#[cfg(feature = "ndarray")]
 use crate::buffer::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
 use crate::pod::Pod;
@@ -414,6 +416,7 @@ impl<T: Pod, G: HostAccessible> SvmArray<T, G> {
     /// # Errors
     ///
     /// As [`SvmArray::as_slice`], plus [`Error::InvalidArgument`] when the shape does not fit.
+    #[cfg(feature = "ndarray")]
     pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
         &mut self,
         shape: Sh,
@@ -426,6 +429,7 @@ impl<T: Pod, G: HostAccessible> SvmArray<T, G> {
     /// # Errors
     ///
     /// As [`SvmArray::as_array`].
+    #[cfg(feature = "ndarray")]
     pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
         &mut self,
         shape: Sh,

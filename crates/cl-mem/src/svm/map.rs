@@ -7,8 +7,10 @@ use std::ops::{Deref, DerefMut, Range};
 use std::sync::Arc;
 
 use cl_raw::{queue as raw_queue, sys};
+#[cfg(feature = "ndarray")]
 use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
+#[cfg(feature = "ndarray")]
 use crate::buffer::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
 use crate::pod::Pod;
@@ -105,6 +107,7 @@ impl<T: Pod> SvmMapMut<'_, T> {
     }
 }
 
+#[cfg(feature = "ndarray")]
 impl<T: Pod> SvmMap<'_, T> {
     /// The mapped values as an array view of `shape` (C order by default, `.f()` for Fortran,
     /// or explicit strides), checked by ndarray to stay inside the map.
@@ -120,6 +123,7 @@ impl<T: Pod> SvmMap<'_, T> {
     }
 }
 
+#[cfg(feature = "ndarray")]
 impl<T: Pod> SvmMapMut<'_, T> {
     /// The mapped values as an array view; see [`SvmMap::as_array`].
     ///

@@ -12,18 +12,22 @@
 mod plot;
 mod random;
 mod replay;
+#[cfg(feature = "serde")]
+mod snapshot;
 
-pub use self::plot::{pytorch_snapshot, timeline_svg};
+pub use self::plot::timeline_svg;
 pub use self::random::{random_trace, RandomTraceShape};
 pub use self::replay::{replay, replay_with_timeline, ReplayConfig, ReplayReport, TimelinePoint};
+#[cfg(feature = "serde")]
+pub use self::snapshot::pytorch_snapshot;
 
+#[cfg(feature = "serde")]
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
 /// One event of an allocation trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "op", rename_all = "snake_case"))]
 pub enum TraceEvent {
     /// A request of `size` bytes; `id` names it for its `Free`.
     Alloc {
@@ -40,6 +44,7 @@ pub enum TraceEvent {
 }
 
 /// A line of a JSON-lines trace that does not parse.
+#[cfg(feature = "serde")]
 #[derive(Debug)]
 pub struct TraceParseError {
     /// 1-based line number.
@@ -48,15 +53,18 @@ pub struct TraceParseError {
     pub message: String,
 }
 
+#[cfg(feature = "serde")]
 impl fmt::Display for TraceParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "trace line {}: {}", self.line, self.message)
     }
 }
 
+#[cfg(feature = "serde")]
 impl std::error::Error for TraceParseError {}
 
 /// Writes a trace as JSON lines (`{"op":"alloc","id":1,"size":100}` / `{"op":"free","id":1}`).
+#[cfg(feature = "serde")]
 #[must_use]
 pub fn to_json_lines(trace: &[TraceEvent]) -> String {
     let mut out = String::new();
@@ -75,6 +83,7 @@ pub fn to_json_lines(trace: &[TraceEvent]) -> String {
 /// # Errors
 ///
 /// [`TraceParseError`] for the first line that is not an event.
+#[cfg(feature = "serde")]
 pub fn from_json_lines(text: &str) -> Result<Vec<TraceEvent>, TraceParseError> {
     text.lines()
         .enumerate()

@@ -24,10 +24,10 @@ use crate::runtime::context::Context;
 use crate::runtime::device::{Device, DeviceType};
 use crate::runtime::platform::Platform;
 
-pub(crate) mod grammar;
-
-use self::grammar::listing;
-pub use self::grammar::{Entry, Ident, PlatformEntry, SelectError, Selector};
+// The grammar itself is pure and lives in cl-raw, so that cl-characterize's `cl-report` (which
+// may not depend on cl-mem) selects devices with the same grammar.
+use cl_raw::select::listing;
+pub use cl_raw::select::{Entry, Ident, PlatformEntry, SelectError, Selector};
 
 fn select_error(variable: &str) -> impl Fn(SelectError) -> Error + '_ {
     move |error| Error::Select {

@@ -1,6 +1,10 @@
-//! The selector grammar, pure: parsing ([`Selector::parse`]) and resolution over platform and
-//! device names ([`Selector::resolve`]), with no OpenCL call and no other module of the crate, so
-//! the error type can name [`SelectError`] without a dependency on the live selection.
+//! The device-selector grammar of `CL_TEST` / `PYOPENCL_TEST` (described in `cl_mem::select`),
+//! pure: parsing ([`Selector::parse`]) and resolution over platform and device names
+//! ([`Selector::resolve`]), with no OpenCL call.
+//!
+//! It lives here, below `cl-mem`, so that every tool that selects devices uses one grammar:
+//! `cl-mem` re-exports it as `cl_mem::select` and runs it against the live platforms, and
+//! `cl-characterize`'s `cl-report` (which may depend on `cl-raw` only) uses it for `--device`.
 
 use std::fmt;
 
@@ -108,7 +112,9 @@ pub enum SelectError {
     },
 }
 
-pub(crate) fn listing<'a>(items: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+/// `"0: name (vendor), 1: ..."` of `(name, vendor)` pairs, or `"none"`: how the errors list
+/// what is available.
+pub fn listing<'a>(items: impl Iterator<Item = (&'a str, &'a str)>) -> String {
     let parts: Vec<String> = items
         .enumerate()
         .map(|(i, (n, v))| format!("{i}: {n} ({v})"))
