@@ -114,8 +114,8 @@ pub use runtime::device::{
     AtomicCapabilities, Device, DeviceType, ImageLimits, LocalMemType, SvmCapabilities,
     VendorAttributes,
 };
+pub use runtime::event::future::EventFuture;
 pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
-pub use runtime::future::EventFuture;
 pub use runtime::kernel::{
     ArgValue, AsKernelArg, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
 };

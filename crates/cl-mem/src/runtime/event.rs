@@ -11,7 +11,9 @@ use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
-use crate::runtime::future::{EventFuture, Waiters};
+pub(crate) mod future;
+
+use self::future::{EventFuture, Waiters};
 
 /// `CL_EVENT_COMMAND_EXECUTION_STATUS`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

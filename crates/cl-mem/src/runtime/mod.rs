@@ -5,7 +5,6 @@
 pub(crate) mod context;
 pub(crate) mod device;
 pub(crate) mod event;
-pub(crate) mod future;
 pub(crate) mod kernel;
 pub(crate) mod partition;
 pub(crate) mod platform;
