@@ -98,14 +98,14 @@ impl<A: Allocator> Drop for PoolBlock<A> {
         let Some(block) = self.block.take() else {
             return;
         };
-        match &self.owner {
+        match std::mem::replace(&mut self.owner, Owner::Gone) {
             Owner::Pool(inner) => {
-                release(inner, None, block, self.bin, self.requested, self.trace_id)
+                release(&inner, None, block, self.bin, self.requested, self.trace_id)
             }
             Owner::Slot(slot) => {
                 // The slot's lease keeps the pool alive while this block is; the pool itself is
                 // only reached (one reference count) when the block must go to the shared bins.
-                if let Err(block) =
+                if let Err((block, slot)) =
                     slot_release(slot, block, self.bin, self.requested, self.trace_id)
                 {
                     if let Some(inner) = slot.lease() {
@@ -114,6 +114,7 @@ impl<A: Allocator> Drop for PoolBlock<A> {
                     slot.returned();
                 }
             }
+            Owner::Gone => {}
         }
     }
 }
@@ -123,6 +124,8 @@ impl<A: Allocator> Drop for PoolBlock<A> {
 pub(super) enum Owner<A: Allocator> {
     Slot(Arc<Slot<A>>),
     Pool(Arc<Inner<A>>),
+    /// Taken by `Drop` (never seen by a method).
+    Gone,
 }
 
 impl<A: Allocator> Owner<A> {
@@ -130,6 +133,7 @@ impl<A: Allocator> Owner<A> {
         match self {
             Owner::Slot(s) => s.layout,
             Owner::Pool(p) => p.layout,
+            Owner::Gone => crate::bins::BinLayout::default(),
         }
     }
 }
@@ -137,13 +141,14 @@ impl<A: Allocator> Owner<A> {
 /// An owned block of `slot` comes back through the returning thread's cache; `Err` when it must
 /// go to the shared bins instead (the slot's lease count is then still to be dropped).
 #[inline]
+#[expect(clippy::type_complexity, reason = "a private pair")]
 fn slot_release<A: Allocator>(
-    slot: &Arc<Slot<A>>,
+    slot: Arc<Slot<A>>,
     block: A::Block,
     bin: BinNumber,
     size: usize,
     trace_id: u64,
-) -> Result<(), A::Block> {
+) -> Result<(), (A::Block, Arc<Slot<A>>)> {
     if trace_id != 0 {
         // Recording (rare): the pool is reached through the lease.
         if let Some(inner) = slot.lease() {
@@ -170,7 +175,7 @@ pub(super) fn release<A: Allocator>(
         lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
     }
     let block = if inner.cache_on() {
-        match cache::put_cached(inner, None, bin, size, block) {
+        match cache::put_cached(inner, bin, size, block) {
             Ok(()) => return,
             Err(b) => b,
         }

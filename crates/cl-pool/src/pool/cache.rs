@@ -55,6 +55,8 @@ const DIRECT_BINS: usize = 1280;
 /// One bin of one thread's cache.
 pub(super) struct CacheBin<B> {
     pub(super) blocks: Vec<B>,
+    /// The bin's block size (`alloc_size(bin)`), kept so a hit does not recompute it.
+    pub(super) alloc: usize,
     pub(super) hits: u64,
     pub(super) active_blocks: isize,
     pub(super) active_requested: isize,
@@ -69,9 +71,10 @@ pub(super) struct CacheBin<B> {
 }
 
 impl<B> CacheBin<B> {
-    fn new(shared_held: usize, shared_active: usize) -> Self {
+    fn new(alloc: usize, shared_held: usize, shared_active: usize) -> Self {
         CacheBin {
             blocks: Vec::new(),
+            alloc,
             hits: 0,
             active_blocks: 0,
             active_requested: 0,
@@ -253,8 +256,8 @@ impl<A: Allocator> Slot<A> {
             .peak_active
             .max(clamp(c.shared_active.wrapping_add_signed(c.active_blocks)));
         c.last_tick = inner.tick.load(Ordering::Relaxed) + s.requests;
+        s.held_bytes -= signed(c.alloc);
         s.active_bytes += signed(size);
-        s.held_bytes -= signed(self.layout.alloc_size(bin));
         s.requests += 1;
         s.outstanding += usize::from(owned);
         let own = s.active_bytes;
@@ -274,7 +277,6 @@ impl<A: Allocator> Slot<A> {
         block: A::Block,
         owned_here: bool,
     ) -> Result<(), A::Block> {
-        let bytes = self.layout.alloc_size(bin);
         let mut guard = self.state.lock();
         let s = &mut *guard;
         if s.retired || s.closed {
@@ -286,10 +288,12 @@ impl<A: Allocator> Slot<A> {
         if !inner.cache_on() {
             return Err(block);
         }
+        let layout = self.layout;
         let c = s.bins.get_or_insert_with(bin, || {
             let (held, active) = Self::shared_view(inner, bin);
-            CacheBin::new(held, active)
+            CacheBin::new(layout.alloc_size(bin), held, active)
         });
+        let bytes = c.alloc;
         c.active_blocks -= 1;
         c.active_requested -= signed(size);
         c.blocks.push(block);
@@ -319,9 +323,10 @@ impl<A: Allocator> Slot<A> {
             return;
         }
         let (held, active) = Self::shared_view(inner, bin);
+        let alloc = self.layout.alloc_size(bin);
         let c = s
             .bins
-            .get_or_insert_with(bin, || CacheBin::new(held, active));
+            .get_or_insert_with(bin, || CacheBin::new(alloc, held, active));
         c.shared_held = held;
         c.shared_active = active;
         c.peak_active = c
@@ -363,7 +368,7 @@ impl<A: Allocator> Slot<A> {
         let mut bytes = 0usize;
         for (bin, b) in s.bins.iter_mut() {
             if !b.blocks.is_empty() {
-                bytes += b.blocks.len() * self.layout.alloc_size(bin);
+                bytes += b.blocks.len() * b.alloc;
                 b.shared_held += b.blocks.len();
                 out.push(Drained {
                     bin,
@@ -444,7 +449,15 @@ impl<A: Allocator> SlotDyn for Slot<A> {
 struct TlsEntry {
     pool: usize,
     slot: Arc<dyn SlotDyn>,
+    /// Spare references to `slot`, left by owned blocks returned on this thread and handed to
+    /// the next owned hits: in the steady state an owned block costs no reference-count
+    /// operation (each is a locked instruction). Dropped with the entry.
+    spare: RefCell<Vec<Arc<dyn Any + Send + Sync>>>,
 }
+
+/// Most spare slot references one TLS entry keeps (more owned blocks out than this: the extra
+/// references are dropped as usual).
+const SPARE_MAX: usize = 64;
 
 impl Drop for TlsEntry {
     fn drop(&mut self) {
@@ -486,7 +499,12 @@ pub(super) fn take_cached<A: Allocator>(
             let slot = e.slot.as_any().downcast_ref::<Slot<A>>()?;
             let block = slot.take(inner, bin, size, owned)?;
             let keep = if owned {
-                Arc::clone(&e.slot).into_any().downcast::<Slot<A>>().ok()
+                let spare = e
+                    .spare
+                    .borrow_mut()
+                    .pop()
+                    .and_then(|a| a.downcast::<Slot<A>>().ok());
+                spare.or_else(|| Arc::clone(&e.slot).into_any().downcast::<Slot<A>>().ok())
             } else {
                 None
             };
@@ -497,65 +515,79 @@ pub(super) fn take_cached<A: Allocator>(
 }
 
 /// A returned block into the calling thread's cache (`Err` hands it back when there is none:
-/// caches off, no slot, thread exiting). `origin`: the slot of an owned block.
+/// caches off, no slot, thread exiting). Local blocks come this way: no slot reference involved.
 #[inline]
 pub(super) fn put_cached<A: Allocator>(
     inner: &Arc<Inner<A>>,
-    origin: Option<&Arc<Slot<A>>>,
     bin: BinNumber,
     size: usize,
     block: A::Block,
 ) -> Result<(), A::Block> {
-    put_in(pool_id(inner), origin, bin, size, block)
+    put_in::<A>(pool_id(inner), None, bin, size, block).map_err(|(b, _)| b)
 }
 
-/// An owned block of `origin` comes back (no pool handle needed: the pool is found by its id).
+/// An owned block of `origin` comes back (no pool handle needed: the pool is found by its id)
+/// into the calling thread's cache. On the thread that allocated it, `origin` is kept as a
+/// spare reference for the next owned hit; from another thread, `origin`'s count of blocks out
+/// drops and the reference goes. `Err` gives block and reference back when no cache takes it.
 #[inline]
+#[expect(clippy::type_complexity, reason = "a private pair")]
 pub(super) fn put_owned<A: Allocator>(
-    origin: &Arc<Slot<A>>,
+    origin: Arc<Slot<A>>,
     bin: BinNumber,
     size: usize,
     block: A::Block,
-) -> Result<(), A::Block> {
+) -> Result<(), (A::Block, Arc<Slot<A>>)> {
     put_in(origin.pool, Some(origin), bin, size, block)
+        .map_err(|(b, o)| (b, o.unwrap_or_else(|| unreachable_origin())))
+}
+
+#[cold]
+fn unreachable_origin<T>() -> T {
+    unreachable!("put_in gives back the origin it was given")
 }
 
 #[inline]
+#[expect(clippy::type_complexity, reason = "a private pair")]
 fn put_in<A: Allocator>(
     id: usize,
-    origin: Option<&Arc<Slot<A>>>,
+    origin: Option<Arc<Slot<A>>>,
     bin: BinNumber,
     size: usize,
     block: A::Block,
-) -> Result<(), A::Block> {
-    let mut block = Some(block);
+) -> Result<(), (A::Block, Option<Arc<Slot<A>>>)> {
+    let mut back = Some((block, origin));
     let r = SLOTS.try_with(|v| {
         let v = v.borrow();
-        let slot = v
-            .iter()
-            .find(|e| e.pool == id)
-            .and_then(|e| e.slot.as_any().downcast_ref::<Slot<A>>())
-            .ok_or(())?;
-        let here = origin.is_some_and(|o| std::ptr::eq(Arc::as_ptr(o), slot));
-        let b = block.take().ok_or(())?;
+        let e = v.iter().find(|e| e.pool == id).ok_or(())?;
+        let slot = e.slot.as_any().downcast_ref::<Slot<A>>().ok_or(())?;
+        let (b, origin) = back.take().ok_or(())?;
+        let here = origin
+            .as_ref()
+            .is_some_and(|o| std::ptr::eq(Arc::as_ptr(o), slot));
         match slot.put(bin, size, b, here) {
-            Ok(()) => Ok(here),
+            Ok(()) => {
+                if let Some(o) = origin {
+                    if here {
+                        let mut spare = e.spare.borrow_mut();
+                        if spare.len() < SPARE_MAX {
+                            spare.push(o);
+                        }
+                    } else {
+                        o.returned();
+                    }
+                }
+                Ok(())
+            }
             Err(b) => {
-                block = Some(b);
+                back = Some((b, origin));
                 Err(())
             }
         }
     });
     match r {
-        Ok(Ok(here)) => {
-            if !here {
-                if let Some(o) = origin {
-                    o.returned();
-                }
-            }
-            Ok(())
-        }
-        _ => block.map_or(Ok(()), Err),
+        Ok(Ok(())) => Ok(()),
+        _ => back.map_or(Ok(()), Err),
     }
 }
 
@@ -596,6 +628,7 @@ fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A
     let entry = TlsEntry {
         pool: id,
         slot: Arc::clone(&slot) as Arc<dyn SlotDyn>,
+        spare: RefCell::new(Vec::new()),
     };
     let stale = SLOTS
         .try_with(|v| {

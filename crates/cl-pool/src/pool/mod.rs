@@ -300,6 +300,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// - [`PoolError::LimitReached`] when the managed-bytes limit cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
+    #[inline]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let (a, slot) = self.acquire(size, true)?;
         let owner = match slot {
@@ -447,6 +448,7 @@ impl<A: Allocator> MemoryPool<A> {
         }
     }
 
+    #[inline]
     fn hand_out(
         &self,
         mut block: A::Block,
