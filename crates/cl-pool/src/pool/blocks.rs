@@ -141,7 +141,6 @@ impl<A: Allocator> Owner<A> {
 /// An owned block of `slot` comes back through the returning thread's cache; `Err` when it must
 /// go to the shared bins instead (the slot's lease count is then still to be dropped).
 #[inline]
-#[expect(clippy::type_complexity, reason = "a private pair")]
 fn slot_release<A: Allocator>(
     slot: Arc<Slot<A>>,
     block: A::Block,

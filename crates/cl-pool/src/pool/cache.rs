@@ -539,7 +539,7 @@ pub(super) fn put_owned<A: Allocator>(
     block: A::Block,
 ) -> Result<(), (A::Block, Arc<Slot<A>>)> {
     put_in(origin.pool, Some(origin), bin, size, block)
-        .map_err(|(b, o)| (b, o.unwrap_or_else(|| unreachable_origin())))
+        .map_err(|(b, o)| (b, o.unwrap_or_else(unreachable_origin)))
 }
 
 #[cold]
