@@ -531,7 +531,6 @@ pub(super) fn put_cached<A: Allocator>(
 /// spare reference for the next owned hit; from another thread, `origin`'s count of blocks out
 /// drops and the reference goes. `Err` gives block and reference back when no cache takes it.
 #[inline]
-#[expect(clippy::type_complexity, reason = "a private pair")]
 pub(super) fn put_owned<A: Allocator>(
     origin: Arc<Slot<A>>,
     bin: BinNumber,
