@@ -141,5 +141,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.active_blocks, s.held_blocks, s.hits, s.misses
         );
     }
+    // Does sharding the shared bins help anywhere? Owned blocks, total hits per second (M/s) of
+    // 1 and 8 and 16 threads, with the per-thread caches and with every hit on the shared bins.
+    println!("\n| shared bins | caches | 1 thread (M hits/s) | 8 threads | 16 threads |");
+    println!("| --- | --- | ---: | ---: | ---: |");
+    for shared_only in [false, true] {
+        for shards in [1usize, 16] {
+            let pool = MemoryPool::builder(SimulatedAllocator::new(usize::MAX))
+                .shards(shards)
+                .policy(cl_pool::Policy {
+                    shared_bins_only: shared_only,
+                    ..cl_pool::Policy::default()
+                })
+                .build()
+                .map_err(|e: InvalidLeadingBits| e.to_string())?;
+            let n = 200_000usize;
+            let r: Vec<f64> = [1usize, 8, 16]
+                .iter()
+                .map(|&t| throughput(&pool, t, true, true, n) / 1e6)
+                .collect();
+            println!(
+                "| {shards} shard{} | {} | {:.1} | {:.1} | {:.1} |",
+                if shards == 1 { "" } else { "s" },
+                if shared_only { "off" } else { "on" },
+                r[0],
+                r[1],
+                r[2]
+            );
+        }
+    }
     Ok(())
 }
