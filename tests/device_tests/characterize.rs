@@ -1,12 +1,12 @@
 //! cl-characterize on live devices: the probed profile, PyOpenCL's kernel probes, and every
 //! characterization result against PyOpenCL itself.
 //!
-//! - `matches_pyopencl_reference_output`: runs `../shared/tools/pyopencl-reference` once (or reads
+//! - `matches_pyopencl_reference_output`: runs `tools/pyopencl-reference` once (or reads
 //!   the JSON named by `CL_PYOPENCL_REFERENCE_JSON`) and compares every key of PyOpenCL's
 //!   `char_report`, each bank-conflict case included, for this device. Skipped with the reason when
 //!   PyOpenCL cannot be run (no network for its install) or does not list the device.
 //! - `matches_recorded_pyopencl_values`: the values PyOpenCL gave on this device kind when the
-//!   reference was written (`../shared/reference/pyopencl-semantics.md` section 6.4), so the check
+//!   reference was written (`docs/reference/pyopencl-semantics.md` section 6.4), so the check
 //!   runs even where Python is missing.
 //! - the probe tests: kernel probes, version gating, vendor attributes only when advertised, and
 //!   the live profile equal to the recorded one where this machine's device was recorded.
@@ -84,7 +84,7 @@ fn pyopencl_reference() -> &'static Result<Value, String> {
             return serde_json::from_str(&text).map_err(|e| e.to_string());
         }
         let tool = std::env::var_os("PYOPENCL_REFERENCE").map_or_else(
-            || workspace_root().join("../shared/tools/pyopencl-reference"),
+            || workspace_root().join("tools/pyopencl-reference"),
             PathBuf::from,
         );
         if !tool.exists() {
@@ -156,7 +156,7 @@ fn matches_pyopencl_reference_output(t: &TestDevice) -> TestResult {
     Ok(())
 }
 
-/// PyOpenCL's values on this device kind (reference §6.4 and `../shared/reference/devices`).
+/// PyOpenCL's values on this device kind (reference §6.4 and `docs/reference/devices`).
 fn matches_recorded_pyopencl_values(t: &TestDevice) -> TestResult {
     let (p, _) = profile(t)?;
     let svm = |report: &DeviceReport| -> Vec<Outcome<bool>> {

@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: the criterion benches (`cl-benches`) and PyOpenCL's own timings
-//! (`../shared/tools/pyopencl-reference --bench`, when present), side by side in `target/bench-report/`.
+//! (`tools/pyopencl-reference --bench`, when present), side by side in `target/bench-report/`.
 //!
 //! Matching convention: a criterion benchmark `<group>/<bytes>` lines up with PyOpenCL's key
 //! `<group>_ns_<bytes>` (e.g. `raw_buffer_create_release/1024` and `raw_buffer_create_release_ns_1024`).
@@ -46,7 +46,7 @@ pub(crate) fn run(args: &[String]) -> Result {
     let rust = criterion_means(&root.join("target/criterion"), started);
     std::fs::write(dir.join("rust.json"), serde_json::to_string_pretty(&rust)?)?;
 
-    let tool = root.join("../shared/tools/pyopencl-reference");
+    let tool = root.join("tools/pyopencl-reference");
     let reference = if tool.is_file() {
         println!("==> {} --bench", tool.display());
         let out = std::process::Command::new(&tool)

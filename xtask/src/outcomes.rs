@@ -19,7 +19,7 @@ use crate::util;
 pub(crate) const CHECKED: &[&str] = &["oclgrind", "pocl", "intel-cpu"];
 
 /// Tests whose skipping depends on the machine, not the device (PyOpenCL installable from PyPI,
-/// `../shared/tools` beside the checkout): left out of the record, and reported on their own
+/// `tools/` of the checkout): left out of the record, and reported on their own
 /// line by the matrix instead.
 pub(crate) const ENVIRONMENT_DEPENDENT: &[&str] =
     &["characterize::matches_pyopencl_reference_output"];

@@ -1,6 +1,6 @@
 //! Side-by-side comparison with PyOpenCL's own output (feature `probe`).
 //!
-//! `../shared/tools/pyopencl-reference` (PyOpenCL's `pyopencl_probe.py`) prints, per device, a
+//! `tools/pyopencl-reference` (PyOpenCL's `pyopencl_probe.py`) prints, per device, a
 //! `char` object; [`crate::DeviceReport`] serializes a `char` object with the same keys and value
 //! encoding. [`compare`] pairs the devices (by platform name, device name and order) and compares
 //! every key, each `why_not_local_access_conflict_free` case separately.

@@ -1,6 +1,6 @@
 //! Parity with PyOpenCL on the devices of this machine (feature `probe`).
 //!
-//! Runs `../shared/tools/pyopencl-reference` (or reads the JSON named by
+//! Runs `tools/pyopencl-reference` (or reads the JSON named by
 //! `CL_PYOPENCL_REFERENCE_JSON`), profiles every local device, and requires every key of PyOpenCL's
 //! `char_report` (all 50 bank-conflict cases included) to be identical, device by device. Where
 //! PyOpenCL cannot be run (its first run installs it from PyPI) or no OpenCL platform is
@@ -22,7 +22,7 @@ fn pyopencl_reference() -> Result<Value, String> {
         return serde_json::from_str(&text).map_err(|e| e.to_string());
     }
     let tool =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/pyopencl-reference");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/pyopencl-reference");
     if !tool.exists() {
         return Err(format!("{} not found", tool.display()));
     }

@@ -2,7 +2,7 @@
 
 Runs the unmodified `pyopencl.characterize` functions on stand-in device objects built from
 tests/profiles/*.json (the method of reference section 6.2, "verified with fake devices"), through the
-same `char_report` as ../shared/tools/pyopencl_probe.py, so the keys and error texts are identical.
+same `char_report` as tools/pyopencl_probe.py, so the keys and error texts are identical.
 A device attribute the profile does not hold raises, as the driver query would; the two kernel
 probes answer from the profile's probe fields.
 

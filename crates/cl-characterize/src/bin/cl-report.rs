@@ -34,7 +34,7 @@ options:
   -o, --json PATH         also write the report as JSON (`-`: to stdout, the table then goes to
                           stderr); `char` uses the keys of PyOpenCL's pyopencl_probe.py
       --markdown PATH     also write a Markdown report, the devices side by side in one table
-      --compare FILE      compare with the output of ../shared/tools/pyopencl-reference and print
+      --compare FILE      compare with the output of tools/pyopencl-reference and print
                           which keys are identical per device (exit status 3 on any difference)
       --no-kernel-probes  do not build PyOpenCL's two probe kernels
   -h, --help              this text
