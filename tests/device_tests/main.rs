@@ -23,6 +23,7 @@
 mod buffers;
 mod characterize;
 mod core;
+mod faults;
 mod futures;
 mod harness;
 mod images;
@@ -47,6 +48,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("multi_device", multi_device::tests),
     ("staged", staged::tests),
     ("futures", futures::tests),
+    ("faults", faults::tests),
 ];
 
 fn main() -> std::process::ExitCode {

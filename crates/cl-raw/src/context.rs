@@ -3,6 +3,7 @@
 use std::ffi::{c_char, c_void};
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::{count, sys};
 
@@ -34,6 +35,7 @@ pub unsafe fn create(
     pfn_notify: Option<NotifyCallback>,
     user_data: *mut c_void,
 ) -> Result<sys::cl_context, ClError> {
+    fault::check("clCreateContext")?;
     if devices.is_empty() || properties.last().is_some_and(|&p| p != 0) {
         return Err(ClError::InvalidValue);
     }

@@ -1,6 +1,7 @@
 //! Device entry points (`clGetDeviceIDs`, `clGetDeviceInfo`, sub-devices).
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::sys;
 
@@ -103,6 +104,7 @@ pub unsafe fn create_sub_devices(
     device: sys::cl_device_id,
     properties: &[sys::cl_device_partition_property],
 ) -> Result<Vec<sys::cl_device_id>, ClError> {
+    fault::check("clCreateSubDevices")?;
     if properties.last() != Some(&0) {
         return Err(ClError::InvalidValue);
     }

@@ -3,6 +3,7 @@
 use std::ffi::c_void;
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::{count, sys};
 
@@ -80,6 +81,7 @@ pub unsafe fn get_profiling_info(
 /// 2. The caller owns (and must release) the returned event, and must set its status before
 ///    anything that waits on it can finish.
 pub unsafe fn create_user_event(context: sys::cl_context) -> Result<sys::cl_event, ClError> {
+    fault::check("clCreateUserEvent")?;
     let mut err = 0;
     // SAFETY: obligation 1.
     let e = unsafe { sys::clCreateUserEvent(context, &mut err) };

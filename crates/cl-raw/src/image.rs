@@ -5,6 +5,7 @@ use std::ffi::c_void;
 
 use crate::error::{check, ClError};
 use crate::extra;
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::sys;
 
@@ -31,9 +32,89 @@ pub unsafe fn create(
     desc: &sys::cl_image_desc,
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateImage")?;
     let mut err = 0;
     // SAFETY: obligations 1-4; `format` and `desc` live for the call.
     let m = unsafe { sys::clCreateImage(context, flags, format, desc, host_ptr, &mut err) };
+    check(err).map(|()| m)
+}
+
+/// [`clCreateImage2D`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage2D.html)
+/// (OpenCL 1.0, deprecated by 1.2 and still exported): a 2-D image.
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `context` is valid.
+/// 2. `host_ptr` as in [`crate::mem::create_buffer`], covering the image with `row_pitch`.
+/// 3. The caller owns (and must release) the returned image.
+pub unsafe fn create_2d(
+    context: sys::cl_context,
+    flags: sys::cl_mem_flags,
+    format: &sys::cl_image_format,
+    (width, height): (usize, usize),
+    row_pitch: usize,
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateImage2D")?;
+    let mut err = 0;
+    // SAFETY: obligations 1-3; `format` lives for the call and is only read (cl-sys declares it
+    // `*mut` after the 1.0 headers).
+    let m = unsafe {
+        sys::clCreateImage2D(
+            context,
+            flags,
+            std::ptr::from_ref(format).cast_mut(),
+            width,
+            height,
+            row_pitch,
+            host_ptr,
+            &mut err,
+        )
+    };
+    check(err).map(|()| m)
+}
+
+/// [`clCreateImage3D`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage3D.html)
+/// (OpenCL 1.0, deprecated by 1.2 and still exported): a 3-D image.
+///
+/// # Errors
+///
+/// The driver's status.
+///
+/// # Safety
+///
+/// 1. `context` is valid.
+/// 2. `host_ptr` as in [`crate::mem::create_buffer`], covering the image with the pitches.
+/// 3. The caller owns (and must release) the returned image.
+pub unsafe fn create_3d(
+    context: sys::cl_context,
+    flags: sys::cl_mem_flags,
+    format: &sys::cl_image_format,
+    (width, height, depth): (usize, usize, usize),
+    (row_pitch, slice_pitch): (usize, usize),
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateImage3D")?;
+    let mut err = 0;
+    // SAFETY: obligations 1-3; `format` lives for the call and is only read.
+    let m = unsafe {
+        sys::clCreateImage3D(
+            context,
+            flags,
+            std::ptr::from_ref(format).cast_mut(),
+            width,
+            height,
+            depth,
+            row_pitch,
+            slice_pitch,
+            host_ptr,
+            &mut err,
+        )
+    };
     check(err).map(|()| m)
 }
 
@@ -56,6 +137,7 @@ pub unsafe fn create_with_properties(
     desc: &sys::cl_image_desc,
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateImageWithProperties")?;
     if properties.last().is_some_and(|&p| p != 0) {
         return Err(ClError::InvalidValue);
     }

@@ -3,6 +3,7 @@
 use std::ffi::{c_void, CStr};
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::sys;
 
@@ -17,6 +18,7 @@ use crate::sys;
 /// 1. `program` is valid.
 /// 2. The caller owns (and must release) the returned kernel.
 pub unsafe fn create(program: sys::cl_program, name: &CStr) -> Result<sys::cl_kernel, ClError> {
+    fault::check("clCreateKernel")?;
     let mut err = 0;
     // SAFETY: obligation 1; `name` is NUL-terminated.
     let k = unsafe { sys::clCreateKernel(program, name.as_ptr(), &mut err) };

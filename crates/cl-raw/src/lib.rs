@@ -24,6 +24,7 @@
 //! | [`info::query`], [`info::InfoValue`] | the `clGet*Info` size-then-fill pattern |
 //! | [`platform`], [`device`], [`context`], [`queue`], [`event`], [`program`], [`kernel`] | `clGetPlatformIDs`, `clCreateContext`, `clEnqueue*`, ... |
 //! | [`mem`], [`image`], [`pipe`], [`sampler`], [`svm`] | memory objects, `clSVMAlloc` |
+//! | [`fault`] | (feature `fault-injection`) a chosen call failing with a chosen status |
 //! | [`extra`] | 2.2/3.0 and vendor items `cl-sys` 0.4 lacks |
 //! | [`select::Selector`] | the `CL_TEST` / `PYOPENCL_TEST` device-selector grammar (pure; no OpenCL call) |
 //!
@@ -49,11 +50,17 @@
 //!
 //! # Features
 //!
-//! None. `cl-sys` is built with `opencl_version_2_0` and `opencl_version_2_1`.
+//! - `fault-injection` (off by default; never enabled by a library crate, only by the test
+//!   package `cl-tests`): [`fault::arm`] makes a chosen call of a chosen allocation or enqueue site
+//!   return a chosen status before the driver is called. Without it [`fault`] has only the list of
+//!   sites and the plan types, and each site check is an empty inline function.
+//!
+//! `cl-sys` is built with `opencl_version_2_0` and `opencl_version_2_1`.
 
 pub use cl_sys as sys;
 
 mod error;
+pub mod fault;
 pub mod info;
 mod version;
 

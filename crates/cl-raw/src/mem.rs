@@ -5,6 +5,7 @@ use std::ffi::c_void;
 
 use crate::error::{check, ClError};
 use crate::extra;
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::sys;
 
@@ -31,6 +32,7 @@ pub unsafe fn create_buffer(
     size: usize,
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateBuffer")?;
     let mut err = 0;
     // SAFETY: obligations 1-3.
     let m = unsafe { sys::clCreateBuffer(context, flags, size, host_ptr, &mut err) };
@@ -55,6 +57,7 @@ pub unsafe fn create_buffer_with_properties(
     size: usize,
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateBufferWithProperties")?;
     if properties.last().is_some_and(|&p| p != 0) {
         return Err(ClError::InvalidValue);
     }
@@ -89,6 +92,7 @@ pub unsafe fn create_sub_buffer(
     origin: usize,
     size: usize,
 ) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateSubBuffer")?;
     let region = sys::cl_buffer_region { origin, size };
     let mut err = 0;
     // SAFETY: obligations 1-2; `region` lives for the call.

@@ -2,6 +2,7 @@
 //! are the memory-object ones in [`crate::mem`].
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::sys;
 
@@ -25,6 +26,7 @@ pub unsafe fn create(
     max_packets: u32,
     properties: &[sys::cl_pipe_properties],
 ) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreatePipe")?;
     if properties.last().is_some_and(|&p| p != 0) {
         return Err(ClError::InvalidValue);
     }

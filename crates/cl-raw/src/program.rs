@@ -3,6 +3,7 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::{count, sys};
 
@@ -25,6 +26,7 @@ pub unsafe fn create_with_source(
     context: sys::cl_context,
     sources: &[&str],
 ) -> Result<sys::cl_program, ClError> {
+    fault::check("clCreateProgramWithSource")?;
     if sources.is_empty() {
         return Err(ClError::InvalidValue);
     }
@@ -63,6 +65,7 @@ pub unsafe fn build(
     pfn_notify: Option<BuildCallback>,
     user_data: *mut c_void,
 ) -> Result<(), ClError> {
+    fault::check("clBuildProgram")?;
     let list = if devices.is_empty() {
         std::ptr::null()
     } else {

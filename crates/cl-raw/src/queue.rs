@@ -8,6 +8,7 @@
 use std::ffi::c_void;
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::{cl_bool, count, sys};
 
@@ -48,6 +49,7 @@ pub unsafe fn create(
     device: sys::cl_device_id,
     properties: sys::cl_command_queue_properties,
 ) -> Result<sys::cl_command_queue, ClError> {
+    fault::check("clCreateCommandQueue")?;
     let mut err = 0;
     // SAFETY: obligations 1 and 2.
     let q = unsafe { sys::clCreateCommandQueue(context, device, properties, &mut err) };
@@ -71,6 +73,7 @@ pub unsafe fn create_with_properties(
     device: sys::cl_device_id,
     properties: &[sys::cl_queue_properties],
 ) -> Result<sys::cl_command_queue, ClError> {
+    fault::check("clCreateCommandQueueWithProperties")?;
     if properties.last().is_some_and(|&p| p != 0) {
         return Err(ClError::InvalidValue);
     }
@@ -181,6 +184,7 @@ pub unsafe fn enqueue_read_buffer(
     ptr: *mut c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueReadBuffer")?;
     // SAFETY: obligations 1-3 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -221,6 +225,7 @@ pub unsafe fn enqueue_write_buffer(
     ptr: *const c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueWriteBuffer")?;
     // SAFETY: obligations 1-3 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -265,6 +270,7 @@ pub unsafe fn enqueue_read_buffer_rect(
     ptr: *mut c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueReadBufferRect")?;
     // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -314,6 +320,7 @@ pub unsafe fn enqueue_write_buffer_rect(
     ptr: *const c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueWriteBufferRect")?;
     // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -357,6 +364,7 @@ pub unsafe fn enqueue_copy_buffer(
     size: usize,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueCopyBuffer")?;
     // SAFETY: obligations 1-2 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -388,6 +396,7 @@ pub unsafe fn enqueue_copy_buffer_rect(
     dst_pitches: [usize; 2],
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueCopyBufferRect")?;
     // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -432,6 +441,7 @@ pub unsafe fn enqueue_fill_buffer(
     size: usize,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueFillBuffer")?;
     // SAFETY: obligations 1-2 are forwarded; `pattern` is readable for its length.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -476,6 +486,7 @@ pub unsafe fn enqueue_read_image(
     ptr: *mut c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueReadImage")?;
     // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -521,6 +532,7 @@ pub unsafe fn enqueue_write_image(
     ptr: *const c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueWriteImage")?;
     // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -561,6 +573,7 @@ pub unsafe fn enqueue_copy_image(
     region: [usize; 3],
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueCopyImage")?;
     // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -599,6 +612,7 @@ pub unsafe fn enqueue_copy_image_to_buffer(
     dst_offset: usize,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueCopyImageToBuffer")?;
     // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -637,6 +651,7 @@ pub unsafe fn enqueue_copy_buffer_to_image(
     region: [usize; 3],
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueCopyBufferToImage")?;
     // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -677,6 +692,7 @@ pub unsafe fn enqueue_fill_image(
     region: [usize; 3],
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueFillImage")?;
     // SAFETY: obligations 1-2 are forwarded; the color is 16 readable bytes.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -717,6 +733,7 @@ pub unsafe fn enqueue_map_buffer(
     size: usize,
     wait: &[sys::cl_event],
 ) -> Result<(*mut c_void, sys::cl_event), ClError> {
+    fault::check("clEnqueueMapBuffer")?;
     let mut ptr = std::ptr::null_mut();
     // SAFETY: obligations 1-3 are forwarded to the call.
     let event = unsafe {
@@ -774,6 +791,7 @@ pub unsafe fn enqueue_map_image(
     region: [usize; 3],
     wait: &[sys::cl_event],
 ) -> Result<ImageMapping, ClError> {
+    fault::check("clEnqueueMapImage")?;
     let (mut ptr, mut row_pitch, mut slice_pitch) = (std::ptr::null_mut(), 0usize, 0usize);
     // SAFETY: obligations 1-3 are forwarded; out-parameters are live locals.
     let event = unsafe {
@@ -821,6 +839,7 @@ pub unsafe fn enqueue_unmap_mem_object(
     mapped_ptr: *mut c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueUnmapMemObject")?;
     // SAFETY: obligations 1-3 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -848,6 +867,7 @@ pub unsafe fn enqueue_migrate_mem_objects(
     flags: sys::cl_mem_migration_flags,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueMigrateMemObjects")?;
     if mem_objects.is_empty() {
         return Err(ClError::InvalidValue);
     }
@@ -883,6 +903,7 @@ pub unsafe fn enqueue_nd_range_kernel(
     local: Option<&[usize]>,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueNDRangeKernel")?;
     let dims = global.len();
     if !(1..=3).contains(&dims) {
         return Err(ClError::InvalidWorkDimension);
@@ -927,6 +948,7 @@ pub unsafe fn enqueue_marker_with_wait_list(
     queue: sys::cl_command_queue,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueMarkerWithWaitList")?;
     // SAFETY: obligations 1-2 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -951,6 +973,7 @@ pub unsafe fn enqueue_barrier_with_wait_list(
     queue: sys::cl_command_queue,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueBarrierWithWaitList")?;
     // SAFETY: obligations 1-2 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -971,6 +994,7 @@ pub unsafe fn enqueue_barrier_with_wait_list(
 /// 1. `queue` is a valid command queue.
 /// 2. The caller owns (and must release) the returned event.
 pub unsafe fn enqueue_marker(queue: sys::cl_command_queue) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueMarker")?;
     let mut event = std::ptr::null_mut();
     // SAFETY: obligation 1; `event` is a live out-parameter.
     check(unsafe { sys::clEnqueueMarker(queue, &mut event) })?;
@@ -988,6 +1012,7 @@ pub unsafe fn enqueue_marker(queue: sys::cl_command_queue) -> Result<sys::cl_eve
 ///
 /// 1. `queue` is a valid command queue.
 pub unsafe fn enqueue_barrier(queue: sys::cl_command_queue) -> Result<(), ClError> {
+    fault::check("clEnqueueBarrier")?;
     // SAFETY: obligation 1.
     check(unsafe { sys::clEnqueueBarrier(queue) })
 }
@@ -1021,6 +1046,7 @@ pub unsafe fn enqueue_svm_free(
     user_data: *mut c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueSVMFree")?;
     let num = count(svm_pointers.len())?;
     // SAFETY: obligations 1-4 are forwarded; `*mut c_void` and `*const c_void` share a layout.
     unsafe {
@@ -1060,6 +1086,7 @@ pub unsafe fn enqueue_svm_memcpy(
     size: usize,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueSVMMemcpy")?;
     // SAFETY: obligations 1-3 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -1089,6 +1116,7 @@ pub unsafe fn enqueue_svm_mem_fill(
     size: usize,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueSVMMemFill")?;
     // SAFETY: obligations 1-3 are forwarded; the pattern is readable for its length.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -1127,6 +1155,7 @@ pub unsafe fn enqueue_svm_map(
     size: usize,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueSVMMap")?;
     // SAFETY: obligations 1-3 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -1161,6 +1190,7 @@ pub unsafe fn enqueue_svm_unmap(
     svm_ptr: *mut c_void,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueSVMUnmap")?;
     // SAFETY: obligations 1-3 are forwarded to the call.
     unsafe {
         enqueue(wait, |n, list, ev| {
@@ -1190,6 +1220,7 @@ pub unsafe fn enqueue_svm_migrate_mem(
     flags: sys::cl_mem_migration_flags,
     wait: &[sys::cl_event],
 ) -> Result<sys::cl_event, ClError> {
+    fault::check("clEnqueueSVMMigrateMem")?;
     if svm_pointers.is_empty() || !(sizes.is_empty() || sizes.len() == svm_pointers.len()) {
         return Err(ClError::InvalidValue);
     }

@@ -1,6 +1,7 @@
 //! Sampler entry points.
 
 use crate::error::{check, ClError};
+use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::{cl_bool, sys};
 
@@ -21,6 +22,7 @@ pub unsafe fn create(
     addressing_mode: sys::cl_addressing_mode,
     filter_mode: sys::cl_filter_mode,
 ) -> Result<sys::cl_sampler, ClError> {
+    fault::check("clCreateSampler")?;
     let mut err = 0;
     // SAFETY: obligations 1-2.
     let s = unsafe {
@@ -50,6 +52,7 @@ pub unsafe fn create_with_properties(
     context: sys::cl_context,
     properties: &[sys::cl_sampler_properties],
 ) -> Result<sys::cl_sampler, ClError> {
+    fault::check("clCreateSamplerWithProperties")?;
     if properties.last().is_some_and(|&p| p != 0) {
         return Err(ClError::InvalidValue);
     }

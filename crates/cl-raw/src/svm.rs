@@ -4,6 +4,7 @@
 
 use std::ffi::c_void;
 
+use crate::fault;
 use crate::sys;
 
 /// [`clSVMAlloc`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSVMAlloc.html)
@@ -23,6 +24,9 @@ pub unsafe fn alloc(
     size: usize,
     alignment: u32,
 ) -> Option<*mut c_void> {
+    if fault::check("clSVMAlloc").is_err() {
+        return None;
+    }
     // SAFETY: obligations 1-2.
     let p = unsafe { sys::clSVMAlloc(context, flags, size, alignment) };
     (!p.is_null()).then_some(p)

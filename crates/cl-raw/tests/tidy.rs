@@ -40,7 +40,11 @@ fn snake(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
     let mut out = String::new();
     for (i, &c) in chars.iter().enumerate() {
-        if c.is_ascii_uppercase() {
+        if c.is_ascii_digit() && i > 0 && chars[i - 1].is_ascii_lowercase() {
+            // `CreateImage2D` -> `create_2d` (after dropping the noun): digits start a word.
+            out.push('_');
+            out.push(c);
+        } else if c.is_ascii_uppercase() {
             let prev_lower = i > 0 && chars[i - 1].is_ascii_lowercase();
             let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
             let prev_upper = i > 0 && chars[i - 1].is_ascii_uppercase();
@@ -142,4 +146,144 @@ fn snake_case_matches_the_house_examples() {
     assert!(expected_names("clGetDeviceInfo", &["Device"]).contains(&"get_info".to_owned()));
     assert!(expected_names("clSVMAlloc", &["SVM"]).contains(&"alloc".to_owned()));
     assert!(expected_names("clGetDeviceIDs", &["Device"]).contains(&"get_ids".to_owned()));
+    assert!(expected_names("clCreateImage2D", &["Image"]).contains(&"create_2d".to_owned()));
+}
+
+/// The wrapper functions of every module: (module, Rust name, C name of the first doc line, body).
+fn wrappers() -> Vec<(String, String, String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    for (module, _) in MODULES {
+        let text = fs::read_to_string(src.join(format!("{module}.rs")))
+            .expect("tidy: reading the sources");
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(rest) = line.strip_prefix("pub unsafe fn ") else {
+                continue;
+            };
+            let rust_name = rest
+                .split(['(', '<'])
+                .next()
+                .expect("tidy: reading the sources")
+                .to_owned();
+            let mut j = i;
+            while j > 0 && (lines[j - 1].starts_with("///") || lines[j - 1].starts_with("#[")) {
+                j -= 1;
+            }
+            let c_name = lines[j]
+                .strip_prefix("/// [`")
+                .and_then(|r| r.split('`').next())
+                .unwrap_or_default()
+                .to_owned();
+            let end = (i + 1..lines.len())
+                .find(|&k| lines[k] == "}")
+                .unwrap_or(lines.len() - 1);
+            out.push((
+                module.to_string(),
+                rust_name,
+                c_name,
+                lines[i..=end].join("\n"),
+            ));
+        }
+    }
+    out
+}
+
+/// The fault-injection site list (`src/fault.rs`'s `SITES`), read from the source so that this
+/// check needs no feature.
+fn sites() -> Vec<String> {
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fault.rs"))
+        .expect("tidy: reading the sources");
+    let start = text
+        .find("pub const SITES")
+        .expect("tidy: reading the sources");
+    let end = start + text[start..].find("];").expect("tidy: reading the sources");
+    text[start..end]
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('"'))
+        .map(|l| l.trim_end_matches("\",").to_owned())
+        .collect()
+}
+
+/// Issue 16: every wrapper that creates an object, allocates or enqueues a command is a
+/// fault-injection site (it calls `fault::check` with its C name before the driver), and the site
+/// list names exactly those wrappers. What counts: `create*`, `enqueue_*`, `alloc` (`clSVMAlloc`)
+/// and `build` (`clBuildProgram` allocates the program's binaries).
+#[test]
+fn every_allocating_or_enqueuing_wrapper_is_a_fault_site() {
+    let sites = sites();
+    let mut seen = Vec::new();
+    for (module, rust_name, c_name, body) in wrappers() {
+        let allocates = rust_name.starts_with("create")
+            || rust_name.starts_with("enqueue_")
+            || rust_name == "alloc"
+            || rust_name == "build";
+        let call = format!("fault::check(\"{c_name}\")");
+        if allocates {
+            assert!(body.contains(&call), "{module}::{rust_name} lacks `{call}`");
+            assert!(
+                sites.contains(&c_name),
+                "{module}::{rust_name}: {c_name} is missing from fault::SITES"
+            );
+            seen.push(c_name);
+        } else {
+            assert!(
+                !body.contains("fault::check"),
+                "{module}::{rust_name} checks a site but is not an allocation or enqueue"
+            );
+        }
+    }
+    for site in &sites {
+        assert!(
+            seen.contains(site),
+            "fault::SITES names {site}, which no wrapper checks"
+        );
+    }
+    assert_eq!(
+        seen.len(),
+        sites.len(),
+        "a site is checked by two wrappers: {seen:?}"
+    );
+    assert!(sites.len() >= 45, "only {} sites", sites.len());
+}
+
+/// Every driver call of cl-mem goes through cl-raw (and so through its fault sites): no
+/// `sys::clXxx(` call outside cl-raw.
+#[test]
+fn cl_mem_calls_the_driver_only_through_cl_raw() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in fs::read_dir(dir).expect("tidy: reading the sources") {
+            let p = e.expect("tidy: reading the sources").path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    walk(&root.join("cl-mem/src"), &mut files);
+    walk(&root.join("cl-pool/src"), &mut files);
+    assert!(files.len() > 10);
+    for f in files {
+        let text = fs::read_to_string(&f).expect("tidy: reading the sources");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(pos) = code.find("sys::cl") {
+                let after = &code[pos + 7..];
+                let is_call = after.starts_with(|c: char| c.is_ascii_uppercase())
+                    && after
+                        .split(|c: char| !c.is_ascii_alphanumeric())
+                        .next()
+                        .is_some_and(|name| after[name.len()..].starts_with('('));
+                assert!(
+                    !is_call,
+                    "{}:{}: a driver call outside cl-raw: {line}",
+                    f.display(),
+                    n + 1
+                );
+            }
+        }
+    }
 }

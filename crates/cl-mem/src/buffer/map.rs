@@ -64,7 +64,10 @@ struct Mapping<'a> {
 
 impl Mapping<'_> {
     fn unmap(&mut self, wait: &[&Event]) -> Result<Event> {
-        self.open = false;
+        // `open` is cleared only once the unmap is enqueued: after a failure (an out-of-memory
+        // status, issue 16) the region is still mapped in the driver, so `Drop` unmaps again
+        // and the claim stays until then. Clearing it first leaked the mapping (and the
+        // driver's reference to the buffer) for good.
         let mut list = checked_list(self.queue, wait)?;
         if let Some(e) = &self.after {
             list.push(e.as_raw());
@@ -81,6 +84,7 @@ impl Mapping<'_> {
             )
         }
         .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
+        self.open = false;
         // SAFETY: a fresh reference we own.
         let ev = unsafe { Event::from_raw(ev) };
         let access = if self.write {

@@ -490,7 +490,7 @@ fn create(
     Ok(image)
 }
 
-/// `clCreateImage2D` / `clCreateImage3D`, which `cl_raw::image` does not wrap.
+/// `clCreateImage2D` / `clCreateImage3D` (through `cl_raw::image::create_2d` / `create_3d`).
 ///
 /// # Safety
 ///
@@ -499,50 +499,37 @@ fn create(
 unsafe fn create_legacy(
     context: &Context,
     flags: MemFlags,
-    mut format: sys::cl_image_format,
+    format: sys::cl_image_format,
     desc: &ImageDesc,
     (row_pitch, slice_pitch): (usize, usize),
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem> {
-    let mut err = 0;
-    let (mem, call) = match desc.image_type {
-        ImageType::Image2d => (
-            // SAFETY: obligations 1-2; `format` and `err` live for the call.
-            unsafe {
-                sys::clCreateImage2D(
-                    context.as_raw(),
-                    flags.bits(),
-                    &mut format,
-                    desc.width,
-                    desc.height,
-                    row_pitch,
-                    host_ptr,
-                    &mut err,
-                )
-            },
-            "clCreateImage2D",
-        ),
-        _ => (
-            // SAFETY: obligations 1-2; `format` and `err` live for the call.
-            unsafe {
-                sys::clCreateImage3D(
-                    context.as_raw(),
-                    flags.bits(),
-                    &mut format,
-                    desc.width,
-                    desc.height,
-                    desc.depth,
-                    row_pitch,
-                    slice_pitch,
-                    host_ptr,
-                    &mut err,
-                )
-            },
-            "clCreateImage3D",
-        ),
-    };
-    cl_raw::check(err).map_err(Error::cl(call))?;
-    Ok(mem)
+    match desc.image_type {
+        // SAFETY: obligations 1-2.
+        ImageType::Image2d => unsafe {
+            raw::create_2d(
+                context.as_raw(),
+                flags.bits(),
+                &format,
+                (desc.width, desc.height),
+                row_pitch,
+                host_ptr,
+            )
+        }
+        .map_err(Error::cl("clCreateImage2D")),
+        // SAFETY: obligations 1-2.
+        _ => unsafe {
+            raw::create_3d(
+                context.as_raw(),
+                flags.bits(),
+                &format,
+                (desc.width, desc.height, desc.depth),
+                (row_pitch, slice_pitch),
+                host_ptr,
+            )
+        }
+        .map_err(Error::cl("clCreateImage3D")),
+    }
 }
 
 /// Images at all, the image type on this platform, and the path for it.

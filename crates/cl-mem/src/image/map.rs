@@ -193,27 +193,25 @@ struct Unmap<'a> {
 
 impl Unmap<'_> {
     fn unmap(&mut self) -> Result<()> {
-        self.done = true;
         // SAFETY: `ptr` came from mapping this image on this queue and was not unmapped; the host
         // stops using it (the closure has returned); we own the returned event.
         let ev = unsafe {
             raw_queue::enqueue_unmap_mem_object(self.queue.as_raw(), self.image.raw, self.ptr, &[])
         };
-        let result = ev
-            .map_err(Error::cl("clEnqueueUnmapMemObject"))
-            .and_then(|ev| {
-                // SAFETY: a fresh reference we own.
-                let ev = unsafe { Event::from_raw(ev) };
-                let access = if self.write {
-                    Access::Write
-                } else {
-                    Access::Read
-                };
-                self.image.tracked().record(self.queue, access, &ev);
-                ev.wait()
-            });
+        // Only an enqueued unmap ends the mapping: after a failure (issue 16) `Drop` unmaps
+        // again and the claim holds until then; marking it done first leaked the mapping.
+        let ev = ev.map_err(Error::cl("clEnqueueUnmapMemObject"))?;
+        self.done = true;
+        // SAFETY: a fresh reference we own.
+        let ev = unsafe { Event::from_raw(ev) };
+        let access = if self.write {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        self.image.tracked().record(self.queue, access, &ev);
         self.claim = None;
-        result
+        ev.wait()
     }
 }
 

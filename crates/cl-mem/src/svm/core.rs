@@ -591,7 +591,15 @@ impl Core {
                 .map(|at| maps.remove(at))
         };
         match entry {
-            Some((_, queue, base)) => super::map::unmap_now(&queue, base as *mut c_void),
+            Some((i, queue, base)) => {
+                let r = super::map::unmap_now(&queue, base as *mut c_void);
+                if r.is_err() {
+                    // Still mapped (an out-of-memory status, issue 16): keep the entry, so the
+                    // next map, host access, command or free unmaps it as a leftover.
+                    lock(&self.maps).push((i, queue, base));
+                }
+                r
+            }
             None => Ok(()),
         }
     }

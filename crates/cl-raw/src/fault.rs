@@ -1,0 +1,332 @@
+//! Fault injection at every allocation and enqueue site (issue 16, "out of memory everywhere").
+//!
+//! Every wrapper of this crate that creates an OpenCL object, allocates memory or enqueues a
+//! command starts with `fault::check("clCName")?`: a *site*, named by its C function. With the
+//! `fault-injection` feature off (the default, and what every library crate builds), `check` is an
+//! inlined `Ok(())`. With it on, a test can [`arm`] a [`Plan`] ("fail the Nth call of
+//! `clEnqueueWriteBuffer` with `CL_OUT_OF_RESOURCES`"); the armed call returns that status
+//! **before** the driver is called, so no driver object or command exists for it, exactly as
+//! when the driver itself refuses. [`SITES`] lists every site; `tests/tidy.rs` checks that every
+//! allocating or enqueuing wrapper names one and every entry is named by a wrapper, so "sites
+//! covered against sites that exist" is computed.
+//!
+//! # Cost
+//!
+//! Feature off: nothing (the call is an empty inline function). Feature on, nothing armed: one
+//! relaxed atomic load per wrapper call. Armed: a mutex, only while a plan is armed.
+//!
+//! # Threads
+//!
+//! A plan applies to the thread that armed it ([`Threads::Current`], the default: a plan armed by
+//! one test cannot hit another test's calls on another thread) or to every thread
+//! ([`Threads::Any`]: for paths that enqueue from helper threads, such as cl-mem's staged
+//! transfers, whose chunk commands are enqueued by worker threads).
+//!
+//! # Why a feature of cl-raw, not an ICD-level shim
+//!
+//! See docs/ARCHITECTURE.md ("Decisions: fault injection"): a shim ICD would need a C library
+//! registered with the loader and forwarding ~100 entry points to a real driver, per runtime, and
+//! could not be armed from a Rust test without a side channel; the wrapper layer is where every
+//! call of the workspace already passes, so a check there covers every site with one line each.
+
+#[cfg(feature = "fault-injection")]
+use std::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(feature = "fault-injection")]
+use std::sync::Mutex;
+#[cfg(feature = "fault-injection")]
+use std::thread::ThreadId;
+
+use crate::ClError;
+
+/// Every fault-injection site: the C function of each wrapper that allocates or enqueues.
+///
+/// Checked against the wrappers by `crates/cl-raw/tests/tidy.rs` (each allocating or enqueuing
+/// `pub unsafe fn` of a wrapper module calls `fault::check` with its own C name, and each entry
+/// here is called by one wrapper).
+pub const SITES: &[&str] = &[
+    // Object creation and allocation.
+    "clCreateContext",
+    "clCreateCommandQueue",
+    "clCreateCommandQueueWithProperties",
+    "clCreateSubDevices",
+    "clCreateBuffer",
+    "clCreateBufferWithProperties",
+    "clCreateSubBuffer",
+    "clCreateImage",
+    "clCreateImageWithProperties",
+    "clCreateImage2D",
+    "clCreateImage3D",
+    "clCreateSampler",
+    "clCreateSamplerWithProperties",
+    "clCreatePipe",
+    "clSVMAlloc",
+    "clCreateProgramWithSource",
+    "clBuildProgram",
+    "clCreateKernel",
+    "clCreateUserEvent",
+    // Commands.
+    "clEnqueueReadBuffer",
+    "clEnqueueWriteBuffer",
+    "clEnqueueReadBufferRect",
+    "clEnqueueWriteBufferRect",
+    "clEnqueueCopyBuffer",
+    "clEnqueueCopyBufferRect",
+    "clEnqueueFillBuffer",
+    "clEnqueueReadImage",
+    "clEnqueueWriteImage",
+    "clEnqueueCopyImage",
+    "clEnqueueCopyImageToBuffer",
+    "clEnqueueCopyBufferToImage",
+    "clEnqueueFillImage",
+    "clEnqueueMapBuffer",
+    "clEnqueueMapImage",
+    "clEnqueueUnmapMemObject",
+    "clEnqueueMigrateMemObjects",
+    "clEnqueueNDRangeKernel",
+    "clEnqueueMarkerWithWaitList",
+    "clEnqueueBarrierWithWaitList",
+    "clEnqueueMarker",
+    "clEnqueueBarrier",
+    "clEnqueueSVMFree",
+    "clEnqueueSVMMemcpy",
+    "clEnqueueSVMMemFill",
+    "clEnqueueSVMMap",
+    "clEnqueueSVMUnmap",
+    "clEnqueueSVMMigrateMem",
+];
+
+/// Which threads a [`Plan`] applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Threads {
+    /// Only the thread that armed the plan.
+    Current,
+    /// Every thread (paths that enqueue from helper threads).
+    Any,
+}
+
+/// What to fail: calls `nth ..= nth + times - 1` (1-based, counted from arming) of `site`, with
+/// `status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The site, one of [`SITES`].
+    pub site: &'static str,
+    /// The first call to fail: 1 = the next one.
+    pub nth: u64,
+    /// How many consecutive calls fail from `nth` on.
+    pub times: u64,
+    /// The status the failed calls return (for `clSVMAlloc`, which has none, a null pointer).
+    pub status: ClError,
+    /// Which threads' calls count.
+    pub threads: Threads,
+}
+
+impl Plan {
+    /// Fail the next call of `site` on this thread with `status`.
+    ///
+    /// # Panics
+    ///
+    /// When `site` is not one of [`SITES`] (a typo would otherwise never fire).
+    #[must_use]
+    pub fn next(site: &'static str, status: ClError) -> Plan {
+        assert!(
+            SITES.contains(&site),
+            "{site} is not a fault-injection site"
+        );
+        Plan {
+            site,
+            nth: 1,
+            times: 1,
+            status,
+            threads: Threads::Current,
+        }
+    }
+
+    /// Fail the `nth` call (1-based) instead of the next.
+    #[must_use]
+    pub fn nth(self, nth: u64) -> Plan {
+        Plan { nth, ..self }
+    }
+
+    /// Fail `times` consecutive calls.
+    #[must_use]
+    pub fn times(self, times: u64) -> Plan {
+        Plan { times, ..self }
+    }
+
+    /// Count calls from every thread.
+    #[must_use]
+    pub fn any_thread(self) -> Plan {
+        Plan {
+            threads: Threads::Any,
+            ..self
+        }
+    }
+}
+
+/// Process-wide injection counts per site, in [`SITES`] order.
+#[cfg(feature = "fault-injection")]
+static INJECTED: [AtomicUsize; SITES.len()] = [const { AtomicUsize::new(0) }; SITES.len()];
+
+/// Number of armed plans: the fast path reads only this.
+#[cfg(feature = "fault-injection")]
+static ARMED: AtomicUsize = AtomicUsize::new(0);
+
+#[cfg(feature = "fault-injection")]
+struct Slot {
+    id: u64,
+    plan: Plan,
+    thread: ThreadId,
+    calls: u64,
+    fired: u64,
+}
+
+#[cfg(feature = "fault-injection")]
+static PLANS: Mutex<(u64, Vec<Slot>)> = Mutex::new((0, Vec::new()));
+
+#[cfg(feature = "fault-injection")]
+fn plans() -> std::sync::MutexGuard<'static, (u64, Vec<Slot>)> {
+    // A panic while holding the lock cannot leave the list inconsistent (plain pushes and removes).
+    PLANS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// An armed plan; dropping it disarms.
+#[cfg(feature = "fault-injection")]
+#[derive(Debug)]
+#[must_use = "dropping the guard disarms the plan at once"]
+pub struct Armed {
+    id: u64,
+}
+
+/// Arms `plan` until the returned guard is dropped.
+#[cfg(feature = "fault-injection")]
+pub fn arm(plan: Plan) -> Armed {
+    let mut p = plans();
+    p.0 += 1;
+    let id = p.0;
+    p.1.push(Slot {
+        id,
+        plan,
+        thread: std::thread::current().id(),
+        calls: 0,
+        fired: 0,
+    });
+    ARMED.fetch_add(1, Ordering::SeqCst);
+    Armed { id }
+}
+
+#[cfg(feature = "fault-injection")]
+impl Armed {
+    fn read(&self, f: impl Fn(&Slot) -> u64) -> u64 {
+        plans().1.iter().find(|s| s.id == self.id).map_or(0, f)
+    }
+
+    /// Calls of the site this plan counted so far.
+    pub fn calls(&self) -> u64 {
+        self.read(|s| s.calls)
+    }
+
+    /// Calls this plan failed so far.
+    pub fn fired(&self) -> u64 {
+        self.read(|s| s.fired)
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+impl Drop for Armed {
+    fn drop(&mut self) {
+        let mut p = plans();
+        if let Some(i) = p.1.iter().position(|s| s.id == self.id) {
+            p.1.swap_remove(i);
+            ARMED.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// How many faults were injected at `site` in this process (all plans, all threads).
+#[cfg(feature = "fault-injection")]
+pub fn injected(site: &str) -> usize {
+    SITES
+        .iter()
+        .position(|s| *s == site)
+        .map_or(0, |i| INJECTED[i].load(Ordering::Relaxed))
+}
+
+/// The site check every allocating or enqueuing wrapper makes before calling the driver.
+#[cfg(feature = "fault-injection")]
+#[inline]
+pub(crate) fn check(site: &'static str) -> Result<(), ClError> {
+    if ARMED.load(Ordering::Relaxed) == 0 {
+        return Ok(());
+    }
+    check_armed(site)
+}
+
+#[cfg(feature = "fault-injection")]
+#[cold]
+fn check_armed(site: &'static str) -> Result<(), ClError> {
+    let me = std::thread::current().id();
+    let mut p = plans();
+    let mut result = Ok(());
+    for s in p.1.iter_mut() {
+        if s.plan.site != site || (s.plan.threads == Threads::Current && s.thread != me) {
+            continue;
+        }
+        s.calls += 1;
+        if result.is_ok() && s.calls >= s.plan.nth && s.calls < s.plan.nth + s.plan.times {
+            s.fired += 1;
+            result = Err(s.plan.status);
+        }
+    }
+    if result.is_err() {
+        if let Some(i) = SITES.iter().position(|s| *s == site) {
+            INJECTED[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    result
+}
+
+/// Without the `fault-injection` feature: nothing is ever injected.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub(crate) fn check(_site: &'static str) -> Result<(), ClError> {
+    Ok(())
+}
+
+#[cfg(all(test, feature = "fault-injection"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_armed_passes_and_the_nth_call_fails_once() {
+        assert_eq!(check("clCreateBuffer"), Ok(()));
+        let armed = arm(Plan::next("clCreateBuffer", ClError::OutOfResources).nth(2));
+        assert_eq!(check("clCreateBuffer"), Ok(()));
+        assert_eq!(check("clEnqueueReadBuffer"), Ok(()));
+        assert_eq!(check("clCreateBuffer"), Err(ClError::OutOfResources));
+        assert_eq!(check("clCreateBuffer"), Ok(()));
+        assert_eq!((armed.calls(), armed.fired()), (3, 1));
+        assert!(injected("clCreateBuffer") >= 1);
+        drop(armed);
+        assert_eq!(check("clCreateBuffer"), Ok(()));
+    }
+
+    #[test]
+    fn a_current_thread_plan_ignores_other_threads() {
+        let armed = arm(Plan::next("clCreateKernel", ClError::OutOfHostMemory).times(2));
+        std::thread::spawn(|| assert_eq!(check("clCreateKernel"), Ok(())))
+            .join()
+            .unwrap();
+        assert_eq!(check("clCreateKernel"), Err(ClError::OutOfHostMemory));
+        assert_eq!(check("clCreateKernel"), Err(ClError::OutOfHostMemory));
+        assert_eq!(check("clCreateKernel"), Ok(()));
+        assert_eq!(armed.fired(), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "not a fault-injection site")]
+    fn an_unknown_site_is_refused() {
+        let _ = Plan::next("clCreateBuffers", ClError::OutOfResources);
+    }
+}
