@@ -29,6 +29,7 @@ mod multi_device;
 mod parity;
 mod pool;
 mod safety;
+mod soak;
 mod staged;
 mod svm;
 
@@ -45,6 +46,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("parity", parity::tests),
     ("multi_device", multi_device::tests),
     ("staged", staged::tests),
+    ("soak", soak::tests),
 ];
 
 fn main() -> std::process::ExitCode {
