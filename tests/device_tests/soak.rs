@@ -23,7 +23,7 @@ fn skip_on_oclgrind(dev: &TestDevice) -> TestResult {
     if dev.platform_name().contains("Oclgrind") {
         return Err(skip(
             "Oclgrind 21.10 crashes on concurrent API calls from several host threads \
-             (docs/DEVICES.md#oclgrind-threaded-map-crash)",
+             (docs/DEVICES.md#oclgrind-threads-release)",
         ));
     }
     Ok(())
