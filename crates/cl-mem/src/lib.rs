@@ -78,6 +78,7 @@
 mod buffer;
 mod error;
 pub mod image;
+mod live;
 mod mem_type;
 mod memory;
 mod pipe;
@@ -101,6 +102,7 @@ pub use buffer::transfer::{
 };
 pub use buffer::{AsBuffer, Buffer};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
+pub use live::{live_objects, LiveObjects};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use runtime::context::Context;

@@ -321,6 +321,8 @@ pub struct Image {
     /// The command and map record, shared by clones (and, for an image made from a buffer, with
     /// the buffer's allocation).
     tracked: Arc<Tracked>,
+    /// Counts this wrapper in [`crate::live_objects`].
+    live: crate::live::Live<{ crate::live::MEM }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); an
@@ -380,6 +382,7 @@ impl Image {
     ) -> Result<Image> {
         let element_size = format.itemsize().unwrap_or(0);
         let mut img = Image {
+            live: crate::live::Live::new(),
             raw,
             context: context.clone(),
             desc,
@@ -496,6 +499,7 @@ impl Image {
         unsafe {
             drop(std::ptr::read(&this.context));
             drop(std::ptr::read(&this.tracked));
+            drop(std::ptr::read(&this.live));
         }
         raw
     }
@@ -712,6 +716,7 @@ impl Clone for Image {
     fn clone(&self) -> Image {
         retain_for_clone(self.raw);
         Image {
+            live: crate::live::Live::new(),
             raw: self.raw,
             context: self.context.clone(),
             desc: self.desc,

@@ -51,6 +51,8 @@ pub struct Queue {
     context: Context,
     device: Device,
     properties: QueueProperties,
+    /// Counts this wrapper in [`crate::live_objects`].
+    _live: crate::live::Live<{ crate::live::QUEUE }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"), so
@@ -139,6 +141,7 @@ impl Queue {
                 .map_err(Error::cl("clCreateCommandQueue"))?
         };
         Ok(Queue {
+            _live: crate::live::Live::new(),
             raw,
             context: context.clone(),
             device: *device,
@@ -307,6 +310,8 @@ impl Queue {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the context clone inside is dropped normally; `this` is never used again.
         drop(unsafe { std::ptr::read(&this.context) });
+        // SAFETY: as above, for the live-count token.
+        drop(unsafe { std::ptr::read(&this._live) });
         // SAFETY: we owned this reference.
         unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseCommandQueue"))
     }
@@ -319,6 +324,7 @@ impl Clone for Queue {
             tracing::error!(status = %e, "clRetainCommandQueue failed");
         }
         Queue {
+            _live: crate::live::Live::new(),
             raw: self.raw,
             context: self.context.clone(),
             device: self.device,
