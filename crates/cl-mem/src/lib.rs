@@ -78,7 +78,6 @@
 mod buffer;
 mod error;
 pub mod image;
-mod live;
 mod mem_type;
 mod memory;
 mod pipe;
@@ -102,7 +101,6 @@ pub use buffer::transfer::{
 };
 pub use buffer::{AsBuffer, Buffer};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
-pub use live::{live_objects, LiveObjects};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use runtime::context::Context;
@@ -115,6 +113,7 @@ pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEve
 pub use runtime::kernel::{
     ArgValue, AsKernelArg, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
 };
+pub use runtime::live::{live_objects, LiveObjects};
 pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};
 pub use runtime::platform::Platform;
 pub use runtime::program::Program;

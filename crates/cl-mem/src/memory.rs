@@ -241,7 +241,7 @@ pub struct Memory {
     /// its maps and queues as they do for the buffer).
     tracked: Option<std::sync::Arc<crate::track::Tracked>>,
     /// Counts this wrapper in [`crate::live_objects`].
-    live: crate::live::Live<{ crate::live::MEM }>,
+    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
@@ -261,7 +261,7 @@ impl Memory {
         Memory {
             raw,
             tracked: None,
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
         }
     }
 
@@ -280,7 +280,7 @@ impl Memory {
         Ok(Memory {
             raw,
             tracked: None,
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
         })
     }
 
@@ -364,7 +364,7 @@ impl From<crate::Buffer> for Memory {
     fn from(b: crate::Buffer) -> Memory {
         let tracked = Some(b.tracked_arc());
         Memory {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw: b.into_raw(),
             tracked,
         }
@@ -375,7 +375,7 @@ impl Clone for Memory {
     fn clone(&self) -> Memory {
         retain_for_clone(self.raw);
         Memory {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw: self.raw,
             tracked: self.tracked.clone(),
         }

@@ -69,7 +69,7 @@ pub struct Buffer {
     /// The command and map record this buffer shares with its root, sub-buffers and clones.
     tracked: Arc<Tracked>,
     /// Counts this wrapper in [`crate::live_objects`].
-    live: crate::live::Live<{ crate::live::MEM }>,
+    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
@@ -228,7 +228,7 @@ impl Buffer {
         host_ptr: *mut u8,
     ) -> Buffer {
         Buffer {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw,
             size,
             flags,
@@ -275,7 +275,7 @@ impl Buffer {
             None => (None, 0, Tracked::adopt_root(raw, size)),
         };
         Ok(Buffer {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw: mem.into_raw(),
             size,
             flags,
@@ -519,7 +519,7 @@ impl Buffer {
             root.host_ptr.wrapping_add(origin)
         };
         Ok(Buffer {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw,
             size: size_bytes,
             flags: real_flags,
@@ -956,7 +956,7 @@ impl Clone for Buffer {
     fn clone(&self) -> Buffer {
         retain_for_clone(self.raw);
         Buffer {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw: self.raw,
             size: self.size,
             flags: self.flags,

@@ -322,7 +322,7 @@ pub struct Image {
     /// the buffer's allocation).
     tracked: Arc<Tracked>,
     /// Counts this wrapper in [`crate::live_objects`].
-    live: crate::live::Live<{ crate::live::MEM }>,
+    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); an
@@ -382,7 +382,7 @@ impl Image {
     ) -> Result<Image> {
         let element_size = format.itemsize().unwrap_or(0);
         let mut img = Image {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw,
             context: context.clone(),
             desc,
@@ -716,7 +716,7 @@ impl Clone for Image {
     fn clone(&self) -> Image {
         retain_for_clone(self.raw);
         Image {
-            live: crate::live::Live::new(),
+            live: crate::runtime::live::Live::new(),
             raw: self.raw,
             context: self.context.clone(),
             desc: self.desc,

@@ -52,7 +52,7 @@ pub struct Queue {
     device: Device,
     properties: QueueProperties,
     /// Counts this wrapper in [`crate::live_objects`].
-    _live: crate::live::Live<{ crate::live::QUEUE }>,
+    _live: crate::runtime::live::Live<{ crate::runtime::live::QUEUE }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"), so
@@ -141,7 +141,7 @@ impl Queue {
                 .map_err(Error::cl("clCreateCommandQueue"))?
         };
         Ok(Queue {
-            _live: crate::live::Live::new(),
+            _live: crate::runtime::live::Live::new(),
             raw,
             context: context.clone(),
             device: *device,
@@ -324,7 +324,7 @@ impl Clone for Queue {
             tracing::error!(status = %e, "clRetainCommandQueue failed");
         }
         Queue {
-            _live: crate::live::Live::new(),
+            _live: crate::runtime::live::Live::new(),
             raw: self.raw,
             context: self.context.clone(),
             device: self.device,
