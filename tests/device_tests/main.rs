@@ -31,6 +31,7 @@ mod multi_device;
 mod parity;
 mod pool;
 mod safety;
+mod soak;
 mod staged;
 mod svm;
 
@@ -49,6 +50,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("staged", staged::tests),
     ("futures", futures::tests),
     ("faults", faults::tests),
+    ("soak", soak::tests),
 ];
 
 fn main() -> std::process::ExitCode {

@@ -1,6 +1,8 @@
 //! [`TestDevice`]: one selected device, with fresh-context factories, and the selection glue.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cl_mem::{Context, Device, Platform, Queue};
 
@@ -20,6 +22,11 @@ pub struct TestDevice {
     driver: String,
     platform_index: usize,
     device_index: usize,
+    /// For every context [`context`](TestDevice::context) made since the harness last took them
+    /// (on OpenCL 3.0 platforms), a flag its destructor callback sets: after each test the harness
+    /// checks that every one was destroyed, i.e. the test released all its references and every
+    /// object it made in it.
+    created: Arc<Mutex<Vec<ContextGone>>>,
 }
 
 /// Device selection failed: a malformed `CL_TEST`, a selector matching nothing, or a driver error while
@@ -38,6 +45,17 @@ impl std::error::Error for SelectionError {}
 impl From<cl_mem::Error> for SelectionError {
     fn from(e: cl_mem::Error) -> Self {
         SelectionError(e.to_string())
+    }
+}
+
+/// Set by a context's destructor callback: the context and everything made in it are gone.
+#[derive(Debug, Clone)]
+pub(crate) struct ContextGone(Arc<AtomicBool>);
+
+impl ContextGone {
+    /// True once the driver destroyed the context.
+    pub(crate) fn is_gone(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
     }
 }
 
@@ -73,6 +91,7 @@ impl TestDevice {
             driver: device.driver_version()?.trim().to_owned(),
             platform_index: selected.platform_index,
             device_index: selected.device_index,
+            created: Arc::default(),
         })
     }
 
@@ -82,8 +101,29 @@ impl TestDevice {
     ///
     /// When the driver cannot create one: inside a device test that is a failure with the message.
     pub fn context(&self) -> Context {
-        Context::from_device(&self.device)
-            .unwrap_or_else(|e| panic!("cannot create a context on {}: {e}", self.label()))
+        let context = Context::from_device(&self.device)
+            .unwrap_or_else(|e| panic!("cannot create a context on {}: {e}", self.label()));
+        // A destructor callback, not a second reference: holding one would change the reference
+        // counts tests assert and keep the context's caches alive. Older platforms (Oclgrind,
+        // 1.2) have no callback and get only the live-wrapper check.
+        let gone = ContextGone(Arc::new(AtomicBool::new(false)));
+        let flag = Arc::clone(&gone.0);
+        if context
+            .on_destroy(move || flag.store(true, Ordering::SeqCst))
+            .is_ok()
+        {
+            self.created
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(gone);
+        }
+        context
+    }
+
+    /// What [`context`](TestDevice::context) made since the last call (for the leak check after
+    /// each test).
+    pub(crate) fn take_created_contexts(&self) -> Vec<ContextGone> {
+        std::mem::take(&mut *self.created.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// A fresh in-order queue on a fresh context of this device ([`queue.context()`](Queue::context)

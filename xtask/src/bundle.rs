@@ -53,6 +53,12 @@ echo "== device_tests"
 CL_TEST_REQUIRE_DEVICES=1 timeout 900 "$here/device_tests" --json "$OUT/device_tests.json" "$@" 2>&1 \
   | tee "$OUT/device_tests.log"
 rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { echo "device_tests exited $rc"; status=1; }
+# The soak again with a longer bound (issue 16; the matrix above ran it for CL_SOAK_SECS, default 2 s).
+soak=${SOAK_SECS:-120}
+echo "== soak (${soak} s per device)"
+CL_SOAK_SECS=$soak CL_TEST_TIMEOUT=$((soak + 120)) timeout $((soak * 3 + 300)) "$here/device_tests" \
+  --exact soak::mixed_workload_keeps_data_and_counters 2>&1 | tee "$OUT/soak.log"
+rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || { echo "soak exited $rc"; status=1; }
 if [ -x "$here/cl-report" ]; then
   echo "== cl-report"
   timeout 900 "$here/cl-report" --json "$OUT/report.json" --markdown "$OUT/report.md" 2>&1 | tee "$OUT/report.log"

@@ -21,8 +21,7 @@ fn pyopencl_reference() -> Result<Value, String> {
         let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
         return serde_json::from_str(&text).map_err(|e| e.to_string());
     }
-    let tool =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/pyopencl-reference");
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/pyopencl-reference");
     if !tool.exists() {
         return Err(format!("{} not found", tool.display()));
     }

@@ -119,6 +119,7 @@ pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEve
 pub use runtime::kernel::{
     ArgValue, AsKernelArg, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
 };
+pub use runtime::live::{live_objects, LiveObjects};
 pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};
 pub use runtime::platform::Platform;
 pub use runtime::program::Program;

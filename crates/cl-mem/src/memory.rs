@@ -240,6 +240,8 @@ pub struct Memory {
     /// The command record, when the handle came from a [`crate::Buffer`] (kernels then keep to
     /// its maps and queues as they do for the buffer).
     tracked: Option<std::sync::Arc<crate::track::Tracked>>,
+    /// Counts this wrapper in [`crate::live_objects`].
+    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
@@ -256,7 +258,11 @@ impl Memory {
     /// 1. `raw` is a valid memory object.
     /// 2. The caller gives one reference it owns to the new `Memory`.
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Memory {
-        Memory { raw, tracked: None }
+        Memory {
+            raw,
+            tracked: None,
+            live: crate::runtime::live::Live::new(),
+        }
     }
 
     /// Retains and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
@@ -271,7 +277,11 @@ impl Memory {
     pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Memory> {
         // SAFETY: obligation 1.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
-        Ok(Memory { raw, tracked: None })
+        Ok(Memory {
+            raw,
+            tracked: None,
+            live: crate::runtime::live::Live::new(),
+        })
     }
 
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
@@ -284,6 +294,8 @@ impl Memory {
         let mut this = std::mem::ManuallyDrop::new(self);
         // The command record goes; the OpenCL reference stays with the caller.
         drop(this.tracked.take());
+        // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
+        drop(unsafe { std::ptr::read(&this.live) });
         this.raw
     }
 
@@ -352,6 +364,7 @@ impl From<crate::Buffer> for Memory {
     fn from(b: crate::Buffer) -> Memory {
         let tracked = Some(b.tracked_arc());
         Memory {
+            live: crate::runtime::live::Live::new(),
             raw: b.into_raw(),
             tracked,
         }
@@ -362,6 +375,7 @@ impl Clone for Memory {
     fn clone(&self) -> Memory {
         retain_for_clone(self.raw);
         Memory {
+            live: crate::runtime::live::Live::new(),
             raw: self.raw,
             tracked: self.tracked.clone(),
         }

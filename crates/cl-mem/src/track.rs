@@ -79,6 +79,9 @@ struct State {
 #[derive(Default)]
 pub(crate) struct Tracker {
     state: Mutex<State>,
+    /// The allocation's last map or unmap command and its queue, held across the driver call of
+    /// the next one: see [`Tracked::map_command`].
+    map_calls: Mutex<Option<(Queue, Event)>>,
 }
 
 impl fmt::Debug for Tracker {
@@ -576,6 +579,46 @@ impl Tracked {
     /// Records a command that needed no check (a map's own map and unmap commands).
     pub(crate) fn record(&self, queue: &Queue, access: Access, event: &Event) {
         record(&mut self.tracker.lock(), queue, access, event);
+    }
+
+    /// Enqueues a map or unmap command of this allocation (`enqueue` gets `list` plus what it
+    /// must wait for) so that no two of them run at the same time, whatever their queues: the
+    /// calls are made under one lock per allocation, and each command waits for the previous
+    /// one (its queue flushed first, the spec's `clFlush` rule).
+    ///
+    /// Why: PoCL 3.1 crashes (SIGSEGV inside its map code, or a mapped pointer that is not the
+    /// buffer's) when two threads map one buffer read-only on two queues, which the map record
+    /// allows (any number of read maps). `repro/pocl_concurrent_read_maps.c` shows that a lock
+    /// around the calls alone is not enough once maps are non-blocking (the map commands still run
+    /// together: 3 crashes in 4 runs), and that ordering each command after the previous one
+    /// is (0 in 5); docs/DEVICES.md#pocl-concurrent-maps. Done on every driver: it costs one
+    /// uncontended lock, one event reference and one satisfied wait-list entry per map, and maps
+    /// are driver round trips anyway. The lock is never held while waiting: blocking maps are
+    /// enqueued non-blocking and waited for by the caller after this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from flushing the previous command's queue, and whatever `enqueue` returns.
+    pub(crate) fn map_command<T>(
+        &self,
+        queue: &Queue,
+        mut list: SmallVec<[sys::cl_event; 8]>,
+        enqueue: impl FnOnce(&[sys::cl_event]) -> Result<(T, Event)>,
+    ) -> Result<(T, Event)> {
+        let mut last = self
+            .tracker
+            .map_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((q, e)) = &*last {
+            if q.as_raw() != queue.as_raw() {
+                q.flush()?;
+            }
+            list.push(e.as_raw());
+        }
+        let (out, event) = enqueue(&list)?;
+        *last = Some((queue.clone(), event.clone()));
+        Ok((out, event))
     }
 
     /// Live maps of the allocation (for tests and diagnostics).

@@ -54,7 +54,8 @@ struct Mapping<'a> {
     queue: &'a Queue,
     ptr: *mut c_void,
     open: bool,
-    /// The map event of a non-blocking map: the unmap waits for it (out-of-order queues).
+    /// The map event: the unmap waits for it (out-of-order queues; a blocking map whose wait
+    /// failed).
     after: Option<Event>,
     /// The map's claim on its bytes in the allocation's record; released after the unmap.
     claim: Option<MapClaim>,
@@ -72,21 +73,27 @@ impl Mapping<'_> {
         if let Some(e) = &self.after {
             list.push(e.as_raw());
         }
-        // SAFETY: valid queue/buffer/events of one context; `ptr` came from a map of this
-        // buffer that is still open (`open` was true and is cleared before any other unmap);
-        // no slice of it survives (they borrow the guard, which is being consumed or dropped).
-        let ev = unsafe {
-            raw_queue::enqueue_unmap_mem_object(
-                self.queue.as_raw(),
-                self.buffer.as_raw(),
-                self.ptr,
-                &list,
-            )
-        }
-        .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
+        let ((), ev) = self
+            .buffer
+            .tracked()
+            .map_command(self.queue, list, |list| {
+                // SAFETY: valid queue/buffer/events of one context; `ptr` came from a map of this
+                // buffer that is still open (`open` was true and is cleared before any other
+                // unmap); no slice of it survives (they borrow the guard, which is being consumed
+                // or dropped).
+                let ev = unsafe {
+                    raw_queue::enqueue_unmap_mem_object(
+                        self.queue.as_raw(),
+                        self.buffer.as_raw(),
+                        self.ptr,
+                        list,
+                    )
+                }
+                .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
+                // SAFETY: a fresh reference we own.
+                Ok(((), unsafe { Event::from_raw(ev) }))
+            })?;
         self.open = false;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(ev) };
         let access = if self.write {
             Access::Write
         } else {
@@ -267,33 +274,42 @@ impl Buffer {
         let (claim, extra) = self.tracked().claim_map(queue, (offset, bytes), write)?;
         let mut list = checked_list(queue, wait)?;
         list.extend(extra.iter().map(Event::as_raw));
-        // SAFETY: valid queue/buffer/events of one context; the range is in bounds; the pointer
-        // is only dereferenced by the guards after the map completed, as `flags` allow, until
-        // the guard unmaps; we own the event.
-        let (ptr, ev) = unsafe {
-            raw_queue::enqueue_map_buffer(
-                queue.as_raw(),
-                self.as_raw(),
-                blocking,
-                flags.bits(),
-                offset,
-                bytes,
-                &list,
-            )
-        }
-        .map_err(Error::cl("clEnqueueMapBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(ev) };
+        // Enqueued non-blocking under the allocation's map lock and waited for below (see
+        // `Tracked::map_command`: PoCL 3.1 crashes on map commands of one buffer running together).
+        let (ptr, ev) = self.tracked().map_command(queue, list, |list| {
+            // SAFETY: valid queue/buffer/events of one context; the range is in bounds; the
+            // pointer is only dereferenced by the guards after the map completed (waited for
+            // below when `blocking`, else through `PendingMap`), as `flags` allow, until the
+            // guard unmaps; we own the event.
+            let (ptr, ev) = unsafe {
+                raw_queue::enqueue_map_buffer(
+                    queue.as_raw(),
+                    self.as_raw(),
+                    false,
+                    flags.bits(),
+                    offset,
+                    bytes,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueMapBuffer"))?;
+            // SAFETY: a fresh reference we own.
+            Ok((ptr, unsafe { Event::from_raw(ev) }))
+        })?;
         self.tracked().record(queue, Access::Read, &ev);
         let map = Mapping {
             buffer: self,
             queue,
             ptr,
             open: true,
-            after: (!blocking).then(|| ev.clone()),
+            after: Some(ev.clone()),
             claim: Some(claim),
             write,
         };
+        if blocking {
+            // On failure `map` unmaps when dropped here.
+            ev.wait()?;
+        }
         let align = std::mem::align_of::<T>();
         if ptr.is_null() || !(ptr as usize).is_multiple_of(align) {
             // `map` unmaps when dropped here.

@@ -69,6 +69,8 @@ pub struct Buffer {
     host_ptr: *mut u8,
     /// The command and map record this buffer shares with its root, sub-buffers and clones.
     tracked: Arc<Tracked>,
+    /// Counts this wrapper in [`crate::live_objects`].
+    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
@@ -227,6 +229,7 @@ impl Buffer {
         host_ptr: *mut u8,
     ) -> Buffer {
         Buffer {
+            live: crate::runtime::live::Live::new(),
             raw,
             size,
             flags,
@@ -273,6 +276,7 @@ impl Buffer {
             None => (None, 0, Tracked::adopt_root(raw, size)),
         };
         Ok(Buffer {
+            live: crate::runtime::live::Live::new(),
             raw: mem.into_raw(),
             size,
             flags,
@@ -315,6 +319,7 @@ impl Buffer {
             drop(std::ptr::read(&this.context));
             drop(std::ptr::read(&this.parent));
             drop(std::ptr::read(&this.tracked));
+            drop(std::ptr::read(&this.live));
         }
         raw
     }
@@ -515,6 +520,7 @@ impl Buffer {
             root.host_ptr.wrapping_add(origin)
         };
         Ok(Buffer {
+            live: crate::runtime::live::Live::new(),
             raw,
             size: size_bytes,
             flags: real_flags,
@@ -951,6 +957,7 @@ impl Clone for Buffer {
     fn clone(&self) -> Buffer {
         retain_for_clone(self.raw);
         Buffer {
+            live: crate::runtime::live::Live::new(),
             raw: self.raw,
             size: self.size,
             flags: self.flags,

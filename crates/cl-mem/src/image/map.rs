@@ -10,9 +10,11 @@
 use std::marker::PhantomData;
 
 use cl_raw::{queue as raw_queue, sys, Version};
+use smallvec::SmallVec;
 
 use super::transfer::coords;
 use super::{Image, ImageType};
+
 use crate::error::{Error, Result};
 use crate::pod::Pod;
 use crate::runtime::event::{checked_list, Event};
@@ -193,17 +195,28 @@ struct Unmap<'a> {
 
 impl Unmap<'_> {
     fn unmap(&mut self) -> Result<()> {
-        // SAFETY: `ptr` came from mapping this image on this queue and was not unmapped; the host
-        // stops using it (the closure has returned); we own the returned event.
-        let ev = unsafe {
-            raw_queue::enqueue_unmap_mem_object(self.queue.as_raw(), self.image.raw, self.ptr, &[])
-        };
+        let ev = self
+            .image
+            .tracked()
+            .map_command(self.queue, SmallVec::new(), |list| {
+                // SAFETY: `ptr` came from mapping this image on this queue and was not unmapped;
+                // the host stops using it (the closure has returned); we own the returned event.
+                let ev = unsafe {
+                    raw_queue::enqueue_unmap_mem_object(
+                        self.queue.as_raw(),
+                        self.image.raw,
+                        self.ptr,
+                        list,
+                    )
+                }
+                .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
+                // SAFETY: a fresh reference we own.
+                Ok(((), unsafe { Event::from_raw(ev) }))
+            })
+            .map(|((), ev)| ev)?;
         // Only an enqueued unmap ends the mapping: after a failure (issue 16) `Drop` unmaps
         // again and the claim holds until then; marking it done first leaked the mapping.
-        let ev = ev.map_err(Error::cl("clEnqueueUnmapMemObject"))?;
         self.done = true;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(ev) };
         let access = if self.write {
             Access::Write
         } else {
@@ -263,18 +276,30 @@ impl Image {
         let (claim, extra) = self.tracked().claim_map_whole(queue, access.writes())?;
         let mut list = checked_list(queue, wait)?;
         list.extend(extra.iter().map(Event::as_raw));
-        // SAFETY: valid queue/image/events; blocking, so the pointer is usable on return; the
-        // region is inside the image; it is unmapped by `Unmap` before this function returns.
-        let mapped = unsafe {
-            raw_queue::enqueue_map_image(queue.as_raw(), self.raw, true, access.bits(), o, r, &list)
-        };
-        let mapped = match mapped {
-            Ok(m) => m,
-            // The claim goes with this return.
-            Err(e) => return Err(Error::cl("clEnqueueMapImage")(e)),
-        };
-        // SAFETY: a fresh reference we own; the map is blocking, so it is complete.
-        drop(unsafe { Event::from_raw(mapped.event) });
+        // Enqueued non-blocking under the allocation's map lock and waited for below (see
+        // `Tracked::map_command`: PoCL 3.1 crashes on map commands of one buffer running together).
+        let mapped = self.tracked().map_command(queue, list, |list| {
+            // SAFETY: valid queue/image/events; the pointer is used only after the wait below;
+            // the region is inside the image; it is unmapped by `Unmap` before this function
+            // returns.
+            let m = unsafe {
+                raw_queue::enqueue_map_image(
+                    queue.as_raw(),
+                    self.raw,
+                    false,
+                    access.bits(),
+                    o,
+                    r,
+                    list,
+                )
+            }
+            .map_err(Error::cl("clEnqueueMapImage"))?;
+            // SAFETY: a fresh reference we own.
+            let ev = unsafe { Event::from_raw(m.event) };
+            Ok((m, ev))
+        });
+        // The claim goes with an error return.
+        let (mapped, map_event) = mapped?;
         let mut guard = Unmap {
             image: self,
             queue,
@@ -283,6 +308,8 @@ impl Image {
             done: false,
             claim: Some(claim),
         };
+        // On failure `guard` unmaps (after the map: an in-order queue) when dropped here.
+        map_event.wait()?;
         let elem = self.element_size;
         let row = mapped.row_pitch.max(r[0] * elem);
         let len = match self.desc.image_type {

@@ -323,6 +323,8 @@ pub struct Image {
     /// The command and map record, shared by clones (and, for an image made from a buffer, with
     /// the buffer's allocation).
     tracked: Arc<Tracked>,
+    /// Counts this wrapper in [`crate::live_objects`].
+    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); an
@@ -382,6 +384,7 @@ impl Image {
     ) -> Result<Image> {
         let element_size = format.itemsize().unwrap_or(0);
         let mut img = Image {
+            live: crate::runtime::live::Live::new(),
             raw,
             context: context.clone(),
             desc,
@@ -498,6 +501,7 @@ impl Image {
         unsafe {
             drop(std::ptr::read(&this.context));
             drop(std::ptr::read(&this.tracked));
+            drop(std::ptr::read(&this.live));
         }
         raw
     }
@@ -714,6 +718,7 @@ impl Clone for Image {
     fn clone(&self) -> Image {
         retain_for_clone(self.raw);
         Image {
+            live: crate::runtime::live::Live::new(),
             raw: self.raw,
             context: self.context.clone(),
             desc: self.desc,

@@ -20,6 +20,8 @@ pub struct Context {
     devices: Arc<[Device]>,
     /// Pinned chunks for staged transfers, shared by the clones of this wrapper.
     staging: Arc<crate::runtime::staging::StagingCache>,
+    /// Counts this wrapper in [`crate::live_objects`].
+    _live: crate::runtime::live::Live<{ crate::runtime::live::CONTEXT }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"; the
@@ -56,6 +58,7 @@ impl Context {
         let raw = unsafe { raw::create(&props, &ids, None, std::ptr::null_mut()) }
             .map_err(Error::cl("clCreateContext"))?;
         Ok(Context {
+            _live: crate::runtime::live::Live::new(),
             raw,
             devices: devices.into(),
             staging: Arc::default(),
@@ -151,6 +154,7 @@ impl Context {
         });
         match devices {
             Ok(devices) => Ok(Context {
+                _live: crate::runtime::live::Live::new(),
                 raw,
                 devices: devices.into(),
                 staging: Arc::default(),
@@ -302,6 +306,7 @@ impl Clone for Context {
             tracing::error!(status = %e, "clRetainContext failed");
         }
         Context {
+            _live: crate::runtime::live::Live::new(),
             raw: self.raw,
             devices: Arc::clone(&self.devices),
             staging: Arc::clone(&self.staging),

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 use cl_raw::{event as raw, sys, ClError};
@@ -76,9 +76,6 @@ impl ProfilingTimes {
     }
 }
 
-/// [`Event`] wrappers alive now (see [`Event::live_count`]).
-static LIVE_EVENTS: AtomicUsize = AtomicUsize::new(0);
-
 /// An OpenCL event. Owns one reference: `Clone` retains, `Drop` releases (never panics).
 pub struct Event {
     raw: sys::cl_event,
@@ -139,7 +136,7 @@ impl Event {
     ///
     /// 1. `raw` is a valid event and the caller gives its reference to the new `Event`.
     pub unsafe fn from_raw(raw: sys::cl_event) -> Event {
-        LIVE_EVENTS.fetch_add(1, Ordering::Relaxed);
+        crate::runtime::live::event_added();
         Event {
             raw,
             context: AtomicPtr::new(std::ptr::null_mut()),
@@ -158,7 +155,7 @@ impl Event {
     pub unsafe fn from_raw_retained(raw: sys::cl_event) -> Result<Event> {
         // SAFETY: obligation 1.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainEvent"))?;
-        LIVE_EVENTS.fetch_add(1, Ordering::Relaxed);
+        crate::runtime::live::event_added();
         Ok(Event {
             raw,
             context: AtomicPtr::new(std::ptr::null_mut()),
@@ -176,7 +173,7 @@ impl Event {
     /// driver itself or by other threads are not seen, and with several threads the value is only
     /// a snapshot (one relaxed atomic, a few nanoseconds per event).
     pub fn live_count() -> usize {
-        LIVE_EVENTS.load(Ordering::Relaxed)
+        crate::runtime::live::events()
     }
 
     /// The raw handle (still owned by `self`).
@@ -203,7 +200,7 @@ impl Event {
 
     /// Gives the reference away without releasing it.
     pub fn into_raw(self) -> sys::cl_event {
-        LIVE_EVENTS.fetch_sub(1, Ordering::Relaxed);
+        crate::runtime::live::event_removed();
         let raw = self.raw;
         std::mem::forget(self);
         raw
@@ -377,7 +374,7 @@ impl Clone for Event {
         if let Err(e) = unsafe { raw::retain(self.raw) } {
             tracing::error!(status = %e, "clRetainEvent failed");
         }
-        LIVE_EVENTS.fetch_add(1, Ordering::Relaxed);
+        crate::runtime::live::event_added();
         Event {
             raw: self.raw,
             context: AtomicPtr::new(self.context.load(Ordering::Relaxed)),
@@ -387,7 +384,7 @@ impl Clone for Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        LIVE_EVENTS.fetch_sub(1, Ordering::Relaxed);
+        crate::runtime::live::event_removed();
         // SAFETY: we own one reference to a valid event.
         if let Err(e) = unsafe { raw::release(self.raw) } {
             crate::error::drop_status("clReleaseEvent", e);

@@ -6,6 +6,7 @@ pub(crate) mod context;
 pub(crate) mod device;
 pub(crate) mod event;
 pub(crate) mod kernel;
+pub(crate) mod live;
 pub(crate) mod partition;
 pub(crate) mod platform;
 pub(crate) mod program;

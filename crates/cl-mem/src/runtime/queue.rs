@@ -51,6 +51,8 @@ pub struct Queue {
     context: Context,
     device: Device,
     properties: QueueProperties,
+    /// Counts this wrapper in [`crate::live_objects`].
+    _live: crate::runtime::live::Live<{ crate::runtime::live::QUEUE }>,
 }
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"), so
@@ -139,6 +141,7 @@ impl Queue {
                 .map_err(Error::cl("clCreateCommandQueue"))?
         };
         Ok(Queue {
+            _live: crate::runtime::live::Live::new(),
             raw,
             context: context.clone(),
             device: *device,
@@ -190,6 +193,7 @@ impl Queue {
                 context,
                 device,
                 properties,
+                _live: crate::runtime::live::Live::new(),
             })
         };
         let queue = read();
@@ -232,6 +236,8 @@ impl Queue {
         // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
         // read (and dropped) once, the other fields are `Copy`.
         drop(unsafe { std::ptr::read(&this.context) });
+        // SAFETY: as above, for the live-count token (the wrapper is gone; the handle lives on).
+        drop(unsafe { std::ptr::read(&this._live) });
         raw
     }
 
@@ -391,6 +397,8 @@ impl Queue {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the context clone inside is dropped normally; `this` is never used again.
         drop(unsafe { std::ptr::read(&this.context) });
+        // SAFETY: as above, for the live-count token.
+        drop(unsafe { std::ptr::read(&this._live) });
         // SAFETY: we owned this reference.
         unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseCommandQueue"))
     }
@@ -403,6 +411,7 @@ impl Clone for Queue {
             tracing::error!(status = %e, "clRetainCommandQueue failed");
         }
         Queue {
+            _live: crate::runtime::live::Live::new(),
             raw: self.raw,
             context: self.context.clone(),
             device: self.device,
