@@ -47,7 +47,7 @@ use self::blocks::Owner;
 pub use self::blocks::{LocalBlock, PoolBlock};
 use self::engine::*;
 use self::policy::*;
-pub use self::policy::{Eviction, OomMode, Policy};
+pub use self::policy::{Eviction, OomMode, Policy, MAX_MANAGED_BYTES};
 pub use self::scope::CounterScope;
 
 use std::fmt;
@@ -297,7 +297,8 @@ impl<A: Allocator> MemoryPool<A> {
     /// # Errors
     ///
     /// - [`PoolError::OutOfMemory`] when the allocator stays out of memory with nothing held;
-    /// - [`PoolError::LimitReached`] when the managed-bytes limit cannot be kept;
+    /// - [`PoolError::LimitReached`] when the managed-bytes limit (or [`MAX_MANAGED_BYTES`])
+    ///   cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
