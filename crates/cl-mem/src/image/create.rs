@@ -710,7 +710,14 @@ pub(super) fn check_host_layout(
                     "a {t} image takes no slice pitch"
                 )));
             }
-            mul(row, desc.height)?
+            // A 1-D image is one row whatever `height` says, as `repack` reads it. (Creation
+            // refuses a 1-D height other than 1 first, in `check_limits`; found by the `image`
+            // fuzz target, which calls this check alone: height 0 passed 0 bytes of host data.)
+            if t == ImageType::Image2d {
+                mul(row, desc.height)?
+            } else {
+                row
+            }
         }
         ImageType::Image1dArray | ImageType::Image2dArray | ImageType::Image3d => {
             let (min_slice, n) = match t {
@@ -811,7 +818,7 @@ fn check_format(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::ImagePitches;
+    use crate::image::{ChannelOrder, ChannelType, ImagePitches};
 
     #[test]
     fn host_layout_checks_pitches_and_length() {
@@ -873,6 +880,25 @@ mod tests {
             check_host_layout(&d, f, Some(1 << 20)),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    /// Regression (fuzz target `image`, `fuzz/corpus/image/regression-layout-1d-height-0`): a
+    /// 1-D description with height 0 needed 0 bytes, and `repack` then read a row past them.
+    #[test]
+    fn one_d_layouts_need_one_row_whatever_the_height() {
+        let f = ImageFormat::new(ChannelOrder::R, ChannelType::Float);
+        for height in [0, 1, 3] {
+            let d = ImageDesc {
+                height,
+                ..ImageDesc::d1_buffer(4)
+            };
+            assert!(matches!(
+                check_host_layout(&d, f, Some(15)),
+                Err(Error::OutOfBounds { len: 16, .. })
+            ));
+            assert_eq!(check_host_layout(&d, f, Some(16)), Ok((0, 0)));
+            assert_eq!(repack(&d, 4, &[7; 16]), vec![7; 16]);
+        }
     }
 
     #[test]

@@ -93,6 +93,15 @@ pub(super) fn host_bytes(
     region: [usize; 3],
     pitches: ImagePitches,
 ) -> Result<usize> {
+    // Callers complete the region through `coords` first (which refuses zeros), but the size
+    // arithmetic below subtracts 1 from the row and slice counts: refuse zeros here too rather
+    // than rely on the order of the checks (found by the `image` fuzz target: `[0, 0, 0]`
+    // underflowed).
+    if region.contains(&0) {
+        return Err(Error::InvalidArgument(format!(
+            "an image region has no zero values, got {region:?}"
+        )));
+    }
     let overflow = || Error::InvalidArgument("image region size overflows usize".into());
     let tight_row = region[0].checked_mul(elem).ok_or_else(overflow)?;
     let row = if pitches.row == 0 {
@@ -788,6 +797,28 @@ mod tests {
             Ok(3 * 32 + 2 * 8 + 4)
         );
         assert!(host_bytes(Image3d, 2, [2, 3, 4], ImagePitches::new(8, 16)).is_err());
+    }
+
+    /// Regression (fuzz target `image`, `fuzz/corpus/image/regression-host-bytes-zero-region`):
+    /// a zero in the region underflowed `rows - 1` / `slices - 1` instead of being refused.
+    #[test]
+    fn host_sizes_refuse_a_zero_region() {
+        use ImageType::*;
+        for t in ImageType::ALL {
+            for region in [[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 0]] {
+                assert!(
+                    matches!(
+                        host_bytes(t, 4, region, ImagePitches::PACKED),
+                        Err(Error::InvalidArgument(_))
+                    ),
+                    "{t:?} {region:?}"
+                );
+            }
+        }
+        assert_eq!(
+            host_bytes(Image2d, 4, [1, 1, 1], ImagePitches::PACKED),
+            Ok(4)
+        );
     }
 
     #[test]
