@@ -73,10 +73,15 @@
 //!
 //! # Features
 //!
-//! None.
+//! - `fuzzing` (off by default, not a public API): a hidden `fuzzing` module forwarding to the
+//!   crate-private range, rectangle and image-layout checks, for the fuzz targets (`fuzz/`) and the
+//!   property tests of `cl-props`.
 
 mod buffer;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod image;
 mod mem_type;
 mod memory;

@@ -679,7 +679,7 @@ fn check_limits(context: &Context, desc: &ImageDesc) -> Result<()> {
 }
 
 /// The pitches to pass, after checking them against the shape and the host data length.
-pub(super) fn check_host_layout(
+pub(crate) fn check_host_layout(
     desc: &ImageDesc,
     format: ImageFormat,
     host_len: Option<usize>,
@@ -748,7 +748,7 @@ pub(super) fn check_host_layout(
 
 /// The host data of `desc` (pitches checked against `bytes` by `check_host_layout`) without its
 /// padding.
-fn repack(desc: &ImageDesc, elem: usize, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn repack(desc: &ImageDesc, elem: usize, bytes: &[u8]) -> Vec<u8> {
     let tight_row = desc.width * elem;
     let row = if desc.pitches.row == 0 {
         tight_row

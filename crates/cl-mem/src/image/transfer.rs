@@ -57,7 +57,7 @@ const AXES: [&str; 3] = [
 
 /// Completes an origin (missing values 0) and a region (missing values 1), PyOpenCL's coordinate
 /// triples, and checks them against `extent`.
-pub(super) fn coords(
+pub(crate) fn coords(
     extent: [usize; 3],
     origin: &[usize],
     region: &[usize],
@@ -87,7 +87,7 @@ pub(super) fn coords(
 /// Bytes a host slice needs for `region` of an image of `image_type` laid out with `pitches`
 /// (0 = packed), after checking the pitches. Layers of 1-D arrays are `slice` apart, as in
 /// `clEnqueueReadImage`.
-pub(super) fn host_bytes(
+pub(crate) fn host_bytes(
     image_type: ImageType,
     elem: usize,
     region: [usize; 3],
@@ -152,7 +152,7 @@ pub(super) fn host_bytes(
 /// makes `slice_pitch` the distance between layers ("the size in bytes of each image"), but PoCL,
 /// Oclgrind and the Intel CPU runtime step `row_pitch` between layers (docs/DEVICES.md); a
 /// single row needs no row pitch of its own, so with both equal every reading agrees.
-pub(super) fn driver_pitches(image_type: ImageType, pitches: ImagePitches) -> (usize, usize) {
+pub(crate) fn driver_pitches(image_type: ImageType, pitches: ImagePitches) -> (usize, usize) {
     if image_type == ImageType::Image1dArray {
         let stride = if pitches.slice != 0 {
             pitches.slice
