@@ -345,3 +345,33 @@ fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
     assert!(matches!(err, cl_pool::PoolError::LimitReached(_)), "{err}");
     assert_eq!(pool.allocate(64).unwrap().requested_bytes(), 64);
 }
+
+/// Regression (fuzz target `trace`, `fuzz/corpus/trace/regression-slot-delta-wraps`): a block
+/// of 65,282 bytes returned into the thread's cache left a delta of -65,282 there; a block of
+/// exactly `isize::MAX` bytes (within `MAX_MANAGED_BYTES` once the first was reclaimed) returned
+/// the same way took the delta to `-65282 - isize::MAX`, which overflowed although every real
+/// figure fits. The deltas now wrap, as the sums that read them always did.
+#[test]
+fn per_thread_deltas_wrap_while_the_figures_stay_exact() {
+    let trace = [
+        TraceEvent::Alloc { id: 1, size: 65282 },
+        TraceEvent::Free { id: 1 },
+        TraceEvent::Alloc {
+            id: 2,
+            size: cl_pool::MAX_MANAGED_BYTES,
+        },
+        TraceEvent::Free { id: 2 },
+    ];
+    let config = ReplayConfig {
+        leading_bits: 7,
+        ..ReplayConfig::default()
+    };
+    let (report, timeline) = cl_pool::trace::replay_with_timeline(&trace, &config).unwrap();
+    assert_eq!((report.requests, report.failures), (2, 0));
+    // The second block needed the first one's bytes back: one reclaim.
+    assert_eq!(report.oom_frees, 1);
+    let last = timeline.last().unwrap();
+    assert_eq!(last.active_bytes, 0);
+    assert_eq!(last.held_bytes, cl_pool::MAX_MANAGED_BYTES);
+    assert_eq!(last.managed_bytes, cl_pool::MAX_MANAGED_BYTES);
+}

@@ -665,7 +665,10 @@ impl<A: Allocator> Inner<A> {
             let reg = lock(&self.registry);
             let (a, h) = reg.iter().fold((0isize, 0isize), |(a, h), slot| {
                 let st = slot.state.lock();
-                (a + st.active_bytes, h + st.held_bytes)
+                (
+                    a.wrapping_add(st.active_bytes),
+                    h.wrapping_add(st.held_bytes),
+                )
             });
             (
                 a,

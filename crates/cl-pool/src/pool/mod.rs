@@ -602,7 +602,10 @@ impl<A: Allocator> MemoryPool<A> {
     fn slot_gauges(reg: &[Arc<cache::Slot<A>>]) -> (isize, isize) {
         reg.iter().fold((0, 0), |(a, h), slot| {
             let st = slot.state.lock();
-            (a + st.active_bytes, h + st.held_bytes)
+            (
+                a.wrapping_add(st.active_bytes),
+                h.wrapping_add(st.held_bytes),
+            )
         })
     }
 
@@ -610,8 +613,8 @@ impl<A: Allocator> MemoryPool<A> {
         let mut t = SlotSums::default();
         for slot in reg.iter() {
             let st = slot.state.lock();
-            t.active_bytes += st.active_bytes;
-            t.held_bytes += st.held_bytes;
+            t.active_bytes = t.active_bytes.wrapping_add(st.active_bytes);
+            t.held_bytes = t.held_bytes.wrapping_add(st.held_bytes);
             t.requests += st.requests;
             for (bin, c) in st.bins.iter() {
                 t.held_blocks += c.blocks.len();
@@ -620,7 +623,7 @@ impl<A: Allocator> MemoryPool<A> {
                 let e = t.bins.entry(bin).or_default();
                 e.0 += c.blocks.len();
                 e.1 += c.active_blocks;
-                e.2 += c.active_requested;
+                e.2 = e.2.wrapping_add(c.active_requested);
                 e.3 += c.hits;
                 let p = t.peaks.entry(bin).or_default();
                 p.0 = p.0.max(c.peak_held);
