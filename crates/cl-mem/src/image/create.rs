@@ -767,6 +767,12 @@ pub(crate) fn repack(desc: &ImageDesc, elem: usize, bytes: &[u8]) -> Vec<u8> {
     } else {
         desc.pitches.slice
     };
+    if tight_row == 0 {
+        // Nothing to copy, however many (empty) rows: without this, a zero width with 2^32
+        // layers looped 2^37 times (found by the `image` fuzz target, which calls this alone;
+        // creation refuses zero sizes first, in `check_limits`).
+        return Vec::new();
+    }
     let mut out = Vec::with_capacity(tight_row * rows * slices);
     for z in 0..slices {
         for y in 0..rows {
@@ -899,6 +905,17 @@ mod tests {
             assert_eq!(check_host_layout(&d, f, Some(16)), Ok((0, 0)));
             assert_eq!(repack(&d, 4, &[7; 16]), vec![7; 16]);
         }
+    }
+
+    /// Regression (fuzz target `image`, `fuzz/corpus/image/regression-repack-zero-width`): a
+    /// zero-width 3-D layout with 2^32 + 18 slices passed the layout check (0 bytes needed) and
+    /// `repack` then looped over every empty row.
+    #[test]
+    fn repack_of_a_zero_width_layout_is_empty_at_once() {
+        let d = ImageDesc::d3(0, 31, (1 << 32) + 18);
+        let f = ImageFormat::new(ChannelOrder::R, ChannelType::UnsignedInt8);
+        assert_eq!(check_host_layout(&d, f, Some(0)), Ok((0, 0)));
+        assert!(repack(&d, 1, &[]).is_empty());
     }
 
     #[test]
