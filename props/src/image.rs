@@ -221,7 +221,9 @@ pub fn check_layout(desc: &ImageDesc, f: ImageFormat, host_len: Option<usize>) {
         let e = elem as u128;
         let tight = desc.width as u128 * e;
         let row = if p.row == 0 { tight } else { p.row as u128 };
-        if row < tight || row % e != 0 {
+        // A row past usize::MAX (width x itemsize overflowing) is refused; below it, every
+        // product here stays under 2^128.
+        if row < tight || row % e != 0 || usize::try_from(row).is_err() {
             return None;
         }
         let h = desc.height as u128;
