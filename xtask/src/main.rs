@@ -10,6 +10,7 @@ mod bundle;
 mod ci;
 mod devices;
 mod examples;
+mod fuzz;
 mod matrix;
 mod outcomes;
 mod report;
@@ -35,6 +36,9 @@ commands:
   report                      the device characterization report (falls back to `devices`)
   examples                    build the user-facing examples and run each on every device
   device-bundle               build .devrun/ for a machine with a GPU and no Rust (see .devrun/run.sh)
+  fuzz [--seconds N] [TARGET]...
+                              run each fuzz target (fuzz/) for N seconds (default 30) with
+                              cargo-fuzz on nightly; skipped with a notice where either is missing
 
 SELECTOR uses the CL_TEST / PYOPENCL_TEST grammar, e.g. `port`, `intel`, `0:0`, `port:pthread;oclgrind`.";
 
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         "report" => report::run(rest),
         "device-bundle" => no_args(rest).and_then(|()| bundle::run()),
         "examples" => no_args(rest).and_then(|()| examples::run()),
+        "fuzz" => fuzz::run(rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

@@ -79,9 +79,16 @@
 //! | `half` | on | `half::f16` as a [`Pod`] and an [`ImageElement`] (`HALF_FLOAT` channels) |
 //!
 //! Without either the crate works on plain slices (`default-features = false`).
+//!
+//! `fuzzing` (off by default, not a public API): a hidden `fuzzing` module forwarding to the
+//!   crate-private range, rectangle and image-layout checks, for the fuzz targets (`fuzz/`) and the
+//!   property tests of `cl-props`.
 
 mod buffer;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod image;
 mod mem_type;
 mod memory;

@@ -58,7 +58,9 @@ pub enum PoolError<E> {
         /// The last out-of-memory error of the allocator.
         source: E,
     },
-    /// The managed-bytes limit set on the pool would be exceeded even with no held blocks left.
+    /// The managed-bytes limit set on the pool (or the hard bound
+    /// [`MAX_MANAGED_BYTES`](crate::MAX_MANAGED_BYTES)) would be exceeded even with no held blocks
+    /// left.
     LimitReached(Box<OomReport>),
     /// The allocator answered `Ok(None)` for a non-zero size (PyOpenCL: "allocator succeeded but
     /// returned NULL cl_mem").

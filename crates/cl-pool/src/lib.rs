@@ -83,7 +83,7 @@ pub use error::{OomReport, PoolError};
 pub use multi::DevicePools;
 pub use pool::{
     CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
-    DEFAULT_SHARDS,
+    DEFAULT_SHARDS, MAX_MANAGED_BYTES,
 };
 pub use staging::{read_staged, write_staged, PinnedAllocator, StagingPool};
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};

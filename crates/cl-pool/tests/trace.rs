@@ -305,3 +305,73 @@ fn pytorch_snapshot_lists_segments_and_events() {
     let expect: Vec<(String, u64)> = expect.iter().map(|(a, n)| ((*a).to_owned(), *n)).collect();
     assert_eq!(actions, expect);
 }
+
+/// Regression (fuzz target `trace`, `fuzz/corpus/trace/seed-structured`): a block of
+/// `usize::MAX - 255` bytes from an unlimited simulated upstream overflowed the per-thread
+/// cache's signed gauges when it came back. Past `MAX_MANAGED_BYTES` a request now fails like
+/// one over the managed-bytes limit, and the pool stays usable.
+#[test]
+fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
+    let trace = [
+        TraceEvent::Alloc { id: 0, size: 8192 },
+        TraceEvent::Free { id: 0 },
+        TraceEvent::Alloc {
+            id: 1,
+            size: usize::MAX - 255,
+        },
+        TraceEvent::Free { id: 0 },
+        TraceEvent::Alloc {
+            id: 2,
+            size: cl_pool::MAX_MANAGED_BYTES / 2 + 1,
+        },
+        TraceEvent::Alloc {
+            id: 3,
+            size: cl_pool::MAX_MANAGED_BYTES / 2 + 1,
+        },
+        TraceEvent::Alloc { id: 4, size: 100 },
+    ];
+    let config = ReplayConfig {
+        leading_bits: 5,
+        ..ReplayConfig::default()
+    };
+    let report = replay(&trace, &config).unwrap();
+    assert_eq!(report.requests, 5);
+    // The huge request, and the second of two halves (the sum would pass the bound).
+    assert_eq!(report.failures, 2);
+    assert!(report.peak_managed_bytes <= cl_pool::MAX_MANAGED_BYTES);
+
+    let pool = MemoryPool::new(cl_pool::SimulatedAllocator::new(usize::MAX));
+    let err = pool.allocate(usize::MAX).unwrap_err();
+    assert!(matches!(err, cl_pool::PoolError::LimitReached(_)), "{err}");
+    assert_eq!(pool.allocate(64).unwrap().requested_bytes(), 64);
+}
+
+/// Regression (fuzz target `trace`, `fuzz/corpus/trace/regression-slot-delta-wraps`): a block
+/// of 65,282 bytes returned into the thread's cache left a delta of -65,282 there; a block of
+/// exactly `isize::MAX` bytes (within `MAX_MANAGED_BYTES` once the first was reclaimed) returned
+/// the same way took the delta to `-65282 - isize::MAX`, which overflowed although every real
+/// figure fits. The deltas now wrap, as the sums that read them always did.
+#[test]
+fn per_thread_deltas_wrap_while_the_figures_stay_exact() {
+    let trace = [
+        TraceEvent::Alloc { id: 1, size: 65282 },
+        TraceEvent::Free { id: 1 },
+        TraceEvent::Alloc {
+            id: 2,
+            size: cl_pool::MAX_MANAGED_BYTES,
+        },
+        TraceEvent::Free { id: 2 },
+    ];
+    let config = ReplayConfig {
+        leading_bits: 7,
+        ..ReplayConfig::default()
+    };
+    let (report, timeline) = cl_pool::trace::replay_with_timeline(&trace, &config).unwrap();
+    assert_eq!((report.requests, report.failures), (2, 0));
+    // The second block needed the first one's bytes back: one reclaim.
+    assert_eq!(report.oom_frees, 1);
+    let last = timeline.last().unwrap();
+    assert_eq!(last.active_bytes, 0);
+    assert_eq!(last.held_bytes, cl_pool::MAX_MANAGED_BYTES);
+    assert_eq!(last.managed_bytes, cl_pool::MAX_MANAGED_BYTES);
+}

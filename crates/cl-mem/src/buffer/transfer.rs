@@ -291,7 +291,7 @@ impl Rect {
 
     /// Checks the region, resolves default pitches and checks one side against `size`; returns
     /// the explicit pitches.
-    fn side(
+    pub(crate) fn side(
         &self,
         what: &'static str,
         origin: [usize; 3],
@@ -1060,7 +1060,11 @@ impl<D: AsBuffer + ?Sized, S: AsBuffer + ?Sized> CopyPair for (&D, &S) {
 }
 
 /// The host byte range of a transfer.
-fn host_range(len: usize, offset: usize, count: Option<usize>) -> Result<(usize, usize)> {
+pub(crate) fn host_range(
+    len: usize,
+    offset: usize,
+    count: Option<usize>,
+) -> Result<(usize, usize)> {
     let count = count.unwrap_or_else(|| len.saturating_sub(offset));
     check_range("host slice", offset, count, len)?;
     // No overflow: checked above.

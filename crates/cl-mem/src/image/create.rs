@@ -666,7 +666,7 @@ fn check_limits(context: &Context, desc: &ImageDesc) -> Result<()> {
 }
 
 /// The pitches to pass, after checking them against the shape and the host data length.
-pub(super) fn check_host_layout(
+pub(crate) fn check_host_layout(
     desc: &ImageDesc,
     format: ImageFormat,
     host_len: Option<usize>,
@@ -697,7 +697,14 @@ pub(super) fn check_host_layout(
                     "a {t} image takes no slice pitch"
                 )));
             }
-            mul(row, desc.height)?
+            // A 1-D image is one row whatever `height` says, as `repack` reads it. (Creation
+            // refuses a 1-D height other than 1 first, in `check_limits`; found by the `image`
+            // fuzz target, which calls this check alone: height 0 passed 0 bytes of host data.)
+            if t == ImageType::Image2d {
+                mul(row, desc.height)?
+            } else {
+                row
+            }
         }
         ImageType::Image1dArray | ImageType::Image2dArray | ImageType::Image3d => {
             let (min_slice, n) = match t {
@@ -728,7 +735,7 @@ pub(super) fn check_host_layout(
 
 /// The host data of `desc` (pitches checked against `bytes` by `check_host_layout`) without its
 /// padding.
-fn repack(desc: &ImageDesc, elem: usize, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn repack(desc: &ImageDesc, elem: usize, bytes: &[u8]) -> Vec<u8> {
     let tight_row = desc.width * elem;
     let row = if desc.pitches.row == 0 {
         tight_row
@@ -747,6 +754,12 @@ fn repack(desc: &ImageDesc, elem: usize, bytes: &[u8]) -> Vec<u8> {
     } else {
         desc.pitches.slice
     };
+    if tight_row == 0 {
+        // Nothing to copy, however many (empty) rows: without this, a zero width with 2^32
+        // layers looped 2^37 times (found by the `image` fuzz target, which calls this alone;
+        // creation refuses zero sizes first, in `check_limits`).
+        return Vec::new();
+    }
     let mut out = Vec::with_capacity(tight_row * rows * slices);
     for z in 0..slices {
         for y in 0..rows {
@@ -798,7 +811,7 @@ fn check_format(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::ImagePitches;
+    use crate::image::{ChannelOrder, ChannelType, ImagePitches};
 
     #[test]
     fn host_layout_checks_pitches_and_length() {
@@ -860,6 +873,36 @@ mod tests {
             check_host_layout(&d, f, Some(1 << 20)),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    /// Regression (fuzz target `image`, `fuzz/corpus/image/regression-layout-1d-height-0`): a
+    /// 1-D description with height 0 needed 0 bytes, and `repack` then read a row past them.
+    #[test]
+    fn one_d_layouts_need_one_row_whatever_the_height() {
+        let f = ImageFormat::new(ChannelOrder::R, ChannelType::Float);
+        for height in [0, 1, 3] {
+            let d = ImageDesc {
+                height,
+                ..ImageDesc::d1_buffer(4)
+            };
+            assert!(matches!(
+                check_host_layout(&d, f, Some(15)),
+                Err(Error::OutOfBounds { len: 16, .. })
+            ));
+            assert_eq!(check_host_layout(&d, f, Some(16)), Ok((0, 0)));
+            assert_eq!(repack(&d, 4, &[7; 16]), vec![7; 16]);
+        }
+    }
+
+    /// Regression (fuzz target `image`, `fuzz/corpus/image/regression-repack-zero-width`): a
+    /// zero-width 3-D layout with 2^32 + 18 slices passed the layout check (0 bytes needed) and
+    /// `repack` then looped over every empty row.
+    #[test]
+    fn repack_of_a_zero_width_layout_is_empty_at_once() {
+        let d = ImageDesc::d3(0, 31, (1 << 32) + 18);
+        let f = ImageFormat::new(ChannelOrder::R, ChannelType::UnsignedInt8);
+        assert_eq!(check_host_layout(&d, f, Some(0)), Ok((0, 0)));
+        assert!(repack(&d, 1, &[]).is_empty());
     }
 
     #[test]

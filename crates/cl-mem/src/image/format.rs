@@ -299,6 +299,9 @@ impl ImageFormat {
     /// [`Error::InvalidArgument`] for an unknown order or type.
     pub fn itemsize(&self) -> Result<usize> {
         let size = self.dtype_size()?;
+        // The order is checked even where the packed type alone gives the size: an unknown order
+        // is an error, as documented (found by the `image` fuzz target: `(Other, 565)` was 2).
+        let channels = self.channel_count()?;
         if self.channel_type.is_packed() {
             return Ok(size);
         }
@@ -309,7 +312,7 @@ impl ImageFormat {
                 4
             });
         }
-        Ok(self.channel_count()? * size)
+        Ok(channels * size)
     }
 }
 
@@ -414,6 +417,28 @@ mod tests {
         assert_eq!(f(O::DepthStencil, T::UnormInt24).itemsize(), Ok(4));
         assert_eq!(f(O::DepthStencil, T::Float).itemsize(), Ok(8));
         assert_eq!(f(O::Abgr, T::UnormInt8).itemsize(), Ok(4));
+    }
+
+    /// Regression (fuzz target `image`, `fuzz/corpus/image/regression-itemsize-unknown-order`):
+    /// a packed type returned its size before the order was looked at.
+    #[test]
+    fn itemsize_refuses_an_unknown_order_with_a_packed_type() {
+        for t in [
+            ChannelType::UnormShort565,
+            ChannelType::UnormShort555,
+            ChannelType::UnormInt101010,
+            ChannelType::UnormInt101010_2,
+        ] {
+            let f = ImageFormat::new(ChannelOrder::Other(0x10FF), t);
+            assert!(
+                matches!(f.itemsize(), Err(Error::InvalidArgument(_))),
+                "{f}"
+            );
+            assert_eq!(
+                ImageFormat::new(ChannelOrder::Rgb, t).itemsize().ok(),
+                t.size_bytes()
+            );
+        }
     }
 
     #[test]

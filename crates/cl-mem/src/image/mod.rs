@@ -37,10 +37,10 @@
 //!   the Intel CPU runtime step `row_pitch` between layers where the spec says `slice_pitch`.
 
 mod array;
-mod create;
+pub(crate) mod create;
 mod format;
 mod map;
-mod transfer;
+pub(crate) mod transfer;
 
 use std::fmt;
 use std::sync::Arc;

@@ -57,7 +57,7 @@ const AXES: [&str; 3] = [
 
 /// Completes an origin (missing values 0) and a region (missing values 1), PyOpenCL's coordinate
 /// triples, and checks them against `extent`.
-pub(super) fn coords(
+pub(crate) fn coords(
     extent: [usize; 3],
     origin: &[usize],
     region: &[usize],
@@ -87,12 +87,21 @@ pub(super) fn coords(
 /// Bytes a host slice needs for `region` of an image of `image_type` laid out with `pitches`
 /// (0 = packed), after checking the pitches. Layers of 1-D arrays are `slice` apart, as in
 /// `clEnqueueReadImage`.
-pub(super) fn host_bytes(
+pub(crate) fn host_bytes(
     image_type: ImageType,
     elem: usize,
     region: [usize; 3],
     pitches: ImagePitches,
 ) -> Result<usize> {
+    // Callers complete the region through `coords` first (which refuses zeros), but the size
+    // arithmetic below subtracts 1 from the row and slice counts: refuse zeros here too rather
+    // than rely on the order of the checks (found by the `image` fuzz target: `[0, 0, 0]`
+    // underflowed).
+    if region.contains(&0) {
+        return Err(Error::InvalidArgument(format!(
+            "an image region has no zero values, got {region:?}"
+        )));
+    }
     let overflow = || Error::InvalidArgument("image region size overflows usize".into());
     let tight_row = region[0].checked_mul(elem).ok_or_else(overflow)?;
     let row = if pitches.row == 0 {
@@ -143,7 +152,7 @@ pub(super) fn host_bytes(
 /// makes `slice_pitch` the distance between layers ("the size in bytes of each image"), but PoCL,
 /// Oclgrind and the Intel CPU runtime step `row_pitch` between layers (docs/DEVICES.md); a
 /// single row needs no row pitch of its own, so with both equal every reading agrees.
-pub(super) fn driver_pitches(image_type: ImageType, pitches: ImagePitches) -> (usize, usize) {
+pub(crate) fn driver_pitches(image_type: ImageType, pitches: ImagePitches) -> (usize, usize) {
     if image_type == ImageType::Image1dArray {
         let stride = if pitches.slice != 0 {
             pitches.slice
@@ -788,6 +797,28 @@ mod tests {
             Ok(3 * 32 + 2 * 8 + 4)
         );
         assert!(host_bytes(Image3d, 2, [2, 3, 4], ImagePitches::new(8, 16)).is_err());
+    }
+
+    /// Regression (fuzz target `image`, `fuzz/corpus/image/regression-host-bytes-zero-region`):
+    /// a zero in the region underflowed `rows - 1` / `slices - 1` instead of being refused.
+    #[test]
+    fn host_sizes_refuse_a_zero_region() {
+        use ImageType::*;
+        for t in ImageType::ALL {
+            for region in [[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 0]] {
+                assert!(
+                    matches!(
+                        host_bytes(t, 4, region, ImagePitches::PACKED),
+                        Err(Error::InvalidArgument(_))
+                    ),
+                    "{t:?} {region:?}"
+                );
+            }
+        }
+        assert_eq!(
+            host_bytes(Image2d, 4, [1, 1, 1], ImagePitches::PACKED),
+            Ok(4)
+        );
     }
 
     #[test]

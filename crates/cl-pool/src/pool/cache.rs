@@ -207,8 +207,13 @@ pub(super) struct Drained<B> {
     pub(super) last_tick: u64,
 }
 
+/// A byte count as a signed delta, wrapping. The slot deltas are modular: they are summed with
+/// the shared gauges by `wrapping_add_signed`, and only that sum (at most `MAX_MANAGED_BYTES`)
+/// is a real figure. One slot's delta alone can pass `isize::MAX` (a block counted active on the
+/// shared path and returned into this slot leaves `-size` here), so neither saturation nor
+/// checked arithmetic is right (found by the `trace` fuzz target: `-65282 - isize::MAX`).
 fn signed(n: usize) -> isize {
-    isize::try_from(n).unwrap_or(isize::MAX)
+    n.cast_signed()
 }
 
 impl<A: Allocator> Slot<A> {
@@ -251,13 +256,13 @@ impl<A: Allocator> Slot<A> {
         let block = c.blocks.pop()?;
         c.hits += 1;
         c.active_blocks += 1;
-        c.active_requested += signed(size);
+        c.active_requested = c.active_requested.wrapping_add(signed(size));
         c.peak_active = c
             .peak_active
             .max(clamp(c.shared_active.wrapping_add_signed(c.active_blocks)));
         c.last_tick = inner.tick.load(Ordering::Relaxed) + s.requests;
-        s.held_bytes -= signed(c.alloc);
-        s.active_bytes += signed(size);
+        s.held_bytes = s.held_bytes.wrapping_sub(signed(c.alloc));
+        s.active_bytes = s.active_bytes.wrapping_add(signed(size));
         s.requests += 1;
         s.outstanding += usize::from(owned);
         let own = s.active_bytes;
@@ -295,15 +300,17 @@ impl<A: Allocator> Slot<A> {
         });
         let bytes = c.alloc;
         c.active_blocks -= 1;
-        c.active_requested -= signed(size);
+        c.active_requested = c.active_requested.wrapping_sub(signed(size));
         c.blocks.push(block);
         let overflow = (c.blocks.len() > CACHE_BLOCKS)
             .then(|| c.blocks.drain(..CACHE_BLOCKS / 2).collect::<Vec<_>>());
         let moved = overflow.as_ref().map_or(0, Vec::len);
         c.shared_held += moved;
         c.peak_held = c.peak_held.max(c.shared_held + c.blocks.len());
-        s.active_bytes -= signed(size);
-        s.held_bytes += signed(bytes) * (1 - signed(moved));
+        s.active_bytes = s.active_bytes.wrapping_sub(signed(size));
+        s.held_bytes = s
+            .held_bytes
+            .wrapping_add(signed(bytes).wrapping_mul(1 - signed(moved)));
         if owned_here {
             s.outstanding -= 1;
         }
@@ -377,7 +384,7 @@ impl<A: Allocator> Slot<A> {
                 });
             }
         }
-        s.held_bytes -= signed(bytes);
+        s.held_bytes = s.held_bytes.wrapping_sub(signed(bytes));
         out
     }
 

@@ -359,11 +359,6 @@ impl<A: Allocator> Inner<A> {
         }
     }
 
-    pub(super) fn add_managed(&self, bytes: usize) {
-        let now = self.managed_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        self.note_managed(now);
-    }
-
     pub(super) fn note_managed(&self, now: usize) {
         // managed_bytes changes only off the hit path: always atomic read-modify-write.
         Self::bump_peak(&self.peak_managed, now);
@@ -437,32 +432,32 @@ impl<A: Allocator> Inner<A> {
         // A miss (or a reclaim retry): the only pool path that calls the driver, so the only
         // one with a span; hits stay free of tracing.
         let _span = tracing::debug_span!("cl_pool::miss", bytes = rounded).entered();
-        let limit = self.policy.limit.load(Ordering::Relaxed);
-        if limit != NONE {
-            let reserved =
-                self.managed_bytes
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
-                        m.checked_add(rounded).filter(|&n| n <= limit)
-                    });
-            if reserved.is_err() {
-                return Err(Upstream::Limit);
-            }
+        // The caller's limit, and always the hard bound: the managed bytes are reserved before
+        // the allocator is asked, so no block (or sum of blocks) past `MAX_MANAGED_BYTES` is ever
+        // counted (found by the `trace` fuzz target: a block of `usize::MAX - 255` bytes overflowed
+        // the per-thread caches' signed gauges).
+        let limit = self
+            .policy
+            .limit
+            .load(Ordering::Relaxed)
+            .min(MAX_MANAGED_BYTES);
+        let reserved = self
+            .managed_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                m.checked_add(rounded).filter(|&n| n <= limit)
+            });
+        if reserved.is_err() {
+            return Err(Upstream::Limit);
         }
         let t0 = Instant::now();
         let r = self.allocator.allocate(rounded);
         lock(&self.timings).allocate.record(t0.elapsed());
         let unreserve = || {
-            if limit != NONE {
-                self.managed_bytes.fetch_sub(rounded, Ordering::Relaxed);
-            }
+            self.managed_bytes.fetch_sub(rounded, Ordering::Relaxed);
         };
         match r {
             Ok(Some(block)) => {
-                if limit == NONE {
-                    self.add_managed(rounded);
-                } else {
-                    self.note_managed(self.managed_bytes.load(Ordering::Relaxed));
-                }
+                self.note_managed(self.managed_bytes.load(Ordering::Relaxed));
                 Ok(block)
             }
             Ok(None) => {
@@ -670,7 +665,10 @@ impl<A: Allocator> Inner<A> {
             let reg = lock(&self.registry);
             let (a, h) = reg.iter().fold((0isize, 0isize), |(a, h), slot| {
                 let st = slot.state.lock();
-                (a + st.active_bytes, h + st.held_bytes)
+                (
+                    a.wrapping_add(st.active_bytes),
+                    h.wrapping_add(st.held_bytes),
+                )
             });
             (
                 a,

@@ -47,7 +47,7 @@ use self::blocks::Owner;
 pub use self::blocks::{LocalBlock, PoolBlock};
 use self::engine::*;
 use self::policy::*;
-pub use self::policy::{Eviction, OomMode, Policy};
+pub use self::policy::{Eviction, OomMode, Policy, MAX_MANAGED_BYTES};
 pub use self::scope::CounterScope;
 
 use std::fmt;
@@ -297,7 +297,8 @@ impl<A: Allocator> MemoryPool<A> {
     /// # Errors
     ///
     /// - [`PoolError::OutOfMemory`] when the allocator stays out of memory with nothing held;
-    /// - [`PoolError::LimitReached`] when the managed-bytes limit cannot be kept;
+    /// - [`PoolError::LimitReached`] when the managed-bytes limit (or [`MAX_MANAGED_BYTES`])
+    ///   cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
     #[inline]
@@ -603,7 +604,10 @@ impl<A: Allocator> MemoryPool<A> {
     fn slot_gauges(reg: &[Arc<cache::Slot<A>>]) -> (isize, isize) {
         reg.iter().fold((0, 0), |(a, h), slot| {
             let st = slot.state.lock();
-            (a + st.active_bytes, h + st.held_bytes)
+            (
+                a.wrapping_add(st.active_bytes),
+                h.wrapping_add(st.held_bytes),
+            )
         })
     }
 
@@ -611,8 +615,8 @@ impl<A: Allocator> MemoryPool<A> {
         let mut t = SlotSums::default();
         for slot in reg.iter() {
             let st = slot.state.lock();
-            t.active_bytes += st.active_bytes;
-            t.held_bytes += st.held_bytes;
+            t.active_bytes = t.active_bytes.wrapping_add(st.active_bytes);
+            t.held_bytes = t.held_bytes.wrapping_add(st.held_bytes);
             t.requests += st.requests;
             for (bin, c) in st.bins.iter() {
                 t.held_blocks += c.blocks.len();
@@ -621,7 +625,7 @@ impl<A: Allocator> MemoryPool<A> {
                 let e = t.bins.entry(bin).or_default();
                 e.0 += c.blocks.len();
                 e.1 += c.active_blocks;
-                e.2 += c.active_requested;
+                e.2 = e.2.wrapping_add(c.active_requested);
                 e.3 += c.hits;
                 let p = t.peaks.entry(bin).or_default();
                 p.0 = p.0.max(c.peak_held);

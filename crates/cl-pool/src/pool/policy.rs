@@ -47,6 +47,7 @@ pub struct Policy {
     pub eviction: Eviction,
     /// Keep `managed_bytes` at or below this (as CuPy's `set_limit`): exceeding it runs the same
     /// reclaim path as an upstream out-of-memory, and fails with [`PoolError::LimitReached`](crate::PoolError::LimitReached).
+    /// [`MAX_MANAGED_BYTES`] bounds it (and applies when it is `None`).
     pub managed_bytes_limit: Option<usize>,
     /// Serve every request from the shared bins, without the per-thread caches (see the
     /// [`pool`](crate::pool) module docs): peaks exact under any number of threads, at the cost of
@@ -56,6 +57,13 @@ pub struct Policy {
 }
 
 pub(super) const NONE: usize = usize::MAX;
+
+/// The most bytes a pool manages at once, whatever [`Policy::managed_bytes_limit`] says:
+/// `isize::MAX`, Rust's own bound on one allocation. A request that would take the managed bytes
+/// past it fails like one over the managed-bytes limit ([`PoolError::LimitReached`](crate::PoolError::LimitReached),
+/// after the reclaim path), so every gauge, the per-thread caches' signed ones included, stays
+/// exact. No OpenCL device comes near it; a simulated upstream with unlimited capacity would.
+pub const MAX_MANAGED_BYTES: usize = isize::MAX as usize;
 
 #[derive(Debug, Default)]
 pub(super) struct PolicyCell {

@@ -1,0 +1,5 @@
+//! Fuzz target `select`: the properties of `cl_props::select` (see that module for the input format
+//! and what is checked).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cl_props::select::check(data));
