@@ -304,11 +304,14 @@ fn inject_then<T>(
     op: &dyn Fn() -> Result<T, Error>,
     unchanged: &dyn Fn() -> TestResult,
 ) -> Result<T, cl_tests::TestError> {
+    // cl-mem tries clSVMAlloc SVM_ALLOC_ATTEMPTS (4) times before a NULL is an error (NVIDIA's
+    // spurious NULLs, docs/DEVICES.md): an out-of-memory there is a NULL every time.
+    let times = if site == "clSVMAlloc" { 4 } else { 1 };
     for status in STATUSES {
         let before = counts();
-        let armed = fault::arm(Plan::next(site, status));
+        let armed = fault::arm(Plan::next(site, status).times(times));
         let r = op();
-        let fired = armed.fired();
+        let fired = armed.fired() / times;
         drop(armed);
         match r {
             Ok(_) => {
@@ -683,6 +686,17 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     let a = Mutex::new(inject("clSVMAlloc", &counts, &|| {
         csvm_empty::<u32>(&q, 64)
     })?);
+    // One spurious NULL (NVIDIA's under concurrent frees) is retried, not an error.
+    {
+        let armed = fault::arm(Plan::next("clSVMAlloc", ClError::OutOfResources));
+        let once = csvm_empty::<u32>(&q, 64);
+        assert_eq!(armed.fired(), 1);
+        drop(armed);
+        assert!(
+            once.is_ok(),
+            "a single NULL from clSVMAlloc was not retried: {once:?}"
+        );
+    }
     let b = Mutex::new(csvm_empty::<u32>(&q, 64)?);
     inject("clEnqueueSVMMemFill", &counts, &|| {
         a.lock().unwrap().fill(&q, 8, &[])

@@ -175,6 +175,12 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                     let mut kernel = program
                         .kernel("transform")
                         .map_err(|x| e("kernel", 0, &x))?;
+                    // SVM gets a kernel object of its own: NVIDIA 580 refuses the enqueue
+                    // (CL_INVALID_KERNEL_ARGS) once an argument that held an SVM pointer is set to
+                    // a buffer (repro/nvidia_svm_then_buffer_kernel_arg.c, docs/DEVICES.md).
+                    let mut svm_kernel = program
+                        .kernel("transform")
+                        .map_err(|x| e("kernel", 0, &x))?;
                     let mut round = 0u32;
                     // At least one round, however short the bound.
                     while round == 0 || Instant::now() < deadline {
@@ -212,7 +218,7 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                                 csvm_empty::<u32>(&q, n).map_err(|x| e("SVM alloc", round, &x))?;
                             arr.with_map_rw(&q, |s| s.copy_from_slice(&data))
                                 .map_err(|x| e("SVM map", round, &x))?;
-                            kernel
+                            svm_kernel
                                 .set_arg(0, &arr)
                                 .and_then(|k| k.set_arg(1, &seed))
                                 .and_then(|k| k.run(&q, &[n]))

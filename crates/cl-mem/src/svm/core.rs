@@ -376,11 +376,25 @@ impl Core {
             // PyOpenCL PR #742: zero-size allocations are allowed and allocate nothing.
             std::ptr::null_mut()
         } else {
-            // SAFETY: a 2.0+ platform whose devices all report the capability `flags` asks for
-            // (checked above); the pointer is freed exactly once, by `release`, after the queues
-            // that used it are done.
-            unsafe { raw_svm::alloc(context.as_raw(), flags.bits(), size, align32) }
-                .ok_or(Error::SvmAllocFailed { size, alignment })?
+            // A NULL is retried a few times before it is an error: NVIDIA 580 returns spurious
+            // NULLs while other threads' SVM frees run (see `svm_alloc_free_lock`; the enqueued
+            // frees cannot be serialised, they run in the driver's threads). A real
+            // out-of-memory stays NULL and costs the retries' ~2 ms once.
+            let mut got = None;
+            for attempt in 0..SVM_ALLOC_ATTEMPTS {
+                if attempt > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(100 << attempt));
+                }
+                let _serial = svm_alloc_free_lock();
+                // SAFETY: a 2.0+ platform whose devices all report the capability `flags` asks
+                // for (checked above); the pointer is freed exactly once, by `release`, after the
+                // queues that used it are done.
+                got = unsafe { raw_svm::alloc(context.as_raw(), flags.bits(), size, align32) };
+                if got.is_some() {
+                    break;
+                }
+            }
+            got.ok_or(Error::SvmAllocFailed { size, alignment })?
         };
         // Alignment 0 asks for the driver's default: record what the pointer has (at most the
         // largest data type's 128 bytes), so later offset checks use a real alignment.
@@ -736,13 +750,31 @@ impl Core {
             return;
         }
         match self.storage {
-            // SAFETY: a 2.0+ platform; `ptr` from clSVMAlloc in this context, freed once; no
-            // command uses it (callers waited for every queue).
-            Storage::Svm => unsafe { raw_svm::free(self.context.as_raw(), self.ptr) },
+            Storage::Svm => {
+                let _serial = svm_alloc_free_lock();
+                // SAFETY: a 2.0+ platform; `ptr` from clSVMAlloc in this context, freed once; no
+                // command uses it (callers waited for every queue).
+                unsafe { raw_svm::free(self.context.as_raw(), self.ptr) }
+            }
             // SAFETY: as above; `free` reclaims the box exactly once.
             Storage::System { free, len } => unsafe { free(self.ptr, len) },
         }
     }
+}
+
+/// How many times `clSVMAlloc` is tried before its NULL is an error (sleeps of 0.2, 0.4, 0.8 ms
+/// between: about 1.4 ms for a real out-of-memory).
+const SVM_ALLOC_ATTEMPTS: u32 = 4;
+
+/// Serialises `clSVMAlloc` with `clSVMFree` process-wide. NVIDIA 580.159.04 returns NULL from
+/// `clSVMAlloc` while another thread is in `clSVMFree` (2,478 NULLs in 8,000 allocations of four
+/// threads; none when the frees go through `clEnqueueSVMFree`, none with one thread:
+/// repro/nvidia_concurrent_svm_alloc.c, docs/DEVICES.md). An allocation costs microseconds at
+/// least, so one uncontended lock around it is noise; every platform takes it.
+fn svm_alloc_free_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The deferred free of system memory, run by the release marker's callback.
