@@ -189,20 +189,10 @@ pub(crate) fn run() -> Result {
     // The examples CI runs on every device (`cargo xtask examples`), to run on the GPU too.
     let mut examples = Vec::new();
     for &(package, example, features) in crate::examples::PER_DEVICE {
-        let mut cmd = util::cargo();
-        cmd.args([
-            "build",
-            "--release",
-            "-p",
-            package,
-            "--example",
+        examples.push((
+            crate::examples::build(package, example, features, true)?,
             example,
-            "--message-format=json-render-diagnostics",
-        ]);
-        if !features.is_empty() {
-            cmd.args(["--features", features]);
-        }
-        examples.push((matrix::executable(&mut cmd, example)?, example));
+        ));
     }
     std::fs::create_dir_all(dir.join("examples"))?;
     for (src, name) in &examples {

@@ -26,7 +26,13 @@ const ONCE: &[(&str, &str, &str)] = &[("cl-characterize", "characterize", "probe
 /// One example's limit: the slowest device (Oclgrind, a simulator) takes seconds.
 const LIMIT: Duration = Duration::from_secs(180);
 
-fn build(package: &str, example: &str, features: &str) -> Result<PathBuf> {
+/// Builds one example (release for the GPU bundle) and returns its executable.
+pub(crate) fn build(
+    package: &str,
+    example: &str,
+    features: &str,
+    release: bool,
+) -> Result<PathBuf> {
     let mut cmd = util::cargo();
     cmd.args([
         "build",
@@ -36,6 +42,9 @@ fn build(package: &str, example: &str, features: &str) -> Result<PathBuf> {
         example,
         "--message-format=json-render-diagnostics",
     ]);
+    if release {
+        cmd.arg("--release");
+    }
     if !features.is_empty() {
         cmd.args(["--features", features]);
     }
@@ -68,7 +77,7 @@ pub(crate) fn run() -> Result {
     let mut failed = Vec::new();
     let mut ran = 0usize;
     for &(package, example, features) in PER_DEVICE {
-        let bin = build(package, example, features)?;
+        let bin = build(package, example, features, false)?;
         for (p, d, name) in &devices {
             let label = format!("{example} on {name}");
             match run_one(&bin, &label, Some(&format!("{p}:{d}"))) {
@@ -79,7 +88,7 @@ pub(crate) fn run() -> Result {
         }
     }
     for &(package, example, features) in ONCE {
-        let bin = build(package, example, features)?;
+        let bin = build(package, example, features, false)?;
         match run_one(&bin, example, None) {
             Ok(t) => println!("  ok: {example} ({})", util::secs(t)),
             Err(e) => failed.push(e.to_string()),
