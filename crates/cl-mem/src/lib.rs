@@ -6,6 +6,42 @@
 //! [`Error`]. **Not for:** heuristics (`cl-characterize`), pooling (`cl-pool`), or a complete
 //! program/kernel API: kernels exist here so memory can be tested end to end.
 //!
+//! # Quick start
+//!
+//! A kernel over two buffers on the device [`create_some_context`] picks (`CL_CTX` or `CL_TEST`
+//! when set, else a GPU, else a CPU runtime, a simulator last), read back; a wrong argument is a
+//! typed error before the driver sees it (run as a test on the device `cargo test` selects):
+//!
+//! ```
+//! use cl_mem::{create_some_context, Buffer, Error, MemFlags, Program, Queue};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let context = create_some_context()?;
+//! let queue = Queue::new(&context, &context.devices()[0])?;
+//! let x: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+//! let a = Buffer::from_slice(&context, MemFlags::READ_ONLY, &x)?;
+//! let b = Buffer::new(&context, MemFlags::WRITE_ONLY, x.len() * 4)?;
+//!
+//! let program = Program::build_from_source(
+//!     &context,
+//!     "__kernel void twice(__global const float* a, __global float* b) {
+//!          size_t i = get_global_id(0); b[i] = 2.0f * a[i]; }",
+//!     "",
+//! )?;
+//! let mut twice = program.kernel("twice")?;
+//! // A scalar where the kernel wants a pointer: refused, the driver never sees it.
+//! assert!(matches!(twice.set_arg(0, &1.0f32), Err(Error::KernelArg { .. })));
+//! twice.set_arg(0, &a)?.set_arg(1, &b)?.run(&queue, &[x.len()])?;
+//!
+//! let y: Vec<f32> = b.to_vec(&queue)?; // blocking read, after the kernel (in-order queue)
+//! assert!(y.iter().zip(&x).all(|(y, x)| *y == 2.0 * x));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! More: `examples/` (`image_blur`, `svm` with its fallback, `async_read` with tokio), and
+//! cl-pool's quick start for pooled buffers.
+//!
 //! # Layers
 //!
 //! | crate | level | unsafe |
