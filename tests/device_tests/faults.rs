@@ -834,7 +834,14 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
     a.fill_bytes(&q, &[0], 0, n, &[])
         .or_else(|_| a.write(&q, 0, &vec![0u8; n], &[]))?;
     let data: Vec<u8> = (0..n).map(|i| u8::try_from(i % 251).unwrap()).collect();
-    let opts = TransferOptions::staged(4096, 2);
+    // One copying thread on Oclgrind: it crashes under concurrent API calls from several host
+    // threads (docs/DEVICES.md), as the staged suite already knows.
+    let threads = if dev.platform_name().contains("Oclgrind") {
+        1
+    } else {
+        2
+    };
+    let opts = TransferOptions::staged(4096, threads);
     // Warm up: the buffer's command record then holds its last write and read, and the pinned
     // chunks are cached, so the live-event count before and after a failure compare like for like.
     a.write_bytes_with(&q, 0, &data, &[], opts)?;

@@ -34,7 +34,7 @@ pub(crate) fn package() -> Result<String> {
     let mut cmd = util::cargo();
     cmd.args(["package", "--workspace", "--allow-dirty", "--target-dir"]);
     cmd.arg(&target);
-    for p in ["cl-tests", "cl-benches", "xtask"] {
+    for p in ["cl-tests", "cl-benches", "cl-props", "xtask"] {
         cmd.args(["--exclude", p]);
     }
     util::run(&mut cmd)?;
