@@ -22,7 +22,10 @@
 //!   hold its slot; the slot holds a *lease* on the pool's `Inner` (an `Arc`, taken once) while
 //!   the pool is open or owned blocks it handed out are still alive (a plain count under its
 //!   lock); a [`PoolBlock`](super::PoolBlock) holds the slot it came from (a reference count on
-//!   that thread's own cache line, not the pool's). When the last [`MemoryPool`](super::MemoryPool)
+//!   that thread's own cache line, not the pool's). A block returned on its own thread leaves
+//!   that reference in the thread's TLS entry as a spare, and the thread's next owned hit takes it:
+//!   in the steady state an owned hit + free makes no reference-count operation, only the slot's
+//!   lock and unlock (2026-11-25: two locked instructions instead of four on the hit path). When the last [`MemoryPool`](super::MemoryPool)
 //!   handle goes, the pool closes: the caches go back to the shared bins, and each slot gives its
 //!   lease up once its blocks are back, so an idle thread's TLS keeps nothing of a dropped pool
 //!   but an empty slot.
