@@ -271,6 +271,22 @@ fn base_counts(q: &Queue, more: &[&dyn MemObject]) -> Vec<u64> {
     v
 }
 
+/// The counts once three reads 10 ms apart agree (at most two seconds): a baseline taken while
+/// the driver still holds a transient reference of an earlier command would make a later, settled
+/// read look like a release (or hide a leak).
+fn stable(counts: Counts<'_>) -> Vec<u64> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut last = counts();
+    let mut same = 0;
+    while same < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let now = counts();
+        same = if now == last { same + 1 } else { 0 };
+        last = now;
+    }
+    last
+}
+
 /// The counts once they match `before`, or after two seconds: drivers release their own
 /// references to queues and events of finished commands asynchronously (PoCL's worker thread
 /// drops a queue reference just after a command's event completes; callbacks of earlier tests
@@ -308,7 +324,7 @@ fn inject_then<T>(
     // spurious NULLs, docs/DEVICES.md): an out-of-memory there is a NULL every time.
     let times = if site == "clSVMAlloc" { 4 } else { 1 };
     for status in STATUSES {
-        let before = counts();
+        let before = stable(counts);
         let armed = fault::arm(Plan::next(site, status).times(times));
         let r = op();
         let fired = armed.fired() / times;
@@ -719,7 +735,7 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     // The unmap fails: the mapping stays recorded (so it is unmapped as a leftover before the
     // next map, command or free) instead of staying mapped for good; counts compared after that.
     for status in STATUSES {
-        let before = counts();
+        let before = stable(&counts);
         let armed = fault::arm(Plan::next("clEnqueueSVMUnmap", status));
         let r = b.lock().unwrap().with_map_rw(&q, |s| s[0] = 1);
         assert_eq!(armed.fired(), 1);
