@@ -753,6 +753,26 @@ fn buffer_read_after_write_roundtrips(dev: &TestDevice) -> TestResult {
     assert_eq!(head, [0, 1, 2, 3, 4, 5, 6, 7]);
     // Empty transfers touch nothing and still give an event.
     buf.write::<u8>(&q, 256, &[], &[])?.wait()?;
+    // Whole reads into new vectors; past the end (even absurdly) is a typed error before any
+    // allocation, not an abort.
+    assert_eq!(buf.to_vec::<u8>(&q)?, {
+        let mut w = data.clone();
+        w[8..16].copy_from_slice(&0x1122_3344_5566_7788u64.to_ne_bytes());
+        w
+    });
+    assert_eq!(buf.to_vec::<u64>(&q)?.len(), 32);
+    assert!(matches!(
+        buf.read_vec_of::<u8>(&q, 257),
+        Err(cl_mem::Error::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        buf.read_vec_of::<u64>(&q, usize::MAX),
+        Err(cl_mem::Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.read_vec_of::<u8>(&q, usize::MAX),
+        Err(cl_mem::Error::OutOfBounds { .. })
+    ));
     Ok(())
 }
 

@@ -698,6 +698,14 @@ impl Buffer {
     ///
     /// [`Error::OutOfBounds`] when `len` values do not fit, and as [`Buffer::read`].
     pub fn read_vec_of<T: Pod>(&self, queue: &Queue, len: usize) -> Result<Vec<T>> {
+        // Checked before the vector is allocated: a huge `len` is an error, not an abort.
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{len} values of {} bytes overflow usize",
+                std::mem::size_of::<T>()
+            ))
+        })?;
+        self.check_range("vector read", 0, bytes)?;
         // SAFETY: `Pod` promises every bit pattern, all-zero included, is a valid `T`.
         let zero: T = unsafe { std::mem::zeroed() };
         let mut out = vec![zero; len];
