@@ -51,6 +51,31 @@ struct Scenario {
     run: fn(&TestDevice) -> TestResult,
 }
 
+/// The image sites: one scenario reaches them, and only where the device has images.
+const IMAGE_SITES: &[&str] = &[
+    "clCreateImage",
+    "clCreateImage2D",
+    "clCreateImage3D",
+    "clEnqueueWriteImage",
+    "clEnqueueReadImage",
+    "clEnqueueFillImage",
+    "clEnqueueCopyImage",
+    "clEnqueueCopyImageToBuffer",
+    "clEnqueueCopyBufferToImage",
+    "clEnqueueMapImage",
+];
+
+/// The SVM sites: one scenario reaches them, and only with coarse-grain SVM.
+const SVM_SITES: &[&str] = &[
+    "clSVMAlloc",
+    "clEnqueueSVMMemFill",
+    "clEnqueueSVMMemcpy",
+    "clEnqueueSVMMigrateMem",
+    "clEnqueueSVMMap",
+    "clEnqueueSVMUnmap",
+    "clEnqueueSVMFree",
+];
+
 const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "context_and_queue_creation_fail_typed",
@@ -107,18 +132,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "images_fail_typed_at_every_site",
-        sites: &[
-            "clCreateImage",
-            "clCreateImage2D",
-            "clCreateImage3D",
-            "clEnqueueWriteImage",
-            "clEnqueueReadImage",
-            "clEnqueueFillImage",
-            "clEnqueueCopyImage",
-            "clEnqueueCopyImageToBuffer",
-            "clEnqueueCopyBufferToImage",
-            "clEnqueueMapImage",
-        ],
+        sites: IMAGE_SITES,
         run: images_fail_typed_at_every_site,
     },
     Scenario {
@@ -132,15 +146,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "svm_fails_typed_at_every_site",
-        sites: &[
-            "clSVMAlloc",
-            "clEnqueueSVMMemFill",
-            "clEnqueueSVMMemcpy",
-            "clEnqueueSVMMigrateMem",
-            "clEnqueueSVMMap",
-            "clEnqueueSVMUnmap",
-            "clEnqueueSVMFree",
-        ],
+        sites: SVM_SITES,
         run: svm_fails_typed_at_every_site,
     },
     Scenario {
@@ -224,28 +230,11 @@ fn device_dependent(dev: &TestDevice) -> Vec<(&'static str, bool, String)> {
             "needs OpenCL 2.1 coarse-grain SVM".into(),
         ),
     ];
-    for s in [
-        "clSVMAlloc",
-        "clEnqueueSVMMemFill",
-        "clEnqueueSVMMemcpy",
-        "clEnqueueSVMMap",
-        "clEnqueueSVMUnmap",
-        "clEnqueueSVMFree",
-    ] {
+    // clEnqueueSVMMigrateMem has its own condition above (2.1).
+    for &s in SVM_SITES.iter().filter(|&&s| s != "clEnqueueSVMMigrateMem") {
         out.push((s, svm, "no coarse-grain SVM (OpenCL 2.0)".into()));
     }
-    for s in [
-        "clCreateImage",
-        "clCreateImage2D",
-        "clCreateImage3D",
-        "clEnqueueWriteImage",
-        "clEnqueueReadImage",
-        "clEnqueueFillImage",
-        "clEnqueueCopyImage",
-        "clEnqueueCopyImageToBuffer",
-        "clEnqueueCopyBufferToImage",
-        "clEnqueueMapImage",
-    ] {
+    for &s in IMAGE_SITES {
         out.push((s, images, "no image support".into()));
     }
     out
