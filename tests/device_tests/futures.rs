@@ -48,15 +48,30 @@ impl Wake for ThreadWaker {
 /// Polls `fut` on this thread, parking between polls, until it resolves or `limit` passed.
 /// Returns the output and the number of polls.
 fn block_on<F: Future>(fut: F, limit: Duration) -> Result<(F::Output, usize), String> {
+    block_on_then(fut, limit, || {})
+}
+
+/// As [`block_on`], calling `after_first_pending` once the first poll returned `Pending` (so a
+/// test can complete the event strictly after the future started waiting, however loaded the
+/// machine is).
+fn block_on_then<F: Future>(
+    fut: F,
+    limit: Duration,
+    after_first_pending: impl FnOnce(),
+) -> Result<(F::Output, usize), String> {
     let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
     let mut cx = Context::from_waker(&waker);
     let mut fut = pin!(fut);
     let deadline = Instant::now() + limit;
     let mut polls = 0;
+    let mut hook = Some(after_first_pending);
     loop {
         polls += 1;
         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
             return Ok((out, polls));
+        }
+        if let Some(h) = hook.take() {
+            h();
         }
         let now = Instant::now();
         if now >= deadline {
@@ -121,15 +136,20 @@ fn a_user_event_set_on_another_thread_wakes_the_future(dev: &TestDevice) -> Test
     let user = UserEvent::new(&ctx)?;
     // Through the plain `Event`: only the driver's CL_COMPLETE callback can wake this one.
     let fut = user.event().wait_async();
-    let setter = {
+    // The other thread sets the status only after the first poll returned Pending.
+    let mut setter = None;
+    let (out, polls) = block_on_then(fut, LIMIT, || {
         let user = user.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(100));
+        setter = Some(thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
             user.set_complete()
-        })
-    };
-    let (out, polls) = block_on(fut, LIMIT).map_err(cl_tests::fail)?;
+        }));
+    })
+    .map_err(cl_tests::fail)?;
     setter
+        .ok_or_else(|| {
+            cl_tests::fail("the future resolved at its first poll, before the event was set")
+        })?
         .join()
         .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
     out?;
@@ -144,15 +164,20 @@ fn a_user_event_set_to_an_error_resolves_to_that_error(dev: &TestDevice) -> Test
     let ctx = dev.context();
     let user = UserEvent::new(&ctx)?;
     let fut = user.wait_async();
-    let setter = {
+    // The other thread sets the status only after the first poll returned Pending.
+    let mut setter = None;
+    let (out, polls) = block_on_then(fut, LIMIT, || {
         let user = user.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(100));
+        setter = Some(thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
             user.set_error(ClError::OutOfResources)
-        })
-    };
-    let (out, polls) = block_on(fut, LIMIT).map_err(cl_tests::fail)?;
+        }));
+    })
+    .map_err(cl_tests::fail)?;
     setter
+        .ok_or_else(|| {
+            cl_tests::fail("the future resolved at its first poll, before the event was set")
+        })?
         .join()
         .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
     assert_eq!(

@@ -54,7 +54,8 @@ pub(crate) fn build(
 fn run_one(bin: &PathBuf, label: &str, selector: Option<&str>) -> Result<Duration> {
     let mut cmd = Command::new(bin);
     if let Some(sel) = selector {
-        cmd.env("CL_TEST", sel);
+        // CL_CTX would win over CL_TEST in create_some_context: every run would use its device.
+        cmd.env("CL_TEST", sel).env_remove("CL_CTX");
     }
     println!(
         "  $ {}{}",
