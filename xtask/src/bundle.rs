@@ -69,7 +69,7 @@ if [ -x "$here/multi_device_bandwidth" ] && [ -z "${SKIP_MULTI_BENCH:-}" ]; then
   timeout 300 "$here/multi_device_bandwidth" NVIDIA 2>&1 | tee "$OUT/multi_device_bandwidth.log"
 fi
 if [ -d "$here/examples" ]; then
-  echo "== examples (the user-facing ones, on the GPU: CL_TEST=nvidia)"
+  echo "== examples (the user-facing ones, on the first device CL_TEST selects: nvidia)"
   rm -f "$OUT/examples.failed"
   for e in "$here"/examples/*; do
     echo "--- $(basename "$e")"

@@ -30,7 +30,7 @@ commands:
                               host tests, then the device suites once per selected device, each in
                               its own process; prints the per-device matrix
   ci                          fmt --check, clippy -D warnings, docs -D warnings, host tests, package,
-                              test-devices
+                              test-devices, examples on every device
   package                     cargo package (verified) of the four library crates, no test fixtures
   bench                       criterion benches + PyOpenCL's reference timings into target/bench-report/
   report                      the device characterization report (falls back to `devices`)
