@@ -159,6 +159,17 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     fill_kernel(&q, a.buffer(), 8, n, &[])?.wait()?;
     a.read(&q, 0, &mut out, &[])?;
     assert_eq!(out, expected(8, n));
+    // `to_vec` reads the requested bytes, not the bin's (1000 asked, a 1023-byte block).
+    {
+        let odd = pool.allocate(1000)?;
+        odd.write(&q, 0, &[7u8; 1000], &[])?;
+        assert_eq!(odd.allocated_bytes(), 1023);
+        assert_eq!(odd.to_vec::<u8>(&q)?, vec![7u8; 1000]);
+        assert_eq!(odd.buffer().to_vec::<u8>(&q)?.len(), 1023);
+        assert_eq!(odd.to_vec::<u32>(&q)?.len(), 250);
+        let local = pool.allocate_local(1000)?;
+        assert_eq!(local.to_vec::<u8>(&q)?.len(), 1000);
+    }
     // A local block and a slice of a pooled block are kernel arguments too.
     {
         let l = pool.allocate_local(n * 4)?;

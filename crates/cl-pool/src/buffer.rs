@@ -452,6 +452,21 @@ impl<A: Allocator<Block = BufferBlock>> AsKernelArg for PoolBlock<A> {
     }
 }
 
+impl<A: Allocator<Block = BufferBlock>> LocalBlock<'_, A> {
+    /// The *requested* bytes read into a new vector of `T`, as [`PoolBlock::to_vec`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::read`].
+    pub fn to_vec<T: cl_mem::Pod>(&self, queue: &Queue) -> Result<Vec<T>, Error> {
+        let len = self
+            .requested_bytes()
+            .checked_div(std::mem::size_of::<T>())
+            .unwrap_or(0);
+        self.block().buffer.read_vec_of(queue, len)
+    }
+}
+
 impl<A: Allocator<Block = BufferBlock>> AsBuffer for LocalBlock<'_, A> {
     fn as_buffer(&self) -> &Buffer {
         &self.block().buffer

@@ -905,3 +905,54 @@ fn a_deferred_allocator_makes_the_pool_warn() {
          allocation."
     );
 }
+
+/// Owned blocks returned on their own thread leave spare slot references in that thread's TLS;
+/// blocks freed on another thread count back through the other thread's cache. Whatever mix,
+/// the counters balance, the spares keep no pool alive, and a pool dropped while blocks are still
+/// out (on this thread and another) frees everything once they come back, also when pools come
+/// and go at reused addresses.
+#[test]
+fn spare_slot_references_keep_counts_and_let_pools_go() {
+    #[derive(Clone)]
+    struct Shared(Arc<TestAllocator>);
+    impl Allocator for Shared {
+        type Block = HostBlock;
+        type Error = HostAllocError;
+        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
+            self.0.allocate(s)
+        }
+        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
+            self.0.free(b)
+        }
+    }
+    let alloc = Arc::new(TestAllocator::new());
+    for round in 0..200usize {
+        let pool = MemoryPool::new(Shared(alloc.clone()));
+        // Same-thread churn: spares are left and reused.
+        for _ in 0..50 {
+            let a = pool.allocate(1000).unwrap();
+            let b = pool.allocate(1000).unwrap();
+            drop((a, b));
+        }
+        let s = pool.stats();
+        assert_eq!((s.active_blocks, s.held_blocks), (0, 2), "round {round}");
+        // Blocks handed to another thread and freed there.
+        let out: Vec<_> = (0..4).map(|_| pool.allocate(1000).unwrap()).collect();
+        std::thread::spawn(move || drop(out)).join().unwrap();
+        let s = pool.stats();
+        assert_eq!(s.active_blocks, 0, "round {round}: {s:?}");
+        // The pool goes while blocks are still out here and on another thread.
+        let kept_here = pool.allocate(2000).unwrap();
+        let kept_there = pool.allocate(3000).unwrap();
+        drop(pool);
+        assert!(alloc.in_use() > 0);
+        std::thread::spawn(move || drop(kept_there)).join().unwrap();
+        drop(kept_here);
+        assert_eq!(
+            alloc.in_use(),
+            0,
+            "round {round}: the dropped pool kept blocks"
+        );
+    }
+    assert_eq!(alloc.allocations(), alloc.frees());
+}

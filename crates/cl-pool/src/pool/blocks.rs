@@ -99,9 +99,7 @@ impl<A: Allocator> Drop for PoolBlock<A> {
             return;
         };
         match std::mem::replace(&mut self.owner, Owner::Gone) {
-            Owner::Pool(inner) => {
-                release(&inner, None, block, self.bin, self.requested, self.trace_id)
-            }
+            Owner::Pool(inner) => release(&inner, block, self.bin, self.requested, self.trace_id),
             Owner::Slot(slot) => {
                 // The slot's lease keeps the pool alive while this block is; the pool itself is
                 // only reached (one reference count) when the block must go to the shared bins.
@@ -133,7 +131,7 @@ impl<A: Allocator> Owner<A> {
         match self {
             Owner::Slot(s) => s.layout,
             Owner::Pool(p) => p.layout,
-            Owner::Gone => crate::bins::BinLayout::default(),
+            Owner::Gone => unreachable!("a block's owner is taken only by its Drop"),
         }
     }
 }
@@ -164,7 +162,6 @@ fn slot_release<A: Allocator>(
 #[inline]
 pub(super) fn release<A: Allocator>(
     inner: &Arc<Inner<A>>,
-    _slot: Option<&Arc<Slot<A>>>,
     block: A::Block,
     bin: BinNumber,
     size: usize,
@@ -250,14 +247,7 @@ impl<A: Allocator> LocalBlock<'_, A> {
 impl<A: Allocator> Drop for LocalBlock<'_, A> {
     fn drop(&mut self) {
         if let Some(block) = self.block.take() {
-            release(
-                self.inner,
-                None,
-                block,
-                self.bin,
-                self.requested,
-                self.trace_id,
-            );
+            release(self.inner, block, self.bin, self.requested, self.trace_id);
         }
     }
 }

@@ -25,7 +25,8 @@
 //!   that thread's own cache line, not the pool's). A block returned on its own thread leaves
 //!   that reference in the thread's TLS entry as a spare, and the thread's next owned hit takes it:
 //!   in the steady state an owned hit + free makes no reference-count operation, only the slot's
-//!   lock and unlock (2026-11-25: two locked instructions instead of four on the hit path). When the last [`MemoryPool`](super::MemoryPool)
+//!   lock and unlock: by count, two locked instructions per allocate + free instead of four (on the
+//!   H100 host the single-thread time did not move beyond its noise; docs/PERFORMANCE.md). When the last [`MemoryPool`](super::MemoryPool)
 //!   handle goes, the pool closes: the caches go back to the shared bins, and each slot gives its
 //!   lease up once its blocks are back, so an idle thread's TLS keeps nothing of a dropped pool
 //!   but an empty slot.
@@ -566,6 +567,9 @@ fn put_in<A: Allocator>(
     block: A::Block,
 ) -> Result<(), (A::Block, Option<Arc<Slot<A>>>)> {
     let mut back = Some((block, origin));
+    // An owned block of another thread's slot: its count of blocks out drops after the TLS
+    // borrow ends (`returned` may let the pool go, whose frees may reach this thread's TLS).
+    let mut foreign: Option<Arc<Slot<A>>> = None;
     let r = SLOTS.try_with(|v| {
         let v = v.borrow();
         let e = v.iter().find(|e| e.pool == id).ok_or(())?;
@@ -583,7 +587,7 @@ fn put_in<A: Allocator>(
                             spare.push(o);
                         }
                     } else {
-                        o.returned();
+                        foreign = Some(o);
                     }
                 }
                 Ok(())
@@ -594,6 +598,9 @@ fn put_in<A: Allocator>(
             }
         }
     });
+    if let Some(o) = foreign {
+        o.returned();
+    }
     match r {
         Ok(Ok(())) => Ok(()),
         _ => back.map_or(Ok(()), Err),
