@@ -591,10 +591,12 @@ impl Tracked {
     /// allows (any number of read maps). `repro/pocl_concurrent_read_maps.c` shows that a lock
     /// around the calls alone is not enough once maps are non-blocking (the map commands still run
     /// together: 3 crashes in 4 runs), and that ordering each command after the previous one
-    /// is (0 in 5); docs/DEVICES.md#pocl-concurrent-maps. Done on every driver: it costs one
-    /// uncontended lock, one event reference and one satisfied wait-list entry per map, and maps
-    /// are driver round trips anyway. The lock is never held while waiting: blocking maps are
-    /// enqueued non-blocking and waited for by the caller after this returns.
+    /// is (0 in 5); docs/DEVICES.md#pocl-concurrent-maps. Done on PoCL only ([`orders_map_commands`]):
+    /// elsewhere the ordering buys nothing and would make an unmap wait behind an unrelated map of
+    /// disjoint bytes on another queue (a map gated on an unset user event then blocks the unmap
+    /// of another guard's drop for good). A command already finished, or failed, orders nothing.
+    /// The lock is never held while waiting: blocking maps are enqueued non-blocking and waited
+    /// for by the caller after this returns.
     ///
     /// # Errors
     ///
@@ -605,11 +607,19 @@ impl Tracked {
         mut list: SmallVec<[sys::cl_event; 8]>,
         enqueue: impl FnOnce(&[sys::cl_event]) -> Result<(T, Event)>,
     ) -> Result<(T, Event)> {
+        if !orders_map_commands(queue) {
+            return enqueue(&list);
+        }
         let mut last = self
             .tracker
             .map_calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        // Only a command still pending is waited for: a finished one (errors included) orders
+        // nothing, and an errored one must not fail every later map of the allocation.
+        if last.as_ref().is_some_and(|(_, e)| is_done(e)) {
+            *last = None;
+        }
         if let Some((q, e)) = &*last {
             if q.as_raw() != queue.as_raw() {
                 q.flush()?;
@@ -706,4 +716,22 @@ pub(crate) fn enqueue_tracked(
         claim.done(queue, &event);
     }
     Ok(event)
+}
+
+/// Whether map and unmap commands of one allocation must run one after another on `queue`'s
+/// platform: PoCL (its concurrent-map crash, see [`Tracked::map_command`]). Read once per
+/// platform.
+fn orders_map_commands(queue: &Queue) -> bool {
+    static KNOWN: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
+    let platform = queue.device().platform();
+    let key = platform.as_raw() as usize;
+    let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&(_, v)) = known.iter().find(|(k, _)| *k == key) {
+        return v;
+    }
+    let v = platform
+        .name()
+        .is_ok_and(|n| n.contains("Portable Computing Language"));
+    known.push((key, v));
+    v
 }
