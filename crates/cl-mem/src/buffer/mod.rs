@@ -813,8 +813,6 @@ impl Buffer {
     }
 }
 
-/// Resolves a byte or element range against `len`; empty, reversed and out-of-range ranges are
-/// errors.
 /// Something that is a buffer for transfers and copies: [`Buffer`] itself (sub-buffers too), and
 /// types that own or borrow one (a pool's blocks and slices). [`enqueue_copy`](crate::enqueue_copy)
 /// and [`Buffer::copy_from`] take any of them; methods of [`Buffer`] reach them through `Deref`.
@@ -836,6 +834,8 @@ impl AsBuffer for Buffer {
     }
 }
 
+/// Resolves a byte or element range against `len`; empty, reversed and out-of-range ranges are
+/// errors.
 pub(crate) fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,

@@ -98,6 +98,8 @@ unsafe impl<T: Pod> HostMemory for &'static mut [T] {
 pub struct Pending<H: HostMemory> {
     event: Event,
     host: ManuallyDrop<H>,
+    /// The transfer's queue, so that awaiting can flush it soundly.
+    queue: Queue,
 }
 
 impl<H: HostMemory> Pending<H> {
@@ -129,13 +131,14 @@ impl<H: HostMemory> Pending<H> {
         let mut this = ManuallyDrop::new(self);
         let r = this.event.wait();
         // SAFETY: `this` is never used or dropped again; each field is taken exactly once.
-        let (event, host) = unsafe {
+        let (event, host, queue) = unsafe {
             (
                 std::ptr::read(&this.event),
                 ManuallyDrop::take(&mut this.host),
+                std::ptr::read(&this.queue),
             )
         };
-        drop(event);
+        drop((event, queue));
         r.map(|()| host)
     }
 }
@@ -143,10 +146,11 @@ impl<H: HostMemory> Pending<H> {
 impl<H: HostMemory> Pending<H> {
     /// Wraps a started non-blocking command that reads or writes `host` (for the other memory
     /// modules: images). The caller handed `host`'s bytes to the command.
-    pub(crate) fn started(event: Event, host: H) -> Pending<H> {
+    pub(crate) fn started(event: Event, host: H, queue: &Queue) -> Pending<H> {
         Pending {
             event,
             host: ManuallyDrop::new(host),
+            queue: queue.clone(),
         }
     }
 }
@@ -170,7 +174,7 @@ impl<H: HostMemory> IntoFuture for Pending<H> {
     /// [`Error::CommandFailed`] (the memory is then dropped, as by [`Pending::wait`]).
     fn into_future(self) -> PendingFuture<H> {
         PendingFuture {
-            event: self.event.wait_async(),
+            event: self.event.wait_async_flushing(&self.queue),
             pending: Some(self),
         }
     }
@@ -565,7 +569,7 @@ impl Buffer {
                 wait,
             )
         }?;
-        Ok(Pending::started(event, host))
+        Ok(Pending::started(event, host, queue))
     }
 
     /// Non-blocking device-to-host copy from `offset_bytes` into all of `host`, after `wait`;
@@ -603,7 +607,7 @@ impl Buffer {
                 wait,
             )
         }?;
-        Ok(Pending::started(event, host))
+        Ok(Pending::started(event, host, queue))
     }
 
     /// Device-to-device copy of all of `src` that fits (`min(src, dst)` bytes) to the start of
@@ -752,7 +756,7 @@ impl Buffer {
         // unmoved until the event completes (moved into the `Pending`, HostMemory contract 1).
         let event =
             unsafe { self.enqueue_write_rect_host(queue, false, rect, p, bytes.as_ptr(), wait) }?;
-        Ok(Pending::started(event, host))
+        Ok(Pending::started(event, host, queue))
     }
 
     /// Non-blocking rectangular device-to-host copy: as [`Buffer::read_rect`], with the host
@@ -774,7 +778,7 @@ impl Buffer {
         // SAFETY: as in `enqueue_write_rect`; nothing else touches the bytes until the event
         // completes.
         let event = unsafe { self.enqueue_read_rect_host(queue, false, rect, p, ptr, wait) }?;
-        Ok(Pending::started(event, host))
+        Ok(Pending::started(event, host, queue))
     }
 
     /// The checks every host rectangle transfer runs before the driver, in this order: the

@@ -245,7 +245,7 @@ impl Image {
         // whose drop waits and whose forgetting leaks, so its (unmoving, HostMemory contract)
         // bytes outlive the command.
         let ev = unsafe { self.enqueue_write_host(queue, false, span, bytes.as_ptr(), wait) }?;
-        Ok(Pending::started(ev, host))
+        Ok(Pending::started(ev, host, queue))
     }
 
     /// Non-blocking image-to-host read of `region` at `origin` into `host` laid out with
@@ -269,7 +269,7 @@ impl Image {
         // SAFETY: as in `enqueue_write`; the bytes are written only by the command, and the host
         // cannot reach them until `Pending::wait` returns them.
         let ev = unsafe { self.enqueue_read_host(queue, false, span, ptr, wait) }?;
-        Ok(Pending::started(ev, host))
+        Ok(Pending::started(ev, host, queue))
     }
 
     /// The checks every host read (`reading`) or write runs before the driver, in this order:

@@ -10,8 +10,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
-use cl_raw::queue as raw_queue;
-
 use crate::error::{Error, Result};
 use crate::runtime::event::{Event, EventStatus};
 
@@ -91,9 +89,13 @@ impl Waiters {
 /// The first poll reads the event's status (`clGetEventInfo`): a finished event resolves at once
 /// and costs no callback. Otherwise the future stores the task's [`Waker`] in a small shared state
 /// (a `Mutex<Option<Waker>>` and a "finished" flag: the std form of an `AtomicWaker`), registers
-/// *one* `CL_COMPLETE` callback through [`Event::on_complete`], and flushes the event's queue if
-/// the command is still `CL_QUEUED` (`clWaitForEvents` flushes implicitly; a callback does not,
-/// and a driver may keep an unflushed command on the host forever). Later polls only replace the
+/// *one* `CL_COMPLETE` callback through [`Event::on_complete`]. A future of a non-blocking
+/// transfer ([`crate::Pending`]) holds the transfer's queue and flushes it if the command is
+/// still `CL_QUEUED` (`clWaitForEvents` flushes implicitly; a callback does not, and a driver may
+/// keep an unflushed command on the host forever). A plain [`Event::wait_async`] knows no queue
+/// it may safely touch (the event's `CL_EVENT_COMMAND_QUEUE` handle may belong to a queue the
+/// caller already dropped): flush the queue ([`crate::Queue::flush`]) before awaiting a command
+/// that may still be queued. Later polls only replace the
 /// stored waker. The callback runs on a driver thread and does nothing but set the flag and wake:
 /// no user code, nothing that blocks (the spec leaves blocking calls in callbacks undefined). No
 /// thread polls, and nothing depends on an async runtime: any executor works (tokio, smol, a
@@ -130,6 +132,9 @@ pub struct EventFuture {
     event: Event,
     shared: Option<Arc<Shared>>,
     waiters: Option<Arc<Waiters>>,
+    /// The command's queue, held (so flushing it is sound) where the future was made from a
+    /// transfer that knows it.
+    flush: Option<crate::runtime::queue::Queue>,
 }
 
 impl EventFuture {
@@ -138,6 +143,7 @@ impl EventFuture {
             event,
             shared: None,
             waiters,
+            flush: None,
         }
     }
 
@@ -219,28 +225,14 @@ impl Future for EventFuture {
         }
         this.shared = Some(shared);
         if status == EventStatus::Queued {
-            if let Err(e) = flush_queue_of(&this.event) {
-                return Poll::Ready(Err(e));
+            if let Some(q) = &this.flush {
+                if let Err(e) = q.flush() {
+                    return Poll::Ready(Err(e));
+                }
             }
         }
         Poll::Pending
     }
-}
-
-/// Flushes the queue of a command still `CL_QUEUED` (nothing for user events): callbacks, unlike
-/// `clWaitForEvents`, do not submit the command.
-///
-/// Driver quirk: Oclgrind 21.10 runs the queue inside `clFlush`, so on Oclgrind this first poll
-/// runs the command (and blocks while it waits on an unset user event, as `Queue::flush` does).
-fn flush_queue_of(event: &Event) -> Result<()> {
-    let queue = event.command_queue_raw()?;
-    if queue.is_null() {
-        return Ok(());
-    }
-    // SAFETY: the queue of a command that has not finished: a queue is deleted only after its
-    // queued commands finished (clReleaseCommandQueue), so the handle is valid; flushing is
-    // thread-safe.
-    unsafe { raw_queue::flush(queue) }.map_err(Error::cl("clFlush"))
 }
 
 impl Drop for EventFuture {
@@ -274,5 +266,14 @@ impl Event {
     /// ```
     pub fn wait_async(&self) -> EventFuture {
         EventFuture::new(self.clone(), None)
+    }
+
+    /// As [`Event::wait_async`], flushing `queue` (the command's queue, held by the future) at
+    /// the first poll that finds the command still queued: a callback, unlike a blocking wait,
+    /// does not submit it. Used by non-blocking transfers, which know their queue.
+    pub(crate) fn wait_async_flushing(&self, queue: &crate::runtime::queue::Queue) -> EventFuture {
+        let mut f = EventFuture::new(self.clone(), None);
+        f.flush = Some(queue.clone());
+        f
     }
 }
