@@ -767,9 +767,10 @@ impl Core {
 const SVM_ALLOC_ATTEMPTS: u32 = 4;
 
 /// Serialises `clSVMAlloc` with `clSVMFree` process-wide. NVIDIA 580.159.04 returns NULL from
-/// `clSVMAlloc` while another thread is in `clSVMFree` (2,478 NULLs in 8,000 allocations of four
-/// threads; none when the frees go through `clEnqueueSVMFree`, none with one thread:
-/// repro/nvidia_concurrent_svm_alloc.c, docs/DEVICES.md). An allocation costs microseconds at
+/// `clSVMAlloc` while other threads free SVM: 2,478-2,586 NULLs in 8,000 allocations of four
+/// threads with `clSVMFree`, 0-7 with `clEnqueueSVMFree` (which runs in the driver's threads and
+/// cannot be serialised: hence also the retry in `Core::alloc`), none with one thread
+/// (repro/nvidia_concurrent_svm_alloc.c, docs/DEVICES.md#nvidia-svm-alloc-null). An allocation costs microseconds at
 /// least, so one uncontended lock around it is noise; every platform takes it.
 fn svm_alloc_free_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
