@@ -12,25 +12,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cl_mem::{Buffer, Context, MemFlags, Queue};
-
-/// A context on the device the usual variables select.
-fn context() -> cl_mem::Result<Context> {
-    let by_test_selector = ["CL_TEST", "PYOPENCL_TEST"]
-        .iter()
-        .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
-    if by_test_selector {
-        let devices = cl_mem::test_devices()?;
-        // `test_devices` errors when the selector matches nothing, so there is a first one.
-        Context::from_device(&devices[0])
-    } else {
-        cl_mem::create_some_context()
-    }
-}
+use cl_mem::{Buffer, MemFlags, Queue};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let ctx = context()?;
+    // CL_CTX, else CL_TEST / PYOPENCL_TEST, else the best device present.
+    let ctx = cl_mem::create_some_context()?;
     let device = ctx.devices()[0];
     println!("device: {}", device.name()?.trim());
     let queue = Queue::new(&ctx, &device)?;
