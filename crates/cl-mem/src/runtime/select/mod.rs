@@ -175,19 +175,16 @@ pub fn default_device() -> Result<Device> {
         tracing::info!(target: "cl_mem::select", device = %describe(&d), selector = %spec, variable, "device chosen by the test selector");
         return Ok(d);
     }
+    // `select_devices` refuses an empty catalogue, so there is a first device; the minimum by
+    // rank keeps the first enumerated among equals.
     let all = select_devices("", "CL_CTX")?;
-    let mut best: Option<(DeviceRank, Device)> = None;
-    for d in all {
-        let rank = DeviceRank::of(&d);
-        if best.as_ref().is_none_or(|(r, _)| rank < *r) {
-            best = Some((rank, d));
-        }
-    }
-    let (rank, d) = best.ok_or_else(|| {
-        select_error("CL_CTX")(SelectError::NoDevices {
-            available: String::new(),
-        })
-    })?;
+    let (rank, d) = all
+        .into_iter()
+        .map(|d| (DeviceRank::of(&d), d))
+        .enumerate()
+        .min_by_key(|(i, (r, _))| (*r, *i))
+        .map(|(_, x)| x)
+        .ok_or_else(|| Error::InvalidArgument("no OpenCL device".into()))?;
     tracing::info!(target: "cl_mem::select", device = %describe(&d), ?rank, "device chosen by preference (set CL_CTX to choose)");
     Ok(d)
 }
