@@ -47,8 +47,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ticker.await?;
 
     assert_eq!(back, data, "the read returned other data");
-    // Events are awaitable too, by reference: a marker after everything queued so far.
-    queue.enqueue_marker(&[])?.wait_async().await?;
+    // Events are awaitable too, by reference: a marker after everything queued so far. A plain
+    // event's future knows no queue, so flush first (a callback, unlike a blocking wait, does not
+    // submit the command: Oclgrind would keep the marker queued for good).
+    let marker = queue.enqueue_marker(&[])?;
+    queue.flush()?;
+    marker.wait_async().await?;
     println!(
         "read {} MiB back; the other task ticked {} times meanwhile",
         (N * 4) >> 20,

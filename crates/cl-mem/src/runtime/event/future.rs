@@ -261,6 +261,7 @@ impl Event {
     /// ```no_run
     /// # async fn f(queue: &cl_mem::Queue) -> cl_mem::Result<()> {
     /// let marker = queue.enqueue_marker(&[])?;
+    /// queue.flush()?; // a callback does not submit the command
     /// marker.wait_async().await?;
     /// # Ok(()) }
     /// ```
