@@ -956,3 +956,56 @@ fn spare_slot_references_keep_counts_and_let_pools_go() {
     }
     assert_eq!(alloc.allocations(), alloc.frees());
 }
+
+/// Issue 12's meaning of "held" with per-thread caches: blocks a live thread keeps in its cache
+/// count as held, `free_held` and `stop_holding` called on another thread free them while that
+/// thread is still alive (it then misses), and a thread's exit gives its cached blocks back to
+/// the shared bins, where another thread hits them.
+#[test]
+fn thread_caches_are_held_freed_from_other_threads_and_given_back_at_exit() {
+    for stop in [false, true] {
+        let pool = MemoryPool::new(TestAllocator::new());
+        let rounded = pool.allocate(1000).unwrap().allocated_bytes();
+        pool.free_held();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        // A plain thread, joined: a scoped thread's TLS destructors (which give its cache back)
+        // may still be running when its scope returns.
+        let p = pool.clone();
+        let owner = std::thread::spawn(move || {
+            let blocks: Vec<_> = (0..3).map(|_| p.allocate(1000).unwrap()).collect();
+            drop(blocks); // into this thread's cache
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap(); // alive while the other thread empties the cache
+            let misses = p.stats().upstream_allocations;
+            let b = p.allocate(1000).unwrap();
+            assert_eq!(p.stats().upstream_allocations, misses + 1, "a miss");
+            drop(b); // cached again, unless the pool stopped holding
+        });
+        ready_rx.recv().unwrap();
+        assert_eq!(pool.held_blocks(), 3);
+        assert_eq!(pool.held_bytes(), 3 * rounded);
+        let bins = pool.bin_stats();
+        assert_eq!(bins.iter().map(|b| b.held_blocks).sum::<usize>(), 3);
+        if stop {
+            pool.stop_holding();
+        } else {
+            pool.free_held();
+        }
+        assert_eq!((pool.held_blocks(), pool.allocator().in_use()), (0, 0));
+        go_tx.send(()).unwrap();
+        owner.join().unwrap();
+        if stop {
+            assert_eq!((pool.held_blocks(), pool.allocator().in_use()), (0, 0));
+            continue;
+        }
+        // The thread exited with one block cached: it is in the shared bins now.
+        assert_eq!(pool.held_blocks(), 1);
+        let before = pool.stats().upstream_allocations;
+        let b = pool.allocate(1000).unwrap();
+        assert_eq!(pool.stats().upstream_allocations, before, "a hit");
+        drop(b);
+        pool.free_held();
+        assert_eq!(pool.allocator().in_use(), 0);
+    }
+}
