@@ -4,7 +4,7 @@
     reason = "test helpers outside #[test] fns; a failed unwrap is a failed test"
 )]
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 
 use cl_pool::{
     Allocator, AllocatorCall, AllocatorError, Eviction, HostAllocError, HostBlock, MemoryPool,
@@ -1008,4 +1008,194 @@ fn thread_caches_are_held_freed_from_other_threads_and_given_back_at_exit() {
         pool.free_held();
         assert_eq!(pool.allocator().in_use(), 0);
     }
+}
+
+// Exactness when the per-thread caches switch off at run time, and the stop_holding race: found
+// by a review of issue 12's caches (2026-11-26); each failed before the fix in engine.rs
+// (`refresh_cache_on` serialised and folding the caches back) and mod.rs (a failed hand-out goes
+// back on top of the thread's cache).
+
+/// stop_holding turns the caches off; the first (solo) thread then takes the shortcut with
+/// own = 0 although its slot still carries an active-bytes delta of -1000.
+#[test]
+fn solo_peak_after_stop_holding() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    drop(pool.allocate(1000).unwrap());
+    pool.stop_holding();
+    pool.reset_peaks();
+    assert_eq!(pool.active_bytes(), 0);
+    let _b = pool.allocate(5000).unwrap();
+    assert_eq!(pool.active_bytes(), 5000);
+    assert_eq!(pool.stats().peak_active_bytes, 5000, "PyOpenCL: 5000");
+}
+
+/// set_policy turning the caches off leaves the thread's cached blocks stranded: a request of
+/// their bin misses where PyOpenCL hits.
+#[test]
+fn set_policy_strands_cached_blocks() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    drop(pool.allocate(1000).unwrap());
+    pool.set_policy(Policy {
+        shared_bins_only: true,
+        ..Policy::default()
+    });
+    assert_eq!(pool.held_blocks(), 1);
+    let _b = pool.allocate(1000).unwrap();
+    let s = pool.stats();
+    assert_eq!(
+        (s.hits, s.misses, s.upstream_allocations),
+        (1, 1, 1),
+        "{s:?}"
+    );
+}
+
+/// Held-bytes cap set at run time: the cached block is not seen by the cap check.
+#[test]
+fn set_policy_cap_ignores_cached_blocks() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let a = pool.allocate(1000).unwrap();
+    let b = pool.allocate(1000).unwrap();
+    drop(a); // cached: held 1023
+    pool.set_policy(Policy {
+        held_bytes_cap: Some(1023),
+        ..Policy::default()
+    });
+    drop(b); // PyOpenCL-with-cap: 1023 + 1023 > cap -> freed
+    assert!(
+        pool.held_bytes() <= 1023,
+        "held {} > cap 1023",
+        pool.held_bytes()
+    );
+}
+
+/// After cached hits, the solo shortcut draws ticks without the thread's cached requests:
+/// release_idle(1) frees the bin the very last request used.
+#[test]
+fn solo_tick_after_caches_off() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    drop(pool.allocate(1000).unwrap());
+    for _ in 0..10 {
+        drop(pool.allocate(1000).unwrap());
+    }
+    pool.set_policy(Policy {
+        shared_bins_only: true,
+        ..Policy::default()
+    });
+    drop(pool.allocate(100_000).unwrap());
+    let big = pool.alloc_size(pool.bin_number(100_000));
+    let freed = pool.release_idle(1);
+    let s = pool.stats();
+    let bs = pool.bin_stats();
+    assert!(
+        freed < big,
+        "freed {freed} incl. the last-used bin; tick {} bins {:?}",
+        s.tick,
+        bs.iter()
+            .map(|b| (b.bin, b.last_used_tick))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// hand_out_existing_block fails: the block goes to the shared bin below the thread's cached
+/// blocks, so the next request gets another block (PyOpenCL / shared_bins_only: the same one).
+#[test]
+fn hand_out_failure_keeps_lifo() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    #[derive(Default)]
+    struct F {
+        t: TestAllocator,
+        fail: AtomicBool,
+    }
+    impl Allocator for F {
+        type Block = HostBlock;
+        type Error = HostAllocError;
+        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
+            self.t.allocate(s)
+        }
+        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
+            self.t.free(b)
+        }
+        fn hand_out_existing_block(&self, _b: &mut HostBlock) -> Result<(), HostAllocError> {
+            if self.fail.swap(false, Ordering::SeqCst) {
+                Err(HostAllocError::Invalid { requested: 0 })
+            } else {
+                Ok(())
+            }
+        }
+    }
+    for shared in [true, false] {
+        let pool = MemoryPool::new(F::default());
+        pool.set_policy(Policy {
+            shared_bins_only: shared,
+            ..Policy::default()
+        });
+        let a = pool.allocate(1000).unwrap();
+        let b = pool.allocate(1000).unwrap();
+        let (ia, ib) = (a.block().id, b.block().id);
+        drop(a);
+        drop(b);
+        pool.allocator().fail.store(true, Ordering::SeqCst);
+        assert!(pool.allocate(1000).is_err());
+        let c = pool.allocate(1000).unwrap();
+        eprintln!(
+            "shared_bins_only={shared}: a={ia} b={ib} next={}",
+            c.block().id
+        );
+        assert_eq!(c.block().id, ib, "shared_bins_only={shared}");
+    }
+}
+
+/// A thread's first allocation (new_slot -> refresh_cache_on) racing stop_holding on another
+/// thread left cache_on = true after stop_holding (a stale `true` stored after the `false`):
+/// returned blocks were then kept. The window is a few instructions: `CLPOOL_WIDEN=1` sleeps in
+/// the race to make a regression show, `ITERS` sets the rounds.
+#[test]
+fn stop_holding_races_a_first_allocation() {
+    let slot: Arc<Mutex<Option<MemoryPool<TestAllocator>>>> = Arc::default();
+    let b = Arc::new(Barrier::new(2));
+    let iters = std::env::var("ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000u32);
+    let w = {
+        let (slot, b) = (slot.clone(), b.clone());
+        std::thread::spawn(move || {
+            for _ in 0..iters {
+                b.wait();
+                let p = slot.lock().unwrap().clone().unwrap();
+                let blk = p.allocate(1000).unwrap();
+                b.wait();
+                drop(blk);
+                b.wait();
+            }
+        })
+    };
+    let mut bad = 0;
+    for i in 0..iters {
+        *slot.lock().unwrap() = Some(MemoryPool::new(TestAllocator::new()));
+        let p = slot.lock().unwrap().clone().unwrap();
+        // warm: this thread registers first, so the worker's allocation makes a second slot
+        drop(p.allocate(8).unwrap());
+        b.wait();
+        if std::env::var_os("CLPOOL_WIDEN").is_some() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        p.stop_holding();
+        b.wait();
+        b.wait();
+        if p.held_blocks() != 0 {
+            bad += 1;
+            if bad < 5 {
+                eprintln!(
+                    "iteration {i}: {} blocks held after stop_holding",
+                    p.held_blocks()
+                );
+            }
+        }
+    }
+    w.join().unwrap();
+    assert_eq!(
+        bad, 0,
+        "{bad} of {iters} iterations held blocks after stop_holding"
+    );
 }

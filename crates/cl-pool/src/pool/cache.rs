@@ -36,7 +36,10 @@
 //! - The cache is bypassed (every hit goes through the shared bins, as before) while a policy
 //!   needs pool-wide order or totals on every hit: a held-bytes cap, idle release, least-recently-
 //!   used eviction, [`Policy::shared_bins_only`](super::Policy), after `stop_holding`, and while
-//!   the pool is closing.
+//!   the pool is closing. Switching the caches off folds every slot back into the shared bins
+//!   at once, under the registry lock that also serialises the switch (so the bins, the cap and
+//!   the one-thread figures stay exact, and a racing first allocation cannot switch them back
+//!   on).
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -409,9 +412,12 @@ impl<A: Allocator> Slot<A> {
         clippy::type_complexity,
         reason = "a private tuple, taken apart at once"
     )]
-    pub(super) fn retire_take(&self) -> (Vec<(BinNumber, CacheBin<A::Block>)>, isize, isize, u64) {
+    pub(super) fn take_state(
+        &self,
+        retire: bool,
+    ) -> (Vec<(BinNumber, CacheBin<A::Block>)>, isize, isize, u64) {
         let mut s = self.state.lock();
-        s.retired = true;
+        s.retired |= retire;
         let bins = s.bins.take_all();
         let out = (bins, s.active_bytes, s.held_bytes, s.requests);
         s.active_bytes = 0;

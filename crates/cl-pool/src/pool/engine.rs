@@ -264,6 +264,9 @@ impl<A: Allocator> Inner<A> {
 
     /// Recomputes [`Inner::cache_on`] from the policy and the pool's state.
     pub(super) fn refresh_cache_on(&self) {
+        // Serialised (a stale `true` must not overwrite a newer `false`), and under the registry
+        // lock so that turning the caches off folds every cache back at once.
+        let reg = lock(&self.registry);
         let p = self.policy.load();
         let on = !self.stop_holding.load(Ordering::SeqCst)
             && !self.closed.load(Ordering::SeqCst)
@@ -272,7 +275,12 @@ impl<A: Allocator> Inner<A> {
             && p.held_bytes_cap.is_none()
             && p.idle_release_after.is_none()
             && p.eviction != Eviction::LeastRecentlyUsedBin;
-        self.cache_on.store(on, Ordering::SeqCst);
+        if self.cache_on.swap(on, Ordering::SeqCst) && !on {
+            for slot in reg.iter() {
+                let (bins, active, held, requests) = slot.take_state(false);
+                self.fold(bins, active, held, requests);
+            }
+        }
     }
 
     /// Blocks of `bin` (oldest first) onto the top of the shared bin, as held.
@@ -310,7 +318,20 @@ impl<A: Allocator> Inner<A> {
             return; // closed, or retired already
         };
         let mine = reg.swap_remove(i);
-        let (bins, active, held, requests) = mine.retire_take();
+        let (bins, active, held, requests) = mine.take_state(true);
+        self.fold(bins, active, held, requests);
+        drop(reg);
+        drop(mine);
+    }
+
+    /// A slot's blocks and deltas into the shared state (caller holds the registry lock).
+    pub(super) fn fold(
+        &self,
+        bins: Vec<(BinNumber, super::cache::CacheBin<A::Block>)>,
+        active: isize,
+        held: isize,
+        requests: u64,
+    ) {
         for (bin, c) in bins {
             let mut shard = self.shard(bin);
             let b = shard.bin_entry(bin, self.layout);
@@ -336,8 +357,6 @@ impl<A: Allocator> Inner<A> {
                 self.tick.fetch_add(requests, Ordering::Relaxed);
             }
         });
-        drop(reg);
-        drop(mine);
     }
 
     /// Caller may write the gauges (see [`Inner::with_gauges`]).

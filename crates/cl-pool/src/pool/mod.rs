@@ -352,14 +352,16 @@ impl<A: Allocator> MemoryPool<A> {
         let bin = inner.layout.bin_number(size);
         let cached = inner.cache_on();
         if cached {
-            if let Some((block, slot)) = cache::take_cached(&self.inner, bin, size, owned) {
-                return match self.hand_out(block, bin, size) {
-                    Ok(a) => Ok((a, slot)),
+            if let Some((mut block, slot)) = cache::take_cached(&self.inner, bin, size, owned) {
+                return match inner.allocator.hand_out_existing_block(&mut block) {
+                    Ok(()) => Ok((self.wrap(block, bin, size), slot)),
                     Err(e) => {
+                        // Undo the hit where it was made: back on top of this thread's cache.
+                        blocks::release(&self.inner, block, bin, size, 0);
                         if let Some(s) = slot {
                             s.returned();
                         }
-                        Err(e)
+                        Err(PoolError::Allocator(e))
                     }
                 };
             }
