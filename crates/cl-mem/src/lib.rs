@@ -142,7 +142,9 @@ pub use cl_raw::{ClError, Version};
 pub use buffer::fill::{enqueue_migrate_mem_objects, MigrationFlags};
 pub use buffer::host::PinnedMemory;
 pub use buffer::map::{MapFlags, MapMut, MapRead, PendingMap};
-pub use buffer::staged::{idle_staging_chunks, TransferOptions, TransferPath, AUTO_MIN_BYTES};
+pub use buffer::staged::{
+    idle_staging_chunks, TransferOptions, TransferPath, AUTO_MIN_BYTES, MAX_STAGING_THREADS,
+};
 pub use buffer::transfer::{
     enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair,
     HostMemory, Pending, PendingFuture, Rect,

@@ -29,6 +29,7 @@
 //! one after the other on one thread, and lost to the plain path; mapping the destination buffer
 //! and copying into the map runs at the host memcpy's speed of one core.
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -39,6 +40,11 @@ use crate::runtime::device::DeviceType;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::staging::PinnedChunk;
+use cl_raw::ClError;
+
+/// The most copying threads one staged transfer starts, whatever [`TransferOptions::threads`]
+/// asks (each is an OS thread with its own pinned chunks).
+pub const MAX_STAGING_THREADS: usize = 64;
 
 /// The smallest transfer [`TransferPath::Auto`] stages (on a device that benefits).
 pub const AUTO_MIN_BYTES: usize = 32 << 20;
@@ -62,7 +68,8 @@ pub struct TransferOptions {
     pub path: TransferPath,
     /// Bytes per chunk of the staged path (default 4 MiB).
     pub chunk_bytes: usize,
-    /// Host threads copying chunks on the staged path (default: 8, at most the cores).
+    /// Host threads copying chunks on the staged path (default: the cores, at most 8; never more
+    /// than [`MAX_STAGING_THREADS`] or the chunk count).
     pub threads: usize,
     /// Pinned chunks per thread (default 2: one being copied while the other's DMA runs; 3 is
     /// triple buffering).
@@ -180,7 +187,7 @@ impl Failure {
 
 /// Splits `n` chunk indices round-robin over the workers.
 fn workers(n: usize, opts: &TransferOptions) -> usize {
-    opts.threads.clamp(1, n.max(1))
+    opts.threads.clamp(1, n.clamp(1, MAX_STAGING_THREADS))
 }
 
 /// A staged transfer's shape: chunk bytes, chunk count, workers, and their pinned chunks.
@@ -188,9 +195,44 @@ struct Plan {
     chunk: usize,
     n: usize,
     w: usize,
+    /// Pinned chunks per worker: the options' depth, at most the chunks a worker moves (a
+    /// 1-chunk transfer pins one chunk, not `depth`).
+    depth: usize,
     slots: Vec<PinnedChunk>,
     /// Maps of the range wait until the transfer is over (dropped at the end of the call).
     _hold: crate::track::TransferHold,
+}
+
+/// Starts one copying worker; a thread the OS refuses is a recorded error (its chunks are not
+/// moved, so the call fails), not a panic.
+fn spawn_worker<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    failure: &Failure,
+    work: impl FnOnce() + Send + 'scope,
+) {
+    if let Err(e) = std::thread::Builder::new()
+        .name("cl-mem-staging".into())
+        .spawn_scoped(s, work)
+    {
+        tracing::warn!("staged transfer: a copying thread could not start: {e}");
+        failure.record(Error::Cl {
+            call: "std::thread::Builder::spawn_scoped",
+            status: ClError::OutOfHostMemory,
+        });
+    }
+}
+
+/// After the workers: the pinned chunks go back to the context's cache; if a worker panicked,
+/// its chunk commands may still be running (their events were dropped unwaited), so the chunks
+/// are leaked rather than unmapped under a DMA, and the panic goes on.
+fn finish_workers(scope: std::thread::Result<()>, slots: Vec<PinnedChunk>, queue: &Queue) {
+    match scope {
+        Ok(()) => queue.context().staging().give(slots),
+        Err(panic) => {
+            std::mem::forget(slots);
+            resume_unwind(panic);
+        }
+    }
 }
 
 impl Buffer {
@@ -221,62 +263,65 @@ impl Buffer {
             chunk,
             n,
             w,
+            depth,
             mut slots,
             _hold,
         } = self.plan(queue, offset_bytes, data.len(), false, &opts)?;
         let failure = Failure::new();
         let enqueue_lock = Mutex::new(());
-        std::thread::scope(|s| {
-            for (t, mine) in slots.chunks_mut(opts.depth).enumerate() {
-                let (failure, enqueue_lock) = (&failure, &enqueue_lock);
-                s.spawn(move || {
-                    let mut pending: Vec<Option<Event>> = (0..opts.depth).map(|_| None).collect();
-                    for (k, i) in (t..n).step_by(w).enumerate() {
-                        if failure.stopped() {
-                            break;
+        let scope = catch_unwind(AssertUnwindSafe(|| {
+            std::thread::scope(|s| {
+                for (t, mine) in slots.chunks_mut(depth).enumerate() {
+                    let (failure, enqueue_lock) = (&failure, &enqueue_lock);
+                    spawn_worker(s, failure, move || {
+                        let mut pending: Vec<Option<Event>> = (0..depth).map(|_| None).collect();
+                        for (k, i) in (t..n).step_by(w).enumerate() {
+                            if failure.stopped() {
+                                break;
+                            }
+                            let slot = k % depth;
+                            if let Some(e) = pending[slot].take() {
+                                if let Err(e) = e.wait() {
+                                    failure.record(e);
+                                    break;
+                                }
+                            }
+                            let start = i * chunk;
+                            let part = &data[start..(start + chunk).min(data.len())];
+                            let pinned: &mut PinnedChunk = &mut mine[slot];
+                            pinned.as_mut_slice()[..part.len()].copy_from_slice(part);
+                            // SAFETY: the pinned chunk stays alive and untouched until the command
+                            // completed (waited for before its next use and before the chunks go back
+                            // to the cache).
+                            let r = unsafe {
+                                self.enqueue_chunk(
+                                    queue,
+                                    enqueue_lock,
+                                    true,
+                                    offset_bytes + start,
+                                    pinned.as_mut_ptr(),
+                                    part.len(),
+                                    wait,
+                                )
+                            };
+                            match r {
+                                Ok(e) => pending[slot] = Some(e),
+                                Err(e) => {
+                                    failure.record(e);
+                                    break;
+                                }
+                            }
                         }
-                        let slot = k % opts.depth;
-                        if let Some(e) = pending[slot].take() {
+                        for e in pending.into_iter().flatten() {
                             if let Err(e) = e.wait() {
                                 failure.record(e);
-                                break;
                             }
                         }
-                        let start = i * chunk;
-                        let part = &data[start..(start + chunk).min(data.len())];
-                        let pinned: &mut PinnedChunk = &mut mine[slot];
-                        pinned.as_mut_slice()[..part.len()].copy_from_slice(part);
-                        // SAFETY: the pinned chunk stays alive and untouched until the command
-                        // completed (waited for before its next use and before the chunks go back
-                        // to the cache).
-                        let r = unsafe {
-                            self.enqueue_chunk(
-                                queue,
-                                enqueue_lock,
-                                true,
-                                offset_bytes + start,
-                                pinned.as_mut_ptr(),
-                                part.len(),
-                                wait,
-                            )
-                        };
-                        match r {
-                            Ok(e) => pending[slot] = Some(e),
-                            Err(e) => {
-                                failure.record(e);
-                                break;
-                            }
-                        }
-                    }
-                    for e in pending.into_iter().flatten() {
-                        if let Err(e) = e.wait() {
-                            failure.record(e);
-                        }
-                    }
-                });
-            }
-        });
-        queue.context().staging().give(slots);
+                    });
+                }
+            })
+        }));
+        finish_workers(scope, slots, queue);
         failure.into_result()?;
         queue.enqueue_marker(&[])
     }
@@ -305,6 +350,7 @@ impl Buffer {
         let Plan {
             chunk,
             w,
+            depth,
             mut slots,
             _hold,
             ..
@@ -316,60 +362,62 @@ impl Buffer {
         }
         let failure = Failure::new();
         let enqueue_lock = Mutex::new(());
-        std::thread::scope(|s| {
-            for (mine, my_parts) in slots.chunks_mut(opts.depth).zip(parts) {
-                let (failure, enqueue_lock) = (&failure, &enqueue_lock);
-                s.spawn(move || {
-                    // Up to `depth` reads in flight; each drained into its part in order.
-                    let mut inflight: std::collections::VecDeque<(usize, Event, &mut [u8])> =
-                        std::collections::VecDeque::new();
-                    let mut next = my_parts.into_iter();
-                    let mut free: Vec<usize> = (0..opts.depth).collect();
-                    loop {
-                        while !failure.stopped() {
-                            let Some(slot) = free.pop() else { break };
-                            let Some((start, part)) = next.next() else {
-                                free.push(slot);
-                                break;
-                            };
-                            let pinned: &mut PinnedChunk = &mut mine[slot];
-                            // SAFETY: the pinned chunk is written by the command and read by
-                            // us only after its event completed; it stays alive until then.
-                            let r = unsafe {
-                                self.enqueue_chunk(
-                                    queue,
-                                    enqueue_lock,
-                                    false,
-                                    offset_bytes + start,
-                                    pinned.as_mut_ptr(),
-                                    part.len(),
-                                    wait,
-                                )
-                            };
-                            match r {
-                                Ok(e) => inflight.push_back((slot, e, part)),
-                                Err(e) => {
-                                    failure.record(e);
+        let scope = catch_unwind(AssertUnwindSafe(|| {
+            std::thread::scope(|s| {
+                for (mine, my_parts) in slots.chunks_mut(depth).zip(parts) {
+                    let (failure, enqueue_lock) = (&failure, &enqueue_lock);
+                    spawn_worker(s, failure, move || {
+                        // Up to `depth` reads in flight; each drained into its part in order.
+                        let mut inflight: std::collections::VecDeque<(usize, Event, &mut [u8])> =
+                            std::collections::VecDeque::new();
+                        let mut next = my_parts.into_iter();
+                        let mut free: Vec<usize> = (0..depth).collect();
+                        loop {
+                            while !failure.stopped() {
+                                let Some(slot) = free.pop() else { break };
+                                let Some((start, part)) = next.next() else {
                                     free.push(slot);
+                                    break;
+                                };
+                                let pinned: &mut PinnedChunk = &mut mine[slot];
+                                // SAFETY: the pinned chunk is written by the command and read by
+                                // us only after its event completed; it stays alive until then.
+                                let r = unsafe {
+                                    self.enqueue_chunk(
+                                        queue,
+                                        enqueue_lock,
+                                        false,
+                                        offset_bytes + start,
+                                        pinned.as_mut_ptr(),
+                                        part.len(),
+                                        wait,
+                                    )
+                                };
+                                match r {
+                                    Ok(e) => inflight.push_back((slot, e, part)),
+                                    Err(e) => {
+                                        failure.record(e);
+                                        free.push(slot);
+                                    }
                                 }
                             }
-                        }
-                        let Some((slot, e, part)) = inflight.pop_front() else {
-                            break;
-                        };
-                        match e.wait() {
-                            Ok(()) if !failure.stopped() => {
-                                part.copy_from_slice(&mine[slot].as_slice()[..part.len()]);
+                            let Some((slot, e, part)) = inflight.pop_front() else {
+                                break;
+                            };
+                            match e.wait() {
+                                Ok(()) if !failure.stopped() => {
+                                    part.copy_from_slice(&mine[slot].as_slice()[..part.len()]);
+                                }
+                                Ok(()) => {}
+                                Err(e) => failure.record(e),
                             }
-                            Ok(()) => {}
-                            Err(e) => failure.record(e),
+                            free.push(slot);
                         }
-                        free.push(slot);
-                    }
-                });
-            }
-        });
-        queue.context().staging().give(slots);
+                    });
+                }
+            })
+        }));
+        finish_workers(scope, slots, queue);
         failure.into_result()?;
         queue.enqueue_marker(&[])
     }
@@ -399,16 +447,18 @@ impl Buffer {
         let chunk = opts.chunk_bytes.min(len);
         let n = len.div_ceil(chunk);
         let w = workers(n, opts);
+        let depth = opts.depth.min(n.div_ceil(w));
         let slots = queue.context().staging().take(
             queue.context().as_raw(),
             queue.as_raw(),
             chunk,
-            w * opts.depth,
+            w * depth,
         )?;
         Ok(Plan {
             chunk,
             n,
             w,
+            depth,
             slots,
             _hold: hold,
         })
