@@ -3,8 +3,8 @@
 //! the automatic choice, and concurrent staged transfers from several threads.
 
 use cl_mem::{
-    idle_staging_chunks, Buffer, Error, MemFlags, Queue, TransferOptions, TransferPath,
-    AUTO_MIN_BYTES,
+    idle_staging_chunks, Buffer, ClError, Error, Event, MemFlags, Queue, TransferOptions,
+    TransferPath, UserEvent, AUTO_MIN_BYTES, MAX_STAGING_THREADS,
 };
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
 
@@ -30,6 +30,14 @@ pub fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "a_map_never_sees_half_a_staged_write",
             run: a_map_never_sees_half_a_staged_write,
+        },
+        DeviceTest {
+            name: "a_failed_dependency_is_an_error_and_poisons_no_later_command",
+            run: a_failed_dependency_is_an_error_and_poisons_no_later_command,
+        },
+        DeviceTest {
+            name: "staged_threads_and_pinned_chunks_are_bounded",
+            run: staged_threads_and_pinned_chunks_are_bounded,
         },
     ]
 }
@@ -317,6 +325,110 @@ fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
     if mixed > 0 {
         return Err(fail(format!(
             "{mixed} of {maps} maps saw half a staged write"
+        )));
+    }
+    Ok(())
+}
+
+/// A blocking transfer after a failed command is an error on every path, never `Ok` with nothing
+/// moved (PoCL and the Intel runtime return `CL_SUCCESS` from such a blocking enqueue; Intel even
+/// reports it `CL_COMPLETE`); and a failed command does not fail, hang (PoCL) or crash (Intel)
+/// the allocation's later commands on other queues. Found by a review (2026-11-26).
+fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let q2 = Queue::new(ctx, q.device())?;
+    let n = 64 * 1024;
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, n)?;
+    buf.write_bytes_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
+    let failed = UserEvent::new(ctx)?;
+    failed.set_error(ClError::OutOfResources)?;
+    let gate: &Event = failed.event();
+    let staged = TransferOptions::staged(16 * 1024, 1);
+    for (path, opts) in [("plain", TransferOptions::plain()), ("staged", staged)] {
+        let w = buf.write_bytes_with(&q, 0, &vec![2u8; n], &[gate], opts);
+        if w.is_ok() {
+            return Err(fail(format!(
+                "{path} write after a failed command returned Ok"
+            )));
+        }
+        let mut out = vec![9u8; n];
+        let r = buf.read_bytes_with(&q, 0, &mut out, &[gate], opts);
+        if r.is_ok() {
+            return Err(fail(format!(
+                "{path} read after a failed command returned Ok"
+            )));
+        }
+    }
+    // Any command after an already failed event is refused before the driver (PoCL 3.1 never
+    // completes one), with the spec's status.
+    match buf.enqueue_write(&q, 0, vec![3u8; n], &[gate]) {
+        Err(Error::Cl {
+            status: ClError::ExecStatusErrorForEventsInWaitList,
+            ..
+        }) => {}
+        other => {
+            return Err(fail(format!(
+                "a non-blocking write after a failed event: {:?}",
+                other.map(drop)
+            )))
+        }
+    }
+    // A non-blocking write on `q` that fails after it was enqueued, then commands of the same
+    // buffer on `q2`: they neither wait for nor inherit the failure.
+    let later = UserEvent::new(ctx)?;
+    let pending = buf.enqueue_write(&q, 0, vec![3u8; n], &[later.event()])?;
+    later.set_error(ClError::OutOfResources)?;
+    if pending.wait().is_ok() {
+        return Err(fail("a write after a failed command completed"));
+    }
+    buf.write_bytes_with(&q2, 0, &vec![4u8; n], &[], TransferOptions::plain())?;
+    buf.write_bytes_with(&q2, 0, &vec![5u8; n], &[], staged)?;
+    let mut out = vec![0u8; n];
+    buf.read_bytes_with(&q2, 0, &mut out, &[], TransferOptions::plain())?;
+    if out.iter().any(|&b| b != 5) {
+        return Err(fail("the buffer after the failed write and two good ones"));
+    }
+    Ok(())
+}
+
+/// A huge `threads` is capped (no thread per request: a safe option must not exhaust the OS),
+/// and a transfer pins no more chunks than it moves.
+fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let n = 3 * 4096 + 5;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
+    let data = pattern(n, 3);
+    // 4 chunks; at most 4 workers, not 100,000 (on Oclgrind: one, its thread crash).
+    let many = if dev.platform_name().contains("Oclgrind") {
+        1
+    } else {
+        100_000
+    };
+    buf.write_bytes_with(&q, 0, &data, &[], TransferOptions::staged(4096, many))?;
+    let mut out = vec![0u8; n];
+    buf.read_bytes_with(&q, 0, &mut out, &[], TransferOptions::staged(4096, many))?;
+    if out != data {
+        return Err(fail(
+            "bytes differ after a staged round trip with a huge thread count",
+        ));
+    }
+    const { assert!(MAX_STAGING_THREADS >= 8) };
+    // One chunk moved with depth 2: one pinned chunk of that size, not two.
+    let q1 = dev.queue();
+    let one = Buffer::new(q1.context(), MemFlags::READ_WRITE, 10_000)?;
+    let before = idle_staging_chunks(&q1);
+    one.write_bytes_with(
+        &q1,
+        0,
+        &[6u8; 10_000],
+        &[],
+        TransferOptions::staged(1 << 20, 4),
+    )?;
+    let pinned = idle_staging_chunks(&q1) - before;
+    if pinned != 1 {
+        return Err(fail(format!(
+            "a one-chunk transfer left {pinned} pinned chunks cached (expected 1)"
         )));
     }
     Ok(())

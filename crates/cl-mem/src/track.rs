@@ -647,8 +647,8 @@ impl Tracked {
     }
 }
 
-/// The commands of queues other than `queue` (all of them when `queue` is out of order) that a
-/// command with `access` must follow (writes always, reads too when it writes), and the other
+/// The unfinished commands of queues other than `queue` (all of them when `queue` is out of
+/// order) that a command with `access` must follow (writes always, reads too when it writes), and the other
 /// queues to flush first: the spec (`clFlush`) lets a command wait for an event of another queue
 /// only once that queue was flushed.
 fn pending_for(s: &State, queue: &Queue, access: Access) -> (Waits, SmallVec<[Queue; 1]>) {
@@ -661,9 +661,12 @@ fn pending_for(s: &State, queue: &Queue, access: Access) -> (Waits, SmallVec<[Qu
             continue;
         }
         let before = waits.len();
-        waits.extend(r.writes.iter().cloned());
+        // Finished commands order nothing, and a failed one must not fail (PoCL: hang, Intel:
+        // abort in the driver) every later command of the allocation on other queues: its
+        // failure was its own caller's to see.
+        waits.extend(r.writes.iter().filter(|e| !is_done(e)).cloned());
         if access == Access::Write {
-            waits.extend(r.reads.iter().cloned());
+            waits.extend(r.reads.iter().filter(|e| !is_done(e)).cloned());
         }
         if !same && waits.len() > before {
             flush.push(r.queue.clone());

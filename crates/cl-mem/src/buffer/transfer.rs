@@ -434,6 +434,7 @@ pub(crate) unsafe fn enqueue_read_tracked(
         "clEnqueueReadBuffer",
         transfer,
     )
+    .and_then(|ev| ev.finished_if(blocking))
 }
 
 /// `clEnqueueWriteBuffer` of `len` bytes from `host` to `offset_bytes` of `mem`, after `wait`;
@@ -506,6 +507,7 @@ pub(crate) unsafe fn enqueue_write_tracked(
         "clEnqueueWriteBuffer",
         transfer,
     )
+    .and_then(|ev| ev.finished_if(blocking))
 }
 
 /// What host reads and writes share: a 0-byte transfer is a marker; otherwise the command goes
@@ -870,6 +872,7 @@ impl Buffer {
             // SAFETY: a fresh reference we own.
             Ok(unsafe { Event::from_raw(ev) })
         })
+        .and_then(|ev| ev.finished_if(blocking))
     }
 
     /// `clEnqueueWriteBufferRect` of a checked `rect` from `host`: the one call behind
@@ -911,6 +914,7 @@ impl Buffer {
             // SAFETY: a fresh reference we own.
             Ok(unsafe { Event::from_raw(ev) })
         })
+        .and_then(|ev| ev.finished_if(blocking))
     }
 
     /// Rectangular device-to-device copy from `src` into `self` (`clEnqueueCopyBufferRect`).

@@ -341,6 +341,7 @@ impl Image {
             // SAFETY: a fresh reference we own.
             Ok(unsafe { Event::from_raw(ev) })
         })
+        .and_then(|ev| ev.finished_if(blocking))
     }
 
     /// `clEnqueueWriteImage` of a checked `span` from `host`: the one call behind
@@ -380,6 +381,7 @@ impl Image {
             // SAFETY: a fresh reference we own.
             Ok(unsafe { Event::from_raw(ev) })
         })
+        .and_then(|ev| ev.finished_if(blocking))
     }
 
     /// Writes the whole image from tightly packed `data`; see [`Image::write`].

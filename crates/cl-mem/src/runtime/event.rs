@@ -96,8 +96,13 @@ pub(crate) fn raw_list(events: &[&Event]) -> SmallVec<[sys::cl_event; 8]> {
 }
 
 /// Raw handles of a wait list for a command on `queue`, after checking that every event belongs
-/// to the queue's context: the driver's answer to a foreign event is `CL_INVALID_CONTEXT` on most
-/// runtimes, but Oclgrind 21.10 accepts a user event of another context and then waits forever.
+/// to the queue's context (the driver's answer to a foreign event is `CL_INVALID_CONTEXT` on most
+/// runtimes, but Oclgrind 21.10 accepts a user event of another context and then waits forever)
+/// and that none has failed: the spec fails such a command
+/// (`CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST`), but PoCL 3.1 never completes a command
+/// enqueued after an already failed event (its waits hang) and the Intel runtime runs a blocking
+/// one as a success that moved nothing; so the command is refused here, with that status. One
+/// status read per wait-list event (none for an empty list).
 pub(crate) fn checked_list(
     queue: &crate::runtime::queue::Queue,
     events: &[&Event],
@@ -108,6 +113,13 @@ pub(crate) fn checked_list(
             return Err(Error::InvalidArgument(format!(
                 "wait-list event {i} belongs to another context than the queue"
             )));
+        }
+        if let EventStatus::Error(status) = e.status()? {
+            tracing::debug!("wait-list event {i} failed with {status}: command refused");
+            return Err(Error::Cl {
+                call: "clEnqueue* (a wait-list event failed)",
+                status: ClError::ExecStatusErrorForEventsInWaitList,
+            });
         }
     }
     Ok(raw_list(events))
@@ -215,6 +227,16 @@ impl Event {
     pub fn wait(&self) -> Result<()> {
         // SAFETY: a valid event.
         unsafe { raw::wait_for_events(&[self.raw]) }.map_err(Error::cl("clWaitForEvents"))
+    }
+
+    /// `self`, once finished, where `blocking`: a blocking enqueue returns `CL_SUCCESS` also when
+    /// a command of its wait list failed and it transferred nothing (PoCL, the Intel CPU runtime;
+    /// Intel even reports the command `CL_COMPLETE`), and only `clWaitForEvents` reports that.
+    pub(crate) fn finished_if(self, blocking: bool) -> Result<Event> {
+        if blocking {
+            self.wait()?;
+        }
+        Ok(self)
     }
 
     /// Blocks until every event completed; an empty list returns at once.

@@ -328,7 +328,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
             )
         }
         .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
-        Ok(adopt(raw))
+        adopt(raw).finished_if(true)
     }
 
     /// Blocking SVM-to-host copy into `out` from value `offset`.
@@ -366,7 +366,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
             )
         }
         .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
-        Ok(adopt(raw))
+        adopt(raw).finished_if(true)
     }
 
     /// Copies all of `src` (same length, any grain) into `self` on the device (non-blocking).
