@@ -33,6 +33,10 @@ pub fn tests() -> Vec<DeviceTest> {
             name: "a_user_event_set_to_an_error_resolves_to_that_error",
             run: a_user_event_set_to_an_error_resolves_to_that_error,
         },
+        DeviceTest {
+            name: "a_transfer_whose_dependency_fails_resolves_to_an_error",
+            run: a_transfer_whose_dependency_fails_resolves_to_an_error,
+        },
     ]
 }
 
@@ -197,6 +201,47 @@ fn a_user_event_set_to_an_error_resolves_to_that_error(dev: &TestDevice) -> Test
     assert!(
         matches!(again, Err(Error::CommandFailed { .. })),
         "{again:?}"
+    );
+    Ok(())
+}
+
+/// A non-blocking read waiting on a user event that another thread sets to an error: the awaited
+/// transfer resolves to an error (PoCL calls no callback for it: the future's watcher wakes it;
+/// found by a review, 2026-11-26).
+fn a_transfer_whose_dependency_fails_resolves_to_an_error(dev: &TestDevice) -> TestResult {
+    if dev.platform_name().contains("Oclgrind") {
+        // Its clFlush runs the queue on the calling thread and waits for the user event there,
+        // and it crashes under API calls from two host threads (docs/DEVICES.md).
+        return Err(cl_tests::skip(
+            "Oclgrind 21.10: a flushed command waiting on a user event blocks the flushing thread",
+        ));
+    }
+    let queue = dev.queue();
+    let ctx = queue.context();
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 4096)?;
+    let user = UserEvent::new(ctx)?;
+    let pending = buf.enqueue_read(&queue, 0, vec![0u8; 4096], &[user.event()])?;
+    let mut setter = None;
+    let (out, polls) = block_on_then(pending.into_future(), LIMIT, || {
+        let user = user.clone();
+        setter = Some(thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            user.set_error(ClError::OutOfResources)
+        }));
+    })
+    .map_err(cl_tests::fail)?;
+    setter
+        .ok_or_else(|| cl_tests::fail("the transfer resolved at its first poll"))?
+        .join()
+        .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
+    if out.is_ok() {
+        return Err(cl_tests::fail(
+            "a transfer whose wait-list event failed resolved to Ok",
+        ));
+    }
+    assert!(
+        polls >= 2,
+        "resolved at poll {polls}, before the status was set"
     );
     Ok(())
 }

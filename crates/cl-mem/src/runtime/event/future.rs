@@ -7,8 +7,9 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::runtime::event::{Event, EventStatus};
@@ -78,6 +79,87 @@ impl Waiters {
     }
 }
 
+/// Futures waiting on PoCL, checked by one watcher thread: PoCL never calls the `CL_COMPLETE`
+/// callback of a command that terminated abnormally (a user event set to an error, and a command
+/// whose wait-list event failed after it was enqueued: its status reads an error, no callback
+/// comes), so a future woken only by the callback would hang there for good.
+#[derive(Default)]
+struct Watch {
+    list: Mutex<Vec<(Event, Weak<Shared>)>>,
+    more: Condvar,
+}
+
+static WATCH: OnceLock<Watch> = OnceLock::new();
+
+/// How often the watcher reads the status of the futures it watches.
+const WATCH_PERIOD: Duration = Duration::from_millis(2);
+
+/// Whether `event` belongs to a PoCL platform (whose failure callbacks never come).
+fn needs_watch(event: &Event) -> bool {
+    event
+        .context()
+        .and_then(|c| c.platform().name())
+        .is_ok_and(|n| n.contains("Portable Computing Language"))
+}
+
+/// Adds a waiting future to the watcher (started on first use; if the OS refuses the thread the
+/// future relies on the callback alone, as on other drivers).
+fn watch(event: &Event, shared: &Arc<Shared>) {
+    static STARTED: OnceLock<bool> = OnceLock::new();
+    let w = WATCH.get_or_init(Watch::default);
+    let started = *STARTED.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("cl-mem-pocl-watch".into())
+            .spawn(watch_loop)
+            .map_err(|e| tracing::warn!("the PoCL future watcher could not start: {e}"))
+            .is_ok()
+    });
+    if started {
+        w.list
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((event.clone(), Arc::downgrade(shared)));
+        w.more.notify_one();
+    }
+}
+
+/// The watcher: every [`WATCH_PERIOD`] while futures wait, wakes those whose command finished
+/// (the future reads the status itself) and forgets those dropped; sleeps while none waits.
+fn watch_loop() {
+    let w = WATCH.get_or_init(Watch::default);
+    loop {
+        let entries = {
+            let mut list = w.list.lock().unwrap_or_else(PoisonError::into_inner);
+            while list.is_empty() {
+                list = w.more.wait(list).unwrap_or_else(PoisonError::into_inner);
+            }
+            std::mem::take(&mut *list)
+        };
+        let mut keep = Vec::with_capacity(entries.len());
+        for (event, weak) in entries {
+            let Some(shared) = weak.upgrade() else {
+                continue; // the future went
+            };
+            if matches!(
+                event.status(),
+                Ok(EventStatus::Queued | EventStatus::Submitted | EventStatus::Running)
+            ) && !lock(&shared.state).finished
+            {
+                keep.push((event, weak));
+            } else {
+                shared.finish(None);
+            }
+        }
+        if !keep.is_empty() {
+            w.list
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(keep);
+        }
+        std::thread::sleep(WATCH_PERIOD);
+    }
+}
+
 /// A future that resolves when an event's command has finished: `Ok(())` on `CL_COMPLETE`,
 /// [`Error::CommandFailed`] with the status when it terminated abnormally.
 ///
@@ -98,7 +180,7 @@ impl Waiters {
 /// that may still be queued. Later polls only replace the
 /// stored waker. The callback runs on a driver thread and does nothing but set the flag and wake:
 /// no user code, nothing that blocks (the spec leaves blocking calls in callbacks undefined). No
-/// thread polls, and nothing depends on an async runtime: any executor works (tokio, smol, a
+/// thread polls (except on PoCL, below), and nothing depends on an async runtime: any executor works (tokio, smol, a
 /// hand-written `block_on`).
 ///
 /// The result is read with `clGetEventInfo` in `poll`, not taken from the callback's argument:
@@ -115,14 +197,15 @@ impl Waiters {
 /// driver callback. [`crate::Pending`] is different: its `wait(self)` already consumes it to hand
 /// the host memory back, so it is `IntoFuture` (`pending.await` yields what `wait()` yields).
 ///
-/// # User events on PoCL
+/// # Failed commands on PoCL
 ///
-/// PoCL never calls the `CL_COMPLETE` callback of a user event set to an error status
+/// PoCL never calls the `CL_COMPLETE` callback of a user event set to an error status, nor of a
+/// command that failed because an event of its wait list failed after it was enqueued
 /// (docs/DEVICES.md, `pocl-user-event-error-callback`), so a future woken only by the callback
 /// would hang there. [`UserEvent::wait_async`](crate::UserEvent::wait_async) also registers the
 /// future with the user event itself, and `set_complete` / `set_error` wake it after setting the
-/// status. A user event awaited through a plain `Event` (`user.event().wait_async()`) relies on the
-/// callback alone.
+/// status; and on PoCL every future that has to wait is also watched by one process-wide thread
+/// that reads the waiting events' status every 2 ms while any waits.
 ///
 /// A future of an event that never completes (a user event dropped without a status) never
 /// resolves; dropping the future is fine at any time (the callback then wakes nobody).
@@ -222,6 +305,9 @@ impl Future for EventFuture {
             .on_complete(move |status| in_callback.finish(Some(status)))
         {
             return Poll::Ready(Err(e));
+        }
+        if needs_watch(&this.event) {
+            watch(&this.event, &shared);
         }
         this.shared = Some(shared);
         if status == EventStatus::Queued {
