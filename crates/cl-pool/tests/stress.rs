@@ -115,73 +115,85 @@ fn sz(r: u64) -> usize {
     [8usize, 100, 1000, 1023, 5000, 70_000][pick(6)] + usize::try_from((r >> 8) % 7).unwrap()
 }
 
+/// One pool per round (1 or 4 shards) and `threads` scoped threads racing on it through `body`
+/// (thread number, pool, a sender and a shared receiver of blocks crossing threads); blocks still
+/// in flight are dropped after the scope. Returns the pool and its allocator for the checks.
+fn race(
+    round: u64,
+    threads: u64,
+    body: impl Fn(u64, &MemoryPool<TA>, &mpsc::Sender<G>, &Mutex<mpsc::Receiver<G>>) + Sync,
+) -> (MemoryPool<TA>, TA) {
+    let a = TA::default();
+    let pool = MemoryPool::builder(a.clone())
+        .shards(if round.is_multiple_of(2) { 1 } else { 4 })
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel::<G>();
+    let rx = Mutex::new(rx);
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            let pool = pool.clone();
+            let tx = tx.clone();
+            let (rx, body) = (&rx, &body);
+            sc.spawn(move || body(t, &pool, &tx, rx));
+        }
+    });
+    drop(tx);
+    for g in rx.lock().unwrap().try_iter() {
+        drop(g);
+    }
+    (pool, a)
+}
+
 /// Threads come and go (scoped: stats races their TLS destructors), blocks cross threads, walks
 /// race allocations; quiescent figures are checked right after the scope.
 #[test]
 fn churn_threads_walks_and_crossing_blocks() {
     for round in 0..40u64 {
-        let a = TA::default();
-        let pool = MemoryPool::builder(a.clone())
-            .shards(if round % 2 == 0 { 1 } else { 4 })
-            .build()
-            .unwrap();
-        let (tx, rx) = mpsc::channel::<G>();
-        let rx = Mutex::new(rx);
-        std::thread::scope(|sc| {
-            for t in 0..6u64 {
-                let pool = pool.clone();
-                let tx = tx.clone();
-                let rx = &rx;
-                sc.spawn(move || {
-                    let mut s = round * 131 + t + 1;
-                    let mut mine = Vec::new();
-                    for step in 0..3000 {
-                        let r = rng(&mut s);
-                        match r % 10 {
-                            0..=4 if mine.len() < 40 => {
-                                mine.push(G::new(pool.allocate(sz(r >> 4)).unwrap()))
-                            }
-                            5 => {
-                                if let Some(b) = mine.pop() {
-                                    tx.send(b).unwrap();
-                                }
-                            }
-                            6 => {
-                                let g = rx.lock().unwrap().try_recv();
-                                drop(g);
-                            }
-                            7 if t == 0 && step % 50 == 0 => pool.free_held(),
-                            8 if t == 1 && step % 20 == 0 => {
-                                let _ = pool.stats();
-                                let _ = pool.bin_stats();
-                            }
-                            9 if t == 2 && step % 200 == 0 => {
-                                // a short-lived nested thread that caches and exits
-                                let p2 = pool.clone();
-                                let g = mine.pop();
-                                std::thread::spawn(move || {
-                                    let x = G::new(p2.allocate(1000).unwrap());
-                                    drop(g);
-                                    drop(x);
-                                })
-                                .join()
-                                .unwrap();
-                            }
-                            _ => {
-                                mine.pop();
-                            }
+        let (pool, a) = race(round, 6, |t, pool, tx, rx| {
+            let mut s = round * 131 + t + 1;
+            let mut mine = Vec::new();
+            for step in 0..3000 {
+                let r = rng(&mut s);
+                match r % 10 {
+                    0..=4 if mine.len() < 40 => {
+                        mine.push(G::new(pool.allocate(sz(r >> 4)).unwrap()))
+                    }
+                    5 => {
+                        if let Some(b) = mine.pop() {
+                            tx.send(b).unwrap();
                         }
                     }
-                    if t == 3 && round % 5 == 0 {
-                        pool.stop_holding();
+                    6 => {
+                        let g = rx.lock().unwrap().try_recv();
+                        drop(g);
                     }
-                });
+                    7 if t == 0 && step % 50 == 0 => pool.free_held(),
+                    8 if t == 1 && step % 20 == 0 => {
+                        let _ = pool.stats();
+                        let _ = pool.bin_stats();
+                    }
+                    9 if t == 2 && step % 200 == 0 => {
+                        // a short-lived nested thread that caches and exits
+                        let p2 = pool.clone();
+                        let g = mine.pop();
+                        std::thread::spawn(move || {
+                            let x = G::new(p2.allocate(1000).unwrap());
+                            drop(g);
+                            drop(x);
+                        })
+                        .join()
+                        .unwrap();
+                    }
+                    _ => {
+                        mine.pop();
+                    }
+                }
+            }
+            if t == 3 && round % 5 == 0 {
+                pool.stop_holding();
             }
         });
-        drop(tx);
-        for g in rx.lock().unwrap().try_iter() {
-            drop(g);
-        }
         quiescent(&pool, &format!("round {round}"));
         drop(pool);
         let mut waited = 0;
@@ -394,70 +406,52 @@ fn stats_and_free_held_race_thread_exits() {
 fn policy_toggles_race_allocations() {
     use cl_pool::Policy;
     for round in 0..12u64 {
-        let a = TA::default();
-        let pool = MemoryPool::builder(a.clone())
-            .shards(if round % 2 == 0 { 1 } else { 4 })
-            .build()
-            .unwrap();
-        let (tx, rx) = mpsc::channel::<G>();
-        let rx = Mutex::new(rx);
-        std::thread::scope(|sc| {
-            for t in 0..24u64 {
-                let pool = pool.clone();
-                let tx = tx.clone();
-                let rx = &rx;
-                sc.spawn(move || {
-                    let mut s = round * 131 + t + 1;
-                    let mut mine = Vec::new();
-                    for step in 0..1500u32 {
-                        let r = rng(&mut s);
-                        if t == 0 && step % 97 == 0 {
-                            let p = match (r >> 3) % 4 {
-                                0 => Policy::default(),
-                                1 => Policy {
-                                    shared_bins_only: true,
-                                    ..Policy::default()
-                                },
-                                2 => Policy {
-                                    held_bytes_cap: Some(200_000),
-                                    ..Policy::default()
-                                },
-                                _ => Policy {
-                                    larger_bins: 2,
-                                    ..Policy::default()
-                                },
-                            };
-                            pool.set_policy(p);
-                        }
-                        if t == 1 && step % 61 == 0 {
-                            pool.enforce_held_cap();
-                            let _ = pool.release_idle(50);
-                        }
-                        match r % 8 {
-                            0..=3 if mine.len() < 30 => {
-                                mine.push(G::new(pool.allocate(sz(r >> 4)).unwrap()))
-                            }
-                            4 => {
-                                if let Some(b) = mine.pop() {
-                                    tx.send(b).unwrap();
-                                }
-                            }
-                            5 => {
-                                let g = rx.lock().unwrap().try_recv();
-                                drop(g);
-                            }
-                            _ => {
-                                mine.pop();
-                            }
+        let (pool, a) = race(round, 24, |t, pool, tx, rx| {
+            let mut s = round * 131 + t + 1;
+            let mut mine = Vec::new();
+            for step in 0..1500u32 {
+                let r = rng(&mut s);
+                if t == 0 && step % 97 == 0 {
+                    let p = match (r >> 3) % 4 {
+                        0 => Policy::default(),
+                        1 => Policy {
+                            shared_bins_only: true,
+                            ..Policy::default()
+                        },
+                        2 => Policy {
+                            held_bytes_cap: Some(200_000),
+                            ..Policy::default()
+                        },
+                        _ => Policy {
+                            larger_bins: 2,
+                            ..Policy::default()
+                        },
+                    };
+                    pool.set_policy(p);
+                }
+                if t == 1 && step % 61 == 0 {
+                    pool.enforce_held_cap();
+                    let _ = pool.release_idle(50);
+                }
+                match r % 8 {
+                    0..=3 if mine.len() < 30 => {
+                        mine.push(G::new(pool.allocate(sz(r >> 4)).unwrap()))
+                    }
+                    4 => {
+                        if let Some(b) = mine.pop() {
+                            tx.send(b).unwrap();
                         }
                     }
-                });
+                    5 => {
+                        let g = rx.lock().unwrap().try_recv();
+                        drop(g);
+                    }
+                    _ => {
+                        mine.pop();
+                    }
+                }
             }
         });
-        drop(tx);
-        for g in rx.lock().unwrap().try_iter() {
-            drop(g);
-        }
         quiescent(&pool, &format!("toggle round {round}"));
         pool.free_held();
         assert_eq!(a.0.in_use.load(SeqCst), 0);
