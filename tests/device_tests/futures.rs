@@ -86,6 +86,35 @@ fn block_on_then<F: Future>(
     }
 }
 
+/// Blocks on `fut` while another thread sets `user`'s status with `set`, strictly after the
+/// first poll returned `Pending`; the output, after checking the future was polled again.
+fn block_on_while_set<F: Future>(
+    fut: F,
+    user: &UserEvent,
+    set: fn(&UserEvent) -> cl_mem::Result<()>,
+) -> Result<F::Output, cl_tests::TestError> {
+    let mut setter = None;
+    let (out, polls) = block_on_then(fut, LIMIT, || {
+        let user = user.clone();
+        setter = Some(thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            set(&user)
+        }));
+    })
+    .map_err(cl_tests::fail)?;
+    setter
+        .ok_or_else(|| {
+            cl_tests::fail("the future resolved at its first poll, before the event was set")
+        })?
+        .join()
+        .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
+    assert!(
+        polls >= 2,
+        "the future resolved at poll {polls}, before the event was set"
+    );
+    Ok(out)
+}
+
 const LIMIT: Duration = Duration::from_secs(20);
 
 fn awaiting_a_nonblocking_read_yields_its_data(dev: &TestDevice) -> TestResult {
@@ -140,27 +169,7 @@ fn a_user_event_set_on_another_thread_wakes_the_future(dev: &TestDevice) -> Test
     let user = UserEvent::new(&ctx)?;
     // Through the plain `Event`: only the driver's CL_COMPLETE callback can wake this one.
     let fut = user.event().wait_async();
-    // The other thread sets the status only after the first poll returned Pending.
-    let mut setter = None;
-    let (out, polls) = block_on_then(fut, LIMIT, || {
-        let user = user.clone();
-        setter = Some(thread::spawn(move || {
-            thread::sleep(Duration::from_millis(20));
-            user.set_complete()
-        }));
-    })
-    .map_err(cl_tests::fail)?;
-    setter
-        .ok_or_else(|| {
-            cl_tests::fail("the future resolved at its first poll, before the event was set")
-        })?
-        .join()
-        .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
-    out?;
-    assert!(
-        polls >= 2,
-        "the future resolved at poll {polls}, before the event was set"
-    );
+    block_on_while_set(fut, &user, UserEvent::set_complete)??;
     Ok(())
 }
 
@@ -168,32 +177,13 @@ fn a_user_event_set_to_an_error_resolves_to_that_error(dev: &TestDevice) -> Test
     let ctx = dev.context();
     let user = UserEvent::new(&ctx)?;
     let fut = user.wait_async();
-    // The other thread sets the status only after the first poll returned Pending.
-    let mut setter = None;
-    let (out, polls) = block_on_then(fut, LIMIT, || {
-        let user = user.clone();
-        setter = Some(thread::spawn(move || {
-            thread::sleep(Duration::from_millis(20));
-            user.set_error(ClError::OutOfResources)
-        }));
-    })
-    .map_err(cl_tests::fail)?;
-    setter
-        .ok_or_else(|| {
-            cl_tests::fail("the future resolved at its first poll, before the event was set")
-        })?
-        .join()
-        .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
+    let out = block_on_while_set(fut, &user, |u| u.set_error(ClError::OutOfResources))?;
     assert_eq!(
         out,
         Err(Error::CommandFailed {
             status: ClError::OutOfResources
         }),
         "awaiting a user event set to CL_OUT_OF_RESOURCES"
-    );
-    assert!(
-        polls >= 2,
-        "resolved at poll {polls}, before the status was set"
     );
     // Awaited again (already failed): the same error at once.
     let (again, polls) = block_on(user.event().wait_async(), LIMIT).map_err(cl_tests::fail)?;
@@ -221,27 +211,13 @@ fn a_transfer_whose_dependency_fails_resolves_to_an_error(dev: &TestDevice) -> T
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 4096)?;
     let user = UserEvent::new(ctx)?;
     let pending = buf.enqueue_read(&queue, 0, vec![0u8; 4096], &[user.event()])?;
-    let mut setter = None;
-    let (out, polls) = block_on_then(pending.into_future(), LIMIT, || {
-        let user = user.clone();
-        setter = Some(thread::spawn(move || {
-            thread::sleep(Duration::from_millis(20));
-            user.set_error(ClError::OutOfResources)
-        }));
-    })
-    .map_err(cl_tests::fail)?;
-    setter
-        .ok_or_else(|| cl_tests::fail("the transfer resolved at its first poll"))?
-        .join()
-        .map_err(|_| cl_tests::fail("the setter thread panicked"))??;
+    let out = block_on_while_set(pending.into_future(), &user, |u| {
+        u.set_error(ClError::OutOfResources)
+    })?;
     if out.is_ok() {
         return Err(cl_tests::fail(
             "a transfer whose wait-list event failed resolved to Ok",
         ));
     }
-    assert!(
-        polls >= 2,
-        "resolved at poll {polls}, before the status was set"
-    );
     Ok(())
 }
