@@ -72,6 +72,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: command_records_stay_bounded,
         },
         DeviceTest {
+            name: "an_image_rebuilt_from_memory_keeps_its_record",
+            run: an_image_rebuilt_from_memory_keeps_its_record,
+        },
+        DeviceTest {
             name: "an_image_from_a_buffer_shares_its_map_lock_and_record",
             run: an_image_from_a_buffer_shares_its_map_lock_and_record,
         },
@@ -640,6 +644,24 @@ fn commands_under_a_live_map_are_refused(dev: &TestDevice) -> TestResult {
             "kernel writing through a Memory handle",
         );
     }
+    // A sub-buffer's parent reached through `mem_associated_object` (safe) keeps to the record
+    // too (it was an untracked handle: a kernel wrote under a live `&mut` map; review 2026-11-26).
+    {
+        let sub = buf.sub_buffer(0, 32, MemFlags::empty())?;
+        let parent = sub
+            .mem_associated_object()?
+            .ok_or_else(|| fail("a sub-buffer without a parent"))?;
+        let mut k = program.kernel("scale")?;
+        k.set_arg(0, &other)?
+            .set_arg(1, &parent)?
+            .set_arg(2, &1.0f32)?
+            .set_arg(3, &16u32)?;
+        let _w = buf.map_mut::<u32>(&q, MapFlags::WRITE, .., &[])?;
+        mapped(
+            k.enqueue_nd_range(&q, &[16], None, &[]),
+            "kernel writing the parent of a sub-buffer under a write map",
+        );
+    }
     buf.write(&q, 0, &[3u32], &[])?;
     writes_buf.enqueue_nd_range(&q, &[16], None, &[])?;
     q.finish()?;
@@ -1129,6 +1151,45 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
         let v: Vec<f32> = buf.read_vec(&q, &[])?;
         assert_eq!(v, vec![3.0f32; 16]);
     }
+    Ok(())
+}
+
+/// An image turned into a `Memory` and back (safe code) is the same allocation with the same
+/// record: a second writable map through the rebuilt image is refused (it was granted: two
+/// `&mut [u8]` over one host pointer; review 2026-11-26).
+fn an_image_rebuilt_from_memory_keeps_its_record(dev: &TestDevice) -> TestResult {
+    if !dev.device.image_support()? {
+        return Err(skip("the device has no image support"));
+    }
+    let q = dev.queue();
+    let ctx = q.context();
+    let q2 = Queue::new(ctx, &dev.device)?;
+    let img = Image::new(
+        ctx,
+        MemFlags::READ_WRITE,
+        ImageFormat::RGBA_FLOAT,
+        &cl_mem::ImageDesc::d2(4, 4),
+    )?;
+    let twin = Image::try_from(cl_mem::Memory::from(img.clone()))
+        .map_err(|_| fail("an image's Memory did not narrow back to an image"))?;
+    let r = img.map(
+        &q,
+        cl_mem::MapAccess::ReadWrite,
+        &[0, 0],
+        &[4, 4],
+        &[],
+        |_| {
+            twin.map(
+                &q2,
+                cl_mem::MapAccess::ReadWrite,
+                &[0, 0],
+                &[4, 4],
+                &[],
+                |_| (),
+            )
+        },
+    )?;
+    mapped(r, "a second writable map through the rebuilt image");
     Ok(())
 }
 

@@ -177,7 +177,12 @@ pub unsafe trait MemObject {
             return Ok(None);
         }
         // SAFETY: the driver returned a live object (the parent outlives its children).
-        unsafe { Memory::from_raw_retained(m) }.map(Some)
+        let mem = unsafe { Memory::from_raw_retained(m) }?;
+        // A buffer keeps to its record (maps, other queues) as a kernel argument too.
+        Ok(Some(match mem.into_buffer() {
+            Ok(b) => Memory::from(b),
+            Err(m) => m,
+        }))
     }
 
     /// `CL_MEM_OFFSET` (1.1): a sub-buffer's origin in its parent, in bytes (0 otherwise).
@@ -297,6 +302,10 @@ impl Memory {
         // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
         drop(unsafe { std::ptr::read(&this.live) });
         this.raw
+    }
+
+    pub(crate) fn set_tracked(&mut self, tracked: std::sync::Arc<crate::track::Tracked>) {
+        self.tracked = Some(tracked);
     }
 
     /// Narrows to a [`crate::Buffer`] when `CL_MEM_TYPE` says it is one; otherwise gives `self`

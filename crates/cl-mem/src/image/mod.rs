@@ -391,7 +391,8 @@ impl Image {
             format,
             element_size,
             flags,
-            tracked: Tracked::new_root(raw, 1),
+            // Adopted handles share the record of the wrappers that already exist.
+            tracked: Tracked::adopt_root(raw, 1),
         };
         if img.element_size == 0 {
             // A vendor format: the driver knows its pixel size.
@@ -461,13 +462,21 @@ impl Image {
         // SAFETY: the driver returned the object's live context.
         let context = unsafe { Context::from_raw_retained(ctx) }?;
         std::mem::forget(guard);
-        Image::from_parts(
+        let mut img = Image::from_parts(
             raw,
             &context,
             desc,
             ImageFormat::from_raw(format),
             MemFlags::from_bits_retain(flags),
-        )
+        )?;
+        // An image made from a buffer is the buffer's bytes: share the buffer's record.
+        if let Some(Ok(buffer)) = img
+            .mem_associated_object()?
+            .map(crate::memory::Memory::into_buffer)
+        {
+            img.share_record_of(&buffer);
+        }
+        Ok(img)
     }
 
     /// Retains a raw image and wraps the new reference.
@@ -673,8 +682,11 @@ pub fn supported_image_formats(
 impl From<Image> for crate::memory::Memory {
     /// The image as an untyped memory object (same reference).
     fn from(image: Image) -> crate::memory::Memory {
+        let tracked = Arc::clone(&image.tracked);
         // SAFETY: we give the image's one reference to the new `Memory`.
-        unsafe { crate::memory::Memory::from_raw(image.into_raw()) }
+        let mut mem = unsafe { crate::memory::Memory::from_raw(image.into_raw()) };
+        mem.set_tracked(tracked);
+        mem
     }
 }
 
