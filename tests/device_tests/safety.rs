@@ -72,6 +72,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: command_records_stay_bounded,
         },
         DeviceTest {
+            name: "a_handle_given_away_keeps_its_pending_commands",
+            run: a_handle_given_away_keeps_its_pending_commands,
+        },
+        DeviceTest {
             name: "an_image_rebuilt_from_memory_keeps_its_record",
             run: an_image_rebuilt_from_memory_keeps_its_record,
         },
@@ -1151,6 +1155,34 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
         let v: Vec<f32> = buf.read_vec(&q, &[])?;
         assert_eq!(v, vec![3.0f32; 16]);
     }
+    Ok(())
+}
+
+/// A buffer handle given away with `into_raw` and adopted again while a command on it is still
+/// pending keeps that command in its record (it came back with an empty one, so a map on another
+/// queue did not wait for the copy; review 2026-11-26).
+fn a_handle_given_away_keeps_its_pending_commands(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let src = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[9u32; 64])?;
+    let dst = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[0u32; 64])?;
+    let gate = UserEvent::new(ctx)?;
+    let copy = dst.copy_from(&q, &src, &[gate.event()])?;
+    let before = dst.recorded_commands();
+    assert!(before >= 1, "the gated copy is not recorded");
+    let raw = dst.into_raw();
+    // SAFETY: the reference `into_raw` gave away, adopted once.
+    let dst = unsafe { Buffer::from_raw(raw) }?;
+    let after = dst.recorded_commands();
+    gate.set_complete()?;
+    copy.wait()?;
+    if after != before {
+        return Err(fail(format!(
+            "the record of pending commands went from {before} to {after} through into_raw/from_raw"
+        )));
+    }
+    let v: Vec<u32> = dst.read_vec(&q, &[])?;
+    assert_eq!(v, vec![9u32; 64]);
     Ok(())
 }
 

@@ -636,6 +636,31 @@ impl Tracked {
         self.tracker.lock().maps.len()
     }
 
+    /// Keeps the allocation's record alive (and so findable through the registry) until every
+    /// command it lists has finished: for a handle given away with `into_raw`, so that a wrapper
+    /// adopting it again meanwhile still orders maps and other queues after those commands. A
+    /// callback that cannot be registered is replaced by a wait.
+    pub(crate) fn keep_until_idle(&self) {
+        let pending: Vec<Event> = {
+            let s = self.tracker.lock();
+            s.queues
+                .iter()
+                .flat_map(|r| r.writes.iter().chain(r.reads.iter()))
+                .filter(|e| !is_done(e))
+                .cloned()
+                .collect()
+        };
+        for ev in pending {
+            let keep = Arc::clone(&self.tracker);
+            if let Err(e) = ev.on_complete(move |_| drop(keep)) {
+                tracing::warn!(error = %e, "could not defer a record's release; waiting for the command");
+                if let Err(e) = ev.wait() {
+                    tracing::warn!(error = %e, "waiting for a command failed in into_raw");
+                }
+            }
+        }
+    }
+
     /// Commands recorded as possibly pending (for tests and diagnostics).
     pub(crate) fn recorded_commands(&self) -> usize {
         self.tracker

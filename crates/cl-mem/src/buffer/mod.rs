@@ -309,8 +309,11 @@ impl Buffer {
         self.raw
     }
 
-    /// Gives the reference away without releasing it.
+    /// Gives the reference away without releasing it. The allocation's command record stays
+    /// alive until the commands it lists have finished, so a [`Buffer::from_raw`] of the handle
+    /// meanwhile still waits for them.
     pub fn into_raw(self) -> sys::cl_mem {
+        self.tracked.keep_until_idle();
         let raw = self.raw;
         // Drop the other fields (context and parent references) but not the buffer's reference.
         let this = std::mem::ManuallyDrop::new(self);

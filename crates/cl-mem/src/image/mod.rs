@@ -502,6 +502,8 @@ impl Image {
 
     /// Gives the reference away without releasing it.
     pub fn into_raw(self) -> sys::cl_mem {
+        // As `Buffer::into_raw`: the record outlives the commands it lists.
+        self.tracked.keep_until_idle();
         let raw = self.raw;
         // Drop the other fields (the context reference and the shared map lock) but not the
         // image's reference: `mem::forget(self)` would leak one context reference per call.
