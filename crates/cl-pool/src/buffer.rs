@@ -16,7 +16,14 @@
 //!   it for migration and slicing, its issues #335 and section 9.11). It does not implement
 //!   `cl_mem::MemObject` itself: that trait is `unsafe` and this crate has no `unsafe`.
 //!   [`PoolBlock::slice`] gives a sub-buffer that cannot outlive the pooled block; a clone or
-//!   sub-buffer taken through `Deref` can, and then aliases whoever gets the block next.
+//!   sub-buffer taken through `Deref` can, and then aliases whoever gets the block next. So can a
+//!   **kernel argument**: a `Kernel` keeps the buffer it was given (the OpenCL object, retained),
+//!   so a kernel run again after its pooled argument went back to the pool writes into the next
+//!   owner's block (device memory only: no host reference is involved, maps and cross-queue order
+//!   still hold). Set the argument again (or drop the kernel) before the block goes back, as with
+//!   PyOpenCL. Not prevented because the ways found cost every hit (a generation count touched on
+//!   each hand-out) or every pool of the pattern "cached kernel, fresh block per call" its reuse
+//!   (a block held by a kernel slot freed instead of kept).
 
 use std::fmt;
 use std::ops::Deref;
