@@ -252,6 +252,9 @@ impl Buffer {
     /// # Safety
     ///
     /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Buffer`.
+    /// 2. Whatever backs the object stays valid while it lives: the host memory of a
+    ///    `CL_MEM_USE_HOST_PTR` buffer, the SVM allocation of a buffer made over SVM (the
+    ///    `Buffer` may outlive the wrapper it came from).
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Buffer> {
         // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
         let mem = unsafe { crate::memory::Memory::from_raw(raw) };
@@ -297,8 +300,9 @@ impl Buffer {
     /// # Safety
     ///
     /// 1. `raw` is a valid memory object.
+    /// 2. As obligation 2 of [`Buffer::from_raw`].
     pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Buffer> {
-        // SAFETY: obligation 1.
+        // SAFETY: obligations 1 and 2.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
         // SAFETY: we own the reference just taken.
         unsafe { Buffer::from_raw(raw) }
