@@ -304,7 +304,7 @@ impl Buffer {
     pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Buffer> {
         // SAFETY: obligations 1 and 2.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
-        // SAFETY: we own the reference just taken.
+        // SAFETY: we own the reference just taken; obligation 2 is the caller's.
         unsafe { Buffer::from_raw(raw) }
     }
 
