@@ -5,8 +5,9 @@
 
 use cl_mem::svm::{Coarse, SvmArray};
 use cl_mem::{
-    AffinityDomain, Buffer, ChannelOrder, ChannelType, Context, Device, Error, Event, Image,
-    ImageDesc, ImageFormat, ImagePitches, MemFlags, MigrationFlags, Partition, Program, Queue,
+    AffinityDomain, Buffer, ChannelOrder, ChannelType, Context, Device, Error, Event, EventStatus,
+    Image, ImageDesc, ImageFormat, ImagePitches, MemFlags, MigrationFlags, Partition, Program,
+    Queue, UserEvent,
 };
 use cl_pool::{DevicePools, ImmediateAllocator, MemoryPool};
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestError, TestResult};
@@ -21,6 +22,10 @@ pub fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "a_buffer_written_on_one_device_is_used_on_the_other",
             run: a_buffer_written_on_one_device_is_used_on_the_other,
+        },
+        DeviceTest {
+            name: "commands_on_one_device_wait_for_gated_commands_on_the_other",
+            run: commands_on_one_device_wait_for_gated_commands_on_the_other,
         },
         DeviceTest {
             name: "migration_between_devices_keeps_data_and_order",
@@ -138,7 +143,7 @@ fn sub_devices_partition_the_compute_units(dev: &TestDevice) -> TestResult {
     assert_eq!(dev.device.parent_device()?, None);
     // Interned: asking again gives the same devices.
     assert_eq!(dev.device.create_sub_devices(&Partition::Equally(n))?, subs);
-    if support.by_counts {
+    if support.by_counts && units >= 2 {
         let by = dev
             .device
             .create_sub_devices(&Partition::ByCounts(vec![1, 1]))?;
@@ -202,6 +207,67 @@ fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> Test
     buf.read(last, 0, &mut out, &[])?;
     let k = 2 * u32::try_from(m.queues.len())?;
     assert_eq!(out, data.iter().map(|x| x + k).collect::<Vec<_>>());
+    Ok(())
+}
+
+/// With device A's command held back by a user event, device B's command on the same buffer
+/// waits for it: a migration after a kernel, a migration with undefined contents after a read,
+/// a copy and a kernel after a kernel. (The suite's other tests cannot tell: there A's command
+/// has finished before B's is enqueued; found by a review that removed the ordering, 2026-11-26.)
+fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let n = 1 << 12;
+    let program = Program::build_from_source(&m.context, SRC, "")?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let buf = Buffer::new(&m.context, MemFlags::READ_WRITE, n * 4)?;
+    let other = Buffer::new(&m.context, MemFlags::READ_WRITE, n * 4)?;
+    for case in [
+        "migration after a kernel",
+        "undefined-contents migration after a read",
+        "copy after a kernel",
+        "kernel after a kernel",
+    ] {
+        let gate = UserEvent::new(&m.context)?;
+        let on_a = if case.contains("after a read") {
+            other.copy_from(a, &buf, &[gate.event()])?
+        } else {
+            let mut k = program.kernel("fill")?;
+            k.set_arg(0, &buf)?.set_arg(1, &5u32)?;
+            k.enqueue_nd_range(a, &[n], None, &[gate.event()])?
+        };
+        a.flush()?;
+        let on_b = match case {
+            "migration after a kernel" => {
+                cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::empty(), &[])?
+            }
+            "undefined-contents migration after a read" => cl_mem::enqueue_migrate_mem_objects(
+                b,
+                &[&buf],
+                MigrationFlags::CONTENT_UNDEFINED,
+                &[],
+            )?,
+            "copy after a kernel" => other.copy_from(b, &buf, &[])?,
+            _ => {
+                let mut k = program.kernel("add")?;
+                k.set_arg(0, &buf)?.set_arg(1, &1u32)?;
+                k.enqueue_nd_range(b, &[n], None, &[])?
+            }
+        };
+        b.flush()?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let held = on_b.status()? != EventStatus::Complete;
+        gate.set_complete()?;
+        on_b.wait()?;
+        on_a.wait()?;
+        if !held {
+            return Err(fail(format!(
+                "{case}: device B's command completed while device A's was held back"
+            )));
+        }
+    }
+    let mut out = vec![0u32; n];
+    buf.read(b, 0, &mut out, &[])?;
+    assert_eq!(out, filled(6, n), "fill(5) on A, then add(1) on B");
     Ok(())
 }
 
@@ -386,5 +452,13 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     if one.allocate(b, 64).is_ok() {
         return Err(fail("a queue of a device without a pool was served"));
     }
+    // A queue on the same (interned) device in another context: refused, nothing counted.
+    let elsewhere = Context::new(&[*a.device()])?;
+    let foreign = Queue::new(&elsewhere, a.device())?;
+    let before = one.stats()[0].1.upstream_allocations;
+    if one.allocate(&foreign, 64).is_ok() {
+        return Err(fail("a queue of another context was served"));
+    }
+    assert_eq!(one.stats()[0].1.upstream_allocations, before);
     Ok(())
 }

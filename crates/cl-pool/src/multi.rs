@@ -83,9 +83,15 @@ impl DevicePools {
     ///
     /// # Errors
     ///
-    /// [`PoolError::Allocator`] with [`Error::InvalidArgument`] when the queue's device has no
-    /// pool here; as [`MemoryPool::allocate`].
+    /// [`PoolError::Allocator`] with [`Error::InvalidArgument`] when the queue belongs to another
+    /// context (a sub-device can be in several) or its device has no pool here; as
+    /// [`MemoryPool::allocate`].
     pub fn allocate(&self, queue: &Queue, size: usize) -> Result<PooledBuffer, PoolError<Error>> {
+        if queue.context().as_raw() != self.context.as_raw() {
+            return Err(PoolError::Allocator(Error::InvalidArgument(
+                "the queue belongs to another context than the pools".into(),
+            )));
+        }
         let pool = self.pool(queue.device()).ok_or_else(|| {
             PoolError::Allocator(Error::InvalidArgument(format!(
                 "no pool for the queue's device '{}'",

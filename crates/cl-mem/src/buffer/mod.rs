@@ -501,7 +501,12 @@ impl Buffer {
         // sub-buffer of a READ_WRITE root stays HOST_READ_ONLY).
         let flags = inherit_sub_buffer_flags(self.flags, flags);
         let origin = self.origin + origin_bytes;
-        let align = self.sub_buffer_alignment()?;
+        // The spec's creation rule: aligned for at least one device of the context (each
+        // command then checks its own queue's device: `Tracked::check_origin`).
+        let mut align = usize::MAX;
+        for d in self.context.devices() {
+            align = align.min(d.mem_base_addr_align_bytes()?.max(1));
+        }
         if !origin.is_multiple_of(align) {
             return Err(Error::Misaligned {
                 what: "sub-buffer origin",
@@ -540,9 +545,11 @@ impl Buffer {
     }
 
     /// The alignment, in bytes, of a sub-buffer's origin in its root buffer
-    /// (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`, reported in bits, of the context's devices): what
-    /// PyOpenCL's `test_sub_buffers` rounds its start to. 128 bytes on the CPU runtimes here, 512
-    /// on the H100.
+    /// (`CL_DEVICE_MEM_BASE_ADDR_ALIGN`, reported in bits): what PyOpenCL's `test_sub_buffers`
+    /// rounds its start to. 128 bytes on the CPU runtimes here, 512 on the H100. In a context of
+    /// several devices, the largest of theirs (they are powers of two, so a multiple of each): a
+    /// sub-buffer at a multiple of it is usable on every device's queue, where one aligned only
+    /// for the least strict device is refused on the others' (`Error::Misaligned`).
     ///
     /// ```no_run
     /// # fn f(buf: &cl_mem::Buffer) -> cl_mem::Result<()> {
@@ -556,9 +563,9 @@ impl Buffer {
     ///
     /// [`Error::Cl`] from `clGetDeviceInfo`.
     pub fn sub_buffer_alignment(&self) -> Result<usize> {
-        let mut align = usize::MAX;
+        let mut align = 1;
         for d in self.context.devices() {
-            align = align.min(d.mem_base_addr_align_bytes()?.max(1));
+            align = align.max(d.mem_base_addr_align_bytes()?);
         }
         Ok(align)
     }
