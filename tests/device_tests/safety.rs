@@ -1162,6 +1162,13 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
 /// pending keeps that command in its record (it came back with an empty one, so a map on another
 /// queue did not wait for the copy; review 2026-11-26).
 fn a_handle_given_away_keeps_its_pending_commands(dev: &TestDevice) -> TestResult {
+    if dev.platform_name().contains("Oclgrind") {
+        // `into_raw` flushes the queue of a pending command, and Oclgrind's clFlush waits there
+        // for the user event this test sets afterwards (docs/DEVICES.md#oclgrind).
+        return Err(skip(
+            "Oclgrind 21.10: clFlush blocks on a command waiting for a user event",
+        ));
+    }
     let q = dev.queue();
     let ctx = q.context();
     let src = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[9u32; 64])?;

@@ -374,7 +374,7 @@ impl From<crate::Buffer> for Memory {
         let tracked = Some(b.tracked_arc());
         Memory {
             live: crate::runtime::live::Live::new(),
-            raw: b.into_raw(),
+            raw: b.into_raw_only(),
             tracked,
         }
     }

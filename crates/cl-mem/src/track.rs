@@ -641,15 +641,32 @@ impl Tracked {
     /// adopting it again meanwhile still orders maps and other queues after those commands. A
     /// callback that cannot be registered is replaced by a wait.
     pub(crate) fn keep_until_idle(&self) {
-        let pending: Vec<Event> = {
+        let (pending, queues): (Vec<Event>, Vec<Queue>) = {
             let s = self.tracker.lock();
-            s.queues
-                .iter()
-                .flat_map(|r| r.writes.iter().chain(r.reads.iter()))
-                .filter(|e| !is_done(e))
-                .cloned()
-                .collect()
+            let mut queues = Vec::new();
+            let mut pending = Vec::new();
+            for r in &s.queues {
+                let before = pending.len();
+                pending.extend(
+                    r.writes
+                        .iter()
+                        .chain(r.reads.iter())
+                        .filter(|e| !is_done(e))
+                        .cloned(),
+                );
+                if pending.len() > before {
+                    queues.push(r.queue.clone());
+                }
+            }
+            (pending, queues)
         };
+        // The record holds these queues, so their release cannot flush them: flush here, or a
+        // driver that runs commands only when flushed (Oclgrind) never completes them.
+        for q in &queues {
+            if let Err(e) = q.flush() {
+                tracing::warn!(error = %e, "flushing a queue for a handle given away failed");
+            }
+        }
         for ev in pending {
             let keep = Arc::clone(&self.tracker);
             if let Err(e) = ev.on_complete(move |_| drop(keep)) {

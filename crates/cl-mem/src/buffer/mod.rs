@@ -318,6 +318,12 @@ impl Buffer {
     /// meanwhile still waits for them.
     pub fn into_raw(self) -> sys::cl_mem {
         self.tracked.keep_until_idle();
+        self.into_raw_only()
+    }
+
+    /// As [`Buffer::into_raw`] without keeping the record (for `release` and conversions that
+    /// carry the record themselves).
+    pub(crate) fn into_raw_only(self) -> sys::cl_mem {
         let raw = self.raw;
         // Drop the other fields (context and parent references) but not the buffer's reference.
         let this = std::mem::ManuallyDrop::new(self);
@@ -821,7 +827,7 @@ impl Buffer {
     ///
     /// [`Error::Cl`] from `clReleaseMemObject`.
     pub fn release(self) -> Result<()> {
-        let raw = self.into_raw();
+        let raw = self.into_raw_only();
         // SAFETY: we owned this reference.
         unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
     }

@@ -504,6 +504,12 @@ impl Image {
     pub fn into_raw(self) -> sys::cl_mem {
         // As `Buffer::into_raw`: the record outlives the commands it lists.
         self.tracked.keep_until_idle();
+        self.into_raw_only()
+    }
+
+    /// As [`Image::into_raw`] without keeping the record (for `release` and conversions that
+    /// carry the record themselves).
+    pub(crate) fn into_raw_only(self) -> sys::cl_mem {
         let raw = self.raw;
         // Drop the other fields (the context reference and the shared map lock) but not the
         // image's reference: `mem::forget(self)` would leak one context reference per call.
@@ -523,7 +529,7 @@ impl Image {
     ///
     /// [`Error::Cl`] from `clReleaseMemObject`.
     pub fn release(self) -> Result<()> {
-        let raw = self.into_raw();
+        let raw = self.into_raw_only();
         // SAFETY: we owned this reference.
         unsafe { cl_raw::mem::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
     }
@@ -686,7 +692,7 @@ impl From<Image> for crate::memory::Memory {
     fn from(image: Image) -> crate::memory::Memory {
         let tracked = Arc::clone(&image.tracked);
         // SAFETY: we give the image's one reference to the new `Memory`.
-        let mut mem = unsafe { crate::memory::Memory::from_raw(image.into_raw()) };
+        let mut mem = unsafe { crate::memory::Memory::from_raw(image.into_raw_only()) };
         mem.set_tracked(tracked);
         mem
     }
