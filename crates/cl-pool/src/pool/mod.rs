@@ -352,16 +352,14 @@ impl<A: Allocator> MemoryPool<A> {
         let bin = inner.layout.bin_number(size);
         let cached = inner.cache_on();
         if cached {
-            if let Some((mut block, slot)) = cache::take_cached(&self.inner, bin, size, owned) {
-                return match inner.allocator.hand_out_existing_block(&mut block) {
-                    Ok(()) => Ok((self.wrap(block, bin, size), slot)),
+            if let Some((block, slot)) = cache::take_cached(&self.inner, bin, size, owned) {
+                return match self.hand_out(block, bin, size) {
+                    Ok(a) => Ok((a, slot)),
                     Err(e) => {
-                        // Undo the hit where it was made: back on top of this thread's cache.
-                        blocks::release(&self.inner, block, bin, size, 0);
                         if let Some(s) = slot {
                             s.returned();
                         }
-                        Err(PoolError::Allocator(e))
+                        Err(e)
                     }
                 };
             }
@@ -465,8 +463,10 @@ impl<A: Allocator> MemoryPool<A> {
         match self.inner.allocator.hand_out_existing_block(&mut block) {
             Ok(()) => Ok(self.wrap(block, bin, size)),
             Err(e) => {
-                // Undo the hit: the block goes back where it was.
-                self.inner.give_back(block, bin, size);
+                // Undo the hit: the block goes back as a returned block would, on top of this
+                // thread's cache (caches on) or of its shared bin, so the next request gets it
+                // again (PyOpenCL's LIFO).
+                blocks::release(&self.inner, block, bin, size, 0);
                 Err(PoolError::Allocator(e))
             }
         }
