@@ -319,6 +319,11 @@ fn sub_buffers_work_on_every_device(dev: &TestDevice) -> TestResult {
         .unwrap_or(1);
     let n = 256usize;
     let buf = Buffer::new(&m.context, MemFlags::READ_WRITE, align + n * 4)?;
+    assert_eq!(
+        buf.sub_buffer_alignment()?,
+        align,
+        "the context's sub-buffer alignment is its devices' largest"
+    );
     let sub = buf.sub_buffer_range(align..align + n * 4)?;
     for (i, q) in m.queues.iter().enumerate() {
         kernel_on(q, "fill", &sub, u32::try_from(i * 1000)?, n, &[])?;

@@ -509,10 +509,7 @@ impl Buffer {
         let origin = self.origin + origin_bytes;
         // The spec's creation rule: aligned for at least one device of the context (each
         // command then checks its own queue's device: `Tracked::check_origin`).
-        let mut align = usize::MAX;
-        for d in self.context.devices() {
-            align = align.min(d.mem_base_addr_align_bytes()?.max(1));
-        }
+        let (align, _) = self.origin_alignments();
         if !origin.is_multiple_of(align) {
             return Err(Error::Misaligned {
                 what: "sub-buffer origin",
@@ -567,13 +564,21 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
+    /// None today: each device's alignment is read when its `Device` is made (the `Result` stays
+    /// for callers written against the earlier per-call query).
     pub fn sub_buffer_alignment(&self) -> Result<usize> {
-        let mut align = 1;
+        Ok(self.origin_alignments().1)
+    }
+
+    /// The least and the most strict sub-buffer origin alignment of the context's devices.
+    fn origin_alignments(&self) -> (usize, usize) {
+        let (mut least, mut most) = (usize::MAX, 1);
         for d in self.context.devices() {
-            align = align.max(d.mem_base_addr_align_bytes()?);
+            let a = d.base_addr_align().max(1);
+            least = least.min(a);
+            most = most.max(a);
         }
-        Ok(align)
+        (least, most)
     }
 
     /// PyOpenCL's `buf[start:stop]` with its clipping: both ends are clipped to the buffer's size
