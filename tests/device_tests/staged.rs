@@ -36,6 +36,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: a_failed_dependency_is_an_error_and_poisons_no_later_command,
         },
         DeviceTest {
+            name: "a_dependency_failing_during_a_blocking_transfer_is_an_error",
+            run: a_dependency_failing_during_a_blocking_transfer_is_an_error,
+        },
+        DeviceTest {
             name: "staged_threads_and_pinned_chunks_are_bounded",
             run: staged_threads_and_pinned_chunks_are_bounded,
         },
@@ -392,14 +396,16 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     Ok(())
 }
 
-/// A huge `threads` is capped (no thread per request: a safe option must not exhaust the OS),
-/// and a transfer pins no more chunks than it moves.
+/// A huge `threads` still gives a correct transfer, and a transfer pins no more chunks than it
+/// moves (this part failed before the fix: 2 chunks pinned for 1). The cap itself
+/// (`MAX_STAGING_THREADS`) is not observable here: no thread count is exposed, and the 4 chunks
+/// below clamp the workers to 4 anyway.
 fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let n = 3 * 4096 + 5;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
     let data = pattern(n, 3);
-    // 4 chunks; at most 4 workers, not 100,000 (on Oclgrind: one, its thread crash).
+    // 4 chunks, so at most 4 workers whatever is asked (on Oclgrind: one, its thread crash).
     let many = if dev.platform_name().contains("Oclgrind") {
         1
     } else {
@@ -430,6 +436,79 @@ fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult 
         return Err(fail(format!(
             "a one-chunk transfer left {pinned} pinned chunks cached (expected 1)"
         )));
+    }
+    Ok(())
+}
+
+/// A blocking transfer whose wait-list event fails while the call blocks (another thread sets it)
+/// is an error on every blocking host path: PoCL and the Intel runtime return `CL_SUCCESS` from
+/// such a call having moved nothing, so cl-mem waits for the command's event.
+fn a_dependency_failing_during_a_blocking_transfer_is_an_error(dev: &TestDevice) -> TestResult {
+    if dev.platform_name().contains("Oclgrind") {
+        return Err(skip(
+            "Oclgrind 21.10: a flushed command waiting on a user event blocks the flushing thread, \
+             and API calls from a second thread crash it",
+        ));
+    }
+    let q = dev.queue();
+    let ctx = q.context();
+    let n = 4096;
+    let buf = Buffer::new(ctx, MemFlags::READ_WRITE, n)?;
+    let image = if dev.device.image_support()? {
+        Some(cl_mem::Image::new(
+            ctx,
+            MemFlags::READ_WRITE,
+            cl_mem::ImageFormat::RGBA_FLOAT,
+            &cl_mem::ImageDesc::d2(4, 4),
+        )?)
+    } else {
+        None
+    };
+    for path in [
+        "plain write",
+        "plain read",
+        "rect write",
+        "image write",
+        "image read",
+    ] {
+        if path.starts_with("image") && image.is_none() {
+            continue;
+        }
+        let gate = UserEvent::new(ctx)?;
+        let setter = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                gate.set_error(ClError::OutOfResources)
+            })
+        };
+        let w: &[&Event] = &[gate.event()];
+        let data = vec![1u8; n];
+        let mut out = vec![0u8; n];
+        let mut px = [0f32; 64];
+        let r = match path {
+            "plain write" => buf.write_bytes_with(&q, 0, &data, w, TransferOptions::plain()),
+            "plain read" => buf.read_bytes_with(&q, 0, &mut out, w, TransferOptions::plain()),
+            "rect write" => buf.write_rect(&q, &cl_mem::Rect::new([64, 64, 1]), &data, w),
+            "image write" => image
+                .as_ref()
+                .map_or(Err(Error::InvalidArgument(String::new())), |i| {
+                    i.write_all(&q, &px, w)
+                }),
+            _ => image
+                .as_ref()
+                .map_or(Err(Error::InvalidArgument(String::new())), |i| {
+                    i.read_all(&q, &mut px, w)
+                }),
+        };
+        setter
+            .join()
+            .map_err(|_| fail("the setter thread panicked"))??;
+        if r.is_ok() {
+            return Err(fail(format!(
+                "a {path} whose wait-list event failed during the call returned Ok"
+            )));
+        }
     }
     Ok(())
 }
