@@ -690,9 +690,9 @@ impl Tracked {
 }
 
 /// The unfinished commands of queues other than `queue` (all of them when `queue` is out of
-/// order) that a command with `access` must follow (writes always, reads too when it writes), and the other
-/// queues to flush first: the spec (`clFlush`) lets a command wait for an event of another queue
-/// only once that queue was flushed.
+/// order) that a command with `access` must follow (writes always, reads too when it writes),
+/// and the other queues to flush first: the spec (`clFlush`) lets a command wait for an event of
+/// another queue only once that queue was flushed.
 fn pending_for(s: &State, queue: &Queue, access: Access) -> (Waits, SmallVec<[Queue; 1]>) {
     let own_ordered = queue.is_in_order();
     let mut waits = Waits::new();
