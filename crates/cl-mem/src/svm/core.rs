@@ -280,13 +280,25 @@ impl crate::track::ArgMemory for Core {
     }
 }
 
-/// Checks the platform and every device of `context` for `capability` (SVM needs 2.0).
+/// Checks the platform and every device of `context` for `capability` (SVM needs 2.0), and
+/// refuses SVM in an NVIDIA context of several GPUs, where the driver crashes.
 pub(crate) fn require_svm(
     context: &Context,
     capability: SvmCapabilities,
     feature: &'static str,
 ) -> Result<()> {
     context.require_platform_version(Version::V2_0, feature)?;
+    if context.devices().len() > 1 && context.platform().name()?.contains("NVIDIA") {
+        // NVIDIA 580.159.04 kills the process (SIGSEGV) in the first clEnqueueSVMMap of a
+        // coarse-grain allocation of a context over two GPUs: repro/nvidia_two_gpu_image_svm.c,
+        // docs/DEVICES.md#nvidia-multi-gpu-svm.
+        return Err(Error::Unsupported {
+            feature,
+            needs: "a context of one NVIDIA device: NVIDIA's driver (580.159.04) crashes in \
+                    clEnqueueSVMMap on SVM of a context over several GPUs"
+                .into(),
+        });
+    }
     for device in context.devices() {
         device.require_version(Version::V2_0, feature)?;
         let caps = device.svm_capabilities()?;

@@ -85,7 +85,8 @@
 //! Nothing here calls an SVM entry point unless the context's platform and every device are
 //! OpenCL 2.0 or newer and report the needed `CL_DEVICE_SVM_CAPABILITIES`; migration needs 2.1.
 //! Otherwise the call fails with [`crate::Error::Unsupported`] (Oclgrind is OpenCL 1.2 and may
-//! hang on newer entry points).
+//! hang on newer entry points). SVM of an NVIDIA context over several GPUs is refused the same way:
+//! the driver (580.159.04) crashes in its first `clEnqueueSVMMap` there.
 
 mod array;
 mod core;
