@@ -3,12 +3,14 @@
 //!
 //! # Design (decided 2026-11-24, issue 12)
 //!
-//! - Each thread that uses a pool gets one [`Slot`] for it: a small spin-locked state with, per bin,
+//! - Each thread that uses a pool gets one [`Slot`] for it: a small locked state with, per bin,
 //!   a LIFO stack of up to [`CACHE_BLOCKS`] held blocks and the bin's counter *deltas* (hits,
 //!   active blocks, requested bytes), plus the thread's deltas of the pool-wide gauges (active and
-//!   held bytes, requests). Only its thread locks it on the hit path (one locked instruction; the
-//!   unlock is a plain store); pool-wide walks (statistics, `free_held`, out-of-memory reclaim,
-//!   closing) lock every slot in turn.
+//!   held bytes, requests). Only its thread locks it on the hit path, and the lock is biased
+//!   towards that thread (`biased.rs`, 2026-11-26): no locked instruction and no fence on Linux,
+//!   where pool-wide walks (statistics, `free_held`, out-of-memory reclaim, closing), which lock
+//!   every slot in turn, pay a `membarrier` per slot instead. An owned block returned on another
+//!   thread counts itself back with one atomic add on its slot, without locking it.
 //! - A hit pops the newest block of the bin from the slot, else from the shared bin (PyOpenCL's
 //!   LIFO order is kept: every block in the shared bin from this thread is older than every block
 //!   in its slot, because an overflowing slot moves its *oldest* half to the shared bin's top). A
@@ -24,9 +26,8 @@
 //!   lock); a [`PoolBlock`](super::PoolBlock) holds the slot it came from (a reference count on
 //!   that thread's own cache line, not the pool's). A block returned on its own thread leaves
 //!   that reference in the thread's TLS entry as a spare, and the thread's next owned hit takes it:
-//!   in the steady state an owned hit + free makes no reference-count operation, only the slot's
-//!   lock and unlock: by count, two locked instructions per allocate + free instead of four (on the
-//!   H100 host the single-thread time did not move beyond its noise; docs/PERFORMANCE.md). When the last [`MemoryPool`](super::MemoryPool)
+//!   in the steady state an owned hit + free makes no reference-count operation and, with the
+//!   biased lock, no locked instruction at all. When the last [`MemoryPool`](super::MemoryPool)
 //!   handle goes, the pool closes: the caches go back to the shared bins, and each slot gives its
 //!   lease up once its blocks are back, so an idle thread's TLS keeps nothing of a dropped pool
 //!   but an empty slot.
@@ -43,12 +44,13 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use crate::allocator::Allocator;
 use crate::bins::{BinLayout, BinNumber};
 
+use super::biased::{BiasedGuard, BiasedLock};
 use super::engine::*;
 
 /// Most blocks of one bin a thread keeps to itself; past this, the oldest half goes to the shared
@@ -168,7 +170,8 @@ pub(super) struct SlotState<A: Allocator> {
     /// The lease on the pool: `Some` while the pool is open or blocks handed out through this
     /// slot are alive.
     pub(super) inner: Option<Arc<Inner<A>>>,
-    /// Owned blocks handed out through this slot and not yet returned.
+    /// Owned blocks handed out through this slot, less those returned on the slot's own thread
+    /// (those returned elsewhere are counted in `Slot::returned_elsewhere`).
     pub(super) outstanding: usize,
     pub(super) bins: CacheBins<A::Block>,
     /// Deltas of the pool-wide gauges made through this slot.
@@ -181,23 +184,25 @@ pub(super) struct SlotState<A: Allocator> {
     pub(super) closed: bool,
 }
 
-impl<A: Allocator> SlotState<A> {
-    /// The lease, once nothing needs it any more (taken out to be dropped after the lock).
-    fn spent_lease(&mut self) -> Option<Arc<Inner<A>>> {
-        if self.outstanding == 0 && (self.retired || self.closed) {
-            self.inner.take()
-        } else {
-            None
-        }
-    }
-}
 
 /// One thread's cache of one pool.
 pub(crate) struct Slot<A: Allocator> {
     pub(super) layout: BinLayout,
     /// The pool's identity (the address of its `Inner`), for TLS lookups from an owned block.
     pool: usize,
-    pub(super) state: spin::Mutex<SlotState<A>>,
+    /// The pool, for an owned block that must reach the shared bins: always upgradable while
+    /// such a block is alive (the slot's lease holds the pool then).
+    weak: Weak<Inner<A>>,
+    /// Owned blocks of this slot returned on other threads (or to the shared bins): counted with
+    /// one atomic add, so that such a return does not lock the slot (which, from another thread,
+    /// costs the biased lock's heavy fence).
+    returned_elsewhere: AtomicUsize,
+    /// Retired or closed (set under the lock): a return elsewhere must then see whether it was
+    /// the last one the lease waited for.
+    ended: AtomicBool,
+    /// Biased towards the slot's thread (`biased.rs`): its hits and returns take it with no
+    /// locked instruction; other threads' walks pay an asymmetric fence.
+    state: BiasedLock<SlotState<A>>,
 }
 
 /// A thread's own share of the pool-wide figures, for exact peaks and ticks with one thread.
@@ -224,11 +229,15 @@ fn signed(n: usize) -> isize {
 }
 
 impl<A: Allocator> Slot<A> {
+    /// A slot owned by the calling thread.
     fn new(inner: Arc<Inner<A>>) -> Slot<A> {
         Slot {
             layout: inner.layout,
             pool: pool_id(&inner),
-            state: spin::Mutex::new(SlotState {
+            weak: Arc::downgrade(&inner),
+            returned_elsewhere: AtomicUsize::new(0),
+            ended: AtomicBool::new(false),
+            state: BiasedLock::new(thread_key(), SlotState {
                 inner: Some(inner),
                 outstanding: 0,
                 bins: CacheBins::default(),
@@ -238,6 +247,24 @@ impl<A: Allocator> Slot<A> {
                 retired: false,
                 closed: false,
             }),
+        }
+    }
+
+    /// Locks the slot (from any thread; the slot's own thread takes the cheap path).
+    #[inline]
+    pub(super) fn lock(&self) -> BiasedGuard<'_, SlotState<A>> {
+        self.state.lock_as(thread_key())
+    }
+
+    /// The lease, once nothing needs it any more (taken out to be dropped after the lock).
+    fn spent_lease(&self, s: &mut SlotState<A>) -> Option<Arc<Inner<A>>> {
+        let live = s
+            .outstanding
+            .wrapping_sub(self.returned_elsewhere.load(Ordering::SeqCst));
+        if live == 0 && (s.retired || s.closed) {
+            s.inner.take()
+        } else {
+            None
         }
     }
 
@@ -253,8 +280,15 @@ impl<A: Allocator> Slot<A> {
     /// Pops the newest cached block of `bin` (a hit), or `None`; `owned`: the block keeps this
     /// slot (and through it the pool) alive.
     #[inline]
-    fn take(&self, inner: &Inner<A>, bin: BinNumber, size: usize, owned: bool) -> Option<A::Block> {
-        let mut guard = self.state.lock();
+    fn take(
+        &self,
+        inner: &Inner<A>,
+        bin: BinNumber,
+        size: usize,
+        owned: bool,
+        me: usize,
+    ) -> Option<A::Block> {
+        let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
             return None;
@@ -288,8 +322,9 @@ impl<A: Allocator> Slot<A> {
         size: usize,
         block: A::Block,
         owned_here: bool,
+        me: usize,
     ) -> Result<(), A::Block> {
-        let mut guard = self.state.lock();
+        let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
             return Err(block);
@@ -331,7 +366,7 @@ impl<A: Allocator> Slot<A> {
     /// After this thread's request went through the shared bin of `bin`: refresh its view of
     /// that bin and the bin's active peak; `owned`: the block keeps this slot alive.
     pub(super) fn after_shared(&self, inner: &Inner<A>, bin: BinNumber, cached: bool, owned: bool) {
-        let mut s = self.state.lock();
+        let mut s = self.lock();
         s.outstanding += usize::from(owned);
         if !cached {
             return;
@@ -350,7 +385,7 @@ impl<A: Allocator> Slot<A> {
 
     /// The calling thread's share of the active bytes and requests.
     pub(super) fn own(&self) -> Own {
-        let s = self.state.lock();
+        let s = self.lock();
         Own {
             active: s.active_bytes,
             requests: s.requests,
@@ -360,24 +395,30 @@ impl<A: Allocator> Slot<A> {
     /// An owned block of this slot went back some other way (another thread's cache, or the
     /// shared bins): its lease count drops, and a spent lease is let go.
     pub(super) fn returned(&self) {
-        let spent = {
-            let mut s = self.state.lock();
-            s.outstanding = s.outstanding.saturating_sub(1);
-            s.spent_lease()
-        };
-        drop(spent);
+        // One atomic add; the slot is locked only when its lease may be waiting for this block
+        // (the slot retired or the pool closed). Both sides are SeqCst, so of this add-then-load
+        // and `end`'s store-then-load at least one sees the other (both may: taking is
+        // idempotent).
+        self.returned_elsewhere.fetch_add(1, Ordering::SeqCst);
+        if self.ended.load(Ordering::SeqCst) {
+            let spent = {
+                let mut s = self.lock();
+                self.spent_lease(&mut s)
+            };
+            drop(spent);
+        }
     }
 
     /// The pool itself, for an owned block that must reach the shared bins (its slot's lease is
     /// held while the block is alive).
     pub(super) fn lease(&self) -> Option<Arc<Inner<A>>> {
-        self.state.lock().inner.clone()
+        self.weak.upgrade()
     }
 
     /// Takes every cached block out (counted as no longer held by this slot), for a walk that
     /// moves them to the shared bins or frees them.
     pub(super) fn drain(&self) -> Vec<Drained<A::Block>> {
-        let mut s = self.state.lock();
+        let mut s = self.lock();
         let mut out = Vec::new();
         let mut bytes = 0usize;
         for (bin, b) in s.bins.iter_mut() {
@@ -399,9 +440,10 @@ impl<A: Allocator> Slot<A> {
     pub(super) fn close(&self) -> Vec<Drained<A::Block>> {
         let out = self.drain();
         let spent = {
-            let mut s = self.state.lock();
+            let mut s = self.lock();
             s.closed = true;
-            s.spent_lease()
+            self.ended.store(true, Ordering::SeqCst);
+            self.spent_lease(&mut s)
         };
         drop(spent);
         out
@@ -416,8 +458,11 @@ impl<A: Allocator> Slot<A> {
         &self,
         retire: bool,
     ) -> (Vec<(BinNumber, CacheBin<A::Block>)>, isize, isize, u64) {
-        let mut s = self.state.lock();
+        let mut s = self.lock();
         s.retired |= retire;
+        if retire {
+            self.ended.store(true, Ordering::SeqCst);
+        }
         let bins = s.bins.take_all();
         let out = (bins, s.active_bytes, s.held_bytes, s.requests);
         s.active_bytes = 0;
@@ -428,7 +473,10 @@ impl<A: Allocator> Slot<A> {
 
     /// After retiring: let a spent lease go.
     pub(super) fn release_if_spent(&self) {
-        let spent = self.state.lock().spent_lease();
+        let spent = {
+            let mut s = self.lock();
+            self.spent_lease(&mut s)
+        };
         drop(spent);
     }
 }
@@ -444,14 +492,16 @@ trait SlotDyn: Send + Sync {
 
 impl<A: Allocator> SlotDyn for Slot<A> {
     fn retire(&self) {
-        if let Some(inner) = self.lease() {
+        // The lease itself (not `lease()`): a slot whose lease is spent has nothing to fold.
+        let held = self.lock().inner.clone();
+        if let Some(inner) = held {
             inner.retire_slot(self);
         }
         self.release_if_spent();
     }
 
     fn alive(&self) -> bool {
-        self.state.lock().inner.is_some()
+        self.lock().inner.is_some()
     }
 
     fn as_any(&self) -> &(dyn Any + Send + Sync) {
@@ -511,10 +561,11 @@ pub(super) fn take_cached<A: Allocator>(
     let id = pool_id(inner);
     SLOTS
         .try_with(|v| {
+            let me = std::ptr::from_ref(v) as usize;
             let v = v.borrow();
             let e = v.iter().find(|e| e.pool == id)?;
             let slot = e.slot.as_any().downcast_ref::<Slot<A>>()?;
-            let block = slot.take(inner, bin, size, owned)?;
+            let block = slot.take(inner, bin, size, owned, me)?;
             let keep = if owned {
                 let spare = e
                     .spare
@@ -577,6 +628,7 @@ fn put_in<A: Allocator>(
     // borrow ends (`returned` may let the pool go, whose frees may reach this thread's TLS).
     let mut foreign: Option<Arc<Slot<A>>> = None;
     let r = SLOTS.try_with(|v| {
+        let me = std::ptr::from_ref(v) as usize;
         let v = v.borrow();
         let e = v.iter().find(|e| e.pool == id).ok_or(())?;
         let slot = e.slot.as_any().downcast_ref::<Slot<A>>().ok_or(())?;
@@ -584,7 +636,7 @@ fn put_in<A: Allocator>(
         let here = origin
             .as_ref()
             .is_some_and(|o| std::ptr::eq(Arc::as_ptr(o), slot));
-        match slot.put(bin, size, b, here) {
+        match slot.put(bin, size, b, here, me) {
             Ok(()) => {
                 if let Some(o) = origin {
                     if here {
@@ -626,7 +678,7 @@ pub(super) fn slot_for<A: Allocator>(inner: &Arc<Inner<A>>) -> Option<Arc<Slot<A
         })
         .ok()?;
     if let Some(s) = found.and_then(|s| s.into_any().downcast::<Slot<A>>().ok()) {
-        if s.state.lock().inner.is_some() {
+        if s.lock().inner.is_some() {
             return Some(s);
         }
     }

@@ -683,7 +683,7 @@ impl<A: Allocator> Inner<A> {
         let (active, held, shared_active, shared_held) = {
             let reg = lock(&self.registry);
             let (a, h) = reg.iter().fold((0isize, 0isize), |(a, h), slot| {
-                let st = slot.state.lock();
+                let st = slot.lock();
                 (
                     a.wrapping_add(st.active_bytes),
                     h.wrapping_add(st.held_bytes),

@@ -41,6 +41,9 @@
 //! above it) is looked at again before every retry, so the pool never fails while a held block could
 //! have served the request.
 
+#[allow(unsafe_code)]
+mod biased;
+pub use biased::uses_membarrier;
 mod blocks;
 mod cache;
 mod engine;
@@ -609,7 +612,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// after every event of a replay).
     fn slot_gauges(reg: &[Arc<cache::Slot<A>>]) -> (isize, isize) {
         reg.iter().fold((0, 0), |(a, h), slot| {
-            let st = slot.state.lock();
+            let st = slot.lock();
             (
                 a.wrapping_add(st.active_bytes),
                 h.wrapping_add(st.held_bytes),
@@ -620,7 +623,7 @@ impl<A: Allocator> MemoryPool<A> {
     fn slot_sums_of(reg: &[Arc<cache::Slot<A>>]) -> SlotSums {
         let mut t = SlotSums::default();
         for slot in reg.iter() {
-            let st = slot.state.lock();
+            let st = slot.lock();
             t.active_bytes = t.active_bytes.wrapping_add(st.active_bytes);
             t.held_bytes = t.held_bytes.wrapping_add(st.held_bytes);
             t.requests += st.requests;
