@@ -48,16 +48,26 @@ impl AllocatorError for Error {
 pub type PooledBuffer<A = ImmediateAllocator> = PoolBlock<A>;
 
 /// A buffer held by a pool, with the queues it was last used on.
-pub struct BufferBlock {
+pub struct BufferBlock(Box<BlockParts>);
+
+/// A [`BufferBlock`]'s contents, boxed so that the block moves through the pool's hit path
+/// (caches, options, results) as one pointer instead of a 150-byte copy.
+struct BlockParts {
     buffer: Buffer,
     queues: Vec<Queue>,
+}
+
+impl BufferBlock {
+    fn new(buffer: Buffer, queues: Vec<Queue>) -> Self {
+        BufferBlock(Box::new(BlockParts { buffer, queues }))
+    }
 }
 
 impl fmt::Debug for BufferBlock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BufferBlock")
-            .field("buffer", &self.buffer)
-            .field("queues", &self.queues.len())
+            .field("buffer", &self.0.buffer)
+            .field("queues", &self.0.queues.len())
             .finish()
     }
 }
@@ -65,19 +75,19 @@ impl fmt::Debug for BufferBlock {
 impl BufferBlock {
     /// The buffer.
     pub fn buffer(&self) -> &Buffer {
-        &self.buffer
+        &self.0.buffer
     }
 
     /// Queues the block was used on since it was last handed out.
     pub fn queues(&self) -> &[Queue] {
-        &self.queues
+        &self.0.queues
     }
 
     /// Records that work on `queue` uses the block; the next hand-out to another queue waits for
     /// it. Nothing is enqueued now.
     pub fn use_on_queue(&mut self, queue: &Queue) {
-        if !self.queues.iter().any(|q| q == queue) {
-            self.queues.push(queue.clone());
+        if !self.0.queues.iter().any(|q| q == queue) {
+            self.0.queues.push(queue.clone());
         }
     }
 
@@ -89,7 +99,7 @@ impl BufferBlock {
     ///
     /// [`Error::Cl`] from the marker, flush, barrier or finish calls.
     pub fn bind_to_queue(&mut self, queue: &Queue) -> Result<(), Error> {
-        sync_to(&mut self.queues, Some(queue))
+        sync_to(&mut self.0.queues, Some(queue))
     }
 }
 
@@ -97,7 +107,7 @@ impl Deref for BufferBlock {
     type Target = Buffer;
 
     fn deref(&self) -> &Buffer {
-        &self.buffer
+        &self.0.buffer
     }
 }
 
@@ -190,14 +200,11 @@ impl Allocator for DeferredAllocator {
             return Ok(None);
         }
         let buffer = Buffer::new(&self.context, self.flags, size)?;
-        Ok(Some(BufferBlock {
-            buffer,
-            queues: Vec::new(),
-        }))
+        Ok(Some(BufferBlock::new(buffer, Vec::new())))
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
-        block.buffer.release()
+        block.0.buffer.release()
     }
 
     fn is_deferred(&self) -> bool {
@@ -206,7 +213,7 @@ impl Allocator for DeferredAllocator {
 
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
         // No queue of our own: wait on the host for the old queues (PyOpenCL's SVM rule).
-        sync_to(&mut block.queues, None)
+        sync_to(&mut block.0.queues, None)
     }
 }
 
@@ -318,25 +325,22 @@ impl Allocator for ImmediateAllocator {
         let buffer = Buffer::new(self.queue.context(), self.flags, size)?;
         // On failure `buffer` is dropped, i.e. released (PyOpenCL leaks it).
         self.force(&buffer)?;
-        Ok(Some(BufferBlock {
-            buffer,
-            queues: vec![self.queue.clone()],
-        }))
+        Ok(Some(BufferBlock::new(buffer, vec![self.queue.clone()])))
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
-        block.buffer.release()
+        block.0.buffer.release()
     }
 
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
-        sync_to(&mut block.queues, Some(&self.queue))
+        sync_to(&mut block.0.queues, Some(&self.queue))
     }
 }
 
 impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
     /// The buffer (also reachable through `Deref`).
     pub fn buffer(&self) -> &Buffer {
-        &self.block().buffer
+        &self.block().0.buffer
     }
 
     /// Records that work on `queue` uses this buffer (see [`BufferBlock::use_on_queue`]).
@@ -470,13 +474,13 @@ impl<A: Allocator<Block = BufferBlock>> LocalBlock<'_, A> {
             .requested_bytes()
             .checked_div(std::mem::size_of::<T>())
             .unwrap_or(0);
-        self.block().buffer.read_vec_of(queue, len)
+        self.block().0.buffer.read_vec_of(queue, len)
     }
 }
 
 impl<A: Allocator<Block = BufferBlock>> AsBuffer for LocalBlock<'_, A> {
     fn as_buffer(&self) -> &Buffer {
-        &self.block().buffer
+        &self.block().0.buffer
     }
 }
 
@@ -484,7 +488,7 @@ impl<A: Allocator<Block = BufferBlock>> AsKernelArg for LocalBlock<'_, A> {
     type Arg = Buffer;
 
     fn as_kernel_arg(&self) -> &Buffer {
-        &self.block().buffer
+        &self.block().0.buffer
     }
 }
 
@@ -504,7 +508,7 @@ impl AsKernelArg for PooledSlice<'_> {
 
 impl AsBuffer for BufferBlock {
     fn as_buffer(&self) -> &Buffer {
-        &self.buffer
+        &self.0.buffer
     }
 }
 
@@ -512,6 +516,6 @@ impl AsKernelArg for BufferBlock {
     type Arg = Buffer;
 
     fn as_kernel_arg(&self) -> &Buffer {
-        &self.buffer
+        &self.0.buffer
     }
 }

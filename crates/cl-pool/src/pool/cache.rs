@@ -25,7 +25,7 @@
 //!   the pool is open or owned blocks it handed out are still alive (a plain count under its
 //!   lock); a [`PoolBlock`](super::PoolBlock) holds the slot it came from (a reference count on
 //!   that thread's own cache line, not the pool's). A block returned on its own thread leaves
-//!   that reference in the thread's TLS entry as a spare, and the thread's next owned hit takes it:
+//!   that reference in the slot as a spare, and the thread's next owned hit takes it:
 //!   in the steady state an owned hit + free makes no reference-count operation and, with the
 //!   biased lock, no locked instruction at all. When the last [`MemoryPool`](super::MemoryPool)
 //!   handle goes, the pool closes: the caches go back to the shared bins, and each slot gives its
@@ -178,6 +178,11 @@ pub(super) struct SlotState<A: Allocator> {
     pub(super) active_bytes: isize,
     pub(super) held_bytes: isize,
     pub(super) requests: u64,
+    /// Spare references to this slot, left by owned blocks returned on the slot's thread and
+    /// handed to its next owned hits: in the steady state an owned block costs no reference-count
+    /// operation (each is a locked instruction). Dropped when the slot retires (they are a cycle
+    /// until then).
+    spare: Vec<Arc<Slot<A>>>,
     /// Folded back into the shared state (its thread exited): takes no more blocks.
     pub(super) retired: bool,
     /// The pool closed (its last handle went).
@@ -244,6 +249,7 @@ impl<A: Allocator> Slot<A> {
                 active_bytes: 0,
                 held_bytes: 0,
                 requests: 0,
+                spare: Vec::new(),
                 retired: false,
                 closed: false,
             }),
@@ -280,6 +286,7 @@ impl<A: Allocator> Slot<A> {
     /// Pops the newest cached block of `bin` (a hit), or `None`; `owned`: the block keeps this
     /// slot (and through it the pool) alive.
     #[inline]
+    #[expect(clippy::type_complexity, reason = "a private pair")]
     fn take(
         &self,
         inner: &Inner<A>,
@@ -287,7 +294,7 @@ impl<A: Allocator> Slot<A> {
         size: usize,
         owned: bool,
         me: usize,
-    ) -> Option<A::Block> {
+    ) -> Option<(A::Block, Option<Arc<Slot<A>>>)> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
@@ -306,34 +313,37 @@ impl<A: Allocator> Slot<A> {
         s.active_bytes = s.active_bytes.wrapping_add(signed(size));
         s.requests += 1;
         s.outstanding += usize::from(owned);
+        let spare = if owned { s.spare.pop() } else { None };
         let own = s.active_bytes;
         drop(guard);
         inner.note_cached_active(own);
-        Some(block)
+        Some((block, spare))
     }
 
     /// Keeps a returned block (`Err` gives it back: the slot is retired or the pool closed).
-    /// Past [`CACHE_BLOCKS`] in the bin, the oldest half moves to the shared bin. `owned_here`:
-    /// the block was an owned block of this slot (its lease count drops).
+    /// Past [`CACHE_BLOCKS`] in the bin, the oldest half moves to the shared bin. `here`: the
+    /// block was an owned block of this slot, whose reference to the slot is kept as a spare
+    /// (its lease count drops); `Ok(Some)`: a reference to drop after the lock (spares full).
     #[inline]
+    #[expect(clippy::type_complexity, reason = "a private pair")]
     fn put(
         &self,
         bin: BinNumber,
         size: usize,
         block: A::Block,
-        owned_here: bool,
+        here: Option<Arc<Slot<A>>>,
         me: usize,
-    ) -> Result<(), A::Block> {
+    ) -> Result<Option<Arc<Slot<A>>>, (A::Block, Option<Arc<Slot<A>>>)> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
-            return Err(block);
+            return Err((block, here));
         }
         let Some(inner) = s.inner.as_ref() else {
-            return Err(block);
+            return Err((block, here));
         };
         if !inner.cache_on() {
-            return Err(block);
+            return Err((block, here));
         }
         let layout = self.layout;
         let c = s.bins.get_or_insert_with(bin, || {
@@ -353,14 +363,23 @@ impl<A: Allocator> Slot<A> {
         s.held_bytes = s
             .held_bytes
             .wrapping_add(signed(bytes).wrapping_mul(1 - signed(moved)));
-        if owned_here {
-            s.outstanding -= 1;
-        }
+        let extra = match here {
+            Some(o) => {
+                s.outstanding -= 1;
+                if s.spare.len() < SPARE_MAX {
+                    s.spare.push(o);
+                    None
+                } else {
+                    Some(o)
+                }
+            }
+            None => None,
+        };
         if let Some(v) = overflow {
             // Lock order slot -> shard, as everywhere.
             inner.push_held(bin, v, 0);
         }
-        Ok(())
+        Ok(extra)
     }
 
     /// After this thread's request went through the shared bin of `bin`: refresh its view of
@@ -498,6 +517,10 @@ impl<A: Allocator> SlotDyn for Slot<A> {
             inner.retire_slot(self);
         }
         self.release_if_spent();
+        // The spare references to this slot are a cycle: broken here (not the last reference:
+        // the TLS entry being dropped holds one).
+        let spares = std::mem::take(&mut self.lock().spare);
+        drop(spares);
     }
 
     fn alive(&self) -> bool {
@@ -516,13 +539,9 @@ impl<A: Allocator> SlotDyn for Slot<A> {
 struct TlsEntry {
     pool: usize,
     slot: Arc<dyn SlotDyn>,
-    /// Spare references to `slot`, left by owned blocks returned on this thread and handed to
-    /// the next owned hits: in the steady state an owned block costs no reference-count
-    /// operation (each is a locked instruction). Dropped with the entry.
-    spare: RefCell<Vec<Arc<dyn Any + Send + Sync>>>,
 }
 
-/// Most spare slot references one TLS entry keeps (more owned blocks out than this: the extra
+/// Most spare references a slot keeps to itself (more owned blocks out than this: the extra
 /// references are dropped as usual).
 const SPARE_MAX: usize = 64;
 
@@ -565,13 +584,8 @@ pub(super) fn take_cached<A: Allocator>(
             let v = v.borrow();
             let e = v.iter().find(|e| e.pool == id)?;
             let slot = e.slot.as_any().downcast_ref::<Slot<A>>()?;
-            let block = slot.take(inner, bin, size, owned, me)?;
+            let (block, spare) = slot.take(inner, bin, size, owned, me)?;
             let keep = if owned {
-                let spare = e
-                    .spare
-                    .borrow_mut()
-                    .pop()
-                    .and_then(|a| a.downcast::<Slot<A>>().ok());
                 spare.or_else(|| Arc::clone(&e.slot).into_any().downcast::<Slot<A>>().ok())
             } else {
                 None
@@ -636,22 +650,16 @@ fn put_in<A: Allocator>(
         let here = origin
             .as_ref()
             .is_some_and(|o| std::ptr::eq(Arc::as_ptr(o), slot));
-        match slot.put(bin, size, b, here, me) {
-            Ok(()) => {
-                if let Some(o) = origin {
-                    if here {
-                        let mut spare = e.spare.borrow_mut();
-                        if spare.len() < SPARE_MAX {
-                            spare.push(o);
-                        }
-                    } else {
-                        foreign = Some(o);
-                    }
-                }
+        let (mine, other) = if here { (origin, None) } else { (None, origin) };
+        match slot.put(bin, size, b, mine, me) {
+            Ok(extra) => {
+                // Not the last reference (the TLS entry holds one): dropped here.
+                drop(extra);
+                foreign = other;
                 Ok(())
             }
-            Err(b) => {
-                back = Some((b, origin));
+            Err((b, mine)) => {
+                back = Some((b, mine.or(other)));
                 Err(())
             }
         }
@@ -702,7 +710,6 @@ fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A
     let entry = TlsEntry {
         pool: id,
         slot: Arc::clone(&slot) as Arc<dyn SlotDyn>,
-        spare: RefCell::new(Vec::new()),
     };
     let stale = SLOTS
         .try_with(|v| {
