@@ -4,7 +4,13 @@
 //! Prints GB/s (10^9 B/s), the median of `CL_BENCH_REPS` (default 7) timed blocking transfers
 //! from or into an ordinary `Vec<u8>` after one warm-up, for 1 MiB .. 1 GiB (`CL_BENCH_MAX_MIB`
 //! caps the sizes), on the plain path, the staged path with the default options, and `Auto`.
-//! `--tune` adds a chunk-size x thread-count grid at 256 MiB.
+//! `--tune` adds a chunk-size x thread-count grid at 256 MiB. `--zero-copy` adds the
+//! `USE_HOST_PTR` route: the `Vec` moved into a buffer over its own memory
+//! (`Buffer::use_host_memory`), copied on the device to or from a device buffer (a read then maps
+//! the host buffer, so that the `Vec`'s bytes are current), the buffer released; timed from the
+//! buffer's creation to its release, per transfer (the `Vec`s are filled before timing).
+//! `--rect` adds 2-D rectangles (rows of 16 KiB, host rows 64 bytes apart from each other's
+//! ends, packed device rows) on the plain, staged and `Auto` paths.
 
 use std::time::Instant;
 
@@ -45,6 +51,8 @@ fn main() -> Res<()> {
         .cloned()
         .unwrap_or_default();
     let tune = args.iter().any(|a| a == "--tune");
+    let zero_copy = args.iter().any(|a| a == "--zero-copy");
+    let rect = args.iter().any(|a| a == "--rect");
     let reps: usize = std::env::var("CL_BENCH_REPS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -86,6 +94,89 @@ fn main() -> Res<()> {
                 "| {mib} | {} | {plain:.2} | {st:.2} | {auto:.2} | {:.2}x |",
                 if write { "h2d" } else { "d2h" },
                 st / plain
+            );
+        }
+    }
+    if rect {
+        println!("\nrectangles (16 KiB rows, host row pitch 16 KiB + 64), GB/s (median)");
+        println!("| MiB | dir | plain | staged | auto |");
+        println!("| ---: | --- | ---: | ---: | ---: |");
+        let width = 16usize << 10;
+        for mib in [1usize, 16, 64, 256, 1024] {
+            if mib > max_mib {
+                break;
+            }
+            let rows = (mib << 20) / width;
+            let region = cl_mem::Rect::new([width, rows, 1]).src_pitches(width + 64, 0);
+            let read = cl_mem::Rect::new([width, rows, 1]).dst_pitches(width + 64, 0);
+            let buf = Buffer::new(&ctx, MemFlags::READ_WRITE, width * rows)?;
+            let mut host = vec![1u8; (width + 64) * rows];
+            let staged = TransferOptions {
+                path: cl_mem::TransferPath::Staged,
+                ..TransferOptions::default()
+            };
+            for write in [true, false] {
+                let mut row = Vec::new();
+                for opts in [TransferOptions::plain(), staged, TransferOptions::default()] {
+                    let mut t = Vec::new();
+                    for i in 0..=reps {
+                        let t0 = Instant::now();
+                        if write {
+                            buf.write_rect_with(&q, &region, &host, &[], opts)?;
+                        } else {
+                            buf.read_rect_with(&q, &read, &mut host, &[], opts)?;
+                        }
+                        if i > 0 {
+                            t.push(t0.elapsed().as_secs_f64());
+                        }
+                    }
+                    row.push(gbps(width * rows, median(t)));
+                }
+                println!(
+                    "| {mib} | {} | {:.2} | {:.2} | {:.2} |",
+                    if write { "h2d" } else { "d2h" },
+                    row[0],
+                    row[1],
+                    row[2]
+                );
+            }
+        }
+    }
+    if zero_copy {
+        println!("\nzero copy (USE_HOST_PTR over the Vec, then a device copy), GB/s (median)");
+        println!("| MiB | h2d | d2h |");
+        println!("| ---: | ---: | ---: |");
+        for mib in [1usize, 16, 64, 256, 1024] {
+            if mib > max_mib {
+                break;
+            }
+            let bytes = mib << 20;
+            let dev = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
+            let (mut tw, mut tr) = (Vec::new(), Vec::new());
+            for i in 0..=reps.min(5) {
+                let host = vec![1u8; bytes];
+                let t0 = Instant::now();
+                let hb = Buffer::use_host_memory(&ctx, MemFlags::READ_ONLY, host)?;
+                dev.copy_from(&q, &hb, &[])?.wait()?;
+                drop(hb);
+                let w = t0.elapsed().as_secs_f64();
+                let host = vec![0u8; bytes];
+                let t0 = Instant::now();
+                let hb = Buffer::use_host_memory(&ctx, MemFlags::READ_WRITE, host)?;
+                hb.copy_from(&q, &dev, &[])?.wait()?;
+                let first = hb.map_read::<u8>(&q, .., &[])?[0];
+                drop(hb);
+                let r = t0.elapsed().as_secs_f64();
+                assert_eq!(first, 1, "the device's bytes reached the host memory");
+                if i > 0 {
+                    tw.push(w);
+                    tr.push(r);
+                }
+            }
+            println!(
+                "| {mib} | {:.2} | {:.2} |",
+                gbps(bytes, median(tw)),
+                gbps(bytes, median(tr))
             );
         }
     }

@@ -3,7 +3,7 @@
 //! the automatic choice, and concurrent staged transfers from several threads.
 
 use cl_mem::{
-    idle_staging_chunks, Buffer, ClError, Error, Event, MemFlags, Queue, TransferOptions,
+    idle_staging_chunks, Buffer, ClError, Error, Event, MemFlags, Queue, Rect, TransferOptions,
     TransferPath, UserEvent, AUTO_MIN_BYTES, MAX_STAGING_THREADS,
 };
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
@@ -14,6 +14,10 @@ pub fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges",
             run: staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges,
+        },
+        DeviceTest {
+            name: "staged_rectangles_are_byte_exact_in_2d_and_3d",
+            run: staged_rectangles_are_byte_exact_in_2d_and_3d,
         },
         DeviceTest {
             name: "staged_transfers_check_bounds_options_and_maps_first",
@@ -59,6 +63,86 @@ fn threads(dev: &TestDevice) -> usize {
     } else {
         3
     }
+}
+
+/// Staged rectangles (`write_rect_with` / `read_rect_with`) move exactly the bytes the plain
+/// path moves: odd widths, origins and pitches on both sides, pieces of one row, of several rows
+/// with a short last piece, and of a whole slice, 2-D and 3-D; bytes outside the rectangle stay.
+fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let t = threads(dev);
+    let size = 96 * 1024;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, size)?;
+    let host_len = 80 * 1024;
+    let rects = [
+        // 2-D, odd width and origins, packed host side.
+        Rect::new([37, 29, 1])
+            .src_origin([5, 3, 0])
+            .dst_origin([11, 7, 0])
+            .src_pitches(53, 0)
+            .dst_pitches(101, 0),
+        // 3-D with explicit slice pitches on both sides.
+        Rect::new([64, 9, 5])
+            .src_origin([1, 2, 1])
+            .dst_origin([3, 1, 2])
+            .src_pitches(70, 70 * 12)
+            .dst_pitches(128, 128 * 11),
+        // Rows wider than the smallest chunk (one row per piece).
+        Rect::new([1500, 6, 2]).dst_origin([17, 0, 1]).dst_pitches(1600, 1600 * 7),
+    ];
+    let mut cases = 0;
+    for (k, rect) in rects.iter().enumerate() {
+        for chunk in [1000usize, 3 * 64 + 5, 1 << 20] {
+            let seed = u8::try_from(k * 10 + chunk % 7).unwrap_or(1);
+            let host = pattern(host_len, seed);
+            let background = pattern(size, 99);
+            // The plain path's result is the reference.
+            buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
+            buf.write_rect_with(&q, rect, &host, &[], TransferOptions::plain())?;
+            let mut want = vec![0u8; size];
+            buf.read_bytes_with(&q, 0, &mut want, &[], TransferOptions::plain())?;
+            buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
+            buf.write_rect_with(&q, rect, &host, &[], TransferOptions::staged(chunk, t))?;
+            let mut got = vec![0u8; size];
+            buf.read_bytes_with(&q, 0, &mut got, &[], TransferOptions::plain())?;
+            if got != want {
+                return Err(fail(format!("staged write_rect {rect:?}, chunks of {chunk}")));
+            }
+            // Reads: the device side as the source now (the rectangle's sides swap roles).
+            let read = Rect {
+                src_origin: rect.dst_origin,
+                dst_origin: rect.src_origin,
+                src_pitches: rect.dst_pitches,
+                dst_pitches: rect.src_pitches,
+                region: rect.region,
+            };
+            let outside = pattern(host_len, 7);
+            let mut want = outside.clone();
+            buf.read_rect_with(&q, &read, &mut want, &[], TransferOptions::plain())?;
+            let mut got = outside.clone();
+            buf.read_rect_with(&q, &read, &mut got, &[], TransferOptions::staged(chunk, t))?;
+            if got != want {
+                return Err(fail(format!("staged read_rect {read:?}, chunks of {chunk}")));
+            }
+            if want == outside {
+                return Err(fail("the reference read moved nothing".to_string()));
+            }
+            cases += 1;
+        }
+    }
+    // Bad rectangles and options are refused before the driver, as on the plain path.
+    let bad = Rect::new([64, 2000, 1]);
+    let host = pattern(host_len, 1);
+    match buf.write_rect_with(&q, &bad, &host, &[], TransferOptions::staged(1000, t)) {
+        Err(Error::OutOfBounds { .. }) => {}
+        other => return Err(fail(format!("a rectangle past the host slice: {other:?}"))),
+    }
+    match buf.write_rect_with(&q, &rects[0], &host, &[], TransferOptions::staged(0, t)) {
+        Err(Error::InvalidArgument(_)) => {}
+        other => return Err(fail(format!("zero chunk bytes: {other:?}"))),
+    }
+    assert_eq!(cases, 9);
+    Ok(())
 }
 
 fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(

@@ -33,7 +33,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::buffer::transfer;
+use crate::buffer::transfer::{self, Rect, RectPitches};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::runtime::device::DeviceType;
@@ -235,6 +235,161 @@ fn finish_workers(scope: std::thread::Result<()>, slots: Vec<PinnedChunk>, queue
     }
 }
 
+/// Piece `i` of a staged transfer: copies its bytes into the pinned chunk (a write) and returns
+/// how many it used.
+type Fill<'a> = dyn Fn(usize, &mut [u8]) -> usize + Sync + 'a;
+
+/// Enqueues the command moving piece `i` between the buffer and `len` bytes of pinned memory at
+/// `pinned` (non-blocking, under the enqueue lock). Only [`run_writes`] and [`run_reads`] call it,
+/// with a pinned chunk that stays alive and untouched by the host until the command completed.
+type SendPiece<'a> = dyn Fn(usize, &Mutex<()>, *mut u8, usize) -> Result<Event> + Sync + 'a;
+
+/// The host side of a staged read: the destination slices of each piece (one for a plain read,
+/// a row each for a rectangle), grouped per worker.
+type ReadParts<'o> = Vec<Vec<(usize, Vec<&'o mut [u8]>)>>;
+
+/// The workers of a staged write: each copies its pieces (round-robin) into its pinned chunks
+/// while the DMA of its previous piece runs.
+fn run_writes(queue: &Queue, plan: Plan, fill: &Fill<'_>, send: &SendPiece<'_>) -> Result<()> {
+    let Plan {
+        n,
+        w,
+        depth,
+        mut slots,
+        _hold,
+        ..
+    } = plan;
+    let failure = Failure::new();
+    let enqueue_lock = Mutex::new(());
+    let scope = catch_unwind(AssertUnwindSafe(|| {
+        std::thread::scope(|s| {
+            for (t, mine) in slots.chunks_mut(depth).enumerate() {
+                let (failure, enqueue_lock) = (&failure, &enqueue_lock);
+                spawn_worker(s, failure, move || {
+                    let mut pending: Vec<Option<Event>> = (0..depth).map(|_| None).collect();
+                    for (k, i) in (t..n).step_by(w).enumerate() {
+                        if failure.stopped() {
+                            break;
+                        }
+                        let slot = k % depth;
+                        if let Some(e) = pending[slot].take() {
+                            if let Err(e) = e.wait() {
+                                failure.record(e);
+                                break;
+                            }
+                        }
+                        let pinned: &mut PinnedChunk = &mut mine[slot];
+                        let len = fill(i, pinned.as_mut_slice());
+                        // The chunk stays alive and untouched until the command completed
+                        // (waited for before its next use and before the chunks go back).
+                        match send(i, enqueue_lock, pinned.as_mut_ptr(), len) {
+                            Ok(e) => pending[slot] = Some(e),
+                            Err(e) => {
+                                failure.record(e);
+                                break;
+                            }
+                        }
+                    }
+                    for e in pending.into_iter().flatten() {
+                        if let Err(e) = e.wait() {
+                            failure.record(e);
+                        }
+                    }
+                });
+            }
+        })
+    }));
+    finish_workers(scope, slots, queue);
+    failure.into_result()
+}
+
+/// The workers of a staged read: up to `depth` reads in flight per worker, each drained into its
+/// destination slices in order once its event completed.
+fn run_reads(queue: &Queue, plan: Plan, parts: ReadParts<'_>, send: &SendPiece<'_>) -> Result<()> {
+    let Plan {
+        depth,
+        mut slots,
+        _hold,
+        ..
+    } = plan;
+    let failure = Failure::new();
+    let enqueue_lock = Mutex::new(());
+    let scope = catch_unwind(AssertUnwindSafe(|| {
+        std::thread::scope(|s| {
+            for (mine, my_parts) in slots.chunks_mut(depth).zip(parts) {
+                let (failure, enqueue_lock) = (&failure, &enqueue_lock);
+                spawn_worker(s, failure, move || {
+                    let mut inflight: std::collections::VecDeque<(usize, Event, Vec<&mut [u8]>)> =
+                        std::collections::VecDeque::new();
+                    let mut next = my_parts.into_iter();
+                    let mut free: Vec<usize> = (0..depth).collect();
+                    loop {
+                        while !failure.stopped() {
+                            let Some(slot) = free.pop() else { break };
+                            let Some((i, dst)) = next.next() else {
+                                free.push(slot);
+                                break;
+                            };
+                            let len = dst.iter().map(|d| d.len()).sum();
+                            let pinned: &mut PinnedChunk = &mut mine[slot];
+                            // Written by the command, read by us only after its event completed.
+                            match send(i, enqueue_lock, pinned.as_mut_ptr(), len) {
+                                Ok(e) => inflight.push_back((slot, e, dst)),
+                                Err(e) => {
+                                    failure.record(e);
+                                    free.push(slot);
+                                }
+                            }
+                        }
+                        let Some((slot, e, dst)) = inflight.pop_front() else {
+                            break;
+                        };
+                        match e.wait() {
+                            Ok(()) if !failure.stopped() => {
+                                let mut src = mine[slot].as_slice();
+                                for d in dst {
+                                    let (head, rest) = src.split_at(d.len());
+                                    d.copy_from_slice(head);
+                                    src = rest;
+                                }
+                            }
+                            Ok(()) => {}
+                            Err(e) => failure.record(e),
+                        }
+                        free.push(slot);
+                    }
+                });
+            }
+        })
+    }));
+    finish_workers(scope, slots, queue);
+    failure.into_result()
+}
+
+/// One piece of a staged rectangle: `rows` rows from row `y` of slice `z` of the region.
+#[derive(Clone, Copy, Debug)]
+struct RectPiece {
+    z: usize,
+    y: usize,
+    rows: usize,
+}
+
+/// A rectangle cut into pieces of whole rows of one slice, at most `chunk_bytes` each (one row
+/// when a row is larger): the pinned chunk size and the pieces.
+fn rect_pieces(region: [usize; 3], chunk_bytes: usize) -> (usize, Vec<RectPiece>) {
+    let rows_per = (chunk_bytes / region[0]).clamp(1, region[1]);
+    let mut pieces = Vec::new();
+    for z in 0..region[2] {
+        let mut y = 0;
+        while y < region[1] {
+            let rows = rows_per.min(region[1] - y);
+            pieces.push(RectPiece { z, y, rows });
+            y += rows;
+        }
+    }
+    (rows_per * region[0], pieces)
+}
+
 impl Buffer {
     /// As [`Buffer::write_bytes`], on the path `opts` chooses (the default options are what
     /// `write_bytes` uses: [`TransferPath::Auto`]).
@@ -259,70 +414,20 @@ impl Buffer {
         if !is_staged {
             return self.write_bytes_plain(queue, offset_bytes, data, wait);
         }
-        let Plan {
-            chunk,
-            n,
-            w,
-            depth,
-            mut slots,
-            _hold,
-        } = self.plan(queue, offset_bytes, data.len(), false, &opts)?;
-        let failure = Failure::new();
-        let enqueue_lock = Mutex::new(());
-        let scope = catch_unwind(AssertUnwindSafe(|| {
-            std::thread::scope(|s| {
-                for (t, mine) in slots.chunks_mut(depth).enumerate() {
-                    let (failure, enqueue_lock) = (&failure, &enqueue_lock);
-                    spawn_worker(s, failure, move || {
-                        let mut pending: Vec<Option<Event>> = (0..depth).map(|_| None).collect();
-                        for (k, i) in (t..n).step_by(w).enumerate() {
-                            if failure.stopped() {
-                                break;
-                            }
-                            let slot = k % depth;
-                            if let Some(e) = pending[slot].take() {
-                                if let Err(e) = e.wait() {
-                                    failure.record(e);
-                                    break;
-                                }
-                            }
-                            let start = i * chunk;
-                            let part = &data[start..(start + chunk).min(data.len())];
-                            let pinned: &mut PinnedChunk = &mut mine[slot];
-                            pinned.as_mut_slice()[..part.len()].copy_from_slice(part);
-                            // SAFETY: the pinned chunk stays alive and untouched until the command
-                            // completed (waited for before its next use and before the chunks go back
-                            // to the cache).
-                            let r = unsafe {
-                                self.enqueue_chunk(
-                                    queue,
-                                    enqueue_lock,
-                                    true,
-                                    offset_bytes + start,
-                                    pinned.as_mut_ptr(),
-                                    part.len(),
-                                    wait,
-                                )
-                            };
-                            match r {
-                                Ok(e) => pending[slot] = Some(e),
-                                Err(e) => {
-                                    failure.record(e);
-                                    break;
-                                }
-                            }
-                        }
-                        for e in pending.into_iter().flatten() {
-                            if let Err(e) = e.wait() {
-                                failure.record(e);
-                            }
-                        }
-                    });
-                }
-            })
-        }));
-        finish_workers(scope, slots, queue);
-        failure.into_result()?;
+        let plan = self.plan(queue, offset_bytes, data.len(), false, &opts)?;
+        let chunk = plan.chunk;
+        let fill = |i: usize, pinned: &mut [u8]| {
+            let start = i * chunk;
+            let part = &data[start..(start + chunk).min(data.len())];
+            pinned[..part.len()].copy_from_slice(part);
+            part.len()
+        };
+        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, len: usize| {
+            // SAFETY: `pinned` holds `len` bytes that stay alive and untouched until the command
+            // completed (`run_writes`); the range is inside the buffer (checked by `plan`).
+            unsafe { self.enqueue_chunk(queue, lock, true, offset_bytes + i * chunk, pinned, len, wait) }
+        };
+        run_writes(queue, plan, &fill, &send)?;
         queue.enqueue_marker(&[])
     }
 
@@ -347,78 +452,143 @@ impl Buffer {
         if !is_staged {
             return self.read_bytes_plain(queue, offset_bytes, out, wait);
         }
-        let Plan {
-            chunk,
-            w,
-            depth,
-            mut slots,
-            _hold,
-            ..
-        } = self.plan(queue, offset_bytes, out.len(), true, &opts)?;
+        let plan = self.plan(queue, offset_bytes, out.len(), true, &opts)?;
+        let (chunk, w) = (plan.chunk, plan.w);
         // Each worker gets its chunks of `out` (round-robin), disjoint borrows.
-        let mut parts: Vec<Vec<(usize, &mut [u8])>> = (0..w).map(|_| Vec::new()).collect();
+        let mut parts: ReadParts<'_> = (0..w).map(|_| Vec::new()).collect();
         for (i, p) in out.chunks_mut(chunk).enumerate() {
-            parts[i % w].push((i * chunk, p));
+            parts[i % w].push((i, vec![p]));
         }
-        let failure = Failure::new();
-        let enqueue_lock = Mutex::new(());
-        let scope = catch_unwind(AssertUnwindSafe(|| {
-            std::thread::scope(|s| {
-                for (mine, my_parts) in slots.chunks_mut(depth).zip(parts) {
-                    let (failure, enqueue_lock) = (&failure, &enqueue_lock);
-                    spawn_worker(s, failure, move || {
-                        // Up to `depth` reads in flight; each drained into its part in order.
-                        let mut inflight: std::collections::VecDeque<(usize, Event, &mut [u8])> =
-                            std::collections::VecDeque::new();
-                        let mut next = my_parts.into_iter();
-                        let mut free: Vec<usize> = (0..depth).collect();
-                        loop {
-                            while !failure.stopped() {
-                                let Some(slot) = free.pop() else { break };
-                                let Some((start, part)) = next.next() else {
-                                    free.push(slot);
-                                    break;
-                                };
-                                let pinned: &mut PinnedChunk = &mut mine[slot];
-                                // SAFETY: the pinned chunk is written by the command and read by
-                                // us only after its event completed; it stays alive until then.
-                                let r = unsafe {
-                                    self.enqueue_chunk(
-                                        queue,
-                                        enqueue_lock,
-                                        false,
-                                        offset_bytes + start,
-                                        pinned.as_mut_ptr(),
-                                        part.len(),
-                                        wait,
-                                    )
-                                };
-                                match r {
-                                    Ok(e) => inflight.push_back((slot, e, part)),
-                                    Err(e) => {
-                                        failure.record(e);
-                                        free.push(slot);
-                                    }
-                                }
-                            }
-                            let Some((slot, e, part)) = inflight.pop_front() else {
-                                break;
-                            };
-                            match e.wait() {
-                                Ok(()) if !failure.stopped() => {
-                                    part.copy_from_slice(&mine[slot].as_slice()[..part.len()]);
-                                }
-                                Ok(()) => {}
-                                Err(e) => failure.record(e),
-                            }
-                            free.push(slot);
-                        }
-                    });
-                }
-            })
-        }));
-        finish_workers(scope, slots, queue);
-        failure.into_result()?;
+        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, len: usize| {
+            // SAFETY: `pinned` holds `len` bytes written by the command and read by the host only
+            // after it completed (`run_reads`); the range is inside the buffer (`plan`).
+            unsafe { self.enqueue_chunk(queue, lock, false, offset_bytes + i * chunk, pinned, len, wait) }
+        };
+        run_reads(queue, plan, parts, &send)?;
+        queue.enqueue_marker(&[])
+    }
+
+    /// As [`Buffer::write_rect`], on the path `opts` chooses (`write_rect` uses the default,
+    /// [`TransferPath::Auto`], which stages a rectangle of 32 MiB or more on a discrete GPU). The
+    /// staged path moves whole rows of one slice per piece: each piece is packed into a pinned
+    /// chunk by the copying threads and sent with one `clEnqueueWriteBufferRect`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_rect`] (checked first, the options too); on the staged path, the first
+    /// piece's error after every piece command already enqueued has completed.
+    pub fn write_rect_with<T: crate::pod::Pod>(
+        &self,
+        queue: &Queue,
+        rect: &Rect,
+        host: &[T],
+        wait: &[&Event],
+        opts: TransferOptions,
+    ) -> Result<Event> {
+        let host = crate::pod::slice_as_bytes(host);
+        let p = self.check_host_rect(queue, false, rect, host.len())?;
+        opts.check()?;
+        let total = rect.region.iter().product::<usize>();
+        if !staged(queue, total, &opts) {
+            // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is
+            // read only during the call.
+            return unsafe { self.enqueue_write_rect_host(queue, true, rect, p, host.as_ptr(), wait) };
+        }
+        let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
+        let plan = self.plan_pieces(queue, false, chunk, pieces.len(), &opts)?;
+        let width = rect.region[0];
+        let [row, slice] = p.host;
+        let fill = |i: usize, pinned: &mut [u8]| {
+            let pc = pieces[i];
+            for r in 0..pc.rows {
+                let at = (rect.src_origin[2] + pc.z) * slice
+                    + (rect.src_origin[1] + pc.y + r) * row
+                    + rect.src_origin[0];
+                pinned[r * width..(r + 1) * width].copy_from_slice(&host[at..at + width]);
+            }
+            pc.rows * width
+        };
+        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, _len: usize| {
+            let pc = pieces[i];
+            let piece = Rect::new([width, pc.rows, 1]).dst_origin([
+                rect.dst_origin[0],
+                rect.dst_origin[1] + pc.y,
+                rect.dst_origin[2] + pc.z,
+            ]);
+            let pp = RectPitches::new([width, width * pc.rows], p.buffer);
+            let _g = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // SAFETY: the piece lies inside the checked rectangle (so inside the buffer, with
+            // its pitches), the pinned chunk holds its packed rows and stays alive and untouched
+            // until the command completed (`run_writes`).
+            unsafe { self.enqueue_write_rect_host(queue, false, &piece, pp, pinned, wait) }
+        };
+        run_writes(queue, plan, &fill, &send)?;
+        queue.enqueue_marker(&[])
+    }
+
+    /// As [`Buffer::read_rect`], on the path `opts` chooses (see [`Buffer::write_rect_with`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write_rect_with`], for reads.
+    pub fn read_rect_with<T: crate::pod::Pod>(
+        &self,
+        queue: &Queue,
+        rect: &Rect,
+        host: &mut [T],
+        wait: &[&Event],
+        opts: TransferOptions,
+    ) -> Result<Event> {
+        let host = crate::pod::slice_as_bytes_mut(host);
+        let p = self.check_host_rect(queue, true, rect, host.len())?;
+        opts.check()?;
+        let total = rect.region.iter().product::<usize>();
+        if !staged(queue, total, &opts) {
+            // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is
+            // written only during the call through our exclusive borrow.
+            return unsafe {
+                self.enqueue_read_rect_host(queue, true, rect, p, host.as_mut_ptr(), wait)
+            };
+        }
+        let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
+        let plan = self.plan_pieces(queue, true, chunk, pieces.len(), &opts)?;
+        let width = rect.region[0];
+        let [row, slice] = p.host;
+        // Every destination row as its own slice (rows of the host rectangle never overlap and
+        // come in increasing address order), grouped by piece, pieces round-robin per worker.
+        let mut rows: Vec<&mut [u8]> = Vec::with_capacity(rect.region[1] * rect.region[2]);
+        let mut rest: &mut [u8] = host;
+        let mut consumed = 0;
+        for z in 0..rect.region[2] {
+            for y in 0..rect.region[1] {
+                let at = (rect.dst_origin[2] + z) * slice + (rect.dst_origin[1] + y) * row + rect.dst_origin[0];
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(at - consumed);
+                let (r, tail) = tail.split_at_mut(width);
+                rows.push(r);
+                rest = tail;
+                consumed = at + width;
+            }
+        }
+        let w = plan.w;
+        let mut parts: ReadParts<'_> = (0..w).map(|_| Vec::new()).collect();
+        let mut rows = rows.into_iter();
+        for (i, pc) in pieces.iter().enumerate() {
+            parts[i % w].push((i, rows.by_ref().take(pc.rows).collect()));
+        }
+        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, _len: usize| {
+            let pc = pieces[i];
+            let piece = Rect::new([width, pc.rows, 1]).src_origin([
+                rect.src_origin[0],
+                rect.src_origin[1] + pc.y,
+                rect.src_origin[2] + pc.z,
+            ]);
+            let pp = RectPitches::new([width, width * pc.rows], p.buffer);
+            let _g = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // SAFETY: as in `write_rect_with`; the pinned chunk is read by the host only after
+            // the command completed (`run_reads`).
+            unsafe { self.enqueue_read_rect_host(queue, false, &piece, pp, pinned, wait) }
+        };
+        run_reads(queue, plan, parts, &send)?;
         queue.enqueue_marker(&[])
     }
 
@@ -445,7 +615,30 @@ impl Buffer {
         self.check_host_access(reading)?;
         let hold = self.tracked.hold((offset, len), !reading)?;
         let chunk = opts.chunk_bytes.min(len);
-        let n = len.div_ceil(chunk);
+        Self::plan_with(queue, chunk, len.div_ceil(chunk), opts, hold)
+    }
+
+    /// The pinned chunks of a staged rectangle of `n` pieces of at most `chunk` bytes (checked
+    /// by the caller); the whole buffer is held against maps for the call.
+    fn plan_pieces(
+        &self,
+        queue: &Queue,
+        reading: bool,
+        chunk: usize,
+        n: usize,
+        opts: &TransferOptions,
+    ) -> Result<Plan> {
+        let hold = self.tracked.hold((0, self.size_bytes()), !reading)?;
+        Self::plan_with(queue, chunk, n, opts, hold)
+    }
+
+    fn plan_with(
+        queue: &Queue,
+        chunk: usize,
+        n: usize,
+        opts: &TransferOptions,
+        hold: crate::track::TransferHold,
+    ) -> Result<Plan> {
         let w = workers(n, opts);
         let depth = opts.depth.min(n.div_ceil(w));
         let slots = queue.context().staging().take(

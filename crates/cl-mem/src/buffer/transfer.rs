@@ -34,6 +34,7 @@ use std::task::{Context as TaskContext, Poll};
 use cl_raw::{platform as raw_platform, queue as raw_queue, sys, ClError, Version};
 use smallvec::SmallVec;
 
+use crate::buffer::staged::TransferOptions;
 use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
@@ -352,9 +353,16 @@ impl Rect {
 
 /// The explicit `[row, slice]` pitches of both sides of a checked host rectangle transfer.
 #[derive(Clone, Copy, Debug)]
-struct RectPitches {
-    host: [usize; 2],
-    buffer: [usize; 2],
+pub(crate) struct RectPitches {
+    pub(crate) host: [usize; 2],
+    pub(crate) buffer: [usize; 2],
+}
+
+impl RectPitches {
+    /// Explicit pitches of both sides (for pieces of a checked rectangle).
+    pub(crate) fn new(host: [usize; 2], buffer: [usize; 2]) -> Self {
+        RectPitches { host, buffer }
+    }
 }
 
 fn too_big(what: &'static str) -> Error {
@@ -698,7 +706,9 @@ impl Buffer {
     }
 
     /// Blocking rectangular host-to-device copy (`clEnqueueWriteBufferRect`, OpenCL 1.1): the
-    /// host slice is the source side of `rect`, the buffer the destination side.
+    /// host slice is the source side of `rect`, the buffer the destination side. Large
+    /// rectangles on a discrete GPU go through pinned chunks, as [`Buffer::write_bytes`] does
+    /// ([`Buffer::write_rect_with`] chooses the path).
     ///
     /// # Errors
     ///
@@ -712,11 +722,7 @@ impl Buffer {
         host: &[T],
         wait: &[&Event],
     ) -> Result<Event> {
-        let host = slice_as_bytes(host);
-        let p = self.check_host_rect(queue, false, rect, host.len())?;
-        // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is read
-        // only during the call.
-        unsafe { self.enqueue_write_rect_host(queue, true, rect, p, host.as_ptr(), wait) }
+        self.write_rect_with(queue, rect, host, wait, TransferOptions::default())
     }
 
     /// Blocking rectangular device-to-host copy (`clEnqueueReadBufferRect`): the buffer is the
@@ -732,11 +738,7 @@ impl Buffer {
         host: &mut [T],
         wait: &[&Event],
     ) -> Result<Event> {
-        let host = slice_as_bytes_mut(host);
-        let p = self.check_host_rect(queue, true, rect, host.len())?;
-        // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is written
-        // only during the call through our exclusive borrow.
-        unsafe { self.enqueue_read_rect_host(queue, true, rect, p, host.as_mut_ptr(), wait) }
+        self.read_rect_with(queue, rect, host, wait, TransferOptions::default())
     }
 
     /// Non-blocking rectangular host-to-device copy: as [`Buffer::write_rect`], with the host
@@ -787,7 +789,7 @@ impl Buffer {
     /// source side of `rect`, then its destination side (the host is the source of a write and
     /// the destination of a read, `host_len` bytes long), the queue's context, the buffer's
     /// host-access flags, and OpenCL 1.1.
-    fn check_host_rect(
+    pub(crate) fn check_host_rect(
         &self,
         queue: &Queue,
         reading: bool,
@@ -840,7 +842,7 @@ impl Buffer {
     ///    length `n`, and `host` is valid for `n` bytes of writes.
     /// 2. Nothing else reads or writes those bytes until the command completes (when
     ///    `blocking`: until this call returns).
-    unsafe fn enqueue_read_rect_host(
+    pub(crate) unsafe fn enqueue_read_rect_host(
         &self,
         queue: &Queue,
         blocking: bool,
@@ -884,7 +886,7 @@ impl Buffer {
     ///    length `n`, and `host` is valid for `n` bytes of reads.
     /// 2. Nothing writes those bytes until the command completes (when `blocking`: until this
     ///    call returns).
-    unsafe fn enqueue_write_rect_host(
+    pub(crate) unsafe fn enqueue_write_rect_host(
         &self,
         queue: &Queue,
         blocking: bool,
