@@ -2,6 +2,7 @@
 //! reclaim path with a byte limit and with injected failures, and the cross-queue reuse protection
 //! PyOpenCL lacks (its issue #447).
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use cl_mem::{Buffer, ClError, Error, EventStatus, MemFlags, MemObject, Program, Queue, UserEvent};
@@ -933,34 +934,62 @@ fn threads_share_a_device_pool(dev: &TestDevice) -> TestResult {
     }
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
+    // Where each thread is (iteration * 10 + step), printed by a watchdog if the threads are not
+    // done within 30 s, so that a hang names its call.
+    let steps: Vec<AtomicU32> = (0..4).map(|_| AtomicU32::new(0)).collect();
+    let done = AtomicBool::new(false);
     let results: Vec<Result<(), String>> = std::thread::scope(|sc| {
+        let (steps, done) = (&steps, &done);
+        sc.spawn(move || {
+            let t0 = std::time::Instant::now();
+            while !done.load(Ordering::SeqCst) {
+                if t0.elapsed() > std::time::Duration::from_secs(30) {
+                    let at: Vec<u32> = steps.iter().map(|s| s.load(Ordering::SeqCst)).collect();
+                    println!(
+                        "    not done after 30 s; per thread iteration*10+step (1 allocate, \
+                         2 bind_to_queue, 3 write, 4 read, 5 finish): {at:?}"
+                    );
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
         let handles: Vec<_> = (0..4u32)
             .map(|t| {
                 let pool = pool.clone();
                 let ctx = q.context().clone();
                 let device = dev.device;
+                let step = &steps[t as usize];
                 sc.spawn(move || -> Result<(), String> {
                     let my_q = Queue::new(&ctx, &device).map_err(|e| e.to_string())?;
                     for i in 0..50u32 {
+                        let at = |k: u32| step.store(i * 10 + k, Ordering::SeqCst);
                         let n = 64 + 16 * usize::try_from((t + i) % 4).unwrap_or(0);
+                        at(1);
                         let mut b = pool.allocate(n * 4).map_err(|e| e.to_string())?;
+                        at(2);
                         b.bind_to_queue(&my_q).map_err(|e| e.to_string())?;
                         let data = vec![t * 1000 + i; n];
+                        at(3);
                         b.write(&my_q, 0, &data, &[]).map_err(|e| e.to_string())?;
                         let mut out = vec![0u32; n];
+                        at(4);
                         b.read(&my_q, 0, &mut out, &[]).map_err(|e| e.to_string())?;
                         if out != data {
                             return Err(format!("thread {t} iteration {i} read another's data"));
                         }
                     }
+                    step.store(500 + 5, Ordering::SeqCst);
                     my_q.finish().map_err(|e| e.to_string())
                 })
             })
             .collect();
-        handles
+        let r = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err("thread panicked".into())))
-            .collect()
+            .collect();
+        done.store(true, Ordering::SeqCst);
+        r
     });
     for r in results {
         r.map_err(fail)?;

@@ -48,26 +48,16 @@ impl AllocatorError for Error {
 pub type PooledBuffer<A = ImmediateAllocator> = PoolBlock<A>;
 
 /// A buffer held by a pool, with the queues it was last used on.
-pub struct BufferBlock(Box<BlockParts>);
-
-/// A [`BufferBlock`]'s contents, boxed so that the block moves through the pool's hit path
-/// (caches, options, results) as one pointer instead of a 150-byte copy.
-struct BlockParts {
+pub struct BufferBlock {
     buffer: Buffer,
     queues: Vec<Queue>,
-}
-
-impl BufferBlock {
-    fn new(buffer: Buffer, queues: Vec<Queue>) -> Self {
-        BufferBlock(Box::new(BlockParts { buffer, queues }))
-    }
 }
 
 impl fmt::Debug for BufferBlock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BufferBlock")
-            .field("buffer", &self.0.buffer)
-            .field("queues", &self.0.queues.len())
+            .field("buffer", &self.buffer)
+            .field("queues", &self.queues.len())
             .finish()
     }
 }
@@ -75,19 +65,19 @@ impl fmt::Debug for BufferBlock {
 impl BufferBlock {
     /// The buffer.
     pub fn buffer(&self) -> &Buffer {
-        &self.0.buffer
+        &self.buffer
     }
 
     /// Queues the block was used on since it was last handed out.
     pub fn queues(&self) -> &[Queue] {
-        &self.0.queues
+        &self.queues
     }
 
     /// Records that work on `queue` uses the block; the next hand-out to another queue waits for
     /// it. Nothing is enqueued now.
     pub fn use_on_queue(&mut self, queue: &Queue) {
-        if !self.0.queues.iter().any(|q| q == queue) {
-            self.0.queues.push(queue.clone());
+        if !self.queues.iter().any(|q| q == queue) {
+            self.queues.push(queue.clone());
         }
     }
 
@@ -99,7 +89,7 @@ impl BufferBlock {
     ///
     /// [`Error::Cl`] from the marker, flush, barrier or finish calls.
     pub fn bind_to_queue(&mut self, queue: &Queue) -> Result<(), Error> {
-        sync_to(&mut self.0.queues, Some(queue))
+        sync_to(&mut self.queues, Some(queue))
     }
 }
 
@@ -107,7 +97,7 @@ impl Deref for BufferBlock {
     type Target = Buffer;
 
     fn deref(&self) -> &Buffer {
-        &self.0.buffer
+        &self.buffer
     }
 }
 
@@ -200,11 +190,14 @@ impl Allocator for DeferredAllocator {
             return Ok(None);
         }
         let buffer = Buffer::new(&self.context, self.flags, size)?;
-        Ok(Some(BufferBlock::new(buffer, Vec::new())))
+        Ok(Some(BufferBlock {
+            buffer,
+            queues: Vec::new(),
+        }))
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
-        block.0.buffer.release()
+        block.buffer.release()
     }
 
     fn is_deferred(&self) -> bool {
@@ -213,7 +206,7 @@ impl Allocator for DeferredAllocator {
 
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
         // No queue of our own: wait on the host for the old queues (PyOpenCL's SVM rule).
-        sync_to(&mut block.0.queues, None)
+        sync_to(&mut block.queues, None)
     }
 }
 
@@ -325,22 +318,25 @@ impl Allocator for ImmediateAllocator {
         let buffer = Buffer::new(self.queue.context(), self.flags, size)?;
         // On failure `buffer` is dropped, i.e. released (PyOpenCL leaks it).
         self.force(&buffer)?;
-        Ok(Some(BufferBlock::new(buffer, vec![self.queue.clone()])))
+        Ok(Some(BufferBlock {
+            buffer,
+            queues: vec![self.queue.clone()],
+        }))
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
-        block.0.buffer.release()
+        block.buffer.release()
     }
 
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
-        sync_to(&mut block.0.queues, Some(&self.queue))
+        sync_to(&mut block.queues, Some(&self.queue))
     }
 }
 
 impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
     /// The buffer (also reachable through `Deref`).
     pub fn buffer(&self) -> &Buffer {
-        &self.block().0.buffer
+        &self.block().buffer
     }
 
     /// Records that work on `queue` uses this buffer (see [`BufferBlock::use_on_queue`]).
@@ -474,13 +470,13 @@ impl<A: Allocator<Block = BufferBlock>> LocalBlock<'_, A> {
             .requested_bytes()
             .checked_div(std::mem::size_of::<T>())
             .unwrap_or(0);
-        self.block().0.buffer.read_vec_of(queue, len)
+        self.block().buffer.read_vec_of(queue, len)
     }
 }
 
 impl<A: Allocator<Block = BufferBlock>> AsBuffer for LocalBlock<'_, A> {
     fn as_buffer(&self) -> &Buffer {
-        &self.block().0.buffer
+        &self.block().buffer
     }
 }
 
@@ -488,7 +484,7 @@ impl<A: Allocator<Block = BufferBlock>> AsKernelArg for LocalBlock<'_, A> {
     type Arg = Buffer;
 
     fn as_kernel_arg(&self) -> &Buffer {
-        &self.block().0.buffer
+        &self.block().buffer
     }
 }
 
@@ -508,7 +504,7 @@ impl AsKernelArg for PooledSlice<'_> {
 
 impl AsBuffer for BufferBlock {
     fn as_buffer(&self) -> &Buffer {
-        &self.0.buffer
+        &self.buffer
     }
 }
 
@@ -516,6 +512,6 @@ impl AsKernelArg for BufferBlock {
     type Arg = Buffer;
 
     fn as_kernel_arg(&self) -> &Buffer {
-        &self.0.buffer
+        &self.buffer
     }
 }

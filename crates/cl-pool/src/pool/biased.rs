@@ -172,8 +172,28 @@ impl<T> BiasedLock<T> {
         let m = self.remote.lock();
         self.wanted.store(true, Ordering::Relaxed);
         heavy_fence();
+        let mut spins = 0u64;
+        let mut since: Option<std::time::Instant> = None;
+        let mut warned = false;
         while self.busy.load(Ordering::Acquire) {
             std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if warned || !spins.is_multiple_of(1 << 20) {
+                continue;
+            }
+            let t0 = *since.get_or_insert_with(std::time::Instant::now);
+            if t0.elapsed() > std::time::Duration::from_secs(10) {
+                warned = true;
+                // Seconds of spinning: the owner holds its guard and waits for something this
+                // thread holds (a bug). Say so once, with this thread's stack.
+                eprintln!(
+                    "cl-pool: a thread (key {:#x}) waits for the owner (key {:#x}) of a cache slot \
+                     to let it go; its stack:\n{}",
+                    super::cache::thread_key(),
+                    self.owner,
+                    std::backtrace::Backtrace::force_capture()
+                );
+            }
         }
         BiasedGuard {
             lock: self,
