@@ -88,7 +88,9 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
             .src_pitches(70, 70 * 12)
             .dst_pitches(128, 128 * 11),
         // Rows wider than the smallest chunk (one row per piece).
-        Rect::new([1500, 6, 2]).dst_origin([17, 0, 1]).dst_pitches(1600, 1600 * 7),
+        Rect::new([1500, 6, 2])
+            .dst_origin([17, 0, 1])
+            .dst_pitches(1600, 1600 * 7),
     ];
     let mut cases = 0;
     for (k, rect) in rects.iter().enumerate() {
@@ -106,7 +108,9 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
             let mut got = vec![0u8; size];
             buf.read_bytes_with(&q, 0, &mut got, &[], TransferOptions::plain())?;
             if got != want {
-                return Err(fail(format!("staged write_rect {rect:?}, chunks of {chunk}")));
+                return Err(fail(format!(
+                    "staged write_rect {rect:?}, chunks of {chunk}"
+                )));
             }
             // Reads: the device side as the source now (the rectangle's sides swap roles).
             let read = Rect {
@@ -122,7 +126,9 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
             let mut got = outside.clone();
             buf.read_rect_with(&q, &read, &mut got, &[], TransferOptions::staged(chunk, t))?;
             if got != want {
-                return Err(fail(format!("staged read_rect {read:?}, chunks of {chunk}")));
+                return Err(fail(format!(
+                    "staged read_rect {read:?}, chunks of {chunk}"
+                )));
             }
             if want == outside {
                 return Err(fail("the reference read moved nothing".to_string()));

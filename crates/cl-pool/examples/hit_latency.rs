@@ -101,7 +101,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _warm = MemoryPool::new(SimulatedAllocator::new(usize::MAX)).allocate(1);
     println!(
         "thread caches' lock: {}",
-        if cl_pool::pool::uses_membarrier() { "biased, membarrier" } else { "biased, fences" }
+        if cl_pool::pool::uses_membarrier() {
+            "biased, membarrier"
+        } else {
+            "biased, fences"
+        }
     );
     for shards in [1usize, 16] {
         let pool = MemoryPool::builder(SimulatedAllocator::new(usize::MAX))

@@ -374,6 +374,36 @@ struct RectPiece {
     rows: usize,
 }
 
+impl RectPiece {
+    /// The piece as a rectangle of its own: its packed rows in a pinned chunk (origin 0, row
+    /// pitch `width`) and its place on the buffer side, `origin` (the whole rectangle's buffer
+    /// origin) moved by the piece's first row and slice. `buffer_is_src`: a read.
+    fn on_buffer(
+        self,
+        width: usize,
+        origin: [usize; 3],
+        buffer_pitches: [usize; 2],
+        buffer_is_src: bool,
+    ) -> (Rect, RectPitches) {
+        let at = [origin[0], origin[1] + self.y, origin[2] + self.z];
+        let piece = Rect::new([width, self.rows, 1]);
+        let piece = if buffer_is_src {
+            piece.src_origin(at)
+        } else {
+            piece.dst_origin(at)
+        };
+        (
+            piece,
+            RectPitches::new([width, width * self.rows], buffer_pitches),
+        )
+    }
+}
+
+/// Where row `y` of slice `z` of a rectangle starts in host memory of `origin` and `pitches`.
+fn host_row(origin: [usize; 3], [row, slice]: [usize; 2], y: usize, z: usize) -> usize {
+    (origin[2] + z) * slice + (origin[1] + y) * row + origin[0]
+}
+
 /// A rectangle cut into pieces of whole rows of one slice, at most `chunk_bytes` each (one row
 /// when a row is larger): the pinned chunk size and the pieces.
 fn rect_pieces(region: [usize; 3], chunk_bytes: usize) -> (usize, Vec<RectPiece>) {
@@ -425,7 +455,17 @@ impl Buffer {
         let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, len: usize| {
             // SAFETY: `pinned` holds `len` bytes that stay alive and untouched until the command
             // completed (`run_writes`); the range is inside the buffer (checked by `plan`).
-            unsafe { self.enqueue_chunk(queue, lock, true, offset_bytes + i * chunk, pinned, len, wait) }
+            unsafe {
+                self.enqueue_chunk(
+                    queue,
+                    lock,
+                    true,
+                    offset_bytes + i * chunk,
+                    pinned,
+                    len,
+                    wait,
+                )
+            }
         };
         run_writes(queue, plan, &fill, &send)?;
         queue.enqueue_marker(&[])
@@ -462,7 +502,17 @@ impl Buffer {
         let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, len: usize| {
             // SAFETY: `pinned` holds `len` bytes written by the command and read by the host only
             // after it completed (`run_reads`); the range is inside the buffer (`plan`).
-            unsafe { self.enqueue_chunk(queue, lock, false, offset_bytes + i * chunk, pinned, len, wait) }
+            unsafe {
+                self.enqueue_chunk(
+                    queue,
+                    lock,
+                    false,
+                    offset_bytes + i * chunk,
+                    pinned,
+                    len,
+                    wait,
+                )
+            }
         };
         run_reads(queue, plan, parts, &send)?;
         queue.enqueue_marker(&[])
@@ -492,31 +542,26 @@ impl Buffer {
         if !staged(queue, total, &opts) {
             // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is
             // read only during the call.
-            return unsafe { self.enqueue_write_rect_host(queue, true, rect, p, host.as_ptr(), wait) };
+            return unsafe {
+                self.enqueue_write_rect_host(queue, true, rect, p, host.as_ptr(), wait)
+            };
         }
         let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
         let plan = self.plan_pieces(queue, false, chunk, pieces.len(), &opts)?;
         let width = rect.region[0];
-        let [row, slice] = p.host;
         let fill = |i: usize, pinned: &mut [u8]| {
             let pc = pieces[i];
             for r in 0..pc.rows {
-                let at = (rect.src_origin[2] + pc.z) * slice
-                    + (rect.src_origin[1] + pc.y + r) * row
-                    + rect.src_origin[0];
+                let at = host_row(rect.src_origin, p.host, pc.y + r, pc.z);
                 pinned[r * width..(r + 1) * width].copy_from_slice(&host[at..at + width]);
             }
             pc.rows * width
         };
         let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, _len: usize| {
-            let pc = pieces[i];
-            let piece = Rect::new([width, pc.rows, 1]).dst_origin([
-                rect.dst_origin[0],
-                rect.dst_origin[1] + pc.y,
-                rect.dst_origin[2] + pc.z,
-            ]);
-            let pp = RectPitches::new([width, width * pc.rows], p.buffer);
-            let _g = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (piece, pp) = pieces[i].on_buffer(width, rect.dst_origin, p.buffer, false);
+            let _g = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // SAFETY: the piece lies inside the checked rectangle (so inside the buffer, with
             // its pitches), the pinned chunk holds its packed rows and stays alive and untouched
             // until the command completed (`run_writes`).
@@ -553,7 +598,6 @@ impl Buffer {
         let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
         let plan = self.plan_pieces(queue, true, chunk, pieces.len(), &opts)?;
         let width = rect.region[0];
-        let [row, slice] = p.host;
         // Every destination row as its own slice (rows of the host rectangle never overlap and
         // come in increasing address order), grouped by piece, pieces round-robin per worker.
         let mut rows: Vec<&mut [u8]> = Vec::with_capacity(rect.region[1] * rect.region[2]);
@@ -561,7 +605,7 @@ impl Buffer {
         let mut consumed = 0;
         for z in 0..rect.region[2] {
             for y in 0..rect.region[1] {
-                let at = (rect.dst_origin[2] + z) * slice + (rect.dst_origin[1] + y) * row + rect.dst_origin[0];
+                let at = host_row(rect.dst_origin, p.host, y, z);
                 let (_, tail) = std::mem::take(&mut rest).split_at_mut(at - consumed);
                 let (r, tail) = tail.split_at_mut(width);
                 rows.push(r);
@@ -576,14 +620,10 @@ impl Buffer {
             parts[i % w].push((i, rows.by_ref().take(pc.rows).collect()));
         }
         let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, _len: usize| {
-            let pc = pieces[i];
-            let piece = Rect::new([width, pc.rows, 1]).src_origin([
-                rect.src_origin[0],
-                rect.src_origin[1] + pc.y,
-                rect.src_origin[2] + pc.z,
-            ]);
-            let pp = RectPitches::new([width, width * pc.rows], p.buffer);
-            let _g = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (piece, pp) = pieces[i].on_buffer(width, rect.src_origin, p.buffer, true);
+            let _g = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // SAFETY: as in `write_rect_with`; the pinned chunk is read by the host only after
             // the command completed (`run_reads`).
             unsafe { self.enqueue_read_rect_host(queue, false, &piece, pp, pinned, wait) }

@@ -46,7 +46,14 @@ const MODE_FENCES: u8 = 2;
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
     // SAFETY: membarrier(2) takes a command and flags (and a CPU id, unused here) by value and
     // touches no memory of this process.
-    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_uint, 0 as libc::c_int) }
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_uint,
+            0 as libc::c_int,
+        )
+    }
 }
 
 #[cfg(all(target_os = "linux", not(miri)))]
@@ -272,7 +279,13 @@ mod tests {
             h.join().expect("a locking thread panicked");
         }
         let g = lock.lock_as(0);
-        assert_eq!(*g, (ROUNDS + OTHERS as u64 * (ROUNDS / 100), ROUNDS + OTHERS as u64 * (ROUNDS / 100)));
+        assert_eq!(
+            *g,
+            (
+                ROUNDS + OTHERS as u64 * (ROUNDS / 100),
+                ROUNDS + OTHERS as u64 * (ROUNDS / 100)
+            )
+        );
     }
 
     /// A key of 0 is never the owner (an exiting thread's key).

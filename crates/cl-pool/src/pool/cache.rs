@@ -189,7 +189,6 @@ pub(super) struct SlotState<A: Allocator> {
     pub(super) closed: bool,
 }
 
-
 /// One thread's cache of one pool.
 pub(crate) struct Slot<A: Allocator> {
     pub(super) layout: BinLayout,
@@ -242,17 +241,20 @@ impl<A: Allocator> Slot<A> {
             weak: Arc::downgrade(&inner),
             returned_elsewhere: AtomicUsize::new(0),
             ended: AtomicBool::new(false),
-            state: BiasedLock::new(thread_key(), SlotState {
-                inner: Some(inner),
-                outstanding: 0,
-                bins: CacheBins::default(),
-                active_bytes: 0,
-                held_bytes: 0,
-                requests: 0,
-                spare: Vec::new(),
-                retired: false,
-                closed: false,
-            }),
+            state: BiasedLock::new(
+                thread_key(),
+                SlotState {
+                    inner: Some(inner),
+                    outstanding: 0,
+                    bins: CacheBins::default(),
+                    active_bytes: 0,
+                    held_bytes: 0,
+                    requests: 0,
+                    spare: Vec::new(),
+                    retired: false,
+                    closed: false,
+                },
+            ),
         }
     }
 
