@@ -536,18 +536,14 @@ impl Buffer {
         opts: TransferOptions,
     ) -> Result<Event> {
         let host = crate::pod::slice_as_bytes(host);
-        let p = self.check_host_rect(queue, false, rect, host.len())?;
-        opts.check()?;
-        let total = rect.region.iter().product::<usize>();
-        if !staged(queue, total, &opts) {
+        let (p, staging) = self.rect_staging(queue, rect, host.len(), false, &opts)?;
+        let Some((plan, pieces)) = staging else {
             // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is
             // read only during the call.
             return unsafe {
                 self.enqueue_write_rect_host(queue, true, rect, p, host.as_ptr(), wait)
             };
-        }
-        let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
-        let plan = self.plan_pieces(queue, false, chunk, pieces.len(), &opts)?;
+        };
         let width = rect.region[0];
         let fill = |i: usize, pinned: &mut [u8]| {
             let pc = pieces[i];
@@ -585,18 +581,14 @@ impl Buffer {
         opts: TransferOptions,
     ) -> Result<Event> {
         let host = crate::pod::slice_as_bytes_mut(host);
-        let p = self.check_host_rect(queue, true, rect, host.len())?;
-        opts.check()?;
-        let total = rect.region.iter().product::<usize>();
-        if !staged(queue, total, &opts) {
+        let (p, staging) = self.rect_staging(queue, rect, host.len(), true, &opts)?;
+        let Some((plan, pieces)) = staging else {
             // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is
             // written only during the call through our exclusive borrow.
             return unsafe {
                 self.enqueue_read_rect_host(queue, true, rect, p, host.as_mut_ptr(), wait)
             };
-        }
-        let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
-        let plan = self.plan_pieces(queue, true, chunk, pieces.len(), &opts)?;
+        };
         let width = rect.region[0];
         // Every destination row as its own slice (rows of the host rectangle never overlap and
         // come in increasing address order), grouped by piece, pieces round-robin per worker.
@@ -656,6 +648,27 @@ impl Buffer {
         let hold = self.tracked.hold((offset, len), !reading)?;
         let chunk = opts.chunk_bytes.min(len);
         Self::plan_with(queue, chunk, len.div_ceil(chunk), opts, hold)
+    }
+
+    /// The checks of a host rectangle transfer (the rectangle first, then the options), and, where
+    /// it takes the staged path, its pieces and pinned chunks.
+    #[expect(clippy::type_complexity, reason = "a private pair")]
+    fn rect_staging(
+        &self,
+        queue: &Queue,
+        rect: &Rect,
+        host_len: usize,
+        reading: bool,
+        opts: &TransferOptions,
+    ) -> Result<(RectPitches, Option<(Plan, Vec<RectPiece>)>)> {
+        let p = self.check_host_rect(queue, reading, rect, host_len)?;
+        opts.check()?;
+        if !staged(queue, rect.region.iter().product::<usize>(), opts) {
+            return Ok((p, None));
+        }
+        let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
+        let plan = self.plan_pieces(queue, reading, chunk, pieces.len(), opts)?;
+        Ok((p, Some((plan, pieces))))
     }
 
     /// The pinned chunks of a staged rectangle of `n` pieces of at most `chunk` bytes (checked
