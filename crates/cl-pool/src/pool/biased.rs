@@ -194,9 +194,8 @@ impl<T> BiasedLock<T> {
                 // Seconds of spinning: the owner holds its guard and waits for something this
                 // thread holds (a bug). Say so once, with this thread's stack.
                 eprintln!(
-                    "cl-pool: a thread (key {:#x}) waits for the owner (key {:#x}) of a cache slot \
-                     to let it go; its stack:\n{}",
-                    super::cache::thread_key(),
+                    "cl-pool: a thread waits for the owner (key {:#x}) of a cache slot to let it \
+                     go; its stack:\n{}",
                     self.owner,
                     std::backtrace::Backtrace::force_capture()
                 );
