@@ -9,8 +9,9 @@
 //! unordered map `bin -> LIFO stack` plus per-bin figures as plain integers under that lock.
 //!
 //! (This section records the design before the per-thread caches of 2026-11-24, which now serve
-//! most hits: see the `cache` module and docs/PERFORMANCE.md for today's figures, measured on the
-//! H100's 16-core host, where sharding helps 1.2-3.8x at 8-16 threads.)
+//! most hits without any locked instruction (their lock is biased towards their thread, see the
+//! `cache` module): see docs/PERFORMANCE.md for today's figures, measured on the H100's 16-core
+//! host, where sharding helps 1.2-3.8x at 8-16 threads.)
 //!
 //! - **One shard (the default, [`DEFAULT_SHARDS`])**: every hit-path counter (active, held, tick,
 //!   peaks) is written with a plain load + store under the one lock, so a hit costs one lock/unlock
