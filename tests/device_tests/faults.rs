@@ -921,6 +921,51 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
             "{status}: the staged retry did not write every byte"
         );
         a.write(&q, 0, &vec![0u8; n], &[])?;
+        // The same for a staged rectangle: 64 rows of 256 bytes (host rows 300 bytes apart) in
+        // pieces of 16 rows; the third piece's write fails, then the second piece's read.
+        let rect = Rect::new([256, 64, 1]).src_pitches(300, 0);
+        let back = Rect::new([256, 64, 1]).dst_pitches(300, 0);
+        let host: Vec<u8> = (0..300 * 64)
+            .map(|i| u8::try_from(i % 253).unwrap())
+            .collect();
+        let events = stable(&live_events);
+        for (site, nth) in [
+            ("clEnqueueWriteBufferRect", 3),
+            ("clEnqueueReadBufferRect", 2),
+        ] {
+            let armed = fault::arm(Plan::next(site, status).nth(nth).any_thread());
+            let r = if site == "clEnqueueWriteBufferRect" {
+                a.write_rect_with(&q, &rect, &host, &[], opts)
+            } else {
+                a.read_rect_with(&q, &back, &mut vec![0u8; 300 * 64], &[], opts)
+            };
+            assert_eq!(armed.fired(), 1, "{site}");
+            drop(armed);
+            *SEEN.lock().unwrap().entry(site).or_default() += 1;
+            match r {
+                Err(e) => assert_eq!(e.cl_status(), Some(status), "{site}: {e}"),
+                Ok(_) => {
+                    return Err(fail(format!(
+                        "a staged rectangle whose {site} failed reported success"
+                    )))
+                }
+            }
+        }
+        assert_eq!(
+            settled(&live_events, &events),
+            events,
+            "{status}: events leaked by a failed staged rectangle"
+        );
+        a.write_rect_with(&q, &rect, &host, &[], opts)?;
+        let mut out = vec![0u8; 300 * 64];
+        a.read_rect_with(&q, &back, &mut out, &[], opts)?;
+        for r in 0..64 {
+            assert!(
+                out[r * 300..r * 300 + 256] == host[r * 300..r * 300 + 256],
+                "{status}: the staged rectangle retry did not move row {r}"
+            );
+        }
+        a.write(&q, 0, &vec![0u8; n], &[])?;
     }
     Ok(())
 }
