@@ -13,8 +13,8 @@ use cl_mem::svm::{
     SvmAllocation, SvmArray, SvmMemFlags, SvmMigrateFlags, SvmOptions, SvmPointer,
 };
 use cl_mem::{
-    Error, EventStatus, Kernel, MemFlags, Program, Queue, QueueProperties, SvmCapabilities,
-    UserEvent, Version,
+    Context, Error, EventStatus, Kernel, MemFlags, Program, Queue, QueueProperties,
+    SvmCapabilities, UserEvent, Version,
 };
 use cl_tests::{skip, DeviceTest, TestDevice, TestResult};
 
@@ -24,6 +24,10 @@ pub fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "coarse_fill_map_kernel_buffer_copy_roundtrip",
             run: coarse_roundtrip,
+        },
+        DeviceTest {
+            name: "a_context_listing_its_device_twice_is_one_device_for_svm",
+            run: a_context_listing_its_device_twice_is_one_device_for_svm,
         },
         DeviceTest {
             name: "fine_fill_map_kernel_buffer_copy_roundtrip",
@@ -1116,4 +1120,27 @@ fn unsupported_kinds_are_refused(dev: &TestDevice) -> TestResult {
         )));
     }
     Ok(())
+}
+
+/// A context made from the same device listed twice has one device: SVM works in it where it
+/// works in a one-device context (the NVIDIA multi-GPU refusal counts distinct devices).
+fn a_context_listing_its_device_twice_is_one_device_for_svm(dev: &TestDevice) -> TestResult {
+    let Ok(context) = Context::new(&[dev.device, dev.device]) else {
+        return Err(skip(
+            "the driver refuses a device listed twice in clCreateContext",
+        ));
+    };
+    let q = Queue::new(&context, &dev.device)?;
+    match SvmArray::<u32, Coarse>::new(&q, 16) {
+        Ok(mut a) => {
+            a.with_map_rw(&q, |v| v.fill(7))?;
+            assert_eq!(a.with_map_ro(&q, <[u32]>::to_vec)?, vec![7; 16]);
+            Ok(())
+        }
+        Err(Error::Unsupported { needs, .. }) => {
+            assert!(!needs.contains("several GPUs"), "{needs}");
+            Err(skip(format!("no coarse-grain SVM here: {needs}")))
+        }
+        Err(e) => Err(e.into()),
+    }
 }

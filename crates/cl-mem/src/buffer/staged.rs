@@ -121,7 +121,10 @@ impl TransferOptions {
 }
 
 /// Whether a transfer of `bytes` on `queue` takes the staged path.
-fn staged(queue: &Queue, bytes: usize, opts: &TransferOptions) -> bool {
+///
+/// `rect`: the region of a rectangle transfer, which `Auto` stages only in a shape where pieces of
+/// whole rows pay ([`rect_worth_staging`]); a forced [`TransferPath::Staged`] stages any shape.
+fn staged(queue: &Queue, bytes: usize, opts: &TransferOptions, rect: Option<[usize; 3]>) -> bool {
     let path = match opts.path {
         TransferPath::Auto => match std::env::var("CL_TRANSFER_PATH").as_deref() {
             Ok("plain") => TransferPath::Plain,
@@ -134,14 +137,31 @@ fn staged(queue: &Queue, bytes: usize, opts: &TransferOptions) -> bool {
         TransferPath::Plain => false,
         TransferPath::Staged => bytes > 0,
         TransferPath::Auto => {
-            bytes >= AUTO_MIN_BYTES && {
-                let d = queue.device();
-                d.device_type()
-                    .is_ok_and(|t| t.contains(DeviceType::GPU) && !t.contains(DeviceType::CPU))
-                    && d.host_unified_memory().is_ok_and(|u| !u)
-            }
+            bytes >= AUTO_MIN_BYTES
+                && rect.is_none_or(|r| rect_worth_staging(r, opts.chunk_bytes))
+                && {
+                    let d = queue.device();
+                    d.device_type()
+                        .is_ok_and(|t| t.contains(DeviceType::GPU) && !t.contains(DeviceType::CPU))
+                        && d.host_unified_memory().is_ok_and(|u| !u)
+                }
         }
     }
+}
+
+/// The narrowest rows `Auto` stages: below this a rectangle costs more in per-row copies and
+/// per-row host slices than the pinned path saves.
+const RECT_MIN_ROW_BYTES: usize = 512;
+
+/// Whether a rectangle's pieces of whole rows of one slice are worth staging: rows of at least
+/// [`RECT_MIN_ROW_BYTES`] and at most one chunk (wider rows would pin whole rows, not chunks), and
+/// pieces of at least a quarter chunk (a thin slice, e.g. one row per slice, would become one
+/// command per slice).
+fn rect_worth_staging(region: [usize; 3], chunk_bytes: usize) -> bool {
+    let width = region[0];
+    width >= RECT_MIN_ROW_BYTES
+        && width <= chunk_bytes
+        && (chunk_bytes / width).min(region[1]) * width >= chunk_bytes / 4
 }
 
 /// The first error of the workers, and whether to stop.
@@ -439,7 +459,7 @@ impl Buffer {
     ) -> Result<Event> {
         let _span = tracing::debug_span!("cl_mem::write", bytes = data.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
         opts.check()?;
-        let is_staged = staged(queue, data.len(), &opts);
+        let is_staged = staged(queue, data.len(), &opts, None);
         _span.record("staged", is_staged);
         if !is_staged {
             return self.write_bytes_plain(queue, offset_bytes, data, wait);
@@ -487,7 +507,7 @@ impl Buffer {
     ) -> Result<Event> {
         let _span = tracing::debug_span!("cl_mem::read", bytes = out.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
         opts.check()?;
-        let is_staged = staged(queue, out.len(), &opts);
+        let is_staged = staged(queue, out.len(), &opts, None);
         _span.record("staged", is_staged);
         if !is_staged {
             return self.read_bytes_plain(queue, offset_bytes, out, wait);
@@ -519,7 +539,8 @@ impl Buffer {
     }
 
     /// As [`Buffer::write_rect`], on the path `opts` chooses (`write_rect` uses the default,
-    /// [`TransferPath::Auto`], which stages a rectangle of 32 MiB or more on a discrete GPU). The
+    /// [`TransferPath::Auto`], which stages a rectangle of 32 MiB or more on a discrete GPU when
+    /// its rows are 512 bytes to one chunk wide and its slices hold at least a quarter chunk). The
     /// staged path moves whole rows of one slice per piece: each piece is packed into a pinned
     /// chunk by the copying threads and sent with one `clEnqueueWriteBufferRect`.
     ///
@@ -663,7 +684,12 @@ impl Buffer {
     ) -> Result<(RectPitches, Option<(Plan, Vec<RectPiece>)>)> {
         let p = self.check_host_rect(queue, reading, rect, host_len)?;
         opts.check()?;
-        if !staged(queue, rect.region.iter().product::<usize>(), opts) {
+        if !staged(
+            queue,
+            rect.region.iter().product::<usize>(),
+            opts,
+            Some(rect.region),
+        ) {
             return Ok((p, None));
         }
         let (chunk, pieces) = rect_pieces(rect.region, opts.chunk_bytes);
@@ -810,4 +836,28 @@ impl Buffer {
 #[doc(hidden)]
 pub fn idle_staging_chunks(queue: &Queue) -> usize {
     queue.context().staging().idle()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_stages_only_rectangles_whose_pieces_pay() {
+        let chunk = 4 << 20;
+        // Wide rows, tall slices: staged.
+        assert!(rect_worth_staging([16 << 10, 4096, 1], chunk));
+        assert!(rect_worth_staging([4 << 20, 64, 1], chunk));
+        // One row per slice, or thin slices: one command per slice otherwise.
+        assert!(!rect_worth_staging([1, 1, 32 << 20], chunk));
+        assert!(!rect_worth_staging([4096, 1, 8192], chunk));
+        assert!(!rect_worth_staging([4096, 255, 64], chunk));
+        assert!(rect_worth_staging([4096, 256, 64], chunk));
+        // Narrow columns: a host slice per row.
+        assert!(!rect_worth_staging([1, 16 << 20, 1], chunk));
+        assert!(!rect_worth_staging([511, 1 << 20, 1], chunk));
+        // Rows wider than a chunk would pin whole rows.
+        assert!(!rect_worth_staging([(4 << 20) + 1, 64, 1], chunk));
+        assert!(!rect_worth_staging([256 << 20, 16, 1], chunk));
+    }
 }

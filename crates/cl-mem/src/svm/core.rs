@@ -288,7 +288,12 @@ pub(crate) fn require_svm(
     feature: &'static str,
 ) -> Result<()> {
     context.require_platform_version(Version::V2_0, feature)?;
-    if context.devices().len() > 1 && context.platform().name()?.contains("NVIDIA") {
+    let devices = context.devices();
+    // Distinct devices: a context made from one device listed twice is a one-device context.
+    let distinct = (0..devices.len())
+        .filter(|&i| !devices[..i].contains(&devices[i]))
+        .count();
+    if distinct > 1 && context.platform().name()?.contains("NVIDIA") {
         // NVIDIA 580.159.04 kills the process (SIGSEGV) in the first clEnqueueSVMMap of a
         // coarse-grain allocation of a context over two GPUs: repro/nvidia_two_gpu_image_svm.c,
         // docs/DEVICES.md#nvidia-multi-gpu-svm.
