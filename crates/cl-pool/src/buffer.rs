@@ -102,14 +102,20 @@ impl Deref for BufferBlock {
 }
 
 /// Synchronises a block's old queues with `to` (or with the host when `None`), then records `to`.
+#[inline]
 fn sync_to(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
     // The pool-hit fast path: already bound to `to` alone (or to nothing). No driver call, no
     // allocation: in-order semantics order the new work after the old.
     match (queues.as_slice(), to) {
-        ([only], Some(to)) if only == to => return Ok(()),
-        ([], None) => return Ok(()),
-        _ => {}
+        ([only], Some(to)) if only == to => Ok(()),
+        ([], None) => Ok(()),
+        _ => sync_to_slow(queues, to),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn sync_to_slow(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
     let others: Vec<Queue> = queues
         .drain(..)
         .filter(|q| to.is_none_or(|t| q != t))
@@ -328,6 +334,7 @@ impl Allocator for ImmediateAllocator {
         block.buffer.release()
     }
 
+    #[inline]
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
         sync_to(&mut block.queues, Some(&self.queue))
     }

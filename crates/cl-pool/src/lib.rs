@@ -47,10 +47,12 @@
 //! [`trace::from_json_lines`]), serde derives on [`trace::TraceEvent`] and
 //! [`trace::pytorch_snapshot`]. Without it the pool, recording, replay and the SVG plots remain.
 //!
-//! Safety model: this crate has one module of `unsafe` code (`#![deny(unsafe_code)]` elsewhere):
+//! Safety model: this crate has two modules of `unsafe` code (`#![deny(unsafe_code)]` elsewhere):
 //! the lock of the per-thread caches, biased towards the cache's own thread (`pool/biased.rs`: an
 //! `UnsafeCell` guarded by Dekker's protocol with an asymmetric `membarrier` fence, about 40 lines
-//! with their proofs and a test). Every OpenCL call goes through `cl-mem`, and no allocator (so no
+//! with their proofs and a test), and the thread's remembered cache slot (`pool/tls.rs`: one
+//! pointer dereference, valid because the slot list it points into is borrowed meanwhile and
+//! cleared of it before any entry leaves, and typed by a `TypeId` check; with a test). Every OpenCL call goes through `cl-mem`, and no allocator (so no
 //! OpenCL) call is made while one of the pool's locks is held.
 //!
 //! Thread safety and scaling: see the [`pool`] module docs.

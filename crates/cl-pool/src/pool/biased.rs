@@ -103,9 +103,11 @@ pub fn uses_membarrier() -> bool {
     mode() == MODE_MEMBARRIER
 }
 
+/// The owner's half of the fence; `membarrier`: the process's mode (copied into each lock, so
+/// the owner's path reads it from the lock's own line instead of a global).
 #[inline]
-fn light_fence() {
-    if MODE.load(Ordering::Relaxed) == MODE_MEMBARRIER {
+fn light_fence(membarrier: bool) {
+    if membarrier {
         compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);
@@ -130,6 +132,8 @@ fn heavy_fence() {
 /// See the module docs.
 pub(crate) struct BiasedLock<T> {
     owner: usize,
+    /// [`mode`] is `membarrier` (decided before this lock was made, never changed after).
+    membarrier: bool,
     busy: AtomicBool,
     wanted: AtomicBool,
     remote: spin::Mutex<()>,
@@ -146,9 +150,9 @@ impl<T> BiasedLock<T> {
     /// A lock whose owner is the thread with key `owner` (0: no owner, every lock is the
     /// other path).
     pub(crate) fn new(owner: usize, value: T) -> Self {
-        mode();
         BiasedLock {
             owner,
+            membarrier: mode() == MODE_MEMBARRIER,
             busy: AtomicBool::new(false),
             wanted: AtomicBool::new(false),
             remote: spin::Mutex::new(()),
@@ -162,7 +166,7 @@ impl<T> BiasedLock<T> {
     pub(crate) fn lock_as(&self, me: usize) -> BiasedGuard<'_, T> {
         if me != 0 && me == self.owner {
             self.busy.store(true, Ordering::Relaxed);
-            light_fence();
+            light_fence(self.membarrier);
             if !self.wanted.load(Ordering::Acquire) {
                 return BiasedGuard {
                     lock: self,

@@ -94,19 +94,30 @@ pub(super) fn unreachable_block() -> ! {
 }
 
 impl<A: Allocator> Drop for PoolBlock<A> {
+    #[inline]
     fn drop(&mut self) {
-        let Some(block) = self.block.take() else {
+        if self.block.is_none() {
             return;
-        };
+        }
         match std::mem::replace(&mut self.owner, Owner::Gone) {
-            Owner::Pool(inner) => release(&inner, block, self.bin, self.requested, self.trace_id),
+            Owner::Pool(inner) => release(
+                &inner,
+                &mut self.block,
+                self.bin,
+                self.requested,
+                self.trace_id,
+            ),
             Owner::Slot(slot) => {
                 // The slot's lease keeps the pool alive while this block is; the pool itself is
                 // only reached (one reference count) when the block must go to the shared bins.
-                if let Err((block, slot)) =
-                    slot_release(slot, block, self.bin, self.requested, self.trace_id)
-                {
-                    if let Some(inner) = slot.lease() {
+                if let Err(slot) = slot_release(
+                    slot,
+                    &mut self.block,
+                    self.bin,
+                    self.requested,
+                    self.trace_id,
+                ) {
+                    if let (Some(inner), Some(block)) = (slot.lease(), self.block.take()) {
                         inner.give_back(block, self.bin, self.requested);
                     }
                     slot.returned();
@@ -136,33 +147,39 @@ impl<A: Allocator> Owner<A> {
     }
 }
 
-/// An owned block of `slot` comes back through the returning thread's cache; `Err` when it must
-/// go to the shared bins instead (the slot's lease count is then still to be dropped).
+/// The owned block in `block`, of `slot`, comes back through the returning thread's cache; `Err`
+/// when it must go to the shared bins instead (the block left in place, the slot's lease count
+/// still to be dropped).
 #[inline]
 fn slot_release<A: Allocator>(
     slot: Arc<Slot<A>>,
-    block: A::Block,
+    block: &mut Option<A::Block>,
     bin: BinNumber,
     size: usize,
     trace_id: u64,
-) -> Result<(), (A::Block, Arc<Slot<A>>)> {
+) -> Result<(), Arc<Slot<A>>> {
     if trace_id != 0 {
-        // Recording (rare): the pool is reached through the lease.
-        if let Some(inner) = slot.lease() {
-            if inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
-                lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
-            }
-        }
+        trace_free(&slot, trace_id);
     }
     cache::put_owned(slot, bin, size, block)
 }
 
-/// A handed-out block comes back: into the returning thread's cache when the caches are on, else
-/// to the shared bins.
+#[cold]
+fn trace_free<A: Allocator>(slot: &Slot<A>, trace_id: u64) {
+    // Recording (rare): the pool is reached through the lease.
+    if let Some(inner) = slot.lease() {
+        if inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
+            lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
+        }
+    }
+}
+
+/// The handed-out block in `block` comes back: into the returning thread's cache when the caches
+/// are on, else to the shared bins.
 #[inline]
 pub(super) fn release<A: Allocator>(
     inner: &Arc<Inner<A>>,
-    block: A::Block,
+    block: &mut Option<A::Block>,
     bin: BinNumber,
     size: usize,
     trace_id: u64,
@@ -170,15 +187,12 @@ pub(super) fn release<A: Allocator>(
     if trace_id != 0 && inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
         lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
     }
-    let block = if inner.cache_on() {
-        match cache::put_cached(inner, bin, size, block) {
-            Ok(()) => return,
-            Err(b) => b,
-        }
-    } else {
-        block
-    };
-    inner.give_back(block, bin, size);
+    if inner.cache_on() && cache::put_cached(inner, bin, size, block) {
+        return;
+    }
+    if let Some(b) = block.take() {
+        inner.give_back(b, bin, size);
+    }
 }
 
 /// A block from [`MemoryPool::allocate_local`](super::MemoryPool::allocate_local): borrows its pool, returns to it on drop.
@@ -246,8 +260,14 @@ impl<A: Allocator> LocalBlock<'_, A> {
 
 impl<A: Allocator> Drop for LocalBlock<'_, A> {
     fn drop(&mut self) {
-        if let Some(block) = self.block.take() {
-            release(self.inner, block, self.bin, self.requested, self.trace_id);
+        if self.block.is_some() {
+            release(
+                self.inner,
+                &mut self.block,
+                self.bin,
+                self.requested,
+                self.trace_id,
+            );
         }
     }
 }

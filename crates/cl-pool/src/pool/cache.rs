@@ -43,7 +43,6 @@
 //!   on).
 
 use std::any::Any;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -52,6 +51,7 @@ use crate::bins::{BinLayout, BinNumber};
 
 use super::biased::{BiasedGuard, BiasedLock};
 use super::engine::*;
+use super::tls;
 
 /// Most blocks of one bin a thread keeps to itself; past this, the oldest half goes to the shared
 /// bin.
@@ -117,8 +117,14 @@ impl<B> CacheBins<B> {
     fn get_mut(&mut self, bin: BinNumber) -> Option<&mut CacheBin<B>> {
         match usize::try_from(bin) {
             Ok(i) if i < DIRECT_BINS => self.direct.get_mut(i).and_then(Option::as_mut),
-            _ => self.other.get_mut(&bin),
+            _ => self.other_mut(bin),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn other_mut(&mut self, bin: BinNumber) -> Option<&mut CacheBin<B>> {
+        self.other.get_mut(&bin)
     }
 
     #[inline]
@@ -187,6 +193,21 @@ pub(super) struct SlotState<A: Allocator> {
     pub(super) retired: bool,
     /// The pool closed (its last handle went).
     pub(super) closed: bool,
+}
+
+impl<A: Allocator> SlotState<A> {
+    /// An owned block of this slot came back on the slot's thread: its reference to the slot
+    /// becomes a spare (returned when the spares are full, to be dropped after the lock).
+    #[inline]
+    fn keep_spare(&mut self, o: Arc<Slot<A>>) -> Option<Arc<Slot<A>>> {
+        self.outstanding -= 1;
+        if self.spare.len() < SPARE_MAX {
+            self.spare.push(o);
+            None
+        } else {
+            Some(o)
+        }
+    }
 }
 
 /// One thread's cache of one pool.
@@ -285,10 +306,11 @@ impl<A: Allocator> Slot<A> {
             .map_or((0, 0), |b| (b.blocks.len(), b.stats.active_blocks))
     }
 
-    /// Pops the newest cached block of `bin` (a hit), or `None`; `owned`: the block keeps this
-    /// slot (and through it the pool) alive.
-    #[inline]
-    #[expect(clippy::type_complexity, reason = "a private pair")]
+    /// Pops the newest cached block of `bin` into `out` (a hit; `None`: a miss, `out` untouched).
+    /// `owned`: the block keeps this slot (and through it the pool) alive, and a spare
+    /// reference to the slot comes with it if there is one. The block moves once, from the
+    /// cache into `out` (the caller's handle), however large it is.
+    #[inline(always)]
     fn take(
         &self,
         inner: &Inner<A>,
@@ -296,14 +318,15 @@ impl<A: Allocator> Slot<A> {
         size: usize,
         owned: bool,
         me: usize,
-    ) -> Option<(A::Block, Option<Arc<Slot<A>>>)> {
+        out: &mut Option<A::Block>,
+    ) -> Option<Option<Arc<Slot<A>>>> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
             return None;
         }
         let c = s.bins.get_mut(bin)?;
-        let block = c.blocks.pop()?;
+        *out = Some(c.blocks.pop()?);
         c.hits += 1;
         c.active_blocks += 1;
         c.active_requested = c.active_requested.wrapping_add(signed(size));
@@ -314,39 +337,85 @@ impl<A: Allocator> Slot<A> {
         s.held_bytes = s.held_bytes.wrapping_sub(signed(c.alloc));
         s.active_bytes = s.active_bytes.wrapping_add(signed(size));
         s.requests += 1;
-        s.outstanding += usize::from(owned);
-        let spare = if owned { s.spare.pop() } else { None };
+        let spare = if owned {
+            s.outstanding += 1;
+            s.spare.pop()
+        } else {
+            None
+        };
         let own = s.active_bytes;
         drop(guard);
         inner.note_cached_active(own);
-        Some((block, spare))
+        Some(spare)
     }
 
-    /// Keeps a returned block (`Err` gives it back: the slot is retired or the pool closed).
-    /// Past [`CACHE_BLOCKS`] in the bin, the oldest half moves to the shared bin. `here`: the
-    /// block was an owned block of this slot, whose reference to the slot is kept as a spare
-    /// (its lease count drops); `Ok(Some)`: a reference to drop after the lock (spares full).
-    #[inline]
-    #[expect(clippy::type_complexity, reason = "a private pair")]
+    /// Keeps the returned block in `block` (moved once, from the caller's handle into the cache),
+    /// or leaves it there and gives `here` back (`Err`: the slot is retired or the pool closed or
+    /// its caches off). `here`: the block was an owned block of this slot, whose reference to
+    /// the slot is kept as a spare (its lease count drops); `Ok(Some)`: a reference to drop after
+    /// the lock (spares full). The common case (a bin this thread has cached before, with room)
+    /// is this function; a new bin or a full one goes to [`Slot::put_slow`].
+    #[inline(always)]
     fn put(
         &self,
         bin: BinNumber,
         size: usize,
-        block: A::Block,
+        block: &mut Option<A::Block>,
         here: Option<Arc<Slot<A>>>,
         me: usize,
-    ) -> Result<Option<Arc<Slot<A>>>, (A::Block, Option<Arc<Slot<A>>>)> {
+    ) -> Result<SlotRef<A>, SlotRef<A>> {
+        let mut guard = self.state.lock_as(me);
+        let s = &mut *guard;
+        if s.retired || s.closed || !s.inner.as_ref().is_some_and(|i| i.cache_on()) {
+            return Err(here);
+        }
+        let Some(c) = s
+            .bins
+            .get_mut(bin)
+            .filter(|c| c.blocks.len() < CACHE_BLOCKS)
+        else {
+            drop(guard);
+            return self.put_slow(bin, size, block, here, me);
+        };
+        let Some(b) = block.take() else {
+            return Err(here);
+        };
+        c.active_blocks -= 1;
+        c.active_requested = c.active_requested.wrapping_sub(signed(size));
+        c.blocks.push(b);
+        c.peak_held = c.peak_held.max(c.shared_held + c.blocks.len());
+        let bytes = c.alloc;
+        s.active_bytes = s.active_bytes.wrapping_sub(signed(size));
+        s.held_bytes = s.held_bytes.wrapping_add(signed(bytes));
+        Ok(here.and_then(|o| s.keep_spare(o)))
+    }
+
+    /// [`Slot::put`] into a bin this thread has not cached yet, or a full one: past
+    /// [`CACHE_BLOCKS`] in the bin, the oldest half moves to the shared bin.
+    #[cold]
+    #[inline(never)]
+    fn put_slow(
+        &self,
+        bin: BinNumber,
+        size: usize,
+        block: &mut Option<A::Block>,
+        here: Option<Arc<Slot<A>>>,
+        me: usize,
+    ) -> Result<SlotRef<A>, SlotRef<A>> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
-            return Err((block, here));
+            return Err(here);
         }
         let Some(inner) = s.inner.as_ref() else {
-            return Err((block, here));
+            return Err(here);
         };
         if !inner.cache_on() {
-            return Err((block, here));
+            return Err(here);
         }
+        let Some(b) = block.take() else {
+            return Err(here);
+        };
         let layout = self.layout;
         let c = s.bins.get_or_insert_with(bin, || {
             let (held, active) = Self::shared_view(inner, bin);
@@ -355,7 +424,7 @@ impl<A: Allocator> Slot<A> {
         let bytes = c.alloc;
         c.active_blocks -= 1;
         c.active_requested = c.active_requested.wrapping_sub(signed(size));
-        c.blocks.push(block);
+        c.blocks.push(b);
         let overflow = (c.blocks.len() > CACHE_BLOCKS)
             .then(|| c.blocks.drain(..CACHE_BLOCKS / 2).collect::<Vec<_>>());
         let moved = overflow.as_ref().map_or(0, Vec::len);
@@ -365,18 +434,15 @@ impl<A: Allocator> Slot<A> {
         s.held_bytes = s
             .held_bytes
             .wrapping_add(signed(bytes).wrapping_mul(1 - signed(moved)));
-        let extra = match here {
-            Some(o) => {
-                s.outstanding -= 1;
-                if s.spare.len() < SPARE_MAX {
-                    s.spare.push(o);
-                    None
-                } else {
-                    Some(o)
-                }
+        let extra = here.and_then(|o| {
+            s.outstanding -= 1;
+            if s.spare.len() < SPARE_MAX {
+                s.spare.push(o);
+                None
+            } else {
+                Some(o)
             }
-            None => None,
-        };
+        });
         if let Some(v) = overflow {
             // Lock order slot -> shard, as everywhere.
             inner.push_held(bin, v, 0);
@@ -503,7 +569,7 @@ impl<A: Allocator> Slot<A> {
 }
 
 /// What a thread's TLS keeps of a slot, type-erased; folds the slot back when the thread exits.
-trait SlotDyn: Send + Sync {
+pub(super) trait SlotDyn: Send + Sync {
     fn retire(&self);
     /// Still leasing its pool (a dead slot's TLS entry can go).
     fn alive(&self) -> bool;
@@ -538,156 +604,113 @@ impl<A: Allocator> SlotDyn for Slot<A> {
     }
 }
 
-struct TlsEntry {
-    pool: usize,
-    slot: Arc<dyn SlotDyn>,
-}
+/// A reference to a slot, when there is one to hand on (a spare, or one given back).
+type SlotRef<A> = Option<Arc<Slot<A>>>;
 
 /// Most spare references a slot keeps to itself (more owned blocks out than this: the extra
 /// references are dropped as usual).
 const SPARE_MAX: usize = 64;
 
-impl Drop for TlsEntry {
-    fn drop(&mut self) {
-        self.slot.retire();
-    }
-}
-
-thread_local! {
-    static SLOTS: RefCell<Vec<TlsEntry>> = const { RefCell::new(Vec::new()) };
-}
-
 fn pool_id<A: Allocator>(inner: &Arc<Inner<A>>) -> usize {
     Arc::as_ptr(inner) as usize
 }
 
-/// The calling thread's identity for `Inner::solo` (the address of its TLS; 0 while exiting).
-#[inline]
-pub(super) fn thread_key() -> usize {
-    SLOTS
-        .try_with(|v| std::ptr::from_ref(v) as usize)
-        .unwrap_or(0)
-}
+pub(super) use super::tls::thread_key;
 
-/// A hit from the calling thread's cache, without touching a shared line or (for local blocks)
-/// any reference count; for owned blocks also the slot they keep alive.
-#[inline]
-#[expect(clippy::type_complexity, reason = "a private pair")]
+/// A hit from the calling thread's cache into `out`, without touching a shared line or (for
+/// local blocks) any reference count: `None` on a miss; for owned blocks `Some` carries the slot
+/// they keep alive.
+#[inline(always)]
 pub(super) fn take_cached<A: Allocator>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
     owned: bool,
-) -> Option<(A::Block, Option<Arc<Slot<A>>>)> {
+    out: &mut Option<A::Block>,
+) -> Option<Option<Arc<Slot<A>>>> {
     let id = pool_id(inner);
-    SLOTS
-        .try_with(|v| {
-            let me = std::ptr::from_ref(v) as usize;
-            let v = v.borrow();
-            let e = v.iter().find(|e| e.pool == id)?;
-            let slot = e.slot.as_any().downcast_ref::<Slot<A>>()?;
-            let (block, spare) = slot.take(inner, bin, size, owned, me)?;
-            let keep = if owned {
-                spare.or_else(|| Arc::clone(&e.slot).into_any().downcast::<Slot<A>>().ok())
-            } else {
-                None
-            };
-            Some((block, keep))
-        })
-        .ok()
-        .flatten()
+    let spare = tls::with_slot::<A, _, _>(id, out, |slot, me, out| {
+        slot.take(inner, bin, size, owned, me, out)
+    })
+    .ok()??;
+    Some(match spare {
+        Some(s) => Some(s),
+        // No spare reference (more owned blocks out than returned): a counted one.
+        None if owned => tls::find::<A>(id),
+        None => None,
+    })
 }
 
-/// A returned block into the calling thread's cache (`Err` hands it back when there is none:
-/// caches off, no slot, thread exiting). Local blocks come this way: no slot reference involved.
+/// The block in `block` into the calling thread's cache (`false`, the block left in place, when
+/// there is none: caches off, no slot, thread exiting). Local blocks come this way: no slot
+/// reference involved.
 #[inline]
 pub(super) fn put_cached<A: Allocator>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
-    block: A::Block,
-) -> Result<(), A::Block> {
-    put_in::<A>(pool_id(inner), None, bin, size, block).map_err(|(b, _)| b)
+    block: &mut Option<A::Block>,
+) -> bool {
+    // No spare reference is involved: `Ok` carries none.
+    matches!(
+        tls::with_slot::<A, _, _>(pool_id(inner), block, |slot, me, block| {
+            slot.put(bin, size, block, None, me)
+        }),
+        Ok(Ok(_))
+    )
 }
 
-/// An owned block of `origin` comes back (no pool handle needed: the pool is found by its id)
-/// into the calling thread's cache. On the thread that allocated it, `origin` is kept as a
-/// spare reference for the next owned hit; from another thread, `origin`'s count of blocks out
-/// drops and the reference goes. `Err` gives block and reference back when no cache takes it.
+/// The owned block in `block`, of `origin`, comes back (no pool handle needed: the pool is found
+/// by its id) into the calling thread's cache. On the thread that allocated it, `origin` is kept
+/// as a spare reference for the next owned hit; from another thread, `origin`'s count of blocks
+/// out drops and the reference goes. `Err` gives the reference back (the block left in place)
+/// when no cache takes it.
 #[inline]
 pub(super) fn put_owned<A: Allocator>(
     origin: Arc<Slot<A>>,
     bin: BinNumber,
     size: usize,
-    block: A::Block,
-) -> Result<(), (A::Block, Arc<Slot<A>>)> {
-    put_in(origin.pool, Some(origin), bin, size, block)
-        .map_err(|(b, o)| (b, o.unwrap_or_else(unreachable_origin)))
+    block: &mut Option<A::Block>,
+) -> Result<(), Arc<Slot<A>>> {
+    let r = tls::with_slot::<A, _, _>(origin.pool, origin, |slot, me, origin| {
+        if std::ptr::eq(Arc::as_ptr(&origin), slot) {
+            match slot.put(bin, size, block, Some(origin), me) {
+                Ok(extra) => Ok((extra, None)),
+                Err(o) => Err(o.unwrap_or_else(unreachable_origin)),
+            }
+        } else {
+            match slot.put(bin, size, block, None, me) {
+                Ok(extra) => Ok((extra, Some(origin))),
+                Err(_) => Err(origin),
+            }
+        }
+    });
+    match r {
+        Ok(Ok((extra, foreign))) => {
+            // Not the last reference (the thread's list holds one).
+            drop(extra);
+            // An owned block of another thread's slot: its count of blocks out drops after the
+            // list's borrow ended (`returned` may let the pool go, whose frees may reach this
+            // thread's list).
+            if let Some(o) = foreign {
+                o.returned();
+            }
+            Ok(())
+        }
+        Ok(Err(back)) | Err(back) => Err(back),
+    }
 }
 
 #[cold]
 fn unreachable_origin<T>() -> T {
-    unreachable!("put_in gives back the origin it was given")
-}
-
-#[inline]
-#[expect(clippy::type_complexity, reason = "a private pair")]
-fn put_in<A: Allocator>(
-    id: usize,
-    origin: Option<Arc<Slot<A>>>,
-    bin: BinNumber,
-    size: usize,
-    block: A::Block,
-) -> Result<(), (A::Block, Option<Arc<Slot<A>>>)> {
-    let mut back = Some((block, origin));
-    // An owned block of another thread's slot: its count of blocks out drops after the TLS
-    // borrow ends (`returned` may let the pool go, whose frees may reach this thread's TLS).
-    let mut foreign: Option<Arc<Slot<A>>> = None;
-    let r = SLOTS.try_with(|v| {
-        let me = std::ptr::from_ref(v) as usize;
-        let v = v.borrow();
-        let e = v.iter().find(|e| e.pool == id).ok_or(())?;
-        let slot = e.slot.as_any().downcast_ref::<Slot<A>>().ok_or(())?;
-        let (b, origin) = back.take().ok_or(())?;
-        let here = origin
-            .as_ref()
-            .is_some_and(|o| std::ptr::eq(Arc::as_ptr(o), slot));
-        let (mine, other) = if here { (origin, None) } else { (None, origin) };
-        match slot.put(bin, size, b, mine, me) {
-            Ok(extra) => {
-                // Not the last reference (the TLS entry holds one): dropped here.
-                drop(extra);
-                foreign = other;
-                Ok(())
-            }
-            Err((b, mine)) => {
-                back = Some((b, mine.or(other)));
-                Err(())
-            }
-        }
-    });
-    if let Some(o) = foreign {
-        o.returned();
-    }
-    match r {
-        Ok(Ok(())) => Ok(()),
-        _ => back.map_or(Ok(()), Err),
-    }
+    unreachable!("Slot::put gives back the reference it was given")
 }
 
 /// The calling thread's slot of the pool (made and registered on first use); `None` while the
 /// thread is exiting or the pool is closed.
 pub(super) fn slot_for<A: Allocator>(inner: &Arc<Inner<A>>) -> Option<Arc<Slot<A>>> {
     let id = pool_id(inner);
-    let found = SLOTS
-        .try_with(|v| {
-            v.borrow()
-                .iter()
-                .find(|e| e.pool == id)
-                .map(|e| Arc::clone(&e.slot))
-        })
-        .ok()?;
-    if let Some(s) = found.and_then(|s| s.into_any().downcast::<Slot<A>>().ok()) {
+    if let Some(s) = tls::find::<A>(id) {
         if s.lock().inner.is_some() {
             return Some(s);
         }
@@ -709,26 +732,6 @@ fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A
         reg.push(Arc::clone(&slot));
     }
     inner.refresh_cache_on();
-    let entry = TlsEntry {
-        pool: id,
-        slot: Arc::clone(&slot) as Arc<dyn SlotDyn>,
-    };
-    let stale = SLOTS
-        .try_with(|v| {
-            let mut v = v.borrow_mut();
-            // An entry of this address (a dropped pool, or this pool's dead slot) goes.
-            let stale: Vec<TlsEntry> = {
-                let (keep, stale): (Vec<TlsEntry>, Vec<TlsEntry>) = std::mem::take(&mut *v)
-                    .into_iter()
-                    .partition(|e| e.pool != id && e.slot.alive());
-                *v = keep;
-                stale
-            };
-            v.push(entry);
-            stale
-        })
-        .ok();
-    // Dropped outside the borrow (retiring may lock the pool).
-    drop(stale);
+    tls::insert(id, Arc::clone(&slot) as Arc<dyn SlotDyn>);
     Some(slot)
 }

@@ -50,6 +50,8 @@ mod cache;
 mod engine;
 mod policy;
 mod scope;
+#[allow(unsafe_code)]
+mod tls;
 
 use self::blocks::Owner;
 pub use self::blocks::{LocalBlock, PoolBlock};
@@ -311,7 +313,32 @@ impl<A: Allocator> MemoryPool<A> {
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
     #[inline]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
-        let (a, slot) = self.acquire(size, true)?;
+        let inner = &*self.inner;
+        let bin = inner.layout.bin_number(size);
+        // The common case, inline: a hit from this thread's cache, straight into the handle.
+        if inner.cache_on() {
+            let mut out = PoolBlock {
+                owner: Owner::Gone,
+                block: None,
+                requested: size,
+                bin,
+                trace_id: 0,
+            };
+            if let Some(slot) = cache::take_cached(&self.inner, bin, size, true, &mut out.block) {
+                out.owner = match slot {
+                    Some(s) => Owner::Slot(s),
+                    None => Owner::Pool(Arc::clone(&self.inner)),
+                };
+                if let Some(block) = out.block.as_mut() {
+                    if let Err(e) = inner.allocator.hand_out_existing_block(block) {
+                        return Err(hand_out_failed(out, e));
+                    }
+                }
+                out.trace_id = self.trace_alloc(size);
+                return Ok(out);
+            }
+        }
+        let (a, slot) = self.acquire_shared(size, bin, true)?;
         let owner = match slot {
             Some(s) => Owner::Slot(s),
             None => Owner::Pool(Arc::clone(&self.inner)),
@@ -332,8 +359,29 @@ impl<A: Allocator> MemoryPool<A> {
     /// # Errors
     ///
     /// As [`allocate`](Self::allocate).
+    #[inline]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
-        let (a, _) = self.acquire(size, false)?;
+        let inner = &*self.inner;
+        let bin = inner.layout.bin_number(size);
+        if inner.cache_on() {
+            let mut out = LocalBlock {
+                inner: &self.inner,
+                block: None,
+                requested: size,
+                bin,
+                trace_id: 0,
+            };
+            if cache::take_cached(&self.inner, bin, size, false, &mut out.block).is_some() {
+                if let Some(block) = out.block.as_mut() {
+                    if let Err(e) = inner.allocator.hand_out_existing_block(block) {
+                        return Err(hand_out_failed(out, e));
+                    }
+                }
+                out.trace_id = self.trace_alloc(size);
+                return Ok(out);
+            }
+        }
+        let (a, _) = self.acquire_shared(size, bin, false)?;
         Ok(LocalBlock {
             inner: &self.inner,
             block: Some(a.block),
@@ -343,32 +391,37 @@ impl<A: Allocator> MemoryPool<A> {
         })
     }
 
-    /// A block for `size` bytes; for an owned block also the calling thread's slot, which keeps
-    /// the pool alive without a shared reference count (`None`: the block needs a pool handle).
+    /// The trace id of a new allocation (0 unless recording).
     #[inline]
+    fn trace_alloc(&self, size: usize) -> u64 {
+        if self.inner.recording.load(Ordering::Relaxed) {
+            self.trace_alloc_slow(size)
+        } else {
+            0
+        }
+    }
+
+    #[cold]
+    fn trace_alloc_slow(&self, size: usize) -> u64 {
+        let id = self.inner.next_trace_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.trace).push(TraceEvent::Alloc { id, size });
+        id
+    }
+
+    /// A block for `size` bytes through the shared bins (a miss of this thread's cache, or the
+    /// caches off); for an owned block also the calling thread's slot, which keeps the pool alive
+    /// without a shared reference count (`None`: the block needs a pool handle).
+    #[inline(never)]
     #[expect(clippy::type_complexity, reason = "a private pair")]
-    fn acquire(
+    fn acquire_shared(
         &self,
         size: usize,
+        bin: BinNumber,
         owned: bool,
     ) -> Result<(Acquired<A::Block>, Option<Arc<cache::Slot<A>>>), PoolError<A::Error>> {
         let inner = &*self.inner;
-        let bin = inner.layout.bin_number(size);
         let cached = inner.cache_on();
-        if cached {
-            if let Some((block, slot)) = cache::take_cached(&self.inner, bin, size, owned) {
-                return match self.hand_out(block, bin, size) {
-                    Ok(a) => Ok((a, slot)),
-                    Err(e) => {
-                        if let Some(s) = slot {
-                            s.returned();
-                        }
-                        Err(e)
-                    }
-                };
-            }
-        }
-        // The shared bins. A single thread with the caches off needs no slot.
+        // A single thread with the caches off needs no slot.
         let slot = if !cached && inner.solo.load(Ordering::Relaxed) == cache::thread_key() {
             None
         } else {
@@ -470,7 +523,7 @@ impl<A: Allocator> MemoryPool<A> {
                 // Undo the hit: the block goes back as a returned block would, on top of this
                 // thread's cache (caches on) or of its shared bin, so the next request gets it
                 // again (PyOpenCL's LIFO).
-                blocks::release(&self.inner, block, bin, size, 0);
+                blocks::release(&self.inner, &mut Some(block), bin, size, 0);
                 Err(PoolError::Allocator(e))
             }
         }
@@ -501,18 +554,11 @@ impl<A: Allocator> MemoryPool<A> {
 
     #[inline]
     fn wrap(&self, block: A::Block, bin: BinNumber, size: usize) -> Acquired<A::Block> {
-        let trace_id = if self.inner.recording.load(Ordering::Relaxed) {
-            let id = self.inner.next_trace_id.fetch_add(1, Ordering::Relaxed);
-            lock(&self.inner.trace).push(TraceEvent::Alloc { id, size });
-            id
-        } else {
-            0
-        };
         Acquired {
             block,
             bin,
             size,
-            trace_id,
+            trace_id: self.trace_alloc(size),
         }
     }
 
@@ -811,4 +857,14 @@ impl<A: Allocator> MemoryPool<A> {
         self.inner.recording.store(false, Ordering::SeqCst);
         std::mem::take(&mut *lock(&self.inner.trace))
     }
+}
+
+/// A cached hit the allocator refused to hand out: the block goes back as a returned one, by
+/// dropping its handle (on top of this thread's cache, so the next request gets it again:
+/// PyOpenCL's LIFO; an owned block's slot count drops with it).
+#[cold]
+#[inline(never)]
+fn hand_out_failed<H, E>(handle: H, e: E) -> PoolError<E> {
+    drop(handle);
+    PoolError::Allocator(e)
 }
