@@ -1,5 +1,6 @@
 //! A tight single-thread hit loop for profilers (`perf record`, `valgrind --tool=callgrind`):
-//! `cargo run --release -p cl-pool --example hit_loop [owned|local|device] [iterations]`.
+//! `cargo run --release -p cl-pool --example hit_loop [owned|local|mixed|device] [iterations]`.
+//! `mixed`: owned blocks of 64 sizes in turn.
 //! `device`: a pooled buffer over `ImmediateAllocator` on the device `create_some_context` picks
 //! (what the criterion bench `pool_hit_alloc_free` measures).
 use std::hint::black_box;
@@ -37,7 +38,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        other => return Err(format!("unknown mode {other}: owned, local or device").into()),
+        "mixed" => {
+            // 64 sizes in turn (criterion's `pool_host/hit_mixed_sizes`).
+            let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
+            let sizes: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();
+            for &s in &sizes {
+                drop(pool.allocate(s)?);
+            }
+            t0 = std::time::Instant::now();
+            let mut i = 0usize;
+            for _ in 0..n {
+                i = (i + 1) & 63;
+                black_box(pool.allocate(black_box(sizes[i])).ok());
+            }
+        }
+        other => return Err(format!("unknown mode {other}: owned, local, mixed or device").into()),
     }
     #[expect(clippy::cast_precision_loss, reason = "a rate")]
     let ns = t0.elapsed().as_nanos() as f64 / n as f64;

@@ -82,7 +82,8 @@ pub(super) struct CacheBin<B> {
 impl<B> CacheBin<B> {
     fn new(alloc: usize, shared_held: usize, shared_active: usize) -> Self {
         CacheBin {
-            blocks: Vec::new(),
+            // Room for a full bin plus the block that overflows it: a return never grows it.
+            blocks: Vec::with_capacity(CACHE_BLOCKS + 1),
             alloc,
             hits: 0,
             active_blocks: 0,
@@ -372,7 +373,8 @@ impl<A: Allocator> Slot<A> {
         let Some(c) = s
             .bins
             .get_mut(bin)
-            .filter(|c| c.blocks.len() < CACHE_BLOCKS)
+            // The capacity test lets the compiler drop `push`'s growth path.
+            .filter(|c| c.blocks.len() < CACHE_BLOCKS && c.blocks.len() < c.blocks.capacity())
         else {
             drop(guard);
             return self.put_slow(bin, size, block, here, me);

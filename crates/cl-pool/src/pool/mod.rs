@@ -311,7 +311,7 @@ impl<A: Allocator> MemoryPool<A> {
     ///   cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
-    #[inline]
+    #[inline(always)]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
@@ -359,7 +359,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// # Errors
     ///
     /// As [`allocate`](Self::allocate).
-    #[inline]
+    #[inline(always)]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);

@@ -21,7 +21,11 @@
 //! - It is used only when both `pool` and `type` match the request's: the pointer is then the
 //!   address of a live `Slot<A>` of the very type the caller names.
 //! - At thread exit the list is destroyed with its key; `with_slot` reaches `hot` only through
-//!   the key (`try_with`), which fails from then on.
+//!   the key (`try_with`), which fails from then on. While it succeeds, the list outlives the
+//!   call that asked (its destructor runs only after this thread's code returned to the exit
+//!   path), so `with_slot` holds a plain reference to it for its own duration, which keeps the
+//!   thread-local access out of line of the closure (a closure too large to inline made
+//!   `try_with` a call per hit).
 
 use std::any::TypeId;
 use std::cell::{Cell, RefCell};
@@ -88,27 +92,41 @@ pub(super) fn with_slot<A: Allocator, T, R>(
     arg: T,
     f: impl FnOnce(&Slot<A>, usize, T) -> R,
 ) -> Result<R, T> {
-    let mut arg = Some(arg);
-    let r = LOCAL.try_with(|l| {
-        let me = std::ptr::from_ref(l) as usize;
-        // Held until `f` returns: no entry (and so no slot `hot` names) leaves meanwhile.
-        let entries = l.entries.try_borrow().ok()?;
-        let hot = l.hot.get();
-        let slot = if hot.pool == pool && hot.ty == Some(TypeId::of::<Slot<A>>()) {
-            // SAFETY: module docs: `hot` names the slot of an entry still in `entries`
-            // (borrowed above, so it stays), whose `Arc` keeps it alive, and that slot is a
-            // `Slot<A>` (same `TypeId`).
-            unsafe { &*hot.slot.cast::<Slot<A>>() }
-        } else {
-            find_in::<A>(l, &entries, pool)?
-        };
-        Some(f(slot, me, arg.take()?))
-    });
-    match (r, arg) {
-        (Ok(Some(r)), _) => Ok(r),
-        (_, Some(arg)) => Err(arg),
-        (_, None) => unreachable!("`f` took the argument and returned"),
-    }
+    let Some(l) = local() else {
+        return Err(arg);
+    };
+    let me = std::ptr::from_ref(l) as usize;
+    // Held until `f` returns: no entry (and so no slot `hot` names) leaves meanwhile.
+    let Ok(entries) = l.entries.try_borrow() else {
+        return Err(arg);
+    };
+    let hot = l.hot.get();
+    let slot = if hot.pool == pool && hot.ty == Some(TypeId::of::<Slot<A>>()) {
+        // SAFETY: module docs: `hot` names the slot of an entry still in `entries` (borrowed
+        // above, so it stays), whose `Arc` keeps it alive, and that slot is a `Slot<A>` (same
+        // `TypeId`).
+        unsafe { &*hot.slot.cast::<Slot<A>>() }
+    } else {
+        match find_in::<A>(l, &entries, pool) {
+            Some(s) => s,
+            None => return Err(arg),
+        }
+    };
+    let r = f(slot, me, arg);
+    drop(entries);
+    Ok(r)
+}
+
+/// The calling thread's list, for the rest of the calling function (`None` while the thread's
+/// thread-locals are being destroyed).
+#[inline(always)]
+fn local<'a>() -> Option<&'a Local> {
+    let p = LOCAL.try_with(std::ptr::from_ref).ok()?;
+    // SAFETY: a thread's thread-locals live until its destructors run at its exit, one key after
+    // another; this key's destructor cannot start while a function of this thread uses the
+    // reference (it is not running now, or `try_with` would have failed, and nothing a caller
+    // does in between exits the thread). Callers keep the reference within their own call.
+    Some(unsafe { &*p })
 }
 
 /// The entry of `pool`, typed, remembered as `hot`.
