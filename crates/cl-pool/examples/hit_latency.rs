@@ -1,7 +1,8 @@
 //! Median / p99 latency of a pool hit (allocate + drop from a warm bin) over a host allocator, and
 //! total throughput of 1, 2, 4, 8 and 16 threads on distinct sizes, owned and local blocks,
 //! repeated and mixed sizes, as ratios to one thread (each figure the median of 5 runs of
-//! 1,000,000 hits per thread, timed from a barrier after each thread's warm-up).
+//! 1,000,000 hits per thread, timed from a barrier after each thread's warm-up), and the same loop
+//! with a pool per thread as the control (nothing shared: the host's own scaling).
 //! `cargo run --release -p cl-pool --example hit_latency`.
 
 use std::hint::black_box;
@@ -69,7 +70,7 @@ fn measure_local(
 /// size is a miss to the allocator, not a hit), then all start together at a barrier, and a run
 /// lasts from the barrier until the last thread is done (thread start-up is outside it).
 fn throughput(
-    pool: &MemoryPool<SimulatedAllocator>,
+    pool: Option<&MemoryPool<SimulatedAllocator>>,
     threads: usize,
     owned: bool,
     mixed: bool,
@@ -85,8 +86,10 @@ fn throughput(
 /// Runs of [`throughput`] (the median is reported).
 const REPEATS: usize = 5;
 
+/// `pool: None`: the control, each thread on a pool of its own (nothing of a pool is shared, so
+/// what limits its scaling is the host, not the pool).
 fn throughput_once(
-    pool: &MemoryPool<SimulatedAllocator>,
+    pool: Option<&MemoryPool<SimulatedAllocator>>,
     threads: usize,
     owned: bool,
     mixed: bool,
@@ -98,6 +101,14 @@ fn throughput_once(
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 sc.spawn(move || {
+                    let own;
+                    let pool = match pool {
+                        Some(p) => p,
+                        None => {
+                            own = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
+                            &own
+                        }
+                    };
                     let sizes: Vec<usize> = if mixed {
                         (0..64)
                             .map(|i| 1000 + (t * 64 + i) * 7919 % 1_000_000)
@@ -172,7 +183,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
         for owned in [true, false] {
             for mixed in [false, true] {
-                let one = throughput(&pool, 1, owned, mixed, n);
+                let one = throughput(Some(&pool), 1, owned, mixed, n);
                 let mut row = format!(
                     "| {} | {} | {:.1} |",
                     if owned { "owned" } else { "local" },
@@ -180,11 +191,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     one / 1e6
                 );
                 for threads in [2usize, 4, 8, 16] {
-                    let r = throughput(&pool, threads, owned, mixed, n) / one;
+                    let r = throughput(Some(&pool), threads, owned, mixed, n) / one;
                     row.push_str(&format!(" {r:.2}x |"));
                 }
                 println!("{row}");
             }
+        }
+        // The control: the same loops, each thread on a pool of its own.
+        for owned in [true, false] {
+            let one = throughput(None, 1, owned, false, n);
+            let mut row = format!(
+                "| {} | repeated, a pool per thread (control) | {:.1} |",
+                if owned { "owned" } else { "local" },
+                one / 1e6
+            );
+            for threads in [2usize, 4, 8, 16] {
+                let r = throughput(None, threads, owned, false, n) / one;
+                row.push_str(&format!(" {r:.2}x |"));
+            }
+            println!("{row}");
         }
         let s = pool.stats();
         println!(
@@ -209,7 +234,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let n = 200_000usize;
             let r: Vec<f64> = [1usize, 8, 16]
                 .iter()
-                .map(|&t| throughput(&pool, t, true, true, n) / 1e6)
+                .map(|&t| throughput(Some(&pool), t, true, true, n) / 1e6)
                 .collect();
             println!(
                 "| {shards} shard{} | {} | {:.1} | {:.1} | {:.1} |",
