@@ -10,7 +10,13 @@
 //!   towards that thread (`biased.rs`, 2026-11-26): no locked instruction and no fence on Linux,
 //!   where pool-wide walks (statistics, `free_held`, out-of-memory reclaim, closing), which lock
 //!   every slot in turn, pay a `membarrier` per slot instead. An owned block returned on another
-//!   thread counts itself back with one atomic add on its slot, without locking it.
+//!   thread counts itself back with one atomic add on its slot, without locking it. The thread
+//!   finds its slot through its thread-local slot list (`tls.rs`), which remembers the slot it
+//!   used last: a hit on the same pool as the one before makes no search and no downcast.
+//! - A hit and a return move the block once (2026-11-26): the hit is inlined into the caller
+//!   and builds the handle there from the popped block, and a return takes the block from the
+//!   handle (`&mut Option`) straight into the cache (`Slot::put`; a new or full bin goes to the
+//!   cold `Slot::put_slow`).
 //! - A hit pops the newest block of the bin from the slot, else from the shared bin (PyOpenCL's
 //!   LIFO order is kept: every block in the shared bin from this thread is older than every block
 //!   in its slot, because an overflowing slot moves its *oldest* half to the shared bin's top). A
