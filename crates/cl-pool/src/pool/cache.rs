@@ -415,7 +415,8 @@ impl<A: Allocator> Slot<A> {
         if s.retired || s.closed {
             return Err(here);
         }
-        let Some(inner) = s.inner.as_ref() else {
+        // A counted reference (this path is cold): the lease outlives the borrow of `s` below.
+        let Some(inner) = s.inner.clone() else {
             return Err(here);
         };
         if !inner.cache_on() {
@@ -426,7 +427,7 @@ impl<A: Allocator> Slot<A> {
         };
         let layout = self.layout;
         let c = s.bins.get_or_insert_with(bin, || {
-            let (held, active) = Self::shared_view(inner, bin);
+            let (held, active) = Self::shared_view(&inner, bin);
             CacheBin::new(layout.alloc_size(bin), held, active)
         });
         let bytes = c.alloc;
@@ -442,19 +443,17 @@ impl<A: Allocator> Slot<A> {
         s.held_bytes = s
             .held_bytes
             .wrapping_add(signed(bytes).wrapping_mul(1 - signed(moved)));
-        let extra = here.and_then(|o| {
-            s.outstanding -= 1;
-            if s.spare.len() < SPARE_MAX {
-                s.spare.push(o);
-                None
-            } else {
-                Some(o)
-            }
-        });
+        let extra = here.and_then(|o| s.keep_spare(o));
         if let Some(v) = overflow {
             // Lock order slot -> shard, as everywhere.
             inner.push_held(bin, v, 0);
         }
+        drop(guard);
+        // Usually not the last reference (the slot's lease holds another). If the pool closed
+        // meanwhile it is, and the pool is freed here, after the slot's lock: its walks lock
+        // this slot, and the thread's slot list is only borrowed (read), never changed, on the
+        // way here.
+        drop(inner);
         Ok(extra)
     }
 
