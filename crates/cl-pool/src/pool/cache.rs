@@ -57,7 +57,7 @@ use crate::bins::{BinLayout, BinNumber};
 
 use super::biased::{BiasedGuard, BiasedLock};
 use super::engine::*;
-use super::tls;
+use super::tls::{self, SlotDyn};
 
 /// Most blocks of one bin a thread keeps to itself; past this, the oldest half goes to the shared
 /// bin.
@@ -575,15 +575,6 @@ impl<A: Allocator> Slot<A> {
     }
 }
 
-/// What a thread's TLS keeps of a slot, type-erased; folds the slot back when the thread exits.
-pub(super) trait SlotDyn: Send + Sync {
-    fn retire(&self);
-    /// Still leasing its pool (a dead slot's TLS entry can go).
-    fn alive(&self) -> bool;
-    fn as_any(&self) -> &(dyn Any + Send + Sync);
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
-}
-
 impl<A: Allocator> SlotDyn for Slot<A> {
     fn retire(&self) {
         // The lease itself (not `lease()`): a slot whose lease is spent has nothing to fold.
@@ -636,14 +627,14 @@ pub(super) fn take_cached<A: Allocator>(
     out: &mut Option<A::Block>,
 ) -> Option<Option<Arc<Slot<A>>>> {
     let id = pool_id(inner);
-    let spare = tls::with_slot::<A, _, _>(id, out, |slot, me, out| {
+    let spare = tls::with_slot::<Slot<A>, _, _>(id, out, |slot, me, out| {
         slot.take(inner, bin, size, owned, me, out)
     })
     .ok()??;
     Some(match spare {
         Some(s) => Some(s),
         // No spare reference (more owned blocks out than returned): a counted one.
-        None if owned => tls::find::<A>(id),
+        None if owned => tls::find::<Slot<A>>(id),
         None => None,
     })
 }
@@ -660,7 +651,7 @@ pub(super) fn put_cached<A: Allocator>(
 ) -> bool {
     // No spare reference is involved: `Ok` carries none.
     matches!(
-        tls::with_slot::<A, _, _>(pool_id(inner), block, |slot, me, block| {
+        tls::with_slot::<Slot<A>, _, _>(pool_id(inner), block, |slot, me, block| {
             slot.put(bin, size, block, None, me)
         }),
         Ok(Ok(_))
@@ -679,7 +670,7 @@ pub(super) fn put_owned<A: Allocator>(
     size: usize,
     block: &mut Option<A::Block>,
 ) -> Result<(), Arc<Slot<A>>> {
-    let r = tls::with_slot::<A, _, _>(origin.pool, origin, |slot, me, origin| {
+    let r = tls::with_slot::<Slot<A>, _, _>(origin.pool, origin, |slot, me, origin| {
         if std::ptr::eq(Arc::as_ptr(&origin), slot) {
             match slot.put(bin, size, block, Some(origin), me) {
                 Ok(extra) => Ok((extra, None)),
@@ -717,7 +708,7 @@ fn unreachable_origin<T>() -> T {
 /// thread is exiting or the pool is closed.
 pub(super) fn slot_for<A: Allocator>(inner: &Arc<Inner<A>>) -> Option<Arc<Slot<A>>> {
     let id = pool_id(inner);
-    if let Some(s) = tls::find::<A>(id) {
+    if let Some(s) = tls::find::<Slot<A>>(id) {
         if s.lock().inner.is_some() {
             return Some(s);
         }

@@ -10,7 +10,8 @@
 //! # Why the pointer is valid and of the right type
 //!
 //! - `hot` is `(pool, type, pointer)` copied from an entry of `entries` whose slot was downcast to
-//!   `Slot<A>` (`type` is `TypeId::of::<Slot<A>>()`; `pointer` is that slot's address). It is
+//!   its concrete type `S` (the cache's `Slot<A>`; `type` is `TypeId::of::<S>()`; `pointer` is
+//!   that slot's address). It is
 //!   cleared before any entry leaves `entries` (every removal is in this module, under
 //!   `borrow_mut`), so while `hot` is set its entry is in the list, and the entry's `Arc` keeps
 //!   the slot alive.
@@ -19,7 +20,7 @@
 //!   `borrow_mut`, which fails while the borrow lives), so the reference given to the closure
 //!   outlives nothing it points to.
 //! - It is used only when both `pool` and `type` match the request's: the pointer is then the
-//!   address of a live `Slot<A>` of the very type the caller names.
+//!   address of a live slot of the very type the caller names.
 //! - At thread exit the list is destroyed with its key; `with_slot` reaches `hot` only through
 //!   the key (`try_with`), which fails from then on. While it succeeds, the list outlives the
 //!   call that asked (its destructor runs only after this thread's code returned to the exit
@@ -27,13 +28,20 @@
 //!   thread-local access out of line of the closure (a closure too large to inline made
 //!   `try_with` a call per hit).
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-use crate::allocator::Allocator;
-
-use super::cache::{Slot, SlotDyn};
+/// What a thread's list keeps of a slot, type-erased (the slot type is the cache module's
+/// `Slot<A>`; this module names it only as a type parameter, so it imports nothing of the cache).
+pub(super) trait SlotDyn: Send + Sync {
+    /// Folds the slot back into its pool (its thread exits, or its entry is dropped).
+    fn retire(&self);
+    /// Still leasing its pool (a dead slot's entry can go).
+    fn alive(&self) -> bool;
+    fn as_any(&self) -> &(dyn Any + Send + Sync);
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
 
 /// One pool's slot of this thread.
 pub(super) struct TlsEntry {
@@ -87,10 +95,10 @@ pub(super) fn thread_key() -> usize {
 /// this thread (it cannot: the list is borrowed while it runs, and a removal would panic, not
 /// dangle).
 #[inline(always)]
-pub(super) fn with_slot<A: Allocator, T, R>(
+pub(super) fn with_slot<S: Any, T, R>(
     pool: usize,
     arg: T,
-    f: impl FnOnce(&Slot<A>, usize, T) -> R,
+    f: impl FnOnce(&S, usize, T) -> R,
 ) -> Result<R, T> {
     let Some(l) = local() else {
         return Err(arg);
@@ -101,13 +109,13 @@ pub(super) fn with_slot<A: Allocator, T, R>(
         return Err(arg);
     };
     let hot = l.hot.get();
-    let slot = if hot.pool == pool && hot.ty == Some(TypeId::of::<Slot<A>>()) {
+    let slot = if hot.pool == pool && hot.ty == Some(TypeId::of::<S>()) {
         // SAFETY: module docs: `hot` names the slot of an entry still in `entries` (borrowed
-        // above, so it stays), whose `Arc` keeps it alive, and that slot is a `Slot<A>` (same
+        // above, so it stays), whose `Arc` keeps it alive, and that slot is an `S` (same
         // `TypeId`).
-        unsafe { &*hot.slot.cast::<Slot<A>>() }
+        unsafe { &*hot.slot.cast::<S>() }
     } else {
-        match find_in::<A>(l, &entries, pool) {
+        match find_in::<S>(l, &entries, pool) {
             Some(s) => s,
             None => return Err(arg),
         }
@@ -131,23 +139,19 @@ fn local<'a>() -> Option<&'a Local> {
 
 /// The entry of `pool`, typed, remembered as `hot`.
 #[cold]
-fn find_in<'e, A: Allocator>(
-    l: &Local,
-    entries: &'e [TlsEntry],
-    pool: usize,
-) -> Option<&'e Slot<A>> {
+fn find_in<'e, S: Any>(l: &Local, entries: &'e [TlsEntry], pool: usize) -> Option<&'e S> {
     let e = entries.iter().find(|e| e.pool == pool)?;
-    let slot = e.slot.as_any().downcast_ref::<Slot<A>>()?;
+    let slot = e.slot.as_any().downcast_ref::<S>()?;
     l.hot.set(Hot {
         pool,
-        ty: Some(TypeId::of::<Slot<A>>()),
+        ty: Some(TypeId::of::<S>()),
         slot: std::ptr::from_ref(slot).cast(),
     });
     Some(slot)
 }
 
 /// A counted reference to the calling thread's slot of `pool`, if it has one.
-pub(super) fn find<A: Allocator>(pool: usize) -> Option<Arc<Slot<A>>> {
+pub(super) fn find<S: Any + Send + Sync>(pool: usize) -> Option<Arc<S>> {
     let found = LOCAL
         .try_with(|l| {
             l.entries
@@ -158,7 +162,7 @@ pub(super) fn find<A: Allocator>(pool: usize) -> Option<Arc<Slot<A>>> {
                 .map(|e| Arc::clone(&e.slot))
         })
         .ok()??;
-    found.into_any().downcast::<Slot<A>>().ok()
+    found.into_any().downcast::<S>().ok()
 }
 
 /// Registers `slot` as the calling thread's slot of `pool`, dropping any entry of the same pool
