@@ -155,6 +155,14 @@ const SCENARIOS: &[Scenario] = &[
         run: pool_reclaims_on_injected_upstream_failures_and_stays_balanced,
     },
     Scenario {
+        name: "pooled_block_handed_to_another_queue_keeps_its_old_queue_when_the_sync_fails",
+        sites: &[
+            "clEnqueueMarkerWithWaitList",
+            "clEnqueueBarrierWithWaitList",
+        ],
+        run: pooled_block_handed_to_another_queue_keeps_its_old_queue_when_the_sync_fails,
+    },
+    Scenario {
         name: "staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole",
         sites: &["clEnqueueWriteBuffer", "clEnqueueReadBuffer"],
         run: staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole,
@@ -1036,4 +1044,60 @@ fn every_site_is_injected(dev: &TestDevice) -> TestResult {
             "sites never injected on this device: {missing:?}"
         )))
     }
+}
+
+/// A pooled buffer used on queue A and bound to queue B: when the marker on A or the barrier on
+/// B fails, the error is typed and the block still records A, so the next hand-out (or bind)
+/// waits for A again; once the calls succeed it belongs to B alone. (Before 2026-11-26 the
+/// block forgot A before the calls, so after a failure B's work could overlap A's.)
+fn pooled_block_handed_to_another_queue_keeps_its_old_queue_when_the_sync_fails(
+    dev: &TestDevice,
+) -> TestResult {
+    let d = &dev.device;
+    if d.platform_version() < Version::V1_2 || d.version() < Version::V1_2 {
+        return Err(skip(
+            "the cross-queue hand-off uses markers and barriers of OpenCL 1.2",
+        ));
+    }
+    let qa = dev.queue();
+    let qb = Queue::new(qa.context(), d)?;
+    let pool = MemoryPool::new(ImmediateAllocator::new(&qa, MemFlags::READ_WRITE)?);
+    let mut b = pool.allocate(256)?;
+    b.write(&qa, 0, &[7u32; 64], &[])?;
+    for site in [
+        "clEnqueueMarkerWithWaitList",
+        "clEnqueueBarrierWithWaitList",
+    ] {
+        for status in STATUSES {
+            let armed = fault::arm(Plan::next(site, status));
+            let r = b.bind_to_queue(&qb);
+            let fired = armed.fired();
+            drop(armed);
+            assert_eq!(fired, 1, "{site}: the hand-off did not reach it");
+            match r {
+                Err(e) => assert_eq!(e.cl_status(), Some(status), "{site}: {e}"),
+                Ok(()) => {
+                    return Err(fail(format!(
+                        "{site} {status}: the failure was not reported"
+                    )))
+                }
+            }
+            assert!(
+                b.block().queues().iter().any(|q| q == &qa),
+                "{site} {status}: the block forgot the queue it was used on"
+            );
+            *SEEN.lock().unwrap().entry(site).or_default() += 1;
+        }
+    }
+    b.bind_to_queue(&qb)?;
+    assert!(
+        b.block().queues() == std::slice::from_ref(&qb),
+        "after a successful hand-off the block belongs to the new queue alone"
+    );
+    let mut out = vec![0u32; 64];
+    b.read(&qb, 0, &mut out, &[])?;
+    assert_eq!(out, vec![7u32; 64]);
+    drop(b);
+    qb.finish()?;
+    Ok(())
 }

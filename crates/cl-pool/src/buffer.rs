@@ -116,9 +116,12 @@ fn sync_to(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
 #[cold]
 #[inline(never)]
 fn sync_to_slow(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
-    let others: Vec<Queue> = queues
-        .drain(..)
-        .filter(|q| to.is_none_or(|t| q != t))
+    // The old queues stay recorded until every call succeeded: a failed marker, flush, barrier
+    // or finish leaves them there, so the next hand-out synchronises again (forgetting them
+    // would let that hand-out's work overlap theirs).
+    let others: Vec<&Queue> = queues
+        .iter()
+        .filter(|q| to.is_none_or(|t| *q != t))
         .collect();
     if !others.is_empty() {
         match to {
@@ -142,6 +145,7 @@ fn sync_to_slow(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error
             }
         }
     }
+    queues.clear();
     if let Some(to) = to {
         queues.push(to.clone());
     }
