@@ -1199,3 +1199,67 @@ fn stop_holding_races_a_first_allocation() {
         "{bad} of {iters} iterations held blocks after stop_holding"
     );
 }
+
+/// An allocator that counts frees in a shared cell (readable after its pool is gone).
+struct CountsFrees {
+    inner: TestAllocator,
+    frees: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Allocator for CountsFrees {
+    type Block = HostBlock;
+    type Error = HostAllocError;
+    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
+        self.inner.allocate(size)
+    }
+    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
+        self.frees.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.free(block)
+    }
+}
+
+/// A block allocated by another thread-local's destructor, after the thread's cache list is gone
+/// (a thread exiting): it keeps its pool alive like any other, and its free reaches the allocator
+/// after the last pool handle went. (Before 2026-11-26 the request got a slot that its own
+/// registration had already retired, whose lease was spent: the pool could go first, and the
+/// block was then dropped without `free`.)
+#[test]
+fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
+    type Exit = Option<(
+        MemoryPool<CountsFrees>,
+        std::sync::mpsc::Sender<PoolBlock<CountsFrees>>,
+    )>;
+    struct OnExit(std::cell::RefCell<Exit>);
+    impl Drop for OnExit {
+        fn drop(&mut self) {
+            if let Some((pool, tx)) = self.0.borrow_mut().take() {
+                // The cache list of this thread is already destroyed (registered after this).
+                tx.send(pool.allocate(100).unwrap()).unwrap();
+            }
+        }
+    }
+    thread_local! {
+        static ON_EXIT: OnExit = const { OnExit(std::cell::RefCell::new(None)) };
+    }
+    let frees = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let pool = MemoryPool::new(CountsFrees {
+        inner: TestAllocator::new(),
+        frees: Arc::clone(&frees),
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = pool.clone();
+    std::thread::spawn(move || {
+        // First this destructor's registration, then the pool's cache list (destroyed first).
+        ON_EXIT.with(|e| *e.0.borrow_mut() = Some((p.clone(), tx)));
+        drop(p.allocate(100).unwrap());
+    })
+    .join()
+    .unwrap();
+    let block = rx.recv().unwrap();
+    assert_eq!(block.requested_bytes(), 100);
+    drop(pool);
+    assert_eq!(frees.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // The last reference to the pool: the block goes back, then the pool frees what it holds.
+    drop(block);
+    assert_eq!(frees.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

@@ -730,6 +730,11 @@ fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A
         reg.push(Arc::clone(&slot));
     }
     inner.refresh_cache_on();
-    tls::insert(id, Arc::clone(&slot) as Arc<dyn SlotDyn>);
+    if !tls::insert(id, Arc::clone(&slot) as Arc<dyn SlotDyn>) {
+        // The thread is exiting (an allocation from another thread-local's destructor): its
+        // entry was dropped, which retired the slot. The request goes without one, so an owned
+        // block holds a pool handle (a retired slot's lease may already be spent).
+        return None;
+    }
     Some(slot)
 }

@@ -91,9 +91,11 @@ pub(super) fn thread_key() -> usize {
 }
 
 /// Runs `f` on the calling thread's slot of pool `pool` (with the thread's key and `arg`), or
-/// gives `arg` back when the thread has none (or is exiting). `f` must not add or remove slots of
-/// this thread (it cannot: the list is borrowed while it runs, and a removal would panic, not
-/// dangle).
+/// gives `arg` back when the thread has none (or is exiting). While `f` runs no slot of this
+/// thread can be added or removed: the list is borrowed, so [`insert`] gives up instead (its new
+/// slot is retired at once, as its entry is dropped) and nothing dangles. The closures of the
+/// cache module run no user code (no allocator hook, no block's drop) and do not exit the
+/// thread, which the reasoning of [`local`] relies on.
 #[inline(always)]
 pub(super) fn with_slot<S: Any, T, R>(
     pool: usize,
@@ -166,7 +168,9 @@ pub(super) fn find<S: Any + Send + Sync>(pool: usize) -> Option<Arc<S>> {
 }
 
 /// Registers `slot` as the calling thread's slot of `pool`, dropping any entry of the same pool
-/// address and any entry whose slot no longer leases its pool. `false` while the thread exits.
+/// address and any entry whose slot no longer leases its pool. `false` while the thread exits
+/// or its list is borrowed: the entry is then dropped, which retires the slot (folds it back
+/// into its pool), so no slot stays registered with its pool without a thread to retire it.
 pub(super) fn insert(pool: usize, slot: Arc<dyn SlotDyn>) -> bool {
     let entry = TlsEntry { pool, slot };
     let stale = LOCAL.try_with(|l| {
