@@ -1142,6 +1142,22 @@ fn hand_out_failure_keeps_lifo() {
             c.block().id
         );
         assert_eq!(c.block().id, ib, "shared_bins_only={shared}");
+        // The same through allocate_local (its cached hit builds a LocalBlock in place): the
+        // failed block goes back on top, the next request gets it, and nothing stays active.
+        drop(c);
+        pool.allocator().fail.store(true, Ordering::SeqCst);
+        assert!(pool.allocate_local(1000).is_err());
+        assert_eq!(pool.active_blocks(), 0, "shared_bins_only={shared}");
+        let d = pool.allocate_local(1000).unwrap();
+        assert_eq!(d.block().id, ib, "shared_bins_only={shared}");
+        assert_eq!(pool.active_blocks(), 1);
+        drop(d);
+        let s = pool.stats();
+        assert_eq!(
+            (s.active_blocks, s.held_blocks),
+            (0, 2),
+            "shared_bins_only={shared}"
+        );
     }
 }
 

@@ -361,7 +361,8 @@ impl<A: Allocator> Slot<A> {
     /// its caches off). `here`: the block was an owned block of this slot, whose reference to
     /// the slot is kept as a spare (its lease count drops); `Ok(Some)`: a reference to drop after
     /// the lock (spares full). The common case (a bin this thread has cached before, with room)
-    /// is this function; a new bin or a full one goes to [`Slot::put_slow`].
+    /// is this function; a new bin or a full one continues in [`Slot::put_slow`] under the same
+    /// lock.
     #[inline(always)]
     fn put(
         &self,
@@ -382,8 +383,10 @@ impl<A: Allocator> Slot<A> {
             // The capacity test lets the compiler drop `push`'s growth path.
             .filter(|c| c.blocks.len() < CACHE_BLOCKS && c.blocks.len() < c.blocks.capacity())
         else {
-            drop(guard);
-            return self.put_slow(bin, size, block, here, me);
+            return match block.take() {
+                Some(b) => Ok(self.put_slow(guard, bin, size, b, here)),
+                None => Err(here),
+            };
         };
         let Some(b) = block.take() else {
             return Err(here);
@@ -398,42 +401,30 @@ impl<A: Allocator> Slot<A> {
         Ok(here.and_then(|o| s.keep_spare(o)))
     }
 
-    /// [`Slot::put`] into a bin this thread has not cached yet, or a full one: past
-    /// [`CACHE_BLOCKS`] in the bin, the oldest half moves to the shared bin.
+    /// The rest of [`Slot::put`] (under its lock, its checks passed) for a bin this thread has
+    /// not cached yet, or a full one: past [`CACHE_BLOCKS`] in the bin, the oldest half moves to
+    /// the shared bin.
     #[cold]
     #[inline(never)]
     fn put_slow(
         &self,
+        mut guard: BiasedGuard<'_, SlotState<A>>,
         bin: BinNumber,
         size: usize,
-        block: &mut Option<A::Block>,
+        block: A::Block,
         here: Option<Arc<Slot<A>>>,
-        me: usize,
-    ) -> Result<SlotRef<A>, SlotRef<A>> {
-        let mut guard = self.state.lock_as(me);
+    ) -> SlotRef<A> {
         let s = &mut *guard;
-        if s.retired || s.closed {
-            return Err(here);
-        }
-        // A counted reference (this path is cold): the lease outlives the borrow of `s` below.
-        let Some(inner) = s.inner.clone() else {
-            return Err(here);
-        };
-        if !inner.cache_on() {
-            return Err(here);
-        }
-        let Some(b) = block.take() else {
-            return Err(here);
-        };
         let layout = self.layout;
+        let inner = s.inner.as_ref();
         let c = s.bins.get_or_insert_with(bin, || {
-            let (held, active) = Self::shared_view(&inner, bin);
+            let (held, active) = inner.map_or((0, 0), |i| Self::shared_view(i, bin));
             CacheBin::new(layout.alloc_size(bin), held, active)
         });
         let bytes = c.alloc;
         c.active_blocks -= 1;
         c.active_requested = c.active_requested.wrapping_sub(signed(size));
-        c.blocks.push(b);
+        c.blocks.push(block);
         let overflow = (c.blocks.len() > CACHE_BLOCKS)
             .then(|| c.blocks.drain(..CACHE_BLOCKS / 2).collect::<Vec<_>>());
         let moved = overflow.as_ref().map_or(0, Vec::len);
@@ -444,17 +435,11 @@ impl<A: Allocator> Slot<A> {
             .held_bytes
             .wrapping_add(signed(bytes).wrapping_mul(1 - signed(moved)));
         let extra = here.and_then(|o| s.keep_spare(o));
-        if let Some(v) = overflow {
-            // Lock order slot -> shard, as everywhere.
+        if let (Some(v), Some(inner)) = (overflow, s.inner.as_ref()) {
+            // Lock order slot -> shard, as everywhere. (`put` checked that the lease is held.)
             inner.push_held(bin, v, 0);
         }
-        drop(guard);
-        // Usually not the last reference (the slot's lease holds another). If the pool closed
-        // meanwhile it is, and the pool is freed here, after the slot's lock: its walks lock
-        // this slot, and the thread's slot list is only borrowed (read), never changed, on the
-        // way here.
-        drop(inner);
-        Ok(extra)
+        extra
     }
 
     /// After this thread's request went through the shared bin of `bin`: refresh its view of

@@ -102,7 +102,9 @@ pub(super) fn with_slot<S: Any, T, R>(
     arg: T,
     f: impl FnOnce(&S, usize, T) -> R,
 ) -> Result<R, T> {
-    let Some(l) = local() else {
+    // SAFETY: `l` is used only in this call, which does not end the thread (`f` is cache code
+    // that runs no user code; see above).
+    let Some(l) = (unsafe { local() }) else {
         return Err(arg);
     };
     let me = std::ptr::from_ref(l) as usize;
@@ -129,13 +131,19 @@ pub(super) fn with_slot<S: Any, T, R>(
 
 /// The calling thread's list, for the rest of the calling function (`None` while the thread's
 /// thread-locals are being destroyed).
+///
+/// # Safety
+///
+/// The lifetime `'a` is the caller's to choose, so the caller must keep the reference within
+/// its own call on this thread: not store it, not send it, and not use it across anything that
+/// could end the thread.
 #[inline(always)]
-fn local<'a>() -> Option<&'a Local> {
+unsafe fn local<'a>() -> Option<&'a Local> {
     let p = LOCAL.try_with(std::ptr::from_ref).ok()?;
     // SAFETY: a thread's thread-locals live until its destructors run at its exit, one key after
     // another; this key's destructor cannot start while a function of this thread uses the
-    // reference (it is not running now, or `try_with` would have failed, and nothing a caller
-    // does in between exits the thread). Callers keep the reference within their own call.
+    // reference (it is not running now, or `try_with` would have failed), and the caller keeps
+    // the reference within its own call (this function's contract).
     Some(unsafe { &*p })
 }
 
