@@ -59,6 +59,18 @@ use crate::track::Tracked;
 pub struct Buffer {
     raw: sys::cl_mem,
     size: usize,
+    /// What the buffer's clones share and no transfer's fast path reads, behind one pointer: a
+    /// `Buffer` is four words, so a pooled buffer's handle is copied inline, not through
+    /// `memcpy` (issue 12; `buffer_is_four_words` below).
+    info: Arc<BufferInfo>,
+    /// The command and map record this buffer shares with its root, sub-buffers and clones.
+    tracked: Arc<Tracked>,
+    /// Counts this wrapper in [`crate::live_objects`].
+    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
+}
+
+/// The part of a [`Buffer`] its clones share (immutable after creation).
+struct BufferInfo {
     flags: MemFlags,
     context: Context,
     /// The root buffer of a sub-buffer, kept alive as long as the sub-buffer.
@@ -67,11 +79,13 @@ pub struct Buffer {
     origin: usize,
     /// `CL_MEM_HOST_PTR` (null unless `USE_HOST_PTR`).
     host_ptr: *mut u8,
-    /// The command and map record this buffer shares with its root, sub-buffers and clones.
-    tracked: Arc<Tracked>,
-    /// Counts this wrapper in [`crate::live_objects`].
-    live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
+
+// SAFETY: `host_ptr` is only an address (read through `Buffer::host_slice`'s own checks); the
+// other fields are `Send + Sync`.
+unsafe impl Send for BufferInfo {}
+// SAFETY: as for `Send`; nothing in it is mutable.
+unsafe impl Sync for BufferInfo {}
 
 // SAFETY: OpenCL 1.1+ API calls are thread-safe (OpenCL 3.0 spec, "Multiple Host Threads"); a
 // buffer may be used in commands, queried and released from any thread. `host_ptr` is only an
@@ -232,11 +246,13 @@ impl Buffer {
             live: crate::runtime::live::Live::new(),
             raw,
             size,
-            flags,
-            context: context.clone(),
-            parent: None,
-            origin: 0,
-            host_ptr,
+            info: Arc::new(BufferInfo {
+                flags,
+                context: context.clone(),
+                parent: None,
+                origin: 0,
+                host_ptr,
+            }),
             tracked: Tracked::new_root(raw, size),
         }
     }
@@ -282,11 +298,13 @@ impl Buffer {
             live: crate::runtime::live::Live::new(),
             raw: mem.into_raw(),
             size,
-            flags,
-            context,
-            parent,
-            origin,
-            host_ptr,
+            info: Arc::new(BufferInfo {
+                flags,
+                context,
+                parent,
+                origin,
+                host_ptr,
+            }),
             tracked,
         })
     }
@@ -325,12 +343,11 @@ impl Buffer {
     /// carry the record themselves).
     pub(crate) fn into_raw_only(self) -> sys::cl_mem {
         let raw = self.raw;
-        // Drop the other fields (context and parent references) but not the buffer's reference.
+        // Drop the other fields (the shared info with its context and parent references) but not the buffer's reference.
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used again and its `Drop` never runs; each field is read once.
         unsafe {
-            drop(std::ptr::read(&this.context));
-            drop(std::ptr::read(&this.parent));
+            drop(std::ptr::read(&this.info));
             drop(std::ptr::read(&this.tracked));
             drop(std::ptr::read(&this.live));
         }
@@ -349,27 +366,27 @@ impl Buffer {
 
     /// The flags as created (as the driver reports them for adopted handles and sub-buffers).
     pub fn flags(&self) -> MemFlags {
-        self.flags
+        self.info.flags
     }
 
     /// The context the buffer belongs to.
     pub fn context(&self) -> &Context {
-        &self.context
+        &self.info.context
     }
 
     /// The root buffer of a sub-buffer (`None` for a root buffer).
     pub fn parent(&self) -> Option<&Buffer> {
-        self.parent.as_deref()
+        self.info.parent.as_deref()
     }
 
     /// The byte offset in the root buffer (0 for a root buffer).
     pub fn origin_bytes(&self) -> usize {
-        self.origin
+        self.info.origin
     }
 
     /// True for a sub-buffer.
     pub fn is_sub_buffer(&self) -> bool {
-        self.parent.is_some()
+        self.info.parent.is_some()
     }
 
     /// The host memory of a `USE_HOST_PTR` buffer (or a sub-buffer of one) as `T`s, bound to
@@ -388,7 +405,7 @@ impl Buffer {
     /// 2. The caller synchronised the host memory with the device as the spec requires for
     ///    `USE_HOST_PTR` (e.g. waited for a blocking read or a map/unmap of the range).
     pub unsafe fn host_slice<T: Pod>(&self) -> Result<&[T]> {
-        if self.host_ptr.is_null() {
+        if self.info.host_ptr.is_null() {
             return Err(Error::InvalidArgument(
                 "only a USE_HOST_PTR buffer has host memory".into(),
             ));
@@ -401,17 +418,17 @@ impl Buffer {
             )));
         }
         let align = std::mem::align_of::<T>();
-        if !(self.host_ptr as usize).is_multiple_of(align) {
+        if !(self.info.host_ptr as usize).is_multiple_of(align) {
             return Err(Error::Misaligned {
                 what: "host memory",
-                value: self.host_ptr as usize,
+                value: self.info.host_ptr as usize,
                 alignment: align,
             });
         }
         // SAFETY: the host memory is owned by the buffer (moved in by `use_host_memory`, or the
         // adopter's promise) and lives while `self` does; it holds `size` initialised bytes,
         // aligned for `T`, and `T: Pod` accepts any bytes; obligations 1-2 exclude writers.
-        Ok(unsafe { std::slice::from_raw_parts(self.host_ptr.cast::<T>(), self.size / n) })
+        Ok(unsafe { std::slice::from_raw_parts(self.info.host_ptr.cast::<T>(), self.size / n) })
     }
 
     /// The buffer's view of its allocation's command record.
@@ -438,7 +455,7 @@ impl Buffer {
     /// Checks that `queue` belongs to the buffer's context (else the driver's
     /// `CL_INVALID_CONTEXT`).
     pub(crate) fn check_queue(&self, queue: &Queue) -> Result<()> {
-        if queue.context().as_raw() == self.context.as_raw() {
+        if queue.context().as_raw() == self.info.context.as_raw() {
             Ok(())
         } else {
             Err(Error::InvalidArgument(
@@ -450,7 +467,7 @@ impl Buffer {
     /// Refuses host reads of `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` buffers and host writes of
     /// `HOST_READ_ONLY`/`HOST_NO_ACCESS` ones (the driver's `CL_INVALID_OPERATION`).
     pub(crate) fn check_host_access(&self, reading: bool) -> Result<()> {
-        let denied = self.flags.host_access_denied(reading);
+        let denied = self.info.flags.host_access_denied(reading);
         if denied.is_empty() {
             Ok(())
         } else {
@@ -487,7 +504,7 @@ impl Buffer {
         size_bytes: usize,
         flags: MemFlags,
     ) -> Result<Buffer> {
-        self.context
+        self.info.context
             .require_platform_version(Version::V1_1, "clCreateSubBuffer")?;
         if size_bytes == 0 {
             return Err(Error::InvalidArgument(
@@ -501,12 +518,12 @@ impl Buffer {
                 "a sub-buffer inherits USE_HOST_PTR, ALLOC_HOST_PTR and COPY_HOST_PTR; they cannot be given".into(),
             ));
         }
-        check_sub_buffer_flags(self.flags, flags)?;
+        check_sub_buffer_flags(self.info.flags, flags)?;
         // Sub-buffers are created from the root, so the driver would inherit the *root's* flags:
         // what `flags` leaves out must come from `self` (a sub-buffer of a HOST_READ_ONLY
         // sub-buffer of a READ_WRITE root stays HOST_READ_ONLY).
-        let flags = inherit_sub_buffer_flags(self.flags, flags);
-        let origin = self.origin + origin_bytes;
+        let flags = inherit_sub_buffer_flags(self.info.flags, flags);
+        let origin = self.info.origin + origin_bytes;
         // The spec's creation rule: aligned for at least one device of the context (each
         // command then checks its own queue's device: `Tracked::check_origin`).
         let (align, _) = self.origin_alignments();
@@ -517,7 +534,7 @@ impl Buffer {
                 alignment: align,
             });
         }
-        let root: Arc<Buffer> = match &self.parent {
+        let root: Arc<Buffer> = match &self.info.parent {
             Some(p) => Arc::clone(p),
             None => Arc::new(self.clone()),
         };
@@ -528,22 +545,24 @@ impl Buffer {
         // SAFETY: a valid object we own; its flags are what the driver derived.
         let real_flags = unsafe { raw::get_info::<sys::cl_mem_flags>(raw, sys::CL_MEM_FLAGS) }
             .map(MemFlags::from_bits_retain)
-            .unwrap_or(self.flags);
-        let host_ptr = if root.host_ptr.is_null() {
+            .unwrap_or(self.info.flags);
+        let host_ptr = if root.info.host_ptr.is_null() {
             std::ptr::null_mut()
         } else {
-            root.host_ptr.wrapping_add(origin)
+            root.info.host_ptr.wrapping_add(origin)
         };
         Ok(Buffer {
             live: crate::runtime::live::Live::new(),
             raw,
             size: size_bytes,
-            flags: real_flags,
-            context: self.context.clone(),
             tracked: root.tracked.view(origin, size_bytes),
-            parent: Some(root),
-            origin,
-            host_ptr,
+            info: Arc::new(BufferInfo {
+                flags: real_flags,
+                context: self.info.context.clone(),
+                parent: Some(root),
+                origin,
+                host_ptr,
+            }),
         })
     }
 
@@ -573,7 +592,7 @@ impl Buffer {
     /// The least and the most strict sub-buffer origin alignment of the context's devices.
     fn origin_alignments(&self) -> (usize, usize) {
         let (mut least, mut most) = (usize::MAX, 1);
-        for d in self.context.devices() {
+        for d in self.info.context.devices() {
             let a = d.base_addr_align().max(1);
             least = least.min(a);
             most = most.max(a);
@@ -993,11 +1012,7 @@ impl Clone for Buffer {
             live: crate::runtime::live::Live::new(),
             raw: self.raw,
             size: self.size,
-            flags: self.flags,
-            context: self.context.clone(),
-            parent: self.parent.clone(),
-            origin: self.origin,
-            host_ptr: self.host_ptr,
+            info: Arc::clone(&self.info),
             tracked: Arc::clone(&self.tracked),
         }
     }
@@ -1027,9 +1042,9 @@ impl fmt::Debug for Buffer {
         let mut d = f.debug_struct("Buffer");
         d.field("raw", &self.raw)
             .field("size", &self.size)
-            .field("flags", &self.flags);
-        if self.parent.is_some() {
-            d.field("origin", &self.origin);
+            .field("flags", &self.info.flags);
+        if self.info.parent.is_some() {
+            d.field("origin", &self.info.origin);
         }
         d.finish()
     }
@@ -1038,6 +1053,14 @@ impl fmt::Debug for Buffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pooled buffer's handle (cl-pool's `PooledBuffer`: the buffer, its queue list and four
+    /// words of bookkeeping) is moved on every pool hit and return; at 88 bytes the buffer made
+    /// the handle 152 and each move a `memcpy` call (issue 12). Four words keep it inline.
+    #[test]
+    fn buffer_is_four_words() {
+        assert_eq!(std::mem::size_of::<Buffer>(), 4 * std::mem::size_of::<usize>());
+    }
 
     #[test]
     fn ranges_resolve_like_rust_slices() {

@@ -82,8 +82,8 @@ impl<const K: usize> std::fmt::Debug for Live<K> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct LiveObjects {
-    /// [`crate::Context`] wrappers (each owns one context reference; buffers, images and queues
-    /// hold one each).
+    /// [`crate::Context`] wrappers (each owns one context reference; images and queues hold one
+    /// each, a buffer one that its clones share).
     pub contexts: usize,
     /// [`crate::Queue`] wrappers.
     pub queues: usize,
