@@ -612,10 +612,14 @@ pub(super) fn take_cached<A: Allocator>(
     out: &mut Option<A::Block>,
 ) -> Option<Option<Arc<Slot<A>>>> {
     let id = pool_id(inner);
-    let spare = tls::with_slot::<Slot<A>, _, _>(id, out, |slot, me, out| {
-        slot.take(inner, bin, size, owned, me, out)
-    })
-    .ok()??;
+    let work = Take {
+        inner,
+        bin,
+        size,
+        owned,
+        out,
+    };
+    let spare = tls::with_slot::<Slot<A>, _>(id, work).ok()??;
     Some(match spare {
         Some(s) => Some(s),
         // No spare reference (more owned blocks out than returned): a counted one.
@@ -636,9 +640,7 @@ pub(super) fn put_cached<A: Allocator>(
 ) -> bool {
     // No spare reference is involved: `Ok` carries none.
     matches!(
-        tls::with_slot::<Slot<A>, _, _>(pool_id(inner), block, |slot, me, block| {
-            slot.put(bin, size, block, None, me)
-        }),
+        tls::with_slot::<Slot<A>, _>(pool_id(inner), Put { bin, size, block }),
         Ok(Ok(_))
     )
 }
@@ -655,20 +657,13 @@ pub(super) fn put_owned<A: Allocator>(
     size: usize,
     block: &mut Option<A::Block>,
 ) -> Result<(), Arc<Slot<A>>> {
-    let r = tls::with_slot::<Slot<A>, _, _>(origin.pool, origin, |slot, me, origin| {
-        if std::ptr::eq(Arc::as_ptr(&origin), slot) {
-            match slot.put(bin, size, block, Some(origin), me) {
-                Ok(extra) => Ok((extra, None)),
-                Err(o) => Err(o.unwrap_or_else(unreachable_origin)),
-            }
-        } else {
-            match slot.put(bin, size, block, None, me) {
-                Ok(extra) => Ok((extra, Some(origin))),
-                Err(_) => Err(origin),
-            }
-        }
-    });
-    match r {
+    let work = PutOwned {
+        origin,
+        bin,
+        size,
+        block,
+    };
+    match tls::with_slot::<Slot<A>, _>(work.origin.pool, work) {
         Ok(Ok((extra, foreign))) => {
             // Not the last reference (the thread's list holds one).
             drop(extra);
@@ -680,7 +675,76 @@ pub(super) fn put_owned<A: Allocator>(
             }
             Ok(())
         }
-        Ok(Err(back)) | Err(back) => Err(back),
+        Ok(Err(back)) => Err(back),
+        Err(work) => Err(work.origin),
+    }
+}
+
+/// [`Slot::take`] as [`tls::with_slot`] work (the hit).
+struct Take<'a, A: Allocator> {
+    inner: &'a Inner<A>,
+    bin: BinNumber,
+    size: usize,
+    owned: bool,
+    out: &'a mut Option<A::Block>,
+}
+
+impl<A: Allocator> tls::SlotWork<Slot<A>> for Take<'_, A> {
+    type Output = Option<SlotRef<A>>;
+
+    #[inline(always)]
+    fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
+        slot.take(self.inner, self.bin, self.size, self.owned, me, self.out)
+    }
+}
+
+/// [`Slot::put`] of a local block (no slot reference involved) as [`tls::with_slot`] work.
+struct Put<'a, A: Allocator> {
+    bin: BinNumber,
+    size: usize,
+    block: &'a mut Option<A::Block>,
+}
+
+impl<A: Allocator> tls::SlotWork<Slot<A>> for Put<'_, A> {
+    type Output = Result<SlotRef<A>, SlotRef<A>>;
+
+    #[inline(always)]
+    fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
+        slot.put(self.bin, self.size, self.block, None, me)
+    }
+}
+
+/// The return of an owned block of `origin` as [`tls::with_slot`] work: `Ok` carries the
+/// reference to drop after the list's borrow and, for another thread's slot, `origin`.
+struct PutOwned<'a, A: Allocator> {
+    origin: Arc<Slot<A>>,
+    bin: BinNumber,
+    size: usize,
+    block: &'a mut Option<A::Block>,
+}
+
+impl<A: Allocator> tls::SlotWork<Slot<A>> for PutOwned<'_, A> {
+    type Output = Result<(SlotRef<A>, SlotRef<A>), Arc<Slot<A>>>;
+
+    #[inline(always)]
+    fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
+        let PutOwned {
+            origin,
+            bin,
+            size,
+            block,
+        } = self;
+        if std::ptr::eq(Arc::as_ptr(&origin), slot) {
+            match slot.put(bin, size, block, Some(origin), me) {
+                Ok(extra) => Ok((extra, None)),
+                Err(o) => Err(o.unwrap_or_else(unreachable_origin)),
+            }
+        } else {
+            match slot.put(bin, size, block, None, me) {
+                Ok(extra) => Ok((extra, Some(origin))),
+                Err(_) => Err(origin),
+            }
+        }
     }
 }
 

@@ -90,27 +90,35 @@ pub(super) fn thread_key() -> usize {
         .unwrap_or(0)
 }
 
-/// Runs `f` on the calling thread's slot of pool `pool` (with the thread's key and `arg`), or
-/// gives `arg` back when the thread has none (or is exiting). While `f` runs no slot of this
-/// thread can be added or removed: the list is borrowed, so [`insert`] gives up instead (its new
-/// slot is retired at once, as its entry is dropped) and nothing dangles. The closures of the
-/// cache module run no user code (no allocator hook, no block's drop) and do not exit the
-/// thread, which the reasoning of [`local`] relies on.
+/// Work that [`with_slot`] runs on the calling thread's slot (of type `S`). A trait rather than
+/// a closure so that the hit path inlines whole: a closure gets LLVM's default inlining, and the
+/// cache's take stayed an out-of-line call that wrote the block through a pointer for the caller
+/// to read straight back (store-forwarding stalls, about 15 ns of a device hit, issue 12); an
+/// `#[inline(always)]` `run` is inlined into `with_slot` and on into `allocate`.
+pub(super) trait SlotWork<S> {
+    /// What the work returns.
+    type Output;
+    /// Runs with `slot` pinned (see [`with_slot`]); `me` is the thread's key.
+    fn run(self, slot: &S, me: usize) -> Self::Output;
+}
+
+/// Runs `work` on the calling thread's slot of pool `pool` (with the thread's key), or gives
+/// `work` back when the thread has none (or is exiting). While it runs no slot of this thread
+/// can be added or removed: the list is borrowed, so [`insert`] gives up instead (its new slot
+/// is retired at once, as its entry is dropped) and nothing dangles. The work of the cache
+/// module runs no user code (no allocator hook, no block's drop) and does not exit the thread,
+/// which the reasoning of [`local`] relies on.
 #[inline(always)]
-pub(super) fn with_slot<S: Any, T, R>(
-    pool: usize,
-    arg: T,
-    f: impl FnOnce(&S, usize, T) -> R,
-) -> Result<R, T> {
-    // SAFETY: `l` is used only in this call, which does not end the thread (`f` is cache code
-    // that runs no user code; see above).
+pub(super) fn with_slot<S: Any, W: SlotWork<S>>(pool: usize, work: W) -> Result<W::Output, W> {
+    // SAFETY: `l` is used only in this call, which does not end the thread (`work` is cache
+    // code that runs no user code; see above).
     let Some(l) = (unsafe { local() }) else {
-        return Err(arg);
+        return Err(work);
     };
     let me = std::ptr::from_ref(l) as usize;
-    // Held until `f` returns: no entry (and so no slot `hot` names) leaves meanwhile.
+    // Held until `work` returns: no entry (and so no slot `hot` names) leaves meanwhile.
     let Ok(entries) = l.entries.try_borrow() else {
-        return Err(arg);
+        return Err(work);
     };
     let hot = l.hot.get();
     let slot = if hot.pool == pool && hot.ty == Some(TypeId::of::<S>()) {
@@ -121,10 +129,10 @@ pub(super) fn with_slot<S: Any, T, R>(
     } else {
         match find_in::<S>(l, &entries, pool) {
             Some(s) => s,
-            None => return Err(arg),
+            None => return Err(work),
         }
     };
-    let r = f(slot, me, arg);
+    let r = work.run(slot, me);
     drop(entries);
     Ok(r)
 }
