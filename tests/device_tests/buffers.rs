@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use cl_mem::{
     enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, enqueue_migrate_mem_objects,
     Buffer, ClError, CopyOptions, Error, Event, Kernel, MapFlags, MemFlags, MemObject,
-    MemObjectType, Memory, MigrationFlags, PinnedMemory, Program, Queue, Rect, Version,
+    MemObjectType, Memory, MigrationFlags, PinnedMemory, Program, Queue, Rect, UserEvent, Version,
 };
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
 
@@ -80,6 +80,10 @@ pub fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "migration_rejects_bad_lists",
             run: migration_rejects_bad_lists,
+        },
+        DeviceTest {
+            name: "migration_held_back_outlives_the_callers_stack",
+            run: migration_held_back_outlives_the_callers_stack,
         },
         DeviceTest {
             name: "kernel_reads_host_writes_and_host_reads_kernel_writes",
@@ -639,6 +643,52 @@ fn migration_of_a_buffer_with_its_sub_buffer(dev: &TestDevice) -> TestResult {
     enqueue_migrate_mem_objects(&q, &[&a, &sub], MigrationFlags::HOST, &[])?.wait()?;
     enqueue_migrate_mem_objects(&q, &[&a, &sub], MigrationFlags::empty(), &[])?.wait()?;
     assert_eq!(a.read_vec::<i32>(&q, &[])?, iota(align / 2));
+    Ok(())
+}
+
+/// Overwrites the stack below the caller's frame (where the frames of the calls it just made were)
+/// with 1s.
+#[inline(never)]
+fn scribble_stack() {
+    let a = std::hint::black_box([1usize; 8192]);
+    std::hint::black_box(&a);
+}
+
+/// NVIDIA 580.159.04 reads `clEnqueueMigrateMemObjects`' object list when its worker thread runs
+/// the command, after the call returned (`repro/nvidia_migrate_reads_object_list_late.c`): with
+/// the list on the caller's stack, a migration held back by a user event dereferenced whatever the
+/// stack held by then (SIGSEGV at 0x9). cl-mem keeps the list until the command completed there.
+fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let bufs = (0..4)
+        .map(|_| Buffer::new(q.context(), MemFlags::READ_WRITE, 4096))
+        .collect::<Result<Vec<_>, _>>()?;
+    let gate = UserEvent::new(q.context())?;
+    let mut done = Vec::new();
+    for b in &bufs {
+        done.push(enqueue_migrate_mem_objects(
+            &q,
+            &[b],
+            MigrationFlags::CONTENT_UNDEFINED,
+            &[&gate],
+        )?);
+        scribble_stack();
+    }
+    // Two objects in one list too.
+    done.push(enqueue_migrate_mem_objects(
+        &q,
+        &[&bufs[0], &bufs[1]],
+        MigrationFlags::empty(),
+        &[&gate],
+    )?);
+    scribble_stack();
+    gate.set_complete()?;
+    Event::wait_for_all(&done.iter().collect::<Vec<_>>())?;
+    for (i, b) in bufs.iter().enumerate() {
+        let v = [u8::try_from(i)?; 64];
+        b.write(&q, 0, &v, &[])?;
+        assert_eq!(b.read_vec_of::<u8>(&q, 64)?, v.to_vec());
+    }
     Ok(())
 }
 

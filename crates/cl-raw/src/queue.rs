@@ -861,6 +861,9 @@ pub unsafe fn enqueue_unmap_mem_object(
 /// 1. `queue`, every mem object and every event of `wait` are valid and share one context, of an
 ///    OpenCL 1.2 or newer platform.
 /// 2. The caller owns (and must release) the returned event.
+/// 3. `mem_objects` stays valid until the command completed where the driver reads it late:
+///    NVIDIA 580.159.04 reads it when its worker thread runs the command, after this call
+///    returned (`repro/nvidia_migrate_reads_object_list_late.c`).
 pub unsafe fn enqueue_migrate_mem_objects(
     queue: sys::cl_command_queue,
     mem_objects: &[sys::cl_mem],
@@ -872,7 +875,7 @@ pub unsafe fn enqueue_migrate_mem_objects(
         return Err(ClError::InvalidValue);
     }
     let num = count(mem_objects.len())?;
-    // SAFETY: obligations 1-2 are forwarded; the list is non-empty.
+    // SAFETY: obligations 1-3 are forwarded; the list is non-empty.
     unsafe {
         enqueue(wait, |n, list, ev| {
             sys::clEnqueueMigrateMemObjects(queue, num, mem_objects.as_ptr(), flags, n, list, ev)

@@ -5,6 +5,8 @@
 //! sizes (1, 2, 4, ..., 128 bytes), offset and size multiples of the pattern, bounds, an empty
 //! object list, and the platform version (PyOpenCL only warns below 1.2, then calls anyway).
 
+use std::sync::Arc;
+
 use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
@@ -180,16 +182,54 @@ pub fn enqueue_migrate_mem_objects(
         .filter_map(|k| arg_memory(k).and_then(ArgMemory::tracked))
         .map(|t| (t, None, access))
         .collect();
+    // NVIDIA's driver reads the object list when its worker thread runs the command, after the
+    // call returned: there the list lives on the heap until the command completed.
+    let late = reads_object_list_late(queue)?;
+    let kept = late.then(|| Arc::new(ObjectList(raws.iter().copied().collect())));
+    let objects: &[sys::cl_mem] = kept.as_ref().map_or(&raws, |k| &k.0);
     enqueue_tracked(queue, wait, &uses, |list| {
-        // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty; we
-        // own the event.
+        // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty
+        // and, where the driver reads it late, kept until the command completed (below); we own
+        // the event.
         let ev = unsafe {
-            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &raws, flags.bits(), list)
+            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), objects, flags.bits(), list)
         }
         .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
         // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        let ev = unsafe { Event::from_raw(ev) };
+        if let Some(k) = &kept {
+            keep_until_complete(&ev, Arc::clone(k));
+        }
+        Ok(ev)
     })
+}
+
+/// Whether the driver reads `clEnqueueMigrateMemObjects`' object list after the call returns:
+/// NVIDIA 580.159.04 does (its worker thread dereferenced a reused stack array and crashed:
+/// `repro/nvidia_migrate_reads_object_list_late.c`, docs/DEVICES.md#nvidia-migrate-list-late).
+fn reads_object_list_late(queue: &Queue) -> Result<bool> {
+    Ok(queue.context().platform().name()?.contains("NVIDIA"))
+}
+
+/// A migration's object list on the heap.
+struct ObjectList(Box<[sys::cl_mem]>);
+
+// SAFETY: handle values only, never dereferenced here; OpenCL handles may be used from any
+// thread (OpenCL 3.0, "Multiple Host Threads"), and the driver only reads the list.
+unsafe impl Send for ObjectList {}
+// SAFETY: as for `Send`; the list is never written after creation.
+unsafe impl Sync for ObjectList {}
+
+/// Keeps `list` alive until the command of `ev` completed: freed by a completion callback, or
+/// after waiting for the command when no callback can be registered.
+fn keep_until_complete(ev: &Event, list: Arc<ObjectList>) {
+    let in_callback = Arc::clone(&list);
+    if let Err(e) = ev.on_complete(move |_| drop(in_callback)) {
+        tracing::warn!(error = %e, "could not defer freeing a migration's object list; waiting for the migration");
+        if let Err(e) = ev.wait() {
+            tracing::warn!(error = %e, "waiting for a migration failed");
+        }
+    }
 }
 
 #[cfg(test)]

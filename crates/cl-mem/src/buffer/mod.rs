@@ -504,7 +504,8 @@ impl Buffer {
         size_bytes: usize,
         flags: MemFlags,
     ) -> Result<Buffer> {
-        self.info.context
+        self.info
+            .context
             .require_platform_version(Version::V1_1, "clCreateSubBuffer")?;
         if size_bytes == 0 {
             return Err(Error::InvalidArgument(
@@ -1059,7 +1060,10 @@ mod tests {
     /// the handle 152 and each move a `memcpy` call (issue 12). Four words keep it inline.
     #[test]
     fn buffer_is_four_words() {
-        assert_eq!(std::mem::size_of::<Buffer>(), 4 * std::mem::size_of::<usize>());
+        assert_eq!(
+            std::mem::size_of::<Buffer>(),
+            4 * std::mem::size_of::<usize>()
+        );
     }
 
     #[test]
