@@ -9,9 +9,13 @@
  * waits on a user event,
  * the array is overwritten with (handle)1 right after the enqueue returns, then the event is set
  * complete and the queue finished. Controls keep the array intact. Other list arguments are
- * checked the same way: an event wait list, clEnqueueSVMMigrateMem's pointers and sizes,
- * clEnqueueSVMFree's pointers. Prints one line per case and "QUIRK REPRODUCED" when a
- * scribbled case dies while its control survives.
+ * checked the same way: the migration's own event wait list, a marker's wait list,
+ * clEnqueueSVMMigrateMem's pointers and sizes, clEnqueueSVMFree's pointers (these four only for
+ * a crash), a fill pattern, a rectangle's origins and region and NDRange work sizes (these three
+ * by the data the command wrote). One more case keeps the list but releases the object right
+ * after the call: does the driver hold the object from the call on? A failed call ends a case
+ * as "a call failed", a hang after 30 s as SIGALRM. Prints one line per case and
+ * "QUIRK REPRODUCED" when a changed case dies or writes other data while its control passes.
  *
  *   gcc -O1 -o /tmp/mig repro/nvidia_migrate_reads_object_list_late.c -lOpenCL && /tmp/mig NVIDIA */
 #include "common.h"
@@ -22,8 +26,21 @@
 static cl_platform_id plat;
 static cl_device_id dev;
 
-enum { MIGRATE, WAIT_LIST, SVM_MIGRATE, SVM_FREE, FILL_PATTERN, RECT_REGION, NDRANGE_SIZES, LAST = NDRANGE_SIZES };
+/* A failed call ends the case with status 5 (not "ok"). */
+#define MUST(call)                                                                    \
+    do {                                                                              \
+        cl_int err_ = (call);                                                         \
+        if (err_ != CL_SUCCESS) { printf("    %s -> %d\n", #call, err_); exit(5); }  \
+    } while (0)
+#undef CHECK
+#define CHECK MUST
+
+enum { MIGRATE, MIGRATE_WAIT_LIST, MIGRATE_RELEASED, WAIT_LIST, SVM_MIGRATE, SVM_FREE, FILL_PATTERN, RECT_REGION, NDRANGE_SIZES, LAST = NDRANGE_SIZES };
+/* Whether a case checks the data its command produced (otherwise only that the process lives). */
+static const int data_checked[] = {0, 0, 0, 0, 0, 0, 1, 1, 1};
 static const char *names[] = {"clEnqueueMigrateMemObjects mem_objects",
+                              "clEnqueueMigrateMemObjects event_wait_list",
+                              "clEnqueueMigrateMemObjects, the object released after the call (list kept)",
                               "clEnqueueMarkerWithWaitList event_wait_list",
                               "clEnqueueSVMMigrateMem svm_pointers and sizes",
                               "clEnqueueSVMFree svm_pointers",
@@ -47,7 +64,32 @@ static int run_case(int which, int scribble) {
     for (int round = 0; round < 5; round++) {
         cl_event gate = clCreateUserEvent(ctx, &err);
         cl_event ev = NULL;
-        if (which == MIGRATE) {
+        if (which == MIGRATE_WAIT_LIST) {
+            cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+            cl_event other;
+            CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &other));
+            cl_event *wl = malloc(2 * sizeof *wl);
+            wl[0] = gate;
+            wl[1] = other;
+            CHECK(clEnqueueMigrateMemObjects(q, 1, &b, CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED, 2, wl, &ev));
+            if (scribble) wl[0] = wl[1] = (cl_event)1;
+            CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+            CHECK(clFinish(q));
+            clReleaseEvent(other);
+            clReleaseMemObject(b);
+            free(wl);
+        } else if (which == MIGRATE_RELEASED) {
+            /* The list stays valid; with `scribble` the object is released right after the call
+             * (the spec: released objects stay until the commands using them finished). */
+            cl_mem *list = malloc(sizeof *list);
+            list[0] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+            CHECK(clEnqueueMigrateMemObjects(q, 1, list, CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED, 1, &gate, &ev));
+            if (scribble) clReleaseMemObject(list[0]);
+            CHECK(clSetUserEventStatus(gate, CL_COMPLETE));
+            CHECK(clFinish(q));
+            if (!scribble) clReleaseMemObject(list[0]);
+            free(list);
+        } else if (which == MIGRATE) {
             cl_mem *list = malloc(sizeof *list);
             list[0] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
             cl_mem keep = list[0];
@@ -147,15 +189,16 @@ static int run_case(int which, int scribble) {
 
 static char **args;
 
-/* The case in a child: 0 survived, 3 not applicable, otherwise the signal that killed it (+100). */
+/* The case in a child: 0 survived, 3 not applicable, 4 wrong data, 5 a call failed, otherwise the
+ * signal that killed it (+100; SIGALRM after 30 s is a hang). */
 static int in_child(int which, int scribble) {
+    char w[8], s[8];
+    snprintf(w, sizeof w, "%d", which);
+    snprintf(s, sizeof s, "%d", scribble);
+    char *child[] = {args[0], args[1], "case", w, s, NULL};
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        char w[8], s[8];
-        snprintf(w, sizeof w, "%d", which);
-        snprintf(s, sizeof s, "%d", scribble);
-        char *child[] = {args[0], args[1], "case", w, s, NULL};
         execv("/proc/self/exe", child);
         _exit(1);
     }
@@ -168,6 +211,7 @@ static int in_child(int which, int scribble) {
 int main(int argc, char **argv) {
     char name[256] = {0};
     if (argc > 4 && !strcmp(argv[2], "case")) {
+        alarm(30);
         if (!pick(argc, argv, &plat, &dev, name, sizeof name)) return 2;
         return run_case(atoi(argv[3]), atoi(argv[4]));
     }
@@ -179,10 +223,14 @@ int main(int argc, char **argv) {
         int control = in_child(which, 0);
         if (control == 3) { printf("%s: no coarse-grain SVM, skipped\n", names[which]); continue; }
         int scribbled = in_child(which, 1);
-        printf("%s: kept array %s; array overwritten after the call %s\n", names[which],
+        const char *survived = which == MIGRATE_RELEASED ? "ok (the object stays until the command ran)"
+                               : data_checked[which] ? "ok (data as given: copied at the call)"
+                                                     : "no crash (not read late, or read harmlessly)";
+        printf("%s: control %s; %s %s\n", names[which],
                control == 0 ? "ok" : control > 100 ? "killed" : "failed",
-               scribbled == 0 ? "ok (copied at the call)" : scribbled > 100 ? "killed (read after the call)"
-               : scribbled == 4 ? "wrong data (read after the call)" : "failed");
+               which == MIGRATE_RELEASED ? "released after the call:" : "array overwritten after the call:",
+               scribbled == 0 ? survived : scribbled > 100 ? "killed (read after the call)"
+               : scribbled == 4 ? "wrong data (read after the call)" : "a call failed");
         if (scribbled > 100) printf("    signal %d\n", scribbled - 100);
         if (control == 0 && (scribbled > 100 || scribbled == 4)) reproduced = 1;
     }

@@ -16,7 +16,7 @@ use crate::memory::MemObject;
 use crate::pod::{bytes_of, Pod};
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
-use crate::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
+use crate::track::{arg_memory, enqueue_tracked, platform_named, Access, ArgMemory, Use};
 
 impl Buffer {
     /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
@@ -184,7 +184,7 @@ pub fn enqueue_migrate_mem_objects(
         .collect();
     // NVIDIA's driver reads the object list when its worker thread runs the command, after the
     // call returned: there the list lives on the heap until the command completed.
-    let late = reads_object_list_late(queue)?;
+    let late = reads_object_list_late(queue);
     let kept = late.then(|| Arc::new(ObjectList(raws.iter().copied().collect())));
     let objects: &[sys::cl_mem] = kept.as_ref().map_or(&raws, |k| &k.0);
     enqueue_tracked(queue, wait, &uses, |list| {
@@ -207,8 +207,9 @@ pub fn enqueue_migrate_mem_objects(
 /// Whether the driver reads `clEnqueueMigrateMemObjects`' object list after the call returns:
 /// NVIDIA 580.159.04 does (its worker thread dereferenced a reused stack array and crashed:
 /// `repro/nvidia_migrate_reads_object_list_late.c`, docs/DEVICES.md#nvidia-migrate-list-late).
-fn reads_object_list_late(queue: &Queue) -> Result<bool> {
-    Ok(queue.context().platform().name()?.contains("NVIDIA"))
+/// Read once per platform; a platform whose name cannot be read is assumed to.
+fn reads_object_list_late(queue: &Queue) -> bool {
+    platform_named(queue, "NVIDIA", true)
 }
 
 /// A migration's object list on the heap.
@@ -221,14 +222,14 @@ unsafe impl Send for ObjectList {}
 unsafe impl Sync for ObjectList {}
 
 /// Keeps `list` alive until the command of `ev` completed: freed by a completion callback, or
-/// after waiting for the command when no callback can be registered.
+/// leaked when no callback can be registered (a few bytes, on a path that is an error already;
+/// waiting here instead could deadlock: the command may wait for a user event that the caller
+/// sets after this call, and the command record's claim is still open).
 fn keep_until_complete(ev: &Event, list: Arc<ObjectList>) {
     let in_callback = Arc::clone(&list);
     if let Err(e) = ev.on_complete(move |_| drop(in_callback)) {
-        tracing::warn!(error = %e, "could not defer freeing a migration's object list; waiting for the migration");
-        if let Err(e) = ev.wait() {
-            tracing::warn!(error = %e, "waiting for a migration failed");
-        }
+        tracing::warn!(error = %e, "could not register the release of a migration's object list: leaking it");
+        std::mem::forget(list);
     }
 }
 
