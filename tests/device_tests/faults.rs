@@ -131,6 +131,11 @@ const SCENARIOS: &[Scenario] = &[
         run: markers_barriers_and_user_events_fail_typed,
     },
     Scenario {
+        name: "event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one",
+        sites: &["clSetEventCallback"],
+        run: event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one,
+    },
+    Scenario {
         name: "images_fail_typed_at_every_site",
         sites: IMAGE_SITES,
         run: images_fail_typed_at_every_site,
@@ -579,6 +584,55 @@ fn markers_barriers_and_user_events_fail_typed(dev: &TestDevice) -> TestResult {
         user.set_complete()?;
         b.wait()?;
     }
+    Ok(())
+}
+
+/// `Event::on_complete` fails typed (the closure dropped, not run). A migration whose list's
+/// completion callback cannot be registered still succeeds and does not wait for its command:
+/// held back by a user event set only afterwards, it would never return if it waited (it did
+/// until 2026-11-26's review; the list is leaked instead, a few bytes).
+fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let counts = || base_counts(&q, &[]);
+    let user = UserEvent::new(q.context())?;
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let r = std::sync::Arc::clone(&ran);
+    inject("clSetEventCallback", &counts, &|| {
+        let r = std::sync::Arc::clone(&r);
+        user.on_complete(move |_| {
+            r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })
+    })?;
+    if dev.device.platform_version() >= Version::V1_2 {
+        let b = Buffer::new(q.context(), MemFlags::READ_WRITE, 4096)?;
+        let gate = UserEvent::new(q.context())?;
+        let armed = fault::arm(Plan::next("clSetEventCallback", ClError::OutOfHostMemory));
+        let migrated =
+            enqueue_migrate_mem_objects(&q, &[&b], MigrationFlags::CONTENT_UNDEFINED, &[&gate]);
+        let fired = armed.fired();
+        drop(armed);
+        let migrated = migrated?;
+        if fired != 1 {
+            return Err(fail(format!(
+                "the list's callback registration was not reached ({fired} firings)"
+            )));
+        }
+        gate.set_complete()?;
+        migrated.wait()?;
+        b.write(&q, 0, &[3u8; 64], &[])?;
+        assert_eq!(b.read_vec_of::<u8>(&q, 64)?, vec![3u8; 64]);
+    }
+    user.set_complete()?;
+    // Only the registration made after the injected failures runs.
+    let t0 = std::time::Instant::now();
+    while ran.load(std::sync::atomic::Ordering::SeqCst) == 0
+        && t0.elapsed() < std::time::Duration::from_secs(5)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1);
     Ok(())
 }
 

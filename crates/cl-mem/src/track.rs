@@ -764,22 +764,19 @@ pub(crate) fn enqueue_tracked(
 }
 
 /// Whether map and unmap commands of one allocation must run one after another on `queue`'s
-/// platform: PoCL (its concurrent-map crash, see [`Tracked::map_command`]).
+/// platform: PoCL (its concurrent-map crash, see [`Tracked::map_command`]). Read once per
+/// platform.
 fn orders_map_commands(queue: &Queue) -> bool {
-    platform_named(queue, "Portable Computing Language", false)
-}
-
-/// Whether the name of `queue`'s platform contains `needle` (a driver quirk's platform), read
-/// once per platform and needle; `on_error` when the name cannot be read.
-pub(crate) fn platform_named(queue: &Queue, needle: &'static str, on_error: bool) -> bool {
-    static KNOWN: Mutex<Vec<(usize, &'static str, bool)>> = Mutex::new(Vec::new());
+    static KNOWN: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
     let platform = queue.device().platform();
     let key = platform.as_raw() as usize;
     let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(&(_, _, v)) = known.iter().find(|(k, n, _)| *k == key && *n == needle) {
+    if let Some(&(_, v)) = known.iter().find(|(k, _)| *k == key) {
         return v;
     }
-    let v = platform.name().map_or(on_error, |n| n.contains(needle));
-    known.push((key, needle, v));
+    let v = platform
+        .name()
+        .is_ok_and(|n| n.contains("Portable Computing Language"));
+    known.push((key, v));
     v
 }

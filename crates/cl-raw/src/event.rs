@@ -125,6 +125,7 @@ pub unsafe fn set_callback(
     pfn_notify: EventCallback,
     user_data: *mut c_void,
 ) -> Result<(), ClError> {
+    fault::check("clSetEventCallback")?;
     // SAFETY: obligations 1 and 2.
     check(unsafe { sys::clSetEventCallback(event, callback_type, Some(pfn_notify), user_data) })
 }

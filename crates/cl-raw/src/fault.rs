@@ -64,6 +64,8 @@ pub const SITES: &[&str] = &[
     "clBuildProgram",
     "clCreateKernel",
     "clCreateUserEvent",
+    // The driver allocates a callback record; cl-mem's keep-alives depend on it.
+    "clSetEventCallback",
     // Commands.
     "clEnqueueReadBuffer",
     "clEnqueueWriteBuffer",

@@ -16,7 +16,7 @@ use crate::memory::MemObject;
 use crate::pod::{bytes_of, Pod};
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
-use crate::track::{arg_memory, enqueue_tracked, platform_named, Access, ArgMemory, Use};
+use crate::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
 
 impl Buffer {
     /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
@@ -156,7 +156,7 @@ pub fn enqueue_migrate_mem_objects(
             "migration needs at least one memory object".into(),
         ));
     }
-    let mut raws: smallvec::SmallVec<[sys::cl_mem; 8]> = smallvec::SmallVec::new();
+    let mut raws: Vec<sys::cl_mem> = Vec::with_capacity(objects.len());
     for o in objects {
         let m = o.as_raw();
         // SAFETY: a valid object (MemObject contract); a 1.0 parameter; the handle is compared,
@@ -182,34 +182,24 @@ pub fn enqueue_migrate_mem_objects(
         .filter_map(|k| arg_memory(k).and_then(ArgMemory::tracked))
         .map(|t| (t, None, access))
         .collect();
-    // NVIDIA's driver reads the object list when its worker thread runs the command, after the
-    // call returned: there the list lives on the heap until the command completed.
-    let late = reads_object_list_late(queue);
-    let kept = late.then(|| Arc::new(ObjectList(raws.iter().copied().collect())));
-    let objects: &[sys::cl_mem] = kept.as_ref().map_or(&raws, |k| &k.0);
+    // The object list lives on the heap until the command completed: NVIDIA 580.159.04 reads it
+    // when its worker thread runs the command, after the call returned (a reused stack array
+    // crashed that thread: `repro/nvidia_migrate_reads_object_list_late.c`,
+    // docs/DEVICES.md#nvidia-migrate-list-late). Done on every platform, so that one mechanism,
+    // tested on every device, covers the driver that needs it.
+    let kept = Arc::new(ObjectList(raws.into_boxed_slice()));
     enqueue_tracked(queue, wait, &uses, |list| {
         // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty
-        // and, where the driver reads it late, kept until the command completed (below); we own
-        // the event.
+        // and kept until the command completed (below); we own the event.
         let ev = unsafe {
-            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), objects, flags.bits(), list)
+            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &kept.0, flags.bits(), list)
         }
         .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
         // SAFETY: a fresh reference we own.
         let ev = unsafe { Event::from_raw(ev) };
-        if let Some(k) = &kept {
-            keep_until_complete(&ev, Arc::clone(k));
-        }
+        keep_until_complete(&ev, Arc::clone(&kept));
         Ok(ev)
     })
-}
-
-/// Whether the driver reads `clEnqueueMigrateMemObjects`' object list after the call returns:
-/// NVIDIA 580.159.04 does (its worker thread dereferenced a reused stack array and crashed:
-/// `repro/nvidia_migrate_reads_object_list_late.c`, docs/DEVICES.md#nvidia-migrate-list-late).
-/// Read once per platform; a platform whose name cannot be read is assumed to.
-fn reads_object_list_late(queue: &Queue) -> bool {
-    platform_named(queue, "NVIDIA", true)
 }
 
 /// A migration's object list on the heap.
@@ -224,7 +214,9 @@ unsafe impl Sync for ObjectList {}
 /// Keeps `list` alive until the command of `ev` completed: freed by a completion callback, or
 /// leaked when no callback can be registered (a few bytes, on a path that is an error already;
 /// waiting here instead could deadlock: the command may wait for a user event that the caller
-/// sets after this call, and the command record's claim is still open).
+/// sets after this call, and the command record's claim is still open). Also leaked where a
+/// driver never runs the callback: PoCL 3.1 for a command whose wait-list event failed
+/// (docs/DEVICES.md#pocl-failed-wait-events).
 fn keep_until_complete(ev: &Event, list: Arc<ObjectList>) {
     let in_callback = Arc::clone(&list);
     if let Err(e) = ev.on_complete(move |_| drop(in_callback)) {
