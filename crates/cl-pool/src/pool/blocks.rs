@@ -20,7 +20,7 @@ pub struct PoolBlock<A: Allocator> {
     pub(super) owner: Owner<A>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
-    pub(super) bin: BinNumber,
+    pub(super) bin: WideBin,
     pub(super) trace_id: u64,
 }
 
@@ -74,17 +74,42 @@ impl<A: Allocator> PoolBlock<A> {
 
     /// The size of the block (`alloc_size` of its bin; at least `requested_bytes`, at least 1).
     pub fn allocated_bytes(&self) -> usize {
-        self.owner.layout().alloc_size(self.bin)
+        self.owner.layout().alloc_size(self.bin.get())
     }
 
     /// The bin the block belongs to.
     pub fn bin(&self) -> BinNumber {
-        self.bin
+        self.bin.get()
     }
 
     /// Returns the block to the pool now (PyOpenCL's `release()`); same as dropping it.
     pub fn release(self) {
         drop(self);
+    }
+}
+
+/// A handle's bin number, stored a word wide. LLVM copies a handle as whole words; a 4-byte bin
+/// beside 4 bytes of padding was written as two 4-byte stores and read straight back as one
+/// 8-byte load, which cannot be forwarded from them: a store-forwarding stall on every hit
+/// (`perf annotate` of criterion's `pool_host/hit_local`, 2026-11-26).
+#[derive(Clone, Copy)]
+pub(super) struct WideBin(u64);
+
+impl WideBin {
+    #[inline]
+    pub(super) fn new(bin: BinNumber) -> Self {
+        WideBin(u64::from(bin))
+    }
+
+    #[inline]
+    pub(super) fn get(self) -> BinNumber {
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "always made by `new` from a `BinNumber`"
+        )]
+        {
+            self.0 as BinNumber
+        }
     }
 }
 
@@ -103,7 +128,7 @@ impl<A: Allocator> Drop for PoolBlock<A> {
             Owner::Pool(inner) => release(
                 &inner,
                 &mut self.block,
-                self.bin,
+                self.bin.get(),
                 self.requested,
                 self.trace_id,
             ),
@@ -113,12 +138,12 @@ impl<A: Allocator> Drop for PoolBlock<A> {
                 if let Err(slot) = slot_release(
                     slot,
                     &mut self.block,
-                    self.bin,
+                    self.bin.get(),
                     self.requested,
                     self.trace_id,
                 ) {
                     if let (Some(inner), Some(block)) = (slot.lease(), self.block.take()) {
-                        inner.give_back(block, self.bin, self.requested);
+                        inner.give_back(block, self.bin.get(), self.requested);
                     }
                     slot.returned();
                 }
@@ -200,7 +225,7 @@ pub struct LocalBlock<'a, A: Allocator> {
     pub(super) inner: &'a Arc<Inner<A>>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
-    pub(super) bin: BinNumber,
+    pub(super) bin: WideBin,
     pub(super) trace_id: u64,
 }
 
@@ -249,7 +274,7 @@ impl<A: Allocator> LocalBlock<'_, A> {
 
     /// The size of the block.
     pub fn allocated_bytes(&self) -> usize {
-        self.inner.layout.alloc_size(self.bin)
+        self.inner.layout.alloc_size(self.bin.get())
     }
 
     /// Returns the block to the pool now; same as dropping it.
@@ -264,7 +289,7 @@ impl<A: Allocator> Drop for LocalBlock<'_, A> {
             release(
                 self.inner,
                 &mut self.block,
-                self.bin,
+                self.bin.get(),
                 self.requested,
                 self.trace_id,
             );

@@ -13,10 +13,12 @@
 //!   thread counts itself back with one atomic add on its slot, without locking it. The thread
 //!   finds its slot through its thread-local slot list (`tls.rs`), which remembers the slot it
 //!   used last: a hit on the same pool as the one before makes no search and no downcast.
-//! - A hit and a return move the block once (2026-11-26): the hit is inlined into the caller
-//!   and builds the handle there from the popped block, and a return takes the block from the
-//!   handle (`&mut Option`) straight into the cache (`Slot::put`; a new or full bin goes to the
-//!   cold `Slot::put_slow`).
+//! - A hit and a return move the block once: the hit is inlined into the caller, pops the block
+//!   by value and builds the handle from registers, and a return takes the block from the handle
+//!   (`&mut Option`) straight into the cache (`Slot::put`; a new or full bin goes to the cold
+//!   `Slot::put_slow`). Blocks are meant to be a few words (a pooled buffer's is one pointer):
+//!   a handle written field by field and read back whole by the next copy stalls on store
+//!   forwarding, which cost the device hit about a fifth of its time (2026-11-26).
 //! - A hit pops the newest block of the bin from the slot, else from the shared bin (PyOpenCL's
 //!   LIFO order is kept: every block in the shared bin from this thread is older than every block
 //!   in its slot, because an overflowing slot moves its *oldest* half to the shared bin's top). A
@@ -313,10 +315,11 @@ impl<A: Allocator> Slot<A> {
             .map_or((0, 0), |b| (b.blocks.len(), b.stats.active_blocks))
     }
 
-    /// Pops the newest cached block of `bin` into `out` (a hit; `None`: a miss, `out` untouched).
-    /// `owned`: the block keeps this slot (and through it the pool) alive, and a spare
-    /// reference to the slot comes with it if there is one. The block moves once, from the
-    /// cache into `out` (the caller's handle), however large it is.
+    /// Pops the newest cached block of `bin` (a hit; `None`: a miss). `owned`: the block keeps
+    /// this slot (and through it the pool) alive, and a spare reference to the slot comes with
+    /// it if there is one. The block is returned by value: the caller builds its handle from
+    /// registers (a block written into a handle in memory and read straight back stalled the
+    /// loads on store forwarding, 2026-11-26).
     #[inline(always)]
     fn take(
         &self,
@@ -325,15 +328,14 @@ impl<A: Allocator> Slot<A> {
         size: usize,
         owned: bool,
         me: usize,
-        out: &mut Option<A::Block>,
-    ) -> Option<Option<Arc<Slot<A>>>> {
+    ) -> Option<(A::Block, SlotRef<A>)> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
             return None;
         }
         let c = s.bins.get_mut(bin)?;
-        *out = Some(c.blocks.pop()?);
+        let block = c.blocks.pop()?;
         c.hits += 1;
         c.active_blocks += 1;
         c.active_requested = c.active_requested.wrapping_add(signed(size));
@@ -353,7 +355,7 @@ impl<A: Allocator> Slot<A> {
         let own = s.active_bytes;
         drop(guard);
         inner.note_cached_active(own);
-        Some(spare)
+        Some((block, spare))
     }
 
     /// Keeps the returned block in `block` (moved once, from the caller's handle into the cache),
@@ -600,32 +602,33 @@ fn pool_id<A: Allocator>(inner: &Arc<Inner<A>>) -> usize {
 
 pub(super) use super::tls::thread_key;
 
-/// A hit from the calling thread's cache into `out`, without touching a shared line or (for
-/// local blocks) any reference count: `None` on a miss; for owned blocks `Some` carries the slot
-/// they keep alive.
+/// A hit from the calling thread's cache, without touching a shared line or (for local blocks)
+/// any reference count: `None` on a miss; for owned blocks the second value is the slot they
+/// keep alive.
 #[inline(always)]
 pub(super) fn take_cached<A: Allocator>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
     owned: bool,
-    out: &mut Option<A::Block>,
-) -> Option<Option<Arc<Slot<A>>>> {
+) -> Option<(A::Block, SlotRef<A>)> {
     let id = pool_id(inner);
     let work = Take {
         inner,
         bin,
         size,
         owned,
-        out,
     };
-    let spare = tls::with_slot::<Slot<A>, _>(id, work).ok()??;
-    Some(match spare {
-        Some(s) => Some(s),
-        // No spare reference (more owned blocks out than returned): a counted one.
-        None if owned => tls::find::<Slot<A>>(id),
-        None => None,
-    })
+    let (block, spare) = tls::with_slot::<Slot<A>, _>(id, work).ok()??;
+    Some((
+        block,
+        match spare {
+            Some(s) => Some(s),
+            // No spare reference (more owned blocks out than returned): a counted one.
+            None if owned => tls::find::<Slot<A>>(id),
+            None => None,
+        },
+    ))
 }
 
 /// The block in `block` into the calling thread's cache (`false`, the block left in place, when
@@ -686,15 +689,14 @@ struct Take<'a, A: Allocator> {
     bin: BinNumber,
     size: usize,
     owned: bool,
-    out: &'a mut Option<A::Block>,
 }
 
 impl<A: Allocator> tls::SlotWork<Slot<A>> for Take<'_, A> {
-    type Output = Option<SlotRef<A>>;
+    type Output = Option<(A::Block, SlotRef<A>)>;
 
     #[inline(always)]
     fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
-        slot.take(self.inner, self.bin, self.size, self.owned, me, self.out)
+        slot.take(self.inner, self.bin, self.size, self.owned, me)
     }
 }
 

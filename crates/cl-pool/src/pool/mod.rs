@@ -53,8 +53,8 @@ mod scope;
 #[allow(unsafe_code)]
 mod tls;
 
-use self::blocks::Owner;
 pub use self::blocks::{LocalBlock, PoolBlock};
+use self::blocks::{Owner, WideBin};
 use self::engine::*;
 use self::policy::*;
 pub use self::policy::{Eviction, OomMode, Policy, MAX_MANAGED_BYTES};
@@ -315,24 +315,23 @@ impl<A: Allocator> MemoryPool<A> {
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
-        // The common case, inline: a hit from this thread's cache, straight into the handle.
+        // The common case, inline: a hit from this thread's cache, the handle built in registers.
         if inner.cache_on() {
-            let mut out = PoolBlock {
-                owner: Owner::Gone,
-                block: None,
-                requested: size,
-                bin,
-                trace_id: 0,
-            };
-            if let Some(slot) = cache::take_cached(&self.inner, bin, size, true, &mut out.block) {
-                out.owner = match slot {
+            if let Some((mut block, slot)) = cache::take_cached(&self.inner, bin, size, true) {
+                let owner = match slot {
                     Some(s) => Owner::Slot(s),
                     None => Owner::Pool(Arc::clone(&self.inner)),
                 };
-                if let Some(block) = out.block.as_mut() {
-                    if let Err(e) = inner.allocator.hand_out_existing_block(block) {
-                        return Err(hand_out_failed(out, e));
-                    }
+                let handed = inner.allocator.hand_out_existing_block(&mut block);
+                let mut out = PoolBlock {
+                    owner,
+                    block: Some(block),
+                    requested: size,
+                    bin: WideBin::new(bin),
+                    trace_id: 0,
+                };
+                if let Err(e) = handed {
+                    return Err(hand_out_failed(out, e));
                 }
                 out.trace_id = self.trace_alloc(size);
                 return Ok(out);
@@ -347,7 +346,7 @@ impl<A: Allocator> MemoryPool<A> {
             owner,
             block: Some(a.block),
             requested: a.size,
-            bin: a.bin,
+            bin: WideBin::new(a.bin),
             trace_id: a.trace_id,
         })
     }
@@ -364,18 +363,17 @@ impl<A: Allocator> MemoryPool<A> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
         if inner.cache_on() {
-            let mut out = LocalBlock {
-                inner: &self.inner,
-                block: None,
-                requested: size,
-                bin,
-                trace_id: 0,
-            };
-            if cache::take_cached(&self.inner, bin, size, false, &mut out.block).is_some() {
-                if let Some(block) = out.block.as_mut() {
-                    if let Err(e) = inner.allocator.hand_out_existing_block(block) {
-                        return Err(hand_out_failed(out, e));
-                    }
+            if let Some((mut block, _)) = cache::take_cached(&self.inner, bin, size, false) {
+                let handed = inner.allocator.hand_out_existing_block(&mut block);
+                let mut out = LocalBlock {
+                    inner: &self.inner,
+                    block: Some(block),
+                    requested: size,
+                    bin: WideBin::new(bin),
+                    trace_id: 0,
+                };
+                if let Err(e) = handed {
+                    return Err(hand_out_failed(out, e));
                 }
                 out.trace_id = self.trace_alloc(size);
                 return Ok(out);
@@ -386,7 +384,7 @@ impl<A: Allocator> MemoryPool<A> {
             inner: &self.inner,
             block: Some(a.block),
             requested: a.size,
-            bin: a.bin,
+            bin: WideBin::new(a.bin),
             trace_id: a.trace_id,
         })
     }
