@@ -70,18 +70,27 @@ pub(super) const CACHE_BLOCKS: usize = 16;
 const DIRECT_BINS: usize = 1280;
 
 /// One bin of one thread's cache.
+///
+/// `repr(C)`, in this order: a hit and a return both update `active_blocks`, `active_requested`
+/// and the length of `blocks`, and LLVM pairs adjacent counters into one 16-byte load and store
+/// when a path updates both. When the hit paired different neighbours than the return
+/// (`hits` with `active_blocks`; the return `active_blocks` with `active_requested`), each load
+/// read back half of the other's store, which cannot be forwarded: two store-forwarding stalls
+/// per hit + free (2026-11-26). So every counter both paths write sits between fields neither
+/// writes (`alloc`, `shared_*`), and the counters only the hit writes sit apart from them.
+#[repr(C)]
 pub(super) struct CacheBin<B> {
     pub(super) blocks: Vec<B>,
-    /// The bin's block size (`alloc_size(bin)`), kept so a hit does not recompute it.
-    pub(super) alloc: usize,
-    pub(super) hits: u64,
-    pub(super) active_blocks: isize,
-    pub(super) active_requested: isize,
     /// The shared bin's held and active blocks when this thread last saw them (exact while no
     /// other thread uses the bin): with the cache's own figures, the bin's peaks.
     pub(super) shared_held: usize,
+    pub(super) active_blocks: isize,
     pub(super) shared_active: usize,
+    pub(super) active_requested: isize,
+    /// The bin's block size (`alloc_size(bin)`), kept so a hit does not recompute it.
+    pub(super) alloc: usize,
     pub(super) peak_held: usize,
+    pub(super) hits: u64,
     pub(super) peak_active: usize,
     /// The pool's allocation tick (as this thread counts it) of the bin's last cached hit.
     pub(super) last_tick: u64,
@@ -181,27 +190,33 @@ impl<B> CacheBins<B> {
     }
 }
 
+/// A slot's state, under its lock.
+///
+/// `repr(C)`, in this order for the reason given at [`CacheBin`]: the counters a hit and a
+/// return both write (`active_bytes`, `held_bytes`, `outstanding`, the length of `spare`) each
+/// sit between fields neither writes, and `requests` (the hit's alone) apart from them.
+#[repr(C)]
 pub(super) struct SlotState<A: Allocator> {
+    /// Deltas of the pool-wide gauges made through this slot.
+    pub(super) active_bytes: isize,
     /// The lease on the pool: `Some` while the pool is open or blocks handed out through this
     /// slot are alive.
     pub(super) inner: Option<Arc<Inner<A>>>,
+    pub(super) held_bytes: isize,
+    /// Folded back into the shared state (its thread exited): takes no more blocks.
+    pub(super) retired: bool,
+    /// The pool closed (its last handle went).
+    pub(super) closed: bool,
     /// Owned blocks handed out through this slot, less those returned on the slot's own thread
     /// (those returned elsewhere are counted in `Slot::returned_elsewhere`).
     pub(super) outstanding: usize,
-    pub(super) bins: CacheBins<A::Block>,
-    /// Deltas of the pool-wide gauges made through this slot.
-    pub(super) active_bytes: isize,
-    pub(super) held_bytes: isize,
-    pub(super) requests: u64,
     /// Spare references to this slot, left by owned blocks returned on the slot's thread and
     /// handed to its next owned hits: in the steady state an owned block costs no reference-count
     /// operation (each is a locked instruction). Dropped when the slot retires (they are a cycle
     /// until then).
     spare: Vec<Arc<Slot<A>>>,
-    /// Folded back into the shared state (its thread exited): takes no more blocks.
-    pub(super) retired: bool,
-    /// The pool closed (its last handle went).
-    pub(super) closed: bool,
+    pub(super) bins: CacheBins<A::Block>,
+    pub(super) requests: u64,
 }
 
 impl<A: Allocator> SlotState<A> {
@@ -315,11 +330,14 @@ impl<A: Allocator> Slot<A> {
             .map_or((0, 0), |b| (b.blocks.len(), b.stats.active_blocks))
     }
 
-    /// Pops the newest cached block of `bin` (a hit; `None`: a miss). `owned`: the block keeps
-    /// this slot (and through it the pool) alive, and a spare reference to the slot comes with
-    /// it if there is one. The block is returned by value: the caller builds its handle from
-    /// registers (a block written into a handle in memory and read straight back stalled the
-    /// loads on store forwarding, 2026-11-26).
+    /// Pops the newest cached block of `bin` into `out` (a hit; `None`: a miss, `out` untouched).
+    /// `owned`: the block keeps this slot (and through it the pool) alive, and a spare
+    /// reference to the slot comes with it if there is one. `out` is the caller's handle for a
+    /// block larger than a word (moved once, as it was stored, so the return's copy of it reads
+    /// back a store of its own width), a local for a one-word block (kept in a register: the
+    /// handle is then built from registers). Either way a copy of the handle never reads back
+    /// fields just written one by one as one wider load, which stalls on store forwarding
+    /// (2026-11-26).
     #[inline(always)]
     fn take(
         &self,
@@ -328,14 +346,15 @@ impl<A: Allocator> Slot<A> {
         size: usize,
         owned: bool,
         me: usize,
-    ) -> Option<(A::Block, SlotRef<A>)> {
+        out: &mut Option<A::Block>,
+    ) -> Option<Option<Arc<Slot<A>>>> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
         if s.retired || s.closed {
             return None;
         }
         let c = s.bins.get_mut(bin)?;
-        let block = c.blocks.pop()?;
+        *out = Some(c.blocks.pop()?);
         c.hits += 1;
         c.active_blocks += 1;
         c.active_requested = c.active_requested.wrapping_add(signed(size));
@@ -355,7 +374,7 @@ impl<A: Allocator> Slot<A> {
         let own = s.active_bytes;
         drop(guard);
         inner.note_cached_active(own);
-        Some((block, spare))
+        Some(spare)
     }
 
     /// Keeps the returned block in `block` (moved once, from the caller's handle into the cache),
@@ -602,33 +621,32 @@ fn pool_id<A: Allocator>(inner: &Arc<Inner<A>>) -> usize {
 
 pub(super) use super::tls::thread_key;
 
-/// A hit from the calling thread's cache, without touching a shared line or (for local blocks)
-/// any reference count: `None` on a miss; for owned blocks the second value is the slot they
-/// keep alive.
+/// A hit from the calling thread's cache into `out`, without touching a shared line or (for
+/// local blocks) any reference count: `None` on a miss; for owned blocks `Some` carries the slot
+/// they keep alive.
 #[inline(always)]
 pub(super) fn take_cached<A: Allocator>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
     owned: bool,
-) -> Option<(A::Block, SlotRef<A>)> {
+    out: &mut Option<A::Block>,
+) -> Option<Option<Arc<Slot<A>>>> {
     let id = pool_id(inner);
     let work = Take {
         inner,
         bin,
         size,
         owned,
+        out,
     };
-    let (block, spare) = tls::with_slot::<Slot<A>, _>(id, work).ok()??;
-    Some((
-        block,
-        match spare {
-            Some(s) => Some(s),
-            // No spare reference (more owned blocks out than returned): a counted one.
-            None if owned => tls::find::<Slot<A>>(id),
-            None => None,
-        },
-    ))
+    let spare = tls::with_slot::<Slot<A>, _>(id, work).ok()??;
+    Some(match spare {
+        Some(s) => Some(s),
+        // No spare reference (more owned blocks out than returned): a counted one.
+        None if owned => tls::find::<Slot<A>>(id),
+        None => None,
+    })
 }
 
 /// The block in `block` into the calling thread's cache (`false`, the block left in place, when
@@ -689,14 +707,15 @@ struct Take<'a, A: Allocator> {
     bin: BinNumber,
     size: usize,
     owned: bool,
+    out: &'a mut Option<A::Block>,
 }
 
 impl<A: Allocator> tls::SlotWork<Slot<A>> for Take<'_, A> {
-    type Output = Option<(A::Block, SlotRef<A>)>;
+    type Output = Option<SlotRef<A>>;
 
     #[inline(always)]
     fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
-        slot.take(self.inner, self.bin, self.size, self.owned, me)
+        slot.take(self.inner, self.bin, self.size, self.owned, me, self.out)
     }
 }
 

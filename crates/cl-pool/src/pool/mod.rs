@@ -315,33 +315,55 @@ impl<A: Allocator> MemoryPool<A> {
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
-        // The common case, inline: a hit from this thread's cache, the handle built in registers.
+        // The common case, inline: a hit from this thread's cache. A one-word block comes by
+        // value and the handle is built from registers; a larger one is written straight into
+        // the handle (`cache::take_cached` says why).
         if inner.cache_on() {
-            if let Some((mut block, slot)) = cache::take_cached(&self.inner, bin, size, true) {
-                let owner = match slot {
-                    Some(s) => Owner::Slot(s),
-                    None => Owner::Pool(Arc::clone(&self.inner)),
-                };
-                let handed = inner.allocator.hand_out_existing_block(&mut block);
+            if size_of::<A::Block>() <= size_of::<usize>() {
+                // `take_cached` fills `taken` exactly when it reports a hit.
+                let mut taken = None;
+                if let (Some(slot), Some(mut block)) = (
+                    cache::take_cached(&self.inner, bin, size, true, &mut taken),
+                    taken,
+                ) {
+                    let owner = self.owner(slot);
+                    let handed = inner.allocator.hand_out_existing_block(&mut block);
+                    let mut out = PoolBlock {
+                        owner,
+                        block: Some(block),
+                        requested: size,
+                        bin: WideBin::new(bin),
+                        trace_id: 0,
+                    };
+                    if let Err(e) = handed {
+                        return Err(hand_out_failed(out, e));
+                    }
+                    out.trace_id = self.trace_alloc(size);
+                    return Ok(out);
+                }
+            } else {
                 let mut out = PoolBlock {
-                    owner,
-                    block: Some(block),
+                    owner: Owner::Gone,
+                    block: None,
                     requested: size,
                     bin: WideBin::new(bin),
                     trace_id: 0,
                 };
-                if let Err(e) = handed {
-                    return Err(hand_out_failed(out, e));
+                if let Some(slot) = cache::take_cached(&self.inner, bin, size, true, &mut out.block)
+                {
+                    out.owner = self.owner(slot);
+                    if let Some(b) = out.block.as_mut() {
+                        if let Err(e) = inner.allocator.hand_out_existing_block(b) {
+                            return Err(hand_out_failed(out, e));
+                        }
+                    }
+                    out.trace_id = self.trace_alloc(size);
+                    return Ok(out);
                 }
-                out.trace_id = self.trace_alloc(size);
-                return Ok(out);
             }
         }
         let (a, slot) = self.acquire_shared(size, bin, true)?;
-        let owner = match slot {
-            Some(s) => Owner::Slot(s),
-            None => Owner::Pool(Arc::clone(&self.inner)),
-        };
+        let owner = self.owner(slot);
         Ok(PoolBlock {
             owner,
             block: Some(a.block),
@@ -363,20 +385,43 @@ impl<A: Allocator> MemoryPool<A> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
         if inner.cache_on() {
-            if let Some((mut block, _)) = cache::take_cached(&self.inner, bin, size, false) {
-                let handed = inner.allocator.hand_out_existing_block(&mut block);
+            if size_of::<A::Block>() <= size_of::<usize>() {
+                let mut taken = None;
+                if let (Some(_), Some(mut block)) = (
+                    cache::take_cached(&self.inner, bin, size, false, &mut taken),
+                    taken,
+                ) {
+                    let handed = inner.allocator.hand_out_existing_block(&mut block);
+                    let mut out = LocalBlock {
+                        inner: &self.inner,
+                        block: Some(block),
+                        requested: size,
+                        bin: WideBin::new(bin),
+                        trace_id: 0,
+                    };
+                    if let Err(e) = handed {
+                        return Err(hand_out_failed(out, e));
+                    }
+                    out.trace_id = self.trace_alloc(size);
+                    return Ok(out);
+                }
+            } else {
                 let mut out = LocalBlock {
                     inner: &self.inner,
-                    block: Some(block),
+                    block: None,
                     requested: size,
                     bin: WideBin::new(bin),
                     trace_id: 0,
                 };
-                if let Err(e) = handed {
-                    return Err(hand_out_failed(out, e));
+                if cache::take_cached(&self.inner, bin, size, false, &mut out.block).is_some() {
+                    if let Some(b) = out.block.as_mut() {
+                        if let Err(e) = inner.allocator.hand_out_existing_block(b) {
+                            return Err(hand_out_failed(out, e));
+                        }
+                    }
+                    out.trace_id = self.trace_alloc(size);
+                    return Ok(out);
                 }
-                out.trace_id = self.trace_alloc(size);
-                return Ok(out);
             }
         }
         let (a, _) = self.acquire_shared(size, bin, false)?;
@@ -387,6 +432,15 @@ impl<A: Allocator> MemoryPool<A> {
             bin: WideBin::new(a.bin),
             trace_id: a.trace_id,
         })
+    }
+
+    /// What keeps an owned block's pool alive: the calling thread's slot, else a pool handle.
+    #[inline(always)]
+    fn owner(&self, slot: Option<Arc<cache::Slot<A>>>) -> Owner<A> {
+        match slot {
+            Some(s) => Owner::Slot(s),
+            None => Owner::Pool(Arc::clone(&self.inner)),
+        }
     }
 
     /// The trace id of a new allocation (0 unless recording).
