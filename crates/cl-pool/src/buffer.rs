@@ -49,8 +49,9 @@ pub type PooledBuffer<A = ImmediateAllocator> = PoolBlock<A>;
 
 /// A buffer held by a pool, with the queues it was last used on.
 ///
-/// One pointer: a pool hit moves it from the thread's cache into the handle and back, and a
-/// pooled buffer's handle stays small enough to be copied in registers.
+/// One pointer: a pool hit moves it from the thread's cache into the handle in a register and a
+/// return moves it back, so a pooled buffer's handle is six words written once, never a
+/// 56-byte block copied through memory (issue 12).
 pub struct BufferBlock(Box<BlockParts>);
 
 struct BlockParts {
@@ -537,9 +538,9 @@ mod tests {
     use super::*;
 
     /// A hit moves the handle out of `allocate` and a return moves the block back into the
-    /// cache. The block is one pointer and the handle six words, so both move in registers or a
-    /// few stores; the 56-byte block (and the 88-byte `Buffer` before it) made the copies
-    /// through memory that stalled on store forwarding (issue 12).
+    /// cache. The block is one pointer and the handle six words, written once by the hit; the
+    /// 56-byte block (and before it the 88-byte `Buffer`, with three `memcpy` calls) made
+    /// copies through memory that stalled on store forwarding (issue 12).
     #[test]
     fn pooled_buffer_handle_is_copied_inline() {
         assert_eq!(std::mem::size_of::<BufferBlock>(), 8);

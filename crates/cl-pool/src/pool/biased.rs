@@ -1,7 +1,7 @@
 //! A lock biased towards one thread (its *owner*): the owner takes and releases it with plain
 //! loads and stores, no locked instruction; any other thread pays an asymmetric fence instead
 //! (Linux `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which makes every running thread of the
-//! process execute a full barrier). This is the only `unsafe` code of cl-pool.
+//! process execute a full barrier). One of cl-pool's two `unsafe` modules (with `tls.rs`).
 //!
 //! Why: a per-thread cache slot of the pool is locked on every hit and every return by its own
 //! thread, and only rarely by another (a statistics read, `free_held`, an owned block freed on

@@ -13,12 +13,14 @@
 //!   thread counts itself back with one atomic add on its slot, without locking it. The thread
 //!   finds its slot through its thread-local slot list (`tls.rs`), which remembers the slot it
 //!   used last: a hit on the same pool as the one before makes no search and no downcast.
-//! - A hit and a return move the block once: the hit is inlined into the caller, pops the block
-//!   by value and builds the handle from registers, and a return takes the block from the handle
+//! - A hit and a return move the block once: the hit is inlined into the caller; a block of one
+//!   word (a pooled buffer's) is popped into a local and the handle built from registers, a
+//!   larger one is popped straight into the handle; a return takes the block from the handle
 //!   (`&mut Option`) straight into the cache (`Slot::put`; a new or full bin goes to the cold
-//!   `Slot::put_slow`). Blocks are meant to be a few words (a pooled buffer's is one pointer):
-//!   a handle written field by field and read back whole by the next copy stalls on store
-//!   forwarding, which cost the device hit about a fifth of its time (2026-11-26).
+//!   `Slot::put_slow`). What decides it is store forwarding: a value written as words and read
+//!   back at once by a wider load (a copy of the handle, a 16-byte block) stalls, which cost the
+//!   device hit about a fifth of its time (2026-11-26; `Slot::take`, and the layouts of
+//!   `CacheBin` and `SlotState` for the same reason).
 //! - A hit pops the newest block of the bin from the slot, else from the shared bin (PyOpenCL's
 //!   LIFO order is kept: every block in the shared bin from this thread is older than every block
 //!   in its slot, because an overflowing slot moves its *oldest* half to the shared bin's top). A
@@ -77,7 +79,10 @@ const DIRECT_BINS: usize = 1280;
 /// (`hits` with `active_blocks`; the return `active_blocks` with `active_requested`), each load
 /// read back half of the other's store, which cannot be forwarded: two store-forwarding stalls
 /// per hit + free (2026-11-26). So every counter both paths write sits between fields neither
-/// writes (`alloc`, `shared_*`), and the counters only the hit writes sit apart from them.
+/// writes (`alloc`, `shared_*`, the capacity and pointer of `blocks`, whose length is its last
+/// word in today's `Vec`, an unspecified layout), and the counters only the hit writes sit apart
+/// from them. A layout change that brings a stall back shows in criterion's `pool_host/*` and
+/// `pool_hit_alloc_free` benches, not in a test; the objdump check is in docs/PERFORMANCE.md.
 #[repr(C)]
 pub(super) struct CacheBin<B> {
     pub(super) blocks: Vec<B>,

@@ -61,6 +61,20 @@ pub use self::policy::{Eviction, OomMode, Policy, MAX_MANAGED_BYTES};
 pub use self::scope::CounterScope;
 
 use std::fmt;
+
+/// The end of a cached hit in `allocate` and `allocate_local`: the allocator's hand-out hook on
+/// the block already in its handle `out` (a failure returns it to the pool), then the trace id.
+macro_rules! finish_cached_hit {
+    ($pool:ident, $out:ident, $size:ident) => {
+        match $pool.hand_out_cached(&mut $out.block, $size) {
+            Ok(id) => {
+                $out.trace_id = id;
+                Ok($out)
+            }
+            Err(e) => Err(hand_out_failed($out, e)),
+        }
+    };
+}
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -315,31 +329,21 @@ impl<A: Allocator> MemoryPool<A> {
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let bin = inner.layout.bin_number(size);
-        // The common case, inline: a hit from this thread's cache. A one-word block comes by
-        // value and the handle is built from registers; a larger one is written straight into
-        // the handle (`cache::take_cached` says why).
+        // The common case, inline: a hit from this thread's cache. A one-word block is popped
+        // into a local and the handle built from registers; a larger one is written straight
+        // into the handle (`Slot::take` in cache.rs says why).
         if inner.cache_on() {
             if size_of::<A::Block>() <= size_of::<usize>() {
-                // `take_cached` fills `taken` exactly when it reports a hit.
                 let mut taken = None;
-                if let (Some(slot), Some(mut block)) = (
-                    cache::take_cached(&self.inner, bin, size, true, &mut taken),
-                    taken,
-                ) {
-                    let owner = self.owner(slot);
-                    let handed = inner.allocator.hand_out_existing_block(&mut block);
+                if let Some(slot) = cache::take_cached(&self.inner, bin, size, true, &mut taken) {
                     let mut out = PoolBlock {
-                        owner,
-                        block: Some(block),
+                        owner: self.owner(slot),
+                        block: taken,
                         requested: size,
                         bin: WideBin::new(bin),
                         trace_id: 0,
                     };
-                    if let Err(e) = handed {
-                        return Err(hand_out_failed(out, e));
-                    }
-                    out.trace_id = self.trace_alloc(size);
-                    return Ok(out);
+                    return finish_cached_hit!(self, out, size);
                 }
             } else {
                 let mut out = PoolBlock {
@@ -352,13 +356,7 @@ impl<A: Allocator> MemoryPool<A> {
                 if let Some(slot) = cache::take_cached(&self.inner, bin, size, true, &mut out.block)
                 {
                     out.owner = self.owner(slot);
-                    if let Some(b) = out.block.as_mut() {
-                        if let Err(e) = inner.allocator.hand_out_existing_block(b) {
-                            return Err(hand_out_failed(out, e));
-                        }
-                    }
-                    out.trace_id = self.trace_alloc(size);
-                    return Ok(out);
+                    return finish_cached_hit!(self, out, size);
                 }
             }
         }
@@ -387,23 +385,15 @@ impl<A: Allocator> MemoryPool<A> {
         if inner.cache_on() {
             if size_of::<A::Block>() <= size_of::<usize>() {
                 let mut taken = None;
-                if let (Some(_), Some(mut block)) = (
-                    cache::take_cached(&self.inner, bin, size, false, &mut taken),
-                    taken,
-                ) {
-                    let handed = inner.allocator.hand_out_existing_block(&mut block);
+                if cache::take_cached(&self.inner, bin, size, false, &mut taken).is_some() {
                     let mut out = LocalBlock {
                         inner: &self.inner,
-                        block: Some(block),
+                        block: taken,
                         requested: size,
                         bin: WideBin::new(bin),
                         trace_id: 0,
                     };
-                    if let Err(e) = handed {
-                        return Err(hand_out_failed(out, e));
-                    }
-                    out.trace_id = self.trace_alloc(size);
-                    return Ok(out);
+                    return finish_cached_hit!(self, out, size);
                 }
             } else {
                 let mut out = LocalBlock {
@@ -414,13 +404,7 @@ impl<A: Allocator> MemoryPool<A> {
                     trace_id: 0,
                 };
                 if cache::take_cached(&self.inner, bin, size, false, &mut out.block).is_some() {
-                    if let Some(b) = out.block.as_mut() {
-                        if let Err(e) = inner.allocator.hand_out_existing_block(b) {
-                            return Err(hand_out_failed(out, e));
-                        }
-                    }
-                    out.trace_id = self.trace_alloc(size);
-                    return Ok(out);
+                    return finish_cached_hit!(self, out, size);
                 }
             }
         }
@@ -432,6 +416,16 @@ impl<A: Allocator> MemoryPool<A> {
             bin: WideBin::new(a.bin),
             trace_id: a.trace_id,
         })
+    }
+
+    /// The allocator's hand-out hook for a cached hit's block, run with the block already in
+    /// its handle (a hook that fails or panics returns it to the pool), then the trace id.
+    #[inline(always)]
+    fn hand_out_cached(&self, block: &mut Option<A::Block>, size: usize) -> Result<u64, A::Error> {
+        if let Some(b) = block.as_mut() {
+            self.inner.allocator.hand_out_existing_block(b)?;
+        }
+        Ok(self.trace_alloc(size))
     }
 
     /// What keeps an owned block's pool alive: the calling thread's slot, else a pool handle.
