@@ -322,9 +322,9 @@ fn inject_then<T>(
     op: &dyn Fn() -> Result<T, Error>,
     unchanged: &dyn Fn() -> TestResult,
 ) -> Result<T, cl_tests::TestError> {
-    // cl-mem tries clSVMAlloc SVM_ALLOC_ATTEMPTS (4) times before a NULL is an error (NVIDIA's
+    // cl-mem tries clSVMAlloc SVM_ALLOC_ATTEMPTS (8) times before a NULL is an error (NVIDIA's
     // spurious NULLs, docs/DEVICES.md): an out-of-memory there is a NULL every time.
-    let times = if site == "clSVMAlloc" { 4 } else { 1 };
+    let times = if site == "clSVMAlloc" { 8 } else { 1 };
     for status in STATUSES {
         let before = stable(counts);
         let armed = fault::arm(Plan::next(site, status).times(times));

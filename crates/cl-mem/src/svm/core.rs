@@ -396,7 +396,7 @@ impl Core {
             // A NULL is retried a few times before it is an error: NVIDIA 580 returns spurious
             // NULLs while other threads' SVM frees run (see `svm_alloc_free_lock`; the enqueued
             // frees cannot be serialised, they run in the driver's threads). A real
-            // out-of-memory stays NULL and costs the retries' ~2 ms once.
+            // out-of-memory stays NULL and costs the retries' ~25 ms once.
             let mut got = None;
             for attempt in 0..SVM_ALLOC_ATTEMPTS {
                 if attempt > 0 {
@@ -779,9 +779,11 @@ impl Core {
     }
 }
 
-/// How many times `clSVMAlloc` is tried before its NULL is an error (sleeps of 0.2, 0.4, 0.8 ms
-/// between: about 1.4 ms for a real out-of-memory).
-const SVM_ALLOC_ATTEMPTS: u32 = 4;
+/// How many times `clSVMAlloc` is tried before its NULL is an error (sleeps doubling from 0.2 to
+/// 12.8 ms between: about 25 ms for a real out-of-memory). Four tries (1.4 ms) were not enough
+/// once in a 45 s soak on the H100 (2026-11-26: `thread 0 round 1738: clSVMAlloc returned NULL
+/// for 1536 bytes`, docs/DEVICES.md#nvidia-svm-alloc-null).
+const SVM_ALLOC_ATTEMPTS: u32 = 8;
 
 /// Serialises `clSVMAlloc` with `clSVMFree` process-wide. NVIDIA 580.159.04 returns NULL from
 /// `clSVMAlloc` while other threads free SVM: 2,478-2,586 NULLs in 8,000 allocations of four
