@@ -657,13 +657,15 @@ fn scribble_stack() {
 /// NVIDIA 580.159.04 reads `clEnqueueMigrateMemObjects`' object list when its worker thread runs
 /// the command, after the call returned (`repro/nvidia_migrate_reads_object_list_late.c`): with
 /// the list on the caller's stack, a migration held back by a user event dereferenced whatever the
-/// stack held by then (SIGSEGV at 0x9). cl-mem keeps the list until the command completed there.
+/// stack held by then (SIGSEGV at 0x9). cl-mem keeps the list until the command completed (and
+/// then releases it: counted in `live_objects().kept_lists`).
 fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let bufs = (0..4)
         .map(|_| Buffer::new(q.context(), MemFlags::READ_WRITE, 4096))
         .collect::<Result<Vec<_>, _>>()?;
     let gate = UserEvent::new(q.context())?;
+    let before = cl_mem::live_objects().kept_lists;
     let mut done = Vec::new();
     for b in &bufs {
         done.push(enqueue_migrate_mem_objects(
@@ -682,8 +684,27 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
         &[&gate],
     )?);
     scribble_stack();
+    // Each migration's list is kept (counted) until its command completed, then released.
+    let kept = cl_mem::live_objects().kept_lists;
+    if kept < before + 5 {
+        return Err(fail(format!(
+            "5 migrations held back keep {} object lists",
+            kept.saturating_sub(before)
+        )));
+    }
     gate.set_complete()?;
     Event::wait_for_all(&done.iter().collect::<Vec<_>>())?;
+    let t0 = std::time::Instant::now();
+    while cl_mem::live_objects().kept_lists > before
+        && t0.elapsed() < std::time::Duration::from_secs(5)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(
+        cl_mem::live_objects().kept_lists,
+        before,
+        "a completed migration's object list was not released"
+    );
     for (i, b) in bufs.iter().enumerate() {
         let v = [u8::try_from(i)?; 64];
         b.write(&q, 0, &v, &[])?;

@@ -324,7 +324,8 @@ const RELEASE_GRACE: Duration = Duration::from_secs(5);
 /// [`TestDevice::context`] was destroyed (its 3.0 destructor callback ran: the driver destroys a
 /// context only once the memory objects, queues, programs, kernels and events made in it are
 /// released, so a reference leaked through a raw handle shows too), and cl-mem's live wrapper counts
-/// ([`cl_mem::live_objects`]: contexts, queues, memory objects, events) are back where they were
+/// ([`cl_mem::live_objects`]: contexts, queues, memory objects, events, kept argument lists) are
+/// back where they were
 /// before the test. Waits up to [`RELEASE_GRACE`] for asynchronous releases; the error names each
 /// kind and count.
 fn check_released(created: Vec<ContextGone>, before: &cl_mem::LiveObjects) -> Result<(), String> {

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::memory::MemObject;
 use crate::pod::{bytes_of, Pod};
 use crate::runtime::event::Event;
+use crate::runtime::live::{Live, KEPT};
 use crate::runtime::queue::Queue;
 use crate::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
 
@@ -187,7 +188,7 @@ pub fn enqueue_migrate_mem_objects(
     // crashed that thread: `repro/nvidia_migrate_reads_object_list_late.c`,
     // docs/DEVICES.md#nvidia-migrate-list-late). Done on every platform, so that one mechanism,
     // tested on every device, covers the driver that needs it.
-    let kept = Arc::new(ObjectList(raws.into_boxed_slice()));
+    let kept = Arc::new(ObjectList(raws, Live::new()));
     enqueue_tracked(queue, wait, &uses, |list| {
         // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty
         // and kept until the command completed (below); we own the event.
@@ -202,8 +203,8 @@ pub fn enqueue_migrate_mem_objects(
     })
 }
 
-/// A migration's object list on the heap.
-struct ObjectList(Box<[sys::cl_mem]>);
+/// A migration's object list on the heap, counted in [`crate::live_objects`] (`kept_lists`).
+struct ObjectList(Vec<sys::cl_mem>, Live<KEPT>);
 
 // SAFETY: handle values only, never dereferenced here; OpenCL handles may be used from any
 // thread (OpenCL 3.0, "Multiple Host Threads"), and the driver only reads the list.

@@ -343,7 +343,8 @@ impl Buffer {
     /// carry the record themselves).
     pub(crate) fn into_raw_only(self) -> sys::cl_mem {
         let raw = self.raw;
-        // Drop the other fields (the shared info with its context and parent references) but not the buffer's reference.
+        // Drop the other fields (the shared info with its context and parent references) but
+        // not the buffer's reference.
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used again and its `Drop` never runs; each field is read once.
         unsafe {

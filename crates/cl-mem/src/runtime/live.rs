@@ -24,10 +24,14 @@ pub(crate) const MEM: usize = 2;
 
 /// `Event` (counted by hand in `runtime/event.rs`, where references are taken and given up).
 const EVENT: usize = 3;
+/// Argument lists kept on the heap until their command completed (a migration's object list:
+/// `buffer/fill.rs`), released by the command's completion callback.
+pub(crate) const KEPT: usize = 4;
 
 // Imports nothing of the crate, so every module may count through it without an import circle
 // (xtask/tests/module_graph.rs).
-static COUNTS: [AtomicUsize; 4] = [
+static COUNTS: [AtomicUsize; 5] = [
+    AtomicUsize::new(0),
     AtomicUsize::new(0),
     AtomicUsize::new(0),
     AtomicUsize::new(0),
@@ -92,6 +96,10 @@ pub struct LiveObjects {
     pub mem_objects: usize,
     /// [`crate::Event`] wrappers ([`crate::Event::live_count`]).
     pub events: usize,
+    /// Argument lists cl-mem keeps until their command completed (a migration's object list,
+    /// which NVIDIA's driver reads after the enqueue returned): each goes when its command's
+    /// completion callback runs, so a finished command leaves none behind.
+    pub kept_lists: usize,
 }
 
 impl LiveObjects {
@@ -102,6 +110,7 @@ impl LiveObjects {
             ("queue", self.queues, baseline.queues),
             ("memory object", self.mem_objects, baseline.mem_objects),
             ("event", self.events, baseline.events),
+            ("kept argument list", self.kept_lists, baseline.kept_lists),
         ]
         .into_iter()
         .filter(|(_, now, before)| now > before)
@@ -123,6 +132,7 @@ pub fn live_objects() -> LiveObjects {
         queues: COUNTS[QUEUE].load(Ordering::Relaxed),
         mem_objects: COUNTS[MEM].load(Ordering::Relaxed),
         events: events(),
+        kept_lists: COUNTS[KEPT].load(Ordering::Relaxed),
     }
 }
 
@@ -144,6 +154,11 @@ mod tests {
             ..base
         };
         assert_eq!(now.more_than(&base), [("queue", 2), ("event", 1)]);
+        let kept = LiveObjects {
+            kept_lists: 1,
+            ..base
+        };
+        assert_eq!(kept.more_than(&base), [("kept argument list", 1)]);
         assert!(base.more_than(&now).is_empty());
     }
 }
