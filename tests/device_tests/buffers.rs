@@ -20,7 +20,7 @@ use cl_mem::{
     Buffer, ClError, CopyOptions, Error, Event, Kernel, MapFlags, MemFlags, MemObject,
     MemObjectType, Memory, MigrationFlags, PinnedMemory, Program, Queue, Rect, UserEvent, Version,
 };
-use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
+use cl_tests::{eventually, fail, skip, DeviceTest, TestDevice, TestResult};
 
 /// The suite's tests, in the order they run.
 pub fn tests() -> Vec<DeviceTest> {
@@ -694,17 +694,10 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
     }
     gate.set_complete()?;
     Event::wait_for_all(&done.iter().collect::<Vec<_>>())?;
-    let t0 = std::time::Instant::now();
-    while cl_mem::live_objects().kept_lists > before
-        && t0.elapsed() < std::time::Duration::from_secs(5)
-    {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    assert_eq!(
-        cl_mem::live_objects().kept_lists,
-        before,
-        "a completed migration's object list was not released"
-    );
+    eventually(
+        "the completed migrations' object lists are released",
+        || Ok(cl_mem::live_objects().kept_lists <= before),
+    )?;
     for (i, b) in bufs.iter().enumerate() {
         let v = [u8::try_from(i)?; 64];
         b.write(&q, 0, &v, &[])?;

@@ -19,7 +19,7 @@ use cl_mem::{
 };
 use cl_pool::{ImmediateAllocator, MemoryPool, PoolError};
 use cl_raw::fault::{self, Plan, SITES};
-use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
+use cl_tests::{eventually, fail, skip, DeviceTest, TestDevice, TestResult};
 
 /// The three out-of-memory statuses (`ClError::is_out_of_memory`).
 const STATUSES: [ClError; 3] = [
@@ -632,12 +632,9 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
     }
     user.set_complete()?;
     // Only the registration made after the injected failures runs.
-    let t0 = std::time::Instant::now();
-    while ran.load(std::sync::atomic::Ordering::SeqCst) == 0
-        && t0.elapsed() < std::time::Duration::from_secs(5)
-    {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    eventually("the registered callback ran", || {
+        Ok(ran.load(std::sync::atomic::Ordering::SeqCst) > 0)
+    })?;
     assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1);
     Ok(())
 }

@@ -10,7 +10,7 @@ use cl_mem::{
     LocalMemory, MapFlags, MemFlags, MemObject, NullMem, ParamKind, Program, Queue, Sampler,
     UserEvent,
 };
-use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
+use cl_tests::{eventually, fail, skip, DeviceTest, TestDevice, TestResult};
 
 /// The suite's tests, in the order they run.
 pub(crate) fn tests() -> Vec<DeviceTest> {
@@ -318,18 +318,6 @@ fn objects_of_another_context_are_refused(dev: &TestDevice) -> TestResult {
     }
     // Nothing leaked: only our own references remain.
     assert_eq!(foreign.mem_reference_count()?, 1);
-    Ok(())
-}
-
-/// Polls `f` for up to ten seconds (event callbacks run on the driver's thread, after the wait).
-fn eventually(what: &str, mut f: impl FnMut() -> cl_mem::Result<bool>) -> TestResult {
-    let start = Instant::now();
-    while !f()? {
-        if start.elapsed() > Duration::from_secs(10) {
-            return Err(fail(format!("timed out waiting until {what}")));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
     Ok(())
 }
 

@@ -27,7 +27,7 @@ mod runner;
 
 pub use args::Args;
 pub use device::{SelectionError, TestDevice};
-pub use outcome::{fail, skip, skip_unless, Outcome, TestError, TestResult};
+pub use outcome::{eventually, fail, skip, skip_unless, Outcome, TestError, TestResult};
 pub use runner::leaks_deliberately;
 
 /// One device test: run once per selected device.

@@ -102,6 +102,23 @@ pub fn fail(message: impl Into<String>) -> TestError {
     }
 }
 
+/// Polls `f` for up to ten seconds, for what the driver finishes asynchronously (event callbacks
+/// run on its threads, after a wait returned); a timeout is a failure naming `what`.
+///
+/// # Errors
+///
+/// `f`'s error, or a failure when `f` is still false after ten seconds.
+pub fn eventually(what: &str, mut f: impl FnMut() -> cl_mem::Result<bool>) -> TestResult {
+    let start = std::time::Instant::now();
+    while !f()? {
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            return Err(fail(format!("timed out waiting until {what}")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    Ok(())
+}
+
 /// How one test ended on one device, after applying the expectations table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
