@@ -684,11 +684,21 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
         &[&gate],
     )?);
     scribble_stack();
+    // A careless caller: the only wrapper of a migrated buffer dropped while its migration waits.
+    let doomed = Buffer::new(q.context(), MemFlags::READ_WRITE, 4096)?;
+    done.push(enqueue_migrate_mem_objects(
+        &q,
+        &[&doomed],
+        MigrationFlags::CONTENT_UNDEFINED,
+        &[&gate],
+    )?);
+    drop(doomed);
+    scribble_stack();
     // Each migration's list is kept (counted) until its command completed, then released.
     let kept = cl_mem::live_objects().kept_lists;
-    if kept < before + 5 {
+    if kept < before + 6 {
         return Err(fail(format!(
-            "5 migrations held back keep {} object lists",
+            "6 migrations held back keep {} object lists",
             kept.saturating_sub(before)
         )));
     }
