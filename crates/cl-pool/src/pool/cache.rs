@@ -71,7 +71,60 @@ pub(super) const CACHE_BLOCKS: usize = 16;
 /// default 4 leading bits); higher bins (more leading bits) in a map.
 const DIRECT_BINS: usize = 1280;
 
-/// One bin of one thread's cache.
+/// A cache bin's blocks, newest last: [`CACHE_BLOCKS`] + 1 places inside the bin itself that
+/// never grow, so that a return's push is a length check and a store, inline, and a hit's pop
+/// reads no vector header first. (`Vec::push` stayed an out-of-line call on the return path;
+/// callgrind, issue 12, 2026-11-26.) `arrayvec` rather than hand-written `unsafe`: cl-pool keeps
+/// its own `unsafe` to two modules.
+pub(super) struct BlockStack<B> {
+    places: arrayvec::ArrayVec<B, { CACHE_BLOCKS + 1 }>,
+}
+
+impl<B> BlockStack<B> {
+    fn new() -> Self {
+        BlockStack {
+            places: arrayvec::ArrayVec::new(),
+        }
+    }
+
+    /// Blocks in the stack.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+
+    /// The newest block.
+    #[inline(always)]
+    fn pop(&mut self) -> Option<B> {
+        self.places.pop()
+    }
+
+    /// Pushes `b` unless every place is taken (then gives it back).
+    #[inline(always)]
+    fn push(&mut self, b: B) -> Result<(), B> {
+        self.places
+            .try_push(b)
+            .map_err(arrayvec::CapacityError::element)
+    }
+
+    /// The `n` oldest blocks (oldest first); the rest move down.
+    fn take_oldest(&mut self, n: usize) -> Vec<B> {
+        let n = n.min(self.places.len());
+        self.places.drain(..n).collect()
+    }
+
+    /// Every block (oldest first).
+    pub(super) fn take_all(&mut self) -> Vec<B> {
+        self.places.drain(..).collect()
+    }
+}
+
+/// One bin of one thread's cache (boxed in [`CacheBins`]: its blocks are inside it).
 ///
 /// `repr(C)`, in this order: a hit and a return both update `active_blocks`, `active_requested`
 /// and the length of `blocks`, and LLVM pairs adjacent counters into one 16-byte load and store
@@ -79,13 +132,17 @@ const DIRECT_BINS: usize = 1280;
 /// (`hits` with `active_blocks`; the return `active_blocks` with `active_requested`), each load
 /// read back half of the other's store, which cannot be forwarded: two store-forwarding stalls
 /// per hit + free (2026-11-26). So every counter both paths write sits between fields neither
-/// writes (`alloc`, `shared_*`, the capacity and pointer of `blocks`, whose length is its last
-/// word in today's `Vec`, an unspecified layout), and the counters only the hit writes sit apart
+/// writes (`shared_*`, `alloc`; the stack's length is its first field), and the counters only
+/// one path writes (`peak_held` the return; `hits`, `peak_active`, `last_tick` the hit) sit apart
 /// from them. A layout change that brings a stall back shows in criterion's `pool_host/*` and
 /// `pool_hit_alloc_free` benches, not in a test; the objdump check is in docs/PERFORMANCE.md.
 #[repr(C)]
 pub(super) struct CacheBin<B> {
-    pub(super) blocks: Vec<B>,
+    pub(super) peak_held: usize,
+    pub(super) hits: u64,
+    pub(super) peak_active: usize,
+    /// The pool's allocation tick (as this thread counts it) of the bin's last cached hit.
+    pub(super) last_tick: u64,
     /// The shared bin's held and active blocks when this thread last saw them (exact while no
     /// other thread uses the bin): with the cache's own figures, the bin's peaks.
     pub(super) shared_held: usize,
@@ -94,18 +151,14 @@ pub(super) struct CacheBin<B> {
     pub(super) active_requested: isize,
     /// The bin's block size (`alloc_size(bin)`), kept so a hit does not recompute it.
     pub(super) alloc: usize,
-    pub(super) peak_held: usize,
-    pub(super) hits: u64,
-    pub(super) peak_active: usize,
-    /// The pool's allocation tick (as this thread counts it) of the bin's last cached hit.
-    pub(super) last_tick: u64,
+    pub(super) blocks: BlockStack<B>,
 }
 
 impl<B> CacheBin<B> {
-    fn new(alloc: usize, shared_held: usize, shared_active: usize) -> Self {
-        CacheBin {
+    fn new(alloc: usize, shared_held: usize, shared_active: usize) -> Box<Self> {
+        Box::new(CacheBin {
             // Room for a full bin plus the block that overflows it: a return never grows it.
-            blocks: Vec::with_capacity(CACHE_BLOCKS + 1),
+            blocks: BlockStack::new(),
             alloc,
             hits: 0,
             active_blocks: 0,
@@ -115,15 +168,18 @@ impl<B> CacheBin<B> {
             peak_held: 0,
             peak_active: 0,
             last_tick: 0,
-        }
+        })
     }
 }
 
 /// A slot's bins: direct-indexed for the usual bin numbers.
 pub(super) struct CacheBins<B> {
-    direct: Vec<Option<CacheBin<B>>>,
-    other:
-        std::collections::HashMap<BinNumber, CacheBin<B>, std::hash::BuildHasherDefault<BinHasher>>,
+    direct: Vec<Option<Box<CacheBin<B>>>>,
+    other: std::collections::HashMap<
+        BinNumber,
+        Box<CacheBin<B>>,
+        std::hash::BuildHasherDefault<BinHasher>,
+    >,
 }
 
 impl<B> Default for CacheBins<B> {
@@ -139,7 +195,7 @@ impl<B> CacheBins<B> {
     #[inline]
     fn get_mut(&mut self, bin: BinNumber) -> Option<&mut CacheBin<B>> {
         match usize::try_from(bin) {
-            Ok(i) if i < DIRECT_BINS => self.direct.get_mut(i).and_then(Option::as_mut),
+            Ok(i) if i < DIRECT_BINS => self.direct.get_mut(i).and_then(Option::as_deref_mut),
             _ => self.other_mut(bin),
         }
     }
@@ -147,14 +203,14 @@ impl<B> CacheBins<B> {
     #[cold]
     #[inline(never)]
     fn other_mut(&mut self, bin: BinNumber) -> Option<&mut CacheBin<B>> {
-        self.other.get_mut(&bin)
+        self.other.get_mut(&bin).map(|b| &mut **b)
     }
 
     #[inline]
     fn get_or_insert_with(
         &mut self,
         bin: BinNumber,
-        f: impl FnOnce() -> CacheBin<B>,
+        f: impl FnOnce() -> Box<CacheBin<B>>,
     ) -> &mut CacheBin<B> {
         match usize::try_from(bin) {
             Ok(i) if i < DIRECT_BINS => {
@@ -171,20 +227,20 @@ impl<B> CacheBins<B> {
         self.direct
             .iter()
             .enumerate()
-            .filter_map(|(i, b)| Some((BinNumber::try_from(i).ok()?, b.as_ref()?)))
-            .chain(self.other.iter().map(|(&k, v)| (k, v)))
+            .filter_map(|(i, b)| Some((BinNumber::try_from(i).ok()?, b.as_deref()?)))
+            .chain(self.other.iter().map(|(&k, v)| (k, &**v)))
     }
 
     fn iter_mut(&mut self) -> impl Iterator<Item = (BinNumber, &mut CacheBin<B>)> {
         self.direct
             .iter_mut()
             .enumerate()
-            .filter_map(|(i, b)| Some((BinNumber::try_from(i).ok()?, b.as_mut()?)))
-            .chain(self.other.iter_mut().map(|(&k, v)| (k, v)))
+            .filter_map(|(i, b)| Some((BinNumber::try_from(i).ok()?, b.as_deref_mut()?)))
+            .chain(self.other.iter_mut().map(|(&k, v)| (k, &mut **v)))
     }
 
-    pub(super) fn take_all(&mut self) -> Vec<(BinNumber, CacheBin<B>)> {
-        let mut out: Vec<(BinNumber, CacheBin<B>)> = self
+    pub(super) fn take_all(&mut self) -> Vec<(BinNumber, Box<CacheBin<B>>)> {
+        let mut out: Vec<(BinNumber, Box<CacheBin<B>>)> = self
             .direct
             .iter_mut()
             .enumerate()
@@ -198,8 +254,9 @@ impl<B> CacheBins<B> {
 /// A slot's state, under its lock.
 ///
 /// `repr(C)`, in this order for the reason given at [`CacheBin`]: the counters a hit and a
-/// return both write (`active_bytes`, `held_bytes`, `outstanding`, the length of `spare`) each
-/// sit between fields neither writes, and `requests` (the hit's alone) apart from them.
+/// return both write (`active_bytes`, `held_bytes`, `outstanding`, the length of `spare`, its
+/// first field) each sit between fields neither writes, and `requests` (the hit's alone) apart
+/// from them, past the spares' places.
 #[repr(C)]
 pub(super) struct SlotState<A: Allocator> {
     /// Deltas of the pool-wide gauges made through this slot.
@@ -215,12 +272,12 @@ pub(super) struct SlotState<A: Allocator> {
     /// Owned blocks handed out through this slot, less those returned on the slot's own thread
     /// (those returned elsewhere are counted in `Slot::returned_elsewhere`).
     pub(super) outstanding: usize,
+    pub(super) bins: CacheBins<A::Block>,
     /// Spare references to this slot, left by owned blocks returned on the slot's thread and
     /// handed to its next owned hits: in the steady state an owned block costs no reference-count
     /// operation (each is a locked instruction). Dropped when the slot retires (they are a cycle
-    /// until then).
-    spare: Vec<Arc<Slot<A>>>,
-    pub(super) bins: CacheBins<A::Block>,
+    /// until then). In place, as a bin's blocks are (`BlockStack`): a push is inline.
+    spare: arrayvec::ArrayVec<Arc<Slot<A>>, SPARE_MAX>,
     pub(super) requests: u64,
 }
 
@@ -230,12 +287,10 @@ impl<A: Allocator> SlotState<A> {
     #[inline]
     fn keep_spare(&mut self, o: Arc<Slot<A>>) -> Option<Arc<Slot<A>>> {
         self.outstanding -= 1;
-        if self.spare.len() < SPARE_MAX {
-            self.spare.push(o);
-            None
-        } else {
-            Some(o)
-        }
+        self.spare
+            .try_push(o)
+            .err()
+            .map(arrayvec::CapacityError::element)
     }
 }
 
@@ -300,7 +355,7 @@ impl<A: Allocator> Slot<A> {
                     active_bytes: 0,
                     held_bytes: 0,
                     requests: 0,
-                    spare: Vec::new(),
+                    spare: arrayvec::ArrayVec::new(),
                     retired: false,
                     closed: false,
                 },
@@ -407,7 +462,7 @@ impl<A: Allocator> Slot<A> {
             .bins
             .get_mut(bin)
             // The capacity test lets the compiler drop `push`'s growth path.
-            .filter(|c| c.blocks.len() < CACHE_BLOCKS && c.blocks.len() < c.blocks.capacity())
+            .filter(|c| c.blocks.len() < CACHE_BLOCKS)
         else {
             return match block.take() {
                 Some(b) => Ok(self.put_slow(guard, bin, size, b, here)),
@@ -419,7 +474,11 @@ impl<A: Allocator> Slot<A> {
         };
         c.active_blocks -= 1;
         c.active_requested = c.active_requested.wrapping_sub(signed(size));
-        c.blocks.push(b);
+        if let Err(b) = c.blocks.push(b) {
+            // Not reached: `len < CACHE_BLOCKS` was checked above.
+            *block = Some(b);
+            return Err(here);
+        }
         c.peak_held = c.peak_held.max(c.shared_held + c.blocks.len());
         let bytes = c.alloc;
         s.active_bytes = s.active_bytes.wrapping_sub(signed(size));
@@ -450,9 +509,13 @@ impl<A: Allocator> Slot<A> {
         let bytes = c.alloc;
         c.active_blocks -= 1;
         c.active_requested = c.active_requested.wrapping_sub(signed(size));
-        c.blocks.push(block);
-        let overflow = (c.blocks.len() > CACHE_BLOCKS)
-            .then(|| c.blocks.drain(..CACHE_BLOCKS / 2).collect::<Vec<_>>());
+        // Room for a full bin plus the block that overflows it (`BlockStack`): never refused.
+        let overflow = match c.blocks.push(block) {
+            Ok(()) => {
+                (c.blocks.len() > CACHE_BLOCKS).then(|| c.blocks.take_oldest(CACHE_BLOCKS / 2))
+            }
+            Err(b) => Some(vec![b]),
+        };
         let moved = overflow.as_ref().map_or(0, Vec::len);
         c.shared_held += moved;
         c.peak_held = c.peak_held.max(c.shared_held + c.blocks.len());
@@ -532,7 +595,7 @@ impl<A: Allocator> Slot<A> {
                 b.shared_held += b.blocks.len();
                 out.push(Drained {
                     bin,
-                    blocks: std::mem::take(&mut b.blocks),
+                    blocks: b.blocks.take_all(),
                     last_tick: b.last_tick,
                 });
             }
@@ -562,7 +625,7 @@ impl<A: Allocator> Slot<A> {
     pub(super) fn take_state(
         &self,
         retire: bool,
-    ) -> (Vec<(BinNumber, CacheBin<A::Block>)>, isize, isize, u64) {
+    ) -> (Vec<(BinNumber, Box<CacheBin<A::Block>>)>, isize, isize, u64) {
         let mut s = self.lock();
         s.retired |= retire;
         if retire {

@@ -327,12 +327,12 @@ impl<A: Allocator> Inner<A> {
     /// A slot's blocks and deltas into the shared state (caller holds the registry lock).
     pub(super) fn fold(
         &self,
-        bins: Vec<(BinNumber, super::cache::CacheBin<A::Block>)>,
+        bins: Vec<(BinNumber, Box<super::cache::CacheBin<A::Block>>)>,
         active: isize,
         held: isize,
         requests: u64,
     ) {
-        for (bin, c) in bins {
+        for (bin, mut c) in bins {
             let mut shard = self.shard(bin);
             let b = shard.bin_entry(bin, self.layout);
             b.stats.hits += c.hits;
@@ -344,7 +344,7 @@ impl<A: Allocator> Inner<A> {
                 .stats
                 .active_requested_bytes
                 .wrapping_add_signed(c.active_requested);
-            b.blocks.extend(c.blocks);
+            b.blocks.extend(c.blocks.take_all());
             b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
         }
         self.with_gauges(|| {
