@@ -823,16 +823,16 @@ impl<A: Allocator> tls::SlotWork<Slot<A>> for PutOwned<'_, A> {
             size,
             block,
         } = self;
-        if std::ptr::eq(Arc::as_ptr(&origin), slot) {
-            match slot.put(bin, size, block, Some(origin), me) {
-                Ok(extra) => Ok((extra, None)),
-                Err(o) => Err(o.unwrap_or_else(unreachable_origin)),
-            }
+        // One `put` (inlined once): the block's own slot keeps `origin` as a spare; another
+        // thread's slot takes the block only, and `origin` is handed back as foreign.
+        let (here, foreign) = if std::ptr::eq(Arc::as_ptr(&origin), slot) {
+            (Some(origin), None)
         } else {
-            match slot.put(bin, size, block, None, me) {
-                Ok(extra) => Ok((extra, Some(origin))),
-                Err(_) => Err(origin),
-            }
+            (None, Some(origin))
+        };
+        match slot.put(bin, size, block, here, me) {
+            Ok(extra) => Ok((extra, foreign)),
+            Err(here) => Err(here.or(foreign).unwrap_or_else(unreachable_origin)),
         }
     }
 }

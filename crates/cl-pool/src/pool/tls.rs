@@ -15,12 +15,15 @@
 //!   cleared before any entry leaves `entries` (every removal is in this module, under
 //!   `borrow_mut`), so while `hot` is set its entry is in the list, and the entry's `Arc` keeps
 //!   the slot alive.
-//! - It is read only inside [`with_slot`], which first takes a shared borrow of `entries` and
-//!   keeps it while the caller's closure runs: no entry can leave meanwhile (a removal needs
-//!   `borrow_mut`, which fails while the borrow lives), so the reference given to the closure
-//!   outlives nothing it points to.
+//! - It is read only inside [`with_slot`], which *pins* the list (`pins`, a count of
+//!   `with_slot` calls in progress on this thread) while the caller's work runs: no entry can
+//!   leave meanwhile ([`insert`], the only removal besides the thread's exit, gives up while the
+//!   list is pinned or borrowed), so the reference given to the work outlives nothing it points
+//!   to. A count rather than a `RefCell` borrow: a borrow is a checked add and a store each way,
+//!   on every hit and every return (issue 12); an unwinding work unpins through a guard.
 //! - It is used only when both `pool` and `type` match the request's: the pointer is then the
-//!   address of a live slot of the very type the caller names.
+//!   address of a live slot of the very type the caller names. (Cleared, its `pool` is 0, which
+//!   is no pool's address.)
 //! - At thread exit the list is destroyed with its key; `with_slot` reaches `hot` only through
 //!   the key (`try_with`), which fails from then on. While it succeeds, the list outlives the
 //!   call that asked (its destructor runs only after this thread's code returned to the exit
@@ -57,20 +60,23 @@ impl Drop for TlsEntry {
 
 #[derive(Clone, Copy)]
 struct Hot {
+    /// 0 (no pool has that address) while cold.
     pool: usize,
-    ty: Option<TypeId>,
+    ty: TypeId,
     slot: *const (),
 }
 
 const COLD: Hot = Hot {
     pool: 0,
-    ty: None,
+    ty: TypeId::of::<()>(),
     slot: std::ptr::null(),
 };
 
 struct Local {
     entries: RefCell<Vec<TlsEntry>>,
     hot: Cell<Hot>,
+    /// `with_slot` calls in progress on this thread: no entry leaves while it is not 0.
+    pins: Cell<usize>,
 }
 
 thread_local! {
@@ -78,8 +84,27 @@ thread_local! {
         Local {
             entries: RefCell::new(Vec::new()),
             hot: Cell::new(COLD),
+            pins: Cell::new(0),
         }
     };
+}
+
+/// A pin of the list (see the module docs), let go when dropped (also when the work unwinds).
+struct Pin<'a>(&'a Cell<usize>);
+
+impl<'a> Pin<'a> {
+    #[inline(always)]
+    fn new(pins: &'a Cell<usize>) -> Self {
+        pins.set(pins.get() + 1);
+        Pin(pins)
+    }
+}
+
+impl Drop for Pin<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
 }
 
 /// The calling thread's identity (the address of its slot list; 0 while the thread exits).
@@ -104,10 +129,10 @@ pub(super) trait SlotWork<S> {
 
 /// Runs `work` on the calling thread's slot of pool `pool` (with the thread's key), or gives
 /// `work` back when the thread has none (or is exiting). While it runs no slot of this thread
-/// can be added or removed: the list is borrowed, so [`insert`] gives up instead (its new slot
-/// is retired at once, as its entry is dropped) and nothing dangles. The work of the cache
-/// module runs no user code (no allocator hook, no block's drop) and does not exit the thread,
-/// which the reasoning of [`local`] relies on.
+/// can be removed: the list is pinned, so [`insert`] gives up instead (its new slot is retired at
+/// once, as its entry is dropped) and nothing dangles. The work of the cache module runs no user
+/// code (no allocator hook, no block's drop) and does not exit the thread, which the reasoning
+/// of [`local`] relies on.
 #[inline(always)]
 pub(super) fn with_slot<S: Any, W: SlotWork<S>>(pool: usize, work: W) -> Result<W::Output, W> {
     // SAFETY: `l` is used only in this call, which does not end the thread (`work` is cache
@@ -116,24 +141,21 @@ pub(super) fn with_slot<S: Any, W: SlotWork<S>>(pool: usize, work: W) -> Result<
         return Err(work);
     };
     let me = std::ptr::from_ref(l) as usize;
-    // Held until `work` returns: no entry (and so no slot `hot` names) leaves meanwhile.
-    let Ok(entries) = l.entries.try_borrow() else {
-        return Err(work);
-    };
-    let hot = l.hot.get();
-    let slot = if hot.pool == pool && hot.ty == Some(TypeId::of::<S>()) {
-        // SAFETY: module docs: `hot` names the slot of an entry still in `entries` (borrowed
-        // above, so it stays), whose `Arc` keeps it alive, and that slot is an `S` (same
-        // `TypeId`).
-        unsafe { &*hot.slot.cast::<S>() }
-    } else {
-        match find_in::<S>(l, &entries, pool) {
-            Some(s) => s,
+    let mut hot = l.hot.get();
+    if hot.pool != pool || hot.ty != TypeId::of::<S>() {
+        match find_in::<S>(l, pool) {
+            Some(h) => hot = h,
             None => return Err(work),
         }
-    };
+    }
+    // Held until `work` returns: no entry (and so no slot `hot` names) leaves meanwhile. Nothing
+    // ran since `hot` was read or remembered (no entry left in between).
+    let pin = Pin::new(&l.pins);
+    // SAFETY: module docs: `hot` names the slot of an entry still in `entries` (pinned above, so
+    // it stays), whose `Arc` keeps it alive, and that slot is an `S` (same `TypeId`).
+    let slot = unsafe { &*hot.slot.cast::<S>() };
     let r = work.run(slot, me);
-    drop(entries);
+    drop(pin);
     Ok(r)
 }
 
@@ -155,17 +177,19 @@ unsafe fn local<'a>() -> Option<&'a Local> {
     Some(unsafe { &*p })
 }
 
-/// The entry of `pool`, typed, remembered as `hot`.
+/// The entry of `pool`, typed, remembered as `hot` (and returned).
 #[cold]
-fn find_in<'e, S: Any>(l: &Local, entries: &'e [TlsEntry], pool: usize) -> Option<&'e S> {
+fn find_in<S: Any>(l: &Local, pool: usize) -> Option<Hot> {
+    let entries = l.entries.try_borrow().ok()?;
     let e = entries.iter().find(|e| e.pool == pool)?;
     let slot = e.slot.as_any().downcast_ref::<S>()?;
-    l.hot.set(Hot {
+    let hot = Hot {
         pool,
-        ty: Some(TypeId::of::<S>()),
+        ty: TypeId::of::<S>(),
         slot: std::ptr::from_ref(slot).cast(),
-    });
-    Some(slot)
+    };
+    l.hot.set(hot);
+    Some(hot)
 }
 
 /// A counted reference to the calling thread's slot of `pool`, if it has one.
@@ -185,11 +209,15 @@ pub(super) fn find<S: Any + Send + Sync>(pool: usize) -> Option<Arc<S>> {
 
 /// Registers `slot` as the calling thread's slot of `pool`, dropping any entry of the same pool
 /// address and any entry whose slot no longer leases its pool. `false` while the thread exits
-/// or its list is borrowed: the entry is then dropped, which retires the slot (folds it back
-/// into its pool), so no slot stays registered with its pool without a thread to retire it.
+/// or its list is pinned or borrowed: the entry is then dropped, which retires the slot (folds it
+/// back into its pool), so no slot stays registered with its pool without a thread to retire it.
 pub(super) fn insert(pool: usize, slot: Arc<dyn SlotDyn>) -> bool {
     let entry = TlsEntry { pool, slot };
     let stale = LOCAL.try_with(|l| {
+        // Pinned: a `with_slot` of this thread is running (module docs).
+        if l.pins.get() != 0 {
+            return None;
+        }
         let Ok(mut v) = l.entries.try_borrow_mut() else {
             return None;
         };
@@ -214,7 +242,78 @@ pub(super) fn insert(pool: usize, slot: Arc<dyn SlotDyn>) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::{MemoryPool, SimulatedAllocator};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Default)]
+    struct Probe {
+        retired: AtomicBool,
+    }
+
+    impl SlotDyn for Probe {
+        fn retire(&self) {
+            self.retired.store(true, Ordering::SeqCst);
+        }
+        fn alive(&self) -> bool {
+            true
+        }
+        fn as_any(&self) -> &(dyn Any + Send + Sync) {
+            self
+        }
+        fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+            self
+        }
+    }
+
+    /// Work that registers another slot while the list is pinned (or panics).
+    struct Nested(Option<Arc<Probe>>);
+
+    impl SlotWork<Probe> for Nested {
+        type Output = bool;
+        fn run(self, _slot: &Probe, _me: usize) -> bool {
+            match self.0 {
+                Some(p) => insert(0x20, p),
+                None => panic!("work that unwinds"),
+            }
+        }
+    }
+
+    /// While a `with_slot` runs, no entry can be added or removed (the reference it gave out
+    /// would dangle): `insert` refuses and retires the new slot. A work that unwinds unpins
+    /// the list. Miri checks the references.
+    #[test]
+    fn a_pinned_list_refuses_entries_until_the_work_ends() {
+        let first = Arc::new(Probe::default());
+        assert!(insert(0x10, Arc::clone(&first) as Arc<dyn SlotDyn>));
+        let second = Arc::new(Probe::default());
+        let inserted = with_slot::<Probe, _>(0x10, Nested(Some(Arc::clone(&second))));
+        assert_eq!(inserted.ok(), Some(false));
+        assert!(second.retired.load(Ordering::SeqCst));
+        assert!(!first.retired.load(Ordering::SeqCst));
+
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_slot::<Probe, _>(0x10, Nested(None)).ok()
+        }));
+        assert!(unwound.is_err());
+        let third = Arc::new(Probe::default());
+        assert!(insert(0x30, Arc::clone(&third) as Arc<dyn SlotDyn>));
+        assert!(!third.retired.load(Ordering::SeqCst));
+        // Both registered slots are still found, the first through a fresh lookup.
+        assert!(find::<Probe>(0x10).is_some_and(|p| Arc::ptr_eq(&p, &first)));
+        assert!(find::<Probe>(0x30).is_some_and(|p| Arc::ptr_eq(&p, &third)));
+        // Not a slot of that type: no match, the work comes back.
+        assert!(
+            with_slot::<super::super::cache::Slot<SimulatedAllocator>, _>(0x10, NoWork).is_err()
+        );
+    }
+
+    struct NoWork;
+
+    impl SlotWork<super::super::cache::Slot<SimulatedAllocator>> for NoWork {
+        type Output = ();
+        fn run(self, _slot: &super::super::cache::Slot<SimulatedAllocator>, _me: usize) {}
+    }
 
     /// Two pools of different allocator types used in turn on one thread: the remembered slot
     /// switches with the pool and is never taken for the other pool's (counters stay each
