@@ -76,6 +76,7 @@ const DIRECT_BINS: usize = 1280;
 /// reads no vector header first. (`Vec::push` stayed an out-of-line call on the return path;
 /// callgrind, issue 12, 2026-11-26.) `arrayvec` rather than hand-written `unsafe`: cl-pool keeps
 /// its own `unsafe` to two modules.
+#[repr(transparent)]
 pub(super) struct BlockStack<B> {
     places: arrayvec::ArrayVec<B, { CACHE_BLOCKS + 1 }>,
 }
@@ -132,9 +133,9 @@ impl<B> BlockStack<B> {
 /// (`hits` with `active_blocks`; the return `active_blocks` with `active_requested`), each load
 /// read back half of the other's store, which cannot be forwarded: two store-forwarding stalls
 /// per hit + free (2026-11-26). So every counter both paths write sits between fields neither
-/// writes (`shared_*`, `alloc`; the stack's length is its first field), and the counters only
-/// one path writes (`peak_held` the return; `hits`, `peak_active`, `last_tick` the hit) sit apart
-/// from them. A layout change that brings a stall back shows in criterion's `pool_host/*` and
+/// writes (`shared_*`, `alloc`; the stack's length is its first field, in arrayvec 0.7's
+/// `repr(C)` `ArrayVec`), and the counters only one path writes (`peak_held` the return; `hits`,
+/// `peak_active`, `last_tick` the hit) sit apart from them. A layout change that brings a stall back shows in criterion's `pool_host/*` and
 /// `pool_hit_alloc_free` benches, not in a test; the objdump check is in docs/PERFORMANCE.md.
 #[repr(C)]
 pub(super) struct CacheBin<B> {
@@ -472,13 +473,14 @@ impl<A: Allocator> Slot<A> {
         let Some(b) = block.take() else {
             return Err(here);
         };
-        c.active_blocks -= 1;
-        c.active_requested = c.active_requested.wrapping_sub(signed(size));
         if let Err(b) = c.blocks.push(b) {
-            // Not reached: `len < CACHE_BLOCKS` was checked above.
+            // Not reached (`len < CACHE_BLOCKS` was checked above); if it were, nothing is
+            // counted yet and the block goes back to its handle.
             *block = Some(b);
             return Err(here);
         }
+        c.active_blocks -= 1;
+        c.active_requested = c.active_requested.wrapping_sub(signed(size));
         c.peak_held = c.peak_held.max(c.shared_held + c.blocks.len());
         let bytes = c.alloc;
         s.active_bytes = s.active_bytes.wrapping_sub(signed(size));
@@ -509,12 +511,19 @@ impl<A: Allocator> Slot<A> {
         let bytes = c.alloc;
         c.active_blocks -= 1;
         c.active_requested = c.active_requested.wrapping_sub(signed(size));
-        // Room for a full bin plus the block that overflows it (`BlockStack`): never refused.
+        // Room for a full bin plus the block that overflows it (`BlockStack`), so the push is
+        // not refused; if it were, the oldest half would go first and LIFO order still hold.
         let overflow = match c.blocks.push(block) {
             Ok(()) => {
                 (c.blocks.len() > CACHE_BLOCKS).then(|| c.blocks.take_oldest(CACHE_BLOCKS / 2))
             }
-            Err(b) => Some(vec![b]),
+            Err(b) => {
+                let mut oldest = c.blocks.take_oldest(CACHE_BLOCKS / 2);
+                if let Err(b) = c.blocks.push(b) {
+                    oldest.push(b);
+                }
+                Some(oldest)
+            }
         };
         let moved = overflow.as_ref().map_or(0, Vec::len);
         c.shared_held += moved;

@@ -1,0 +1,93 @@
+//! The per-thread caches' fixed-place stacks (issue 12, 2026-11-26): a bin's blocks past its 16
+//! places and a slot's spare references past `SPARE_MAX` (64), with the host allocator.
+#![allow(clippy::unwrap_used)]
+use cl_pool::{Allocator, HostAllocError, HostBlock, MemoryPool, TestAllocator};
+use std::sync::Arc;
+
+#[derive(Clone)]
+struct Shared(Arc<TestAllocator>);
+impl Allocator for Shared {
+    type Block = HostBlock;
+    type Error = HostAllocError;
+    fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
+        self.0.allocate(s)
+    }
+    fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
+        self.0.free(b)
+    }
+}
+
+/// 50 blocks of one bin freed oldest first pass the 16-block cache twice over: the next
+/// allocations must come back newest first (PyOpenCL LIFO), with exact held figures.
+#[test]
+fn lifo_and_held_figures_through_overflow() {
+    for n in [15usize, 16, 17, 18, 33, 50, 100] {
+        let pool = MemoryPool::new(TestAllocator::new());
+        let blocks: Vec<_> = (0..n).map(|_| pool.allocate(1000).unwrap()).collect();
+        let ids: Vec<u64> = blocks.iter().map(|b| b.block().id).collect();
+        let per = pool.alloc_size(pool.bin_number(1000));
+        for (i, b) in blocks.into_iter().enumerate() {
+            drop(b);
+            assert_eq!(pool.held_blocks(), i + 1, "n {n} i {i}");
+            assert_eq!(pool.held_bytes(), (i + 1) * per);
+            let s = pool.stats();
+            assert_eq!((s.held_blocks, s.active_blocks), (i + 1, n - i - 1));
+        }
+        let again: Vec<_> = (0..n).map(|_| pool.allocate(1000).unwrap()).collect();
+        let got: Vec<u64> = again.iter().map(|b| b.block().id).collect();
+        let want: Vec<u64> = ids.iter().rev().copied().collect();
+        assert_eq!(got, want, "n {n}");
+        assert_eq!(pool.held_blocks(), 0);
+        assert_eq!(pool.held_bytes(), 0);
+        assert_eq!(pool.allocator().allocations(), n as u64);
+        drop(again);
+        // a walk drains the cache; refill and drain again
+        pool.free_held();
+        assert_eq!((pool.held_blocks(), pool.held_bytes()), (0, 0));
+        let v: Vec<_> = (0..n).map(|_| pool.allocate(1000).unwrap()).collect();
+        drop(v);
+        assert_eq!((pool.held_blocks(), pool.held_bytes()), (n, n * per));
+        let bs: usize = pool.bin_stats().iter().map(|b| b.held_blocks).sum();
+        assert_eq!(bs, n);
+    }
+}
+
+/// More owned blocks out than SPARE_MAX, returned on their own thread and on another one:
+/// nothing leaks and the pool (and its allocator) goes when its last handle and blocks go.
+#[test]
+fn spare_overflow_keeps_counts_and_lets_the_pool_go() {
+    let alloc = Arc::new(TestAllocator::new());
+    std::thread::spawn({
+        let alloc = alloc.clone();
+        move || {
+            let pool = MemoryPool::new(Shared(alloc.clone()));
+            for round in 0..5 {
+                let v: Vec<_> = (0..200)
+                    .map(|i| pool.allocate(64 << (i % 5)).unwrap())
+                    .collect();
+                drop(v);
+                let v: Vec<_> = (0..200)
+                    .map(|i| pool.allocate(64 << (i % 5)).unwrap())
+                    .collect();
+                let (a, b): (Vec<_>, Vec<_>) =
+                    v.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+                std::thread::spawn(move || drop(a)).join().unwrap();
+                drop(b);
+                let s = pool.stats();
+                assert_eq!(s.active_blocks, 0, "round {round}");
+            }
+            let kept: Vec<_> = (0..100).map(|_| pool.allocate(5000).unwrap()).collect();
+            drop(pool);
+            drop(kept);
+            assert_eq!(alloc.in_use(), 0);
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(alloc.allocations(), alloc.frees());
+    assert_eq!(
+        Arc::strong_count(&alloc),
+        1,
+        "the pool's allocator was leaked"
+    );
+}
