@@ -462,7 +462,7 @@ impl<A: Allocator> Slot<A> {
         let Some(c) = s
             .bins
             .get_mut(bin)
-            // The capacity test lets the compiler drop `push`'s growth path.
+            // A full bin (or a new one) goes the slow way, which moves the oldest half out.
             .filter(|c| c.blocks.len() < CACHE_BLOCKS)
         else {
             return match block.take() {
