@@ -78,6 +78,36 @@ pub trait Allocator: Send + Sync + 'static {
     }
 }
 
+/// A shared allocator is an allocator: every call (the hooks included) goes to the one behind the
+/// `Arc`. Several pools can then draw on one allocator, and the caller keeps a handle to it (to
+/// read a [`TestAllocator`]'s counters after the pool is gone, say), as PyOpenCL's pools share
+/// allocator objects by reference.
+impl<A: Allocator + ?Sized> Allocator for std::sync::Arc<A> {
+    type Block = A::Block;
+    type Error = A::Error;
+
+    fn allocate(&self, size: usize) -> Result<Option<Self::Block>, Self::Error> {
+        (**self).allocate(size)
+    }
+
+    fn free(&self, block: Self::Block) -> Result<(), Self::Error> {
+        (**self).free(block)
+    }
+
+    fn is_deferred(&self) -> bool {
+        (**self).is_deferred()
+    }
+
+    fn try_release_blocks(&self) {
+        (**self).try_release_blocks();
+    }
+
+    #[inline]
+    fn hand_out_existing_block(&self, block: &mut Self::Block) -> Result<(), Self::Error> {
+        (**self).hand_out_existing_block(block)
+    }
+}
+
 /// Errors of the host-only allocators ([`TestAllocator`], [`SimulatedAllocator`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

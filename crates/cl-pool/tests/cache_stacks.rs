@@ -1,21 +1,9 @@
 //! The per-thread caches' fixed-place stacks (issue 12, 2026-11-26): a bin's blocks past its 16
-//! places and a slot's spare references past `SPARE_MAX` (64), with the host allocator.
+//! places and a slot's spare references past `SPARE_MAX` (64), with the host allocator shared
+//! through an `Arc` (which forwards every call, also tested here).
 #![allow(clippy::unwrap_used)]
-use cl_pool::{Allocator, HostAllocError, HostBlock, MemoryPool, TestAllocator};
+use cl_pool::{MemoryPool, TestAllocator};
 use std::sync::Arc;
-
-#[derive(Clone)]
-struct Shared(Arc<TestAllocator>);
-impl Allocator for Shared {
-    type Block = HostBlock;
-    type Error = HostAllocError;
-    fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
-        self.0.allocate(s)
-    }
-    fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
-        self.0.free(b)
-    }
-}
 
 /// 50 blocks of one bin freed oldest first pass the 16-block cache twice over: the next
 /// allocations must come back newest first (PyOpenCL LIFO), with exact held figures.
@@ -60,7 +48,7 @@ fn spare_overflow_keeps_counts_and_lets_the_pool_go() {
     std::thread::spawn({
         let alloc = alloc.clone();
         move || {
-            let pool = MemoryPool::new(Shared(alloc.clone()));
+            let pool = MemoryPool::new(Arc::clone(&alloc));
             for round in 0..5 {
                 let v: Vec<_> = (0..200)
                     .map(|i| pool.allocate(64 << (i % 5)).unwrap())
@@ -90,4 +78,48 @@ fn spare_overflow_keeps_counts_and_lets_the_pool_go() {
         1,
         "the pool's allocator was leaked"
     );
+}
+
+/// An `Arc` of an allocator forwards every call, the hooks included (a forgotten hook would fall
+/// back to the trait's default silently): `is_deferred`, `try_release_blocks` on an
+/// out-of-memory, and `hand_out_existing_block` on every cached hit.
+#[test]
+fn a_shared_allocator_forwards_every_hook() {
+    use cl_pool::{Allocator, HostAllocError, HostBlock};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let test = Arc::new(TestAllocator::with_capacity(1 << 20));
+    test.set_deferred(true);
+    let pool = MemoryPool::new(Arc::clone(&test));
+    assert!(pool.allocator().is_deferred());
+    let kept = pool.allocate(2048).unwrap();
+    drop(pool.allocate(1024).unwrap());
+    test.fail_next_out_of_memory(1);
+    let again = pool.allocate(2000).unwrap();
+    assert_eq!(test.release_calls(), 1);
+    drop((kept, again));
+
+    struct HandOuts(TestAllocator, AtomicU64);
+    impl Allocator for HandOuts {
+        type Block = HostBlock;
+        type Error = HostAllocError;
+        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
+            self.0.allocate(s)
+        }
+        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
+            self.0.free(b)
+        }
+        fn hand_out_existing_block(&self, _: &mut HostBlock) -> Result<(), HostAllocError> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+    let counting = Arc::new(HandOuts(TestAllocator::new(), AtomicU64::new(0)));
+    let pool = MemoryPool::new(Arc::clone(&counting));
+    for _ in 0..10 {
+        drop(pool.allocate(100).unwrap());
+    }
+    assert_eq!(counting.1.load(Ordering::Relaxed), 9);
+    drop(pool);
+    assert_eq!(counting.0.in_use(), 0);
 }

@@ -482,18 +482,7 @@ fn deferred_allocators_still_make_a_pool() {
 #[test]
 fn the_pool_frees_held_blocks_when_dropped() {
     let alloc = Arc::new(TestAllocator::new());
-    struct Shared(Arc<TestAllocator>);
-    impl Allocator for Shared {
-        type Block = HostBlock;
-        type Error = HostAllocError;
-        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
-            self.0.allocate(s)
-        }
-        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
-            self.0.free(b)
-        }
-    }
-    let pool = MemoryPool::new(Shared(alloc.clone()));
+    let pool = MemoryPool::new(Arc::clone(&alloc));
     let kept = pool.allocate(100).unwrap();
     drop(pool.allocate(200).unwrap());
     drop(pool);
@@ -913,21 +902,9 @@ fn a_deferred_allocator_makes_the_pool_warn() {
 /// and go at reused addresses.
 #[test]
 fn spare_slot_references_keep_counts_and_let_pools_go() {
-    #[derive(Clone)]
-    struct Shared(Arc<TestAllocator>);
-    impl Allocator for Shared {
-        type Block = HostBlock;
-        type Error = HostAllocError;
-        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
-            self.0.allocate(s)
-        }
-        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
-            self.0.free(b)
-        }
-    }
     let alloc = Arc::new(TestAllocator::new());
     for round in 0..200usize {
-        let pool = MemoryPool::new(Shared(alloc.clone()));
+        let pool = MemoryPool::new(Arc::clone(&alloc));
         // Same-thread churn: spares are left and reused.
         for _ in 0..50 {
             let a = pool.allocate(1000).unwrap();
