@@ -1026,6 +1026,64 @@ fn set_policy_strands_cached_blocks() {
     );
 }
 
+/// While the caches are off, every return goes to the shared bins: through a slot that was
+/// open when they went off and through one made while they were off (the other thread gets the
+/// block just returned, shared LIFO). Switched on again, each thread's returns are its own
+/// (the other thread does not see them).
+#[test]
+fn caches_off_then_on_across_registered_slots() {
+    use std::sync::mpsc::channel;
+    let pool = MemoryPool::new(TestAllocator::new());
+    // This thread's slot exists (and caches) before the switch.
+    drop(pool.allocate(1000).unwrap());
+    pool.set_policy(Policy {
+        shared_bins_only: true,
+        ..Policy::default()
+    });
+    let (to_main, from_t) = channel::<u64>();
+    let (to_t, from_main) = channel::<u64>();
+    let pool = &pool;
+    // `move`: a failed check here drops `to_t`, which ends the other thread's wait (no hang).
+    std::thread::scope(move |sc| {
+        sc.spawn(move || {
+            // Made while the caches are off.
+            let x = pool.allocate(1000).unwrap();
+            let id = x.block().id;
+            drop(x);
+            to_main.send(id).unwrap();
+            // This thread's slot stays registered (the thread alive) while the other checks.
+            let returned_by_main = from_main.recv().unwrap();
+            let y = pool.allocate(1000).unwrap();
+            assert_eq!(y.block().id, returned_by_main, "caches off: shared LIFO");
+            drop(y);
+            to_main.send(0).unwrap();
+            // Caches on again: the other thread's return stays in its cache.
+            let kept_by_main = from_main.recv().unwrap();
+            let z = pool.allocate(1000).unwrap();
+            assert_ne!(z.block().id, kept_by_main, "caches on: a thread's own cache");
+            drop(z);
+        });
+        let id = from_t.recv().unwrap();
+        let a = pool.allocate(1000).unwrap();
+        assert_eq!(a.block().id, id, "caches off: shared LIFO");
+        let ida = a.block().id;
+        drop(a);
+        to_t.send(ida).unwrap();
+        from_t.recv().unwrap();
+        pool.set_policy(Policy::default());
+        let b = pool.allocate(1000).unwrap();
+        let idb = b.block().id;
+        drop(b);
+        // Cached here: this thread's next request gets it back.
+        let again = pool.allocate(1000).unwrap();
+        assert_eq!(again.block().id, idb);
+        drop(again);
+        to_t.send(idb).unwrap();
+    });
+    let s = pool.stats();
+    assert_eq!(s.active_blocks, 0, "{s:?}");
+}
+
 /// Held-bytes cap set at run time: the cached block is not seen by the cap check.
 #[test]
 fn set_policy_cap_ignores_cached_blocks() {

@@ -193,11 +193,16 @@ impl<B> Default for CacheBins<B> {
 }
 
 impl<B> CacheBins<B> {
+    /// One bounds check on the hit path: `direct` never grows past [`DIRECT_BINS`] places, so a
+    /// bin past its end is either a direct bin this thread has not cached (the map, cold and
+    /// empty for it, says so) or a higher one.
     #[inline]
     fn get_mut(&mut self, bin: BinNumber) -> Option<&mut CacheBin<B>> {
-        match usize::try_from(bin) {
-            Ok(i) if i < DIRECT_BINS => self.direct.get_mut(i).and_then(Option::as_deref_mut),
-            _ => self.other_mut(bin),
+        let i = usize::try_from(bin).unwrap_or(usize::MAX);
+        if i < self.direct.len() {
+            self.direct.get_mut(i).and_then(Option::as_deref_mut)
+        } else {
+            self.other_mut(bin)
         }
     }
 
@@ -266,10 +271,11 @@ pub(super) struct SlotState<A: Allocator> {
     /// slot are alive.
     pub(super) inner: Option<Arc<Inner<A>>>,
     pub(super) held_bytes: isize,
-    /// Folded back into the shared state (its thread exited): takes no more blocks.
-    pub(super) retired: bool,
-    /// The pool closed (its last handle went).
-    pub(super) closed: bool,
+    /// Why the slot caches nothing now: any of [`RETIRED`] (folded back into the shared state,
+    /// its thread exited), [`CLOSED`] (the pool's last handle went) and [`OFF`] (the pool's caches
+    /// are switched off); 0 while it caches. One byte, so that a hit and a return test one field
+    /// instead of two flags, the lease and the pool's switch (issue 12).
+    pub(super) shut: u8,
     /// Owned blocks handed out through this slot, less those returned on the slot's own thread
     /// (those returned elsewhere are counted in `Slot::returned_elsewhere`).
     pub(super) outstanding: usize,
@@ -294,6 +300,14 @@ impl<A: Allocator> SlotState<A> {
             .map(arrayvec::CapacityError::element)
     }
 }
+
+/// [`SlotState::shut`]: the slot's thread exited and the slot was folded back.
+pub(super) const RETIRED: u8 = 1;
+/// [`SlotState::shut`]: the pool closed.
+pub(super) const CLOSED: u8 = 2;
+/// [`SlotState::shut`]: the pool's caches are off (set and cleared with [`Inner::cache_on`],
+/// under the registry lock, for every registered slot).
+pub(super) const OFF: u8 = 4;
 
 /// One thread's cache of one pool.
 pub(crate) struct Slot<A: Allocator> {
@@ -357,8 +371,7 @@ impl<A: Allocator> Slot<A> {
                     held_bytes: 0,
                     requests: 0,
                     spare: arrayvec::ArrayVec::new(),
-                    retired: false,
-                    closed: false,
+                    shut: 0,
                 },
             ),
         }
@@ -375,7 +388,7 @@ impl<A: Allocator> Slot<A> {
         let live = s
             .outstanding
             .wrapping_sub(self.returned_elsewhere.load(Ordering::SeqCst));
-        if live == 0 && (s.retired || s.closed) {
+        if live == 0 && s.shut & (RETIRED | CLOSED) != 0 {
             s.inner.take()
         } else {
             None
@@ -411,7 +424,7 @@ impl<A: Allocator> Slot<A> {
     ) -> Option<Option<Arc<Slot<A>>>> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
-        if s.retired || s.closed {
+        if s.shut != 0 {
             return None;
         }
         let c = s.bins.get_mut(bin)?;
@@ -456,7 +469,9 @@ impl<A: Allocator> Slot<A> {
     ) -> Result<SlotRef<A>, SlotRef<A>> {
         let mut guard = self.state.lock_as(me);
         let s = &mut *guard;
-        if s.retired || s.closed || !s.inner.as_ref().is_some_and(|i| i.cache_on()) {
+        // Open, so the lease is held (it goes only once the slot is retired or closed) and the
+        // caches are on.
+        if s.shut != 0 {
             return Err(here);
         }
         let Some(c) = s
@@ -618,7 +633,7 @@ impl<A: Allocator> Slot<A> {
         let out = self.drain();
         let spent = {
             let mut s = self.lock();
-            s.closed = true;
+            s.shut |= CLOSED;
             self.ended.store(true, Ordering::SeqCst);
             self.spent_lease(&mut s)
         };
@@ -626,18 +641,19 @@ impl<A: Allocator> Slot<A> {
         out
     }
 
-    /// Marks the slot retired (its thread exited) and takes its bins and deltas out for folding.
+    /// Shuts the slot (`why`: [`RETIRED`], its thread exited, or [`OFF`], the pool's caches
+    /// were switched off) and takes its bins and deltas out for folding.
     #[expect(
         clippy::type_complexity,
         reason = "a private tuple, taken apart at once"
     )]
     pub(super) fn take_state(
         &self,
-        retire: bool,
+        why: u8,
     ) -> (Vec<(BinNumber, Box<CacheBin<A::Block>>)>, isize, isize, u64) {
         let mut s = self.lock();
-        s.retired |= retire;
-        if retire {
+        s.shut |= why;
+        if why & RETIRED != 0 {
             self.ended.store(true, Ordering::SeqCst);
         }
         let bins = s.bins.take_all();
@@ -646,6 +662,18 @@ impl<A: Allocator> Slot<A> {
         s.held_bytes = 0;
         s.requests = 0;
         out
+    }
+
+    /// The pool's caches are on (`true`) or off: caching allowed again, or not (the caller
+    /// holds the registry lock, under which the switch changes; switching off also takes the
+    /// slot's state out, through [`Slot::take_state`]).
+    pub(super) fn set_caching(&self, on: bool) {
+        let mut s = self.lock();
+        if on {
+            s.shut &= !OFF;
+        } else {
+            s.shut |= OFF;
+        }
     }
 
     /// After retiring: let a spent lease go.
@@ -874,6 +902,9 @@ fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A
         if reg.is_empty() {
             inner.solo.store(thread_key(), Ordering::Relaxed);
         }
+        // Every registered slot is shut while the caches are off (the switch changes under
+        // this lock, and walks the registered slots).
+        slot.set_caching(inner.cache_on());
         reg.push(Arc::clone(&slot));
     }
     inner.refresh_cache_on();

@@ -275,10 +275,15 @@ impl<A: Allocator> Inner<A> {
             && p.held_bytes_cap.is_none()
             && p.idle_release_after.is_none()
             && p.eviction != Eviction::LeastRecentlyUsedBin;
-        if self.cache_on.swap(on, Ordering::SeqCst) && !on {
+        let was = self.cache_on.swap(on, Ordering::SeqCst);
+        if was && !on {
             for slot in reg.iter() {
-                let (bins, active, held, requests) = slot.take_state(false);
+                let (bins, active, held, requests) = slot.take_state(super::cache::OFF);
                 self.fold(bins, active, held, requests);
+            }
+        } else if on && !was {
+            for slot in reg.iter() {
+                slot.set_caching(true);
             }
         }
     }
@@ -318,7 +323,7 @@ impl<A: Allocator> Inner<A> {
             return; // closed, or retired already
         };
         let mine = reg.swap_remove(i);
-        let (bins, active, held, requests) = mine.take_state(true);
+        let (bins, active, held, requests) = mine.take_state(super::cache::RETIRED);
         self.fold(bins, active, held, requests);
         drop(reg);
         drop(mine);
