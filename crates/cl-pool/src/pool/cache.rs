@@ -61,7 +61,7 @@ use crate::bins::{BinLayout, BinNumber};
 
 use super::biased::{BiasedGuard, BiasedLock};
 use super::engine::*;
-use super::tls::{self, SlotDyn};
+use super::tls::{self, Names, SlotDyn, SlotKey};
 
 /// Most blocks of one bin a thread keeps to itself; past this, the oldest half goes to the shared
 /// bin.
@@ -711,6 +711,14 @@ impl<A: Allocator> SlotDyn for Slot<A> {
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
         self
     }
+
+    fn pool_key(&self) -> usize {
+        self.pool
+    }
+}
+
+impl<A: Allocator> SlotKey for Inner<A> {
+    type Slot = Slot<A>;
 }
 
 /// A reference to a slot, when there is one to hand on (a spare, or one given back).
@@ -737,7 +745,6 @@ pub(super) fn take_cached<A: Allocator>(
     owned: bool,
     out: &mut Option<A::Block>,
 ) -> Option<Option<Arc<Slot<A>>>> {
-    let id = pool_id(inner);
     let work = Take {
         inner,
         bin,
@@ -745,11 +752,11 @@ pub(super) fn take_cached<A: Allocator>(
         owned,
         out,
     };
-    let spare = tls::with_slot::<Slot<A>, _>(id, work).ok()??;
+    let spare = tls::with_slot(work).ok()??;
     Some(match spare {
         Some(s) => Some(s),
         // No spare reference (more owned blocks out than returned): a counted one.
-        None if owned => tls::find::<Slot<A>>(id),
+        None if owned => tls::find(inner),
         None => None,
     })
 }
@@ -766,7 +773,12 @@ pub(super) fn put_cached<A: Allocator>(
 ) -> bool {
     // No spare reference is involved: `Ok` carries none.
     matches!(
-        tls::with_slot::<Slot<A>, _>(pool_id(inner), Put { bin, size, block }),
+        tls::with_slot(Put {
+            inner,
+            bin,
+            size,
+            block
+        }),
         Ok(Ok(_))
     )
 }
@@ -789,7 +801,7 @@ pub(super) fn put_owned<A: Allocator>(
         size,
         block,
     };
-    match tls::with_slot::<Slot<A>, _>(work.origin.pool, work) {
+    match tls::with_slot(work) {
         Ok(Ok((extra, foreign))) => {
             // Not the last reference (the thread's list holds one).
             drop(extra);
@@ -808,15 +820,20 @@ pub(super) fn put_owned<A: Allocator>(
 
 /// [`Slot::take`] as [`tls::with_slot`] work (the hit).
 struct Take<'a, A: Allocator> {
-    inner: &'a Inner<A>,
+    inner: &'a Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
     owned: bool,
     out: &'a mut Option<A::Block>,
 }
 
-impl<A: Allocator> tls::SlotWork<Slot<A>> for Take<'_, A> {
+impl<A: Allocator> tls::SlotWork<Inner<A>> for Take<'_, A> {
     type Output = Option<SlotRef<A>>;
+
+    #[inline(always)]
+    fn names(&self) -> Names<'_, Inner<A>> {
+        Names::Pool(self.inner)
+    }
 
     #[inline(always)]
     fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
@@ -826,13 +843,19 @@ impl<A: Allocator> tls::SlotWork<Slot<A>> for Take<'_, A> {
 
 /// [`Slot::put`] of a local block (no slot reference involved) as [`tls::with_slot`] work.
 struct Put<'a, A: Allocator> {
+    inner: &'a Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
     block: &'a mut Option<A::Block>,
 }
 
-impl<A: Allocator> tls::SlotWork<Slot<A>> for Put<'_, A> {
+impl<A: Allocator> tls::SlotWork<Inner<A>> for Put<'_, A> {
     type Output = Result<SlotRef<A>, SlotRef<A>>;
+
+    #[inline(always)]
+    fn names(&self) -> Names<'_, Inner<A>> {
+        Names::Pool(self.inner)
+    }
 
     #[inline(always)]
     fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
@@ -849,8 +872,15 @@ struct PutOwned<'a, A: Allocator> {
     block: &'a mut Option<A::Block>,
 }
 
-impl<A: Allocator> tls::SlotWork<Slot<A>> for PutOwned<'_, A> {
+impl<A: Allocator> tls::SlotWork<Inner<A>> for PutOwned<'_, A> {
     type Output = Result<(SlotRef<A>, SlotRef<A>), Arc<Slot<A>>>;
+
+    /// The block's own slot: in the common case (returned on the thread that took it) the
+    /// thread's remembered slot, matched without a search.
+    #[inline(always)]
+    fn names(&self) -> Names<'_, Inner<A>> {
+        Names::Slot(&self.origin)
+    }
 
     #[inline(always)]
     fn run(self, slot: &Slot<A>, me: usize) -> Self::Output {
@@ -882,17 +912,16 @@ fn unreachable_origin<T>() -> T {
 /// The calling thread's slot of the pool (made and registered on first use); `None` while the
 /// thread is exiting or the pool is closed.
 pub(super) fn slot_for<A: Allocator>(inner: &Arc<Inner<A>>) -> Option<Arc<Slot<A>>> {
-    let id = pool_id(inner);
-    if let Some(s) = tls::find::<Slot<A>>(id) {
+    if let Some(s) = tls::find(inner) {
         if s.lock().inner.is_some() {
             return Some(s);
         }
     }
-    new_slot(inner, id)
+    new_slot(inner)
 }
 
 #[cold]
-fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A>>> {
+fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>) -> Option<Arc<Slot<A>>> {
     let slot = Arc::new(Slot::new(Arc::clone(inner)));
     {
         let mut reg = lock(&inner.registry);
@@ -908,7 +937,7 @@ fn new_slot<A: Allocator>(inner: &Arc<Inner<A>>, id: usize) -> Option<Arc<Slot<A
         reg.push(Arc::clone(&slot));
     }
     inner.refresh_cache_on();
-    if !tls::insert(id, Arc::clone(&slot) as Arc<dyn SlotDyn>) {
+    if !tls::insert(inner, Arc::clone(&slot)) {
         // The thread is exiting (an allocation from another thread-local's destructor): its
         // entry was dropped, which retired the slot. The request goes without one, so an owned
         // block holds a pool handle (a retired slot's lease may already be spent).

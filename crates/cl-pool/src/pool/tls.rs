@@ -9,21 +9,30 @@
 //!
 //! # Why the pointer is valid and of the right type
 //!
-//! - `hot` is `(pool, type, pointer)` copied from an entry of `entries` whose slot was downcast to
-//!   its concrete type `S` (the cache's `Slot<A>`; `type` is `TypeId::of::<S>()`; `pointer` is
-//!   that slot's address). It is
-//!   cleared before any entry leaves `entries` (every removal is in this module, under
-//!   `borrow_mut`), so while `hot` is set its entry is in the list, and the entry's `Arc` keeps
-//!   the slot alive.
+//! - `hot` is `(pool, pointer)` copied from an entry of `entries` whose slot was downcast to its
+//!   concrete type (`pool` is the address of the pool's shared state, the entry's *key*; `pointer`
+//!   that slot's address). It is cleared before any entry leaves `entries` (every removal is in
+//!   this module, under `borrow_mut`), so while `hot` is set its entry is in the list, and the
+//!   entry's `Arc` keeps the slot alive.
 //! - It is read only inside [`with_slot`], which *pins* the list (`pins`, a count of
 //!   `with_slot` calls in progress on this thread) while the caller's work runs: no entry can
 //!   leave meanwhile ([`insert`], the only removal besides the thread's exit, gives up while the
 //!   list is pinned or borrowed), so the reference given to the work outlives nothing it points
 //!   to. A count rather than a `RefCell` borrow: a borrow is a checked add and a store each way,
 //!   on every hit and every return (issue 12); an unwinding work unpins through a guard.
-//! - It is used only when both `pool` and `type` match the request's: the pointer is then the
-//!   address of a live slot of the very type the caller names. (Cleared, its `pool` is 0, which
-//!   is no pool's address.)
+//! - It is used only when the work names it, by one of two `Arc`s the work holds (borrowed while
+//!   [`with_slot`] compares): the pool's key (`Arc<K>`, a hit and a local block's return), or the
+//!   slot itself (`Arc<K::Slot>`, an owned block's return). No type check is needed, because an
+//!   `Arc`'s address is that of the one object its allocation holds, and two allocations alive
+//!   at once have different addresses:
+//!   - the slot: `hot`'s slot is alive (its entry's `Arc`), so an `Arc<K::Slot>` at the same
+//!     address is an `Arc` of that very slot, which is therefore a `K::Slot`;
+//!   - the key: every entry keeps its key's allocation (a `Weak`, which frees the key's value
+//!     when the pool goes but not its memory), so no other object can take that address while
+//!     the entry is listed; an `Arc<K>` at `hot`'s key address is an `Arc` of the entry's own
+//!     key, so the entry was registered ([`insert`]) for a `K`, with a `K::Slot`.
+//!
+//!   (Cleared, `hot`'s key and slot are 0 and null, the address of nothing an `Arc` holds.)
 //! - At thread exit the list is destroyed with its key; `with_slot` reaches `hot` only through
 //!   the key (`try_with`), which fails from then on. While it succeeds, the list outlives the
 //!   call that asked (its destructor runs only after this thread's code returned to the exit
@@ -31,9 +40,9 @@
 //!   thread-local access out of line of the closure (a closure too large to inline made
 //!   `try_with` a call per hit).
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// What a thread's list keeps of a slot, type-erased (the slot type is the cache module's
 /// `Slot<A>`; this module names it only as a type parameter, so it imports nothing of the cache).
@@ -44,11 +53,25 @@ pub(super) trait SlotDyn: Send + Sync {
     fn alive(&self) -> bool;
     fn as_any(&self) -> &(dyn Any + Send + Sync);
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    /// The address of its pool's key (for a lookup by slot that must search the list).
+    fn pool_key(&self) -> usize;
+}
+
+/// A pool's shared state as the key of its slots (the cache module's `Inner<A>`, whose slot type
+/// is `Slot<A>`): one slot type per key type, so that an entry found by its key's address is of
+/// the slot type the caller names (module docs).
+pub(super) trait SlotKey: Any + Send + Sync {
+    /// The type of the key's slots.
+    type Slot: SlotDyn + Any;
 }
 
 /// One pool's slot of this thread.
 pub(super) struct TlsEntry {
+    /// The key's address.
     pub(super) pool: usize,
+    /// Keeps the key's memory (not its value) while the entry is listed: no other object takes
+    /// the address `pool` meanwhile (module docs).
+    _key: Weak<dyn Any + Send + Sync>,
     pub(super) slot: Arc<dyn SlotDyn>,
 }
 
@@ -60,15 +83,14 @@ impl Drop for TlsEntry {
 
 #[derive(Clone, Copy)]
 struct Hot {
-    /// 0 (no pool has that address) while cold.
+    /// The entry's key address; 0 (no `Arc` has that address) while cold.
     pool: usize,
-    ty: TypeId,
+    /// The entry's slot; null while cold.
     slot: *const (),
 }
 
 const COLD: Hot = Hot {
     pool: 0,
-    ty: TypeId::of::<()>(),
     slot: std::ptr::null(),
 };
 
@@ -115,26 +137,38 @@ pub(super) fn thread_key() -> usize {
         .unwrap_or(0)
 }
 
-/// Work that [`with_slot`] runs on the calling thread's slot (of type `S`). A trait rather than
-/// a closure so that the hit path inlines whole: a closure gets LLVM's default inlining, and the
-/// cache's take stayed an out-of-line call that wrote the block through a pointer for the caller
-/// to read straight back (store-forwarding stalls, about 15 ns of a device hit, issue 12); an
-/// `#[inline(always)]` `run` is inlined into `with_slot` and on into `allocate`.
-pub(super) trait SlotWork<S> {
-    /// What the work returns.
-    type Output;
-    /// Runs with `slot` pinned (see [`with_slot`]); `me` is the thread's key.
-    fn run(self, slot: &S, me: usize) -> Self::Output;
+/// How a [`SlotWork`] names the slot it wants: by its pool's key, or by the slot itself
+/// (borrowed from the work while [`with_slot`] compares; module docs).
+pub(super) enum Names<'a, K: SlotKey> {
+    /// The calling thread's slot of this pool.
+    Pool(&'a Arc<K>),
+    /// This slot, if it is the calling thread's (else the thread's slot of the same pool).
+    Slot(&'a Arc<K::Slot>),
 }
 
-/// Runs `work` on the calling thread's slot of pool `pool` (with the thread's key), or gives
-/// `work` back when the thread has none (or is exiting). While it runs no slot of this thread
-/// can be removed: the list is pinned, so [`insert`] gives up instead (its new slot is retired at
-/// once, as its entry is dropped) and nothing dangles. The work of the cache module runs no user
-/// code (no allocator hook, no block's drop) and does not exit the thread, which the reasoning
-/// of [`local`] relies on.
+/// Work that [`with_slot`] runs on the calling thread's slot of a pool with key type `K`. A
+/// trait rather than a closure so that the hit path inlines whole: a closure gets LLVM's default
+/// inlining, and the cache's take stayed an out-of-line call that wrote the block through a
+/// pointer for the caller to read straight back (store-forwarding stalls, about 15 ns of a device
+/// hit, issue 12); an `#[inline(always)]` `run` is inlined into `with_slot` and on into
+/// `allocate`.
+pub(super) trait SlotWork<K: SlotKey> {
+    /// What the work returns.
+    type Output;
+    /// The slot the work is for.
+    fn names(&self) -> Names<'_, K>;
+    /// Runs with `slot` pinned (see [`with_slot`]); `me` is the thread's key.
+    fn run(self, slot: &K::Slot, me: usize) -> Self::Output;
+}
+
+/// Runs `work` on the calling thread's slot of the pool `work` names (with the thread's key), or
+/// gives `work` back when the thread has none (or is exiting). While it runs no slot of this
+/// thread can be removed: the list is pinned, so [`insert`] gives up instead (its new slot is
+/// retired at once, as its entry is dropped) and nothing dangles. The work of the cache module
+/// runs no user code (no allocator hook, no block's drop) and does not exit the thread, which
+/// the reasoning of [`local`] relies on.
 #[inline(always)]
-pub(super) fn with_slot<S: Any, W: SlotWork<S>>(pool: usize, work: W) -> Result<W::Output, W> {
+pub(super) fn with_slot<K: SlotKey, W: SlotWork<K>>(work: W) -> Result<W::Output, W> {
     // SAFETY: `l` is used only in this call, which does not end the thread (`work` is cache
     // code that runs no user code; see above).
     let Some(l) = (unsafe { local() }) else {
@@ -142,8 +176,18 @@ pub(super) fn with_slot<S: Any, W: SlotWork<S>>(pool: usize, work: W) -> Result<
     };
     let me = std::ptr::from_ref(l) as usize;
     let mut hot = l.hot.get();
-    if hot.pool != pool || hot.ty != TypeId::of::<S>() {
-        match find_in::<S>(l, pool) {
+    let (named, pool) = match work.names() {
+        Names::Pool(key) => {
+            let pool = Arc::as_ptr(key) as usize;
+            (hot.pool == pool, pool)
+        }
+        Names::Slot(slot) => (
+            std::ptr::eq(hot.slot, Arc::as_ptr(slot).cast()),
+            slot.pool_key(),
+        ),
+    };
+    if !named {
+        match find_in::<K>(l, pool) {
             Some(h) => hot = h,
             None => return Err(work),
         }
@@ -152,8 +196,9 @@ pub(super) fn with_slot<S: Any, W: SlotWork<S>>(pool: usize, work: W) -> Result<
     // ran since `hot` was read or remembered (no entry left in between).
     let pin = Pin::new(&l.pins);
     // SAFETY: module docs: `hot` names the slot of an entry still in `entries` (pinned above, so
-    // it stays), whose `Arc` keeps it alive, and that slot is an `S` (same `TypeId`).
-    let slot = unsafe { &*hot.slot.cast::<S>() };
+    // it stays), whose `Arc` keeps it alive, and that slot is a `K::Slot` (named by an `Arc`
+    // of it or of its entry's key, or downcast by `find_in`).
+    let slot = unsafe { &*hot.slot.cast::<K::Slot>() };
     let r = work.run(slot, me);
     drop(pin);
     Ok(r)
@@ -177,23 +222,24 @@ unsafe fn local<'a>() -> Option<&'a Local> {
     Some(unsafe { &*p })
 }
 
-/// The entry of `pool`, typed, remembered as `hot` (and returned).
+/// The entry of `pool` whose slot is a `K::Slot` (checked), remembered as `hot` (and
+/// returned).
 #[cold]
-fn find_in<S: Any>(l: &Local, pool: usize) -> Option<Hot> {
+fn find_in<K: SlotKey>(l: &Local, pool: usize) -> Option<Hot> {
     let entries = l.entries.try_borrow().ok()?;
     let e = entries.iter().find(|e| e.pool == pool)?;
-    let slot = e.slot.as_any().downcast_ref::<S>()?;
+    let slot = e.slot.as_any().downcast_ref::<K::Slot>()?;
     let hot = Hot {
         pool,
-        ty: TypeId::of::<S>(),
         slot: std::ptr::from_ref(slot).cast(),
     };
     l.hot.set(hot);
     Some(hot)
 }
 
-/// A counted reference to the calling thread's slot of `pool`, if it has one.
-pub(super) fn find<S: Any + Send + Sync>(pool: usize) -> Option<Arc<S>> {
+/// A counted reference to the calling thread's slot of the pool `key`, if it has one.
+pub(super) fn find<K: SlotKey>(key: &Arc<K>) -> Option<Arc<K::Slot>> {
+    let pool = Arc::as_ptr(key) as usize;
     let found = LOCAL
         .try_with(|l| {
             l.entries
@@ -204,15 +250,22 @@ pub(super) fn find<S: Any + Send + Sync>(pool: usize) -> Option<Arc<S>> {
                 .map(|e| Arc::clone(&e.slot))
         })
         .ok()??;
-    found.into_any().downcast::<S>().ok()
+    found.into_any().downcast::<K::Slot>().ok()
 }
 
-/// Registers `slot` as the calling thread's slot of `pool`, dropping any entry of the same pool
-/// address and any entry whose slot no longer leases its pool. `false` while the thread exits
-/// or its list is pinned or borrowed: the entry is then dropped, which retires the slot (folds it
-/// back into its pool), so no slot stays registered with its pool without a thread to retire it.
-pub(super) fn insert(pool: usize, slot: Arc<dyn SlotDyn>) -> bool {
-    let entry = TlsEntry { pool, slot };
+/// Registers `slot` as the calling thread's slot of the pool `key`, dropping any entry of the
+/// same key address and any entry whose slot no longer leases its pool. `false` while the thread
+/// exits or its list is pinned or borrowed: the entry is then dropped, which retires the slot
+/// (folds it back into its pool), so no slot stays registered with its pool without a thread to
+/// retire it.
+pub(super) fn insert<K: SlotKey>(key: &Arc<K>, slot: Arc<K::Slot>) -> bool {
+    let pool = Arc::as_ptr(key) as usize;
+    let weak: Weak<K> = Arc::downgrade(key);
+    let entry = TlsEntry {
+        pool,
+        _key: weak,
+        slot,
+    };
     let stale = LOCAL.try_with(|l| {
         // Pinned: a `with_slot` of this thread is running (module docs).
         if l.pins.get() != 0 {
@@ -246,9 +299,18 @@ mod tests {
     use crate::{MemoryPool, SimulatedAllocator};
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    #[derive(Default)]
     struct Probe {
         retired: AtomicBool,
+        key: usize,
+    }
+
+    impl Probe {
+        fn new(key: &Arc<ProbeKey>) -> Arc<Probe> {
+            Arc::new(Probe {
+                retired: AtomicBool::new(false),
+                key: Arc::as_ptr(key) as usize,
+            })
+        }
     }
 
     impl SlotDyn for Probe {
@@ -264,55 +326,102 @@ mod tests {
         fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
             self
         }
+        fn pool_key(&self) -> usize {
+            self.key
+        }
+    }
+
+    /// A key (not zero-sized: its `Arc`s have addresses of their own either way).
+    struct ProbeKey(#[expect(dead_code, reason = "gives the key a size")] u8);
+
+    impl SlotKey for ProbeKey {
+        type Slot = Probe;
+    }
+
+    /// A key of another type, with the same slot type.
+    struct OtherKey(#[expect(dead_code, reason = "gives the key a size")] u8);
+
+    impl SlotKey for OtherKey {
+        type Slot = Probe;
+    }
+
+    fn key() -> Arc<ProbeKey> {
+        Arc::new(ProbeKey(0))
     }
 
     /// Work that registers another slot while the list is pinned (or panics).
-    struct Nested(Option<Arc<Probe>>);
+    struct Nested<'a>(&'a Arc<ProbeKey>, Option<(Arc<ProbeKey>, Arc<Probe>)>);
 
-    impl SlotWork<Probe> for Nested {
+    impl SlotWork<ProbeKey> for Nested<'_> {
         type Output = bool;
+        fn names(&self) -> Names<'_, ProbeKey> {
+            Names::Pool(self.0)
+        }
         fn run(self, _slot: &Probe, _me: usize) -> bool {
-            match self.0 {
-                Some(p) => insert(0x20, p),
+            match self.1 {
+                Some((k, p)) => insert(&k, p),
                 None => panic!("work that unwinds"),
             }
         }
     }
 
+    /// Work that names its slot by a key or by a slot, and tells which slot it ran on.
+    struct Which<'a, K: SlotKey>(Names<'a, K>);
+
+    impl<K: SlotKey> SlotWork<K> for Which<'_, K> {
+        type Output = usize;
+        fn names(&self) -> Names<'_, K> {
+            match self.0 {
+                Names::Pool(k) => Names::Pool(k),
+                Names::Slot(s) => Names::Slot(s),
+            }
+        }
+        fn run(self, slot: &K::Slot, _me: usize) -> usize {
+            std::ptr::from_ref(slot) as usize
+        }
+    }
+
     /// While a `with_slot` runs, no entry can be added or removed (the reference it gave out
     /// would dangle): `insert` refuses and retires the new slot. A work that unwinds unpins
-    /// the list. Miri checks the references.
+    /// the list. A slot is reached by its key and by itself, remembered or not. Miri checks
+    /// the references.
     #[test]
     fn a_pinned_list_refuses_entries_until_the_work_ends() {
-        let first = Arc::new(Probe::default());
-        assert!(insert(0x10, Arc::clone(&first) as Arc<dyn SlotDyn>));
-        let second = Arc::new(Probe::default());
-        let inserted = with_slot::<Probe, _>(0x10, Nested(Some(Arc::clone(&second))));
+        let (k1, k2, k3) = (key(), key(), key());
+        let first = Probe::new(&k1);
+        assert!(insert(&k1, Arc::clone(&first)));
+        let second = Probe::new(&k2);
+        let inserted = with_slot(Nested(&k1, Some((Arc::clone(&k2), Arc::clone(&second)))));
         assert_eq!(inserted.ok(), Some(false));
         assert!(second.retired.load(Ordering::SeqCst));
         assert!(!first.retired.load(Ordering::SeqCst));
 
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            with_slot::<Probe, _>(0x10, Nested(None)).ok()
+            with_slot(Nested(&k1, None)).ok()
         }));
         assert!(unwound.is_err());
-        let third = Arc::new(Probe::default());
-        assert!(insert(0x30, Arc::clone(&third) as Arc<dyn SlotDyn>));
+        let third = Probe::new(&k3);
+        assert!(insert(&k3, Arc::clone(&third)));
         assert!(!third.retired.load(Ordering::SeqCst));
         // Both registered slots are still found, the first through a fresh lookup.
-        assert!(find::<Probe>(0x10).is_some_and(|p| Arc::ptr_eq(&p, &first)));
-        assert!(find::<Probe>(0x30).is_some_and(|p| Arc::ptr_eq(&p, &third)));
-        // Not a slot of that type: no match, the work comes back.
-        assert!(
-            with_slot::<super::super::cache::Slot<SimulatedAllocator>, _>(0x10, NoWork).is_err()
-        );
-    }
-
-    struct NoWork;
-
-    impl SlotWork<super::super::cache::Slot<SimulatedAllocator>> for NoWork {
-        type Output = ();
-        fn run(self, _slot: &super::super::cache::Slot<SimulatedAllocator>, _me: usize) {}
+        assert!(find(&k1).is_some_and(|p| Arc::ptr_eq(&p, &first)));
+        assert!(find(&k3).is_some_and(|p| Arc::ptr_eq(&p, &third)));
+        // By key (a lookup, then the remembered slot), by the remembered slot, and by a slot
+        // not remembered (a lookup by its pool key).
+        let at = |p: &Arc<Probe>| Some(Arc::as_ptr(p) as usize);
+        for _ in 0..2 {
+            assert_eq!(with_slot(Which(Names::Pool(&k3))).ok(), at(&third));
+        }
+        assert_eq!(with_slot(Which(Names::<ProbeKey>::Slot(&third))).ok(), at(&third));
+        assert_eq!(with_slot(Which(Names::<ProbeKey>::Slot(&first))).ok(), at(&first));
+        assert_eq!(with_slot(Which(Names::Pool(&k1))).ok(), at(&first));
+        // The refused slot is not listed: neither its key nor itself finds anything.
+        assert!(find(&k2).is_none());
+        assert!(with_slot(Which(Names::<ProbeKey>::Slot(&second))).is_err());
+        assert!(with_slot(Which(Names::Pool(&k2))).is_err());
+        // A key of another type never matches an entry (its address is no entry's key).
+        let other = Arc::new(OtherKey(0));
+        assert!(with_slot(Which(Names::Pool(&other))).is_err());
     }
 
     /// Two pools of different allocator types used in turn on one thread: the remembered slot
