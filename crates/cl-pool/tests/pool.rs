@@ -1060,7 +1060,11 @@ fn caches_off_then_on_across_registered_slots() {
             // Caches on again: the other thread's return stays in its cache.
             let kept_by_main = from_main.recv().unwrap();
             let z = pool.allocate(1000).unwrap();
-            assert_ne!(z.block().id, kept_by_main, "caches on: a thread's own cache");
+            assert_ne!(
+                z.block().id,
+                kept_by_main,
+                "caches on: a thread's own cache"
+            );
             drop(z);
         });
         let id = from_t.recv().unwrap();

@@ -412,8 +412,14 @@ mod tests {
         for _ in 0..2 {
             assert_eq!(with_slot(Which(Names::Pool(&k3))).ok(), at(&third));
         }
-        assert_eq!(with_slot(Which(Names::<ProbeKey>::Slot(&third))).ok(), at(&third));
-        assert_eq!(with_slot(Which(Names::<ProbeKey>::Slot(&first))).ok(), at(&first));
+        assert_eq!(
+            with_slot(Which(Names::<ProbeKey>::Slot(&third))).ok(),
+            at(&third)
+        );
+        assert_eq!(
+            with_slot(Which(Names::<ProbeKey>::Slot(&first))).ok(),
+            at(&first)
+        );
         assert_eq!(with_slot(Which(Names::Pool(&k1))).ok(), at(&first));
         // The refused slot is not listed: neither its key nor itself finds anything.
         assert!(find(&k2).is_none());
