@@ -1057,7 +1057,8 @@ fn caches_off_then_on_across_registered_slots() {
             assert_eq!(y.block().id, returned_by_main, "caches off: shared LIFO");
             drop(y);
             to_main.send(0).unwrap();
-            // Caches on again: the other thread's return stays in its cache.
+            // Caches on again: the other thread's return stays in its cache, and this thread's
+            // slot (made while they were off) caches again: the other thread does not get `z`.
             let kept_by_main = from_main.recv().unwrap();
             let z = pool.allocate(1000).unwrap();
             assert_ne!(
@@ -1065,7 +1066,10 @@ fn caches_off_then_on_across_registered_slots() {
                 kept_by_main,
                 "caches on: a thread's own cache"
             );
+            let kept_here = z.block().id;
             drop(z);
+            to_main.send(kept_here).unwrap();
+            from_main.recv().unwrap();
         });
         let id = from_t.recv().unwrap();
         let a = pool.allocate(1000).unwrap();
@@ -1083,6 +1087,15 @@ fn caches_off_then_on_across_registered_slots() {
         assert_eq!(again.block().id, idb);
         drop(again);
         to_t.send(idb).unwrap();
+        let kept_by_t = from_t.recv().unwrap();
+        let c = pool.allocate(1000).unwrap();
+        assert_ne!(
+            c.block().id,
+            kept_by_t,
+            "caches on: a slot made while they were off caches again"
+        );
+        drop(c);
+        to_t.send(0).unwrap();
     });
     let s = pool.stats();
     assert_eq!(s.active_blocks, 0, "{s:?}");

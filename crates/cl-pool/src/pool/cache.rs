@@ -312,10 +312,9 @@ pub(super) const OFF: u8 = 4;
 /// One thread's cache of one pool.
 pub(crate) struct Slot<A: Allocator> {
     pub(super) layout: BinLayout,
-    /// The pool's identity (the address of its `Inner`), for TLS lookups from an owned block.
-    pool: usize,
     /// The pool, for an owned block that must reach the shared bins: always upgradable while
-    /// such a block is alive (the slot's lease holds the pool then).
+    /// such a block is alive (the slot's lease holds the pool then). Also the pool's identity
+    /// for the thread's slot list, where an owned block's return names it (`tls::Names::Lease`).
     weak: Weak<Inner<A>>,
     /// Owned blocks of this slot returned on other threads (or to the shared bins): counted with
     /// one atomic add, so that such a return does not lock the slot (which, from another thread,
@@ -357,7 +356,6 @@ impl<A: Allocator> Slot<A> {
     fn new(inner: Arc<Inner<A>>) -> Slot<A> {
         Slot {
             layout: inner.layout,
-            pool: pool_id(&inner),
             weak: Arc::downgrade(&inner),
             returned_elsewhere: AtomicUsize::new(0),
             ended: AtomicBool::new(false),
@@ -517,6 +515,8 @@ impl<A: Allocator> Slot<A> {
         here: Option<Arc<Slot<A>>>,
     ) -> SlotRef<A> {
         let s = &mut *guard;
+        // `put` saw the slot open, so the lease is held (an overflow needs it).
+        debug_assert!(s.inner.is_some(), "an open slot holds its lease");
         let layout = self.layout;
         let inner = s.inner.as_ref();
         let c = s.bins.get_or_insert_with(bin, || {
@@ -711,10 +711,6 @@ impl<A: Allocator> SlotDyn for Slot<A> {
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
         self
     }
-
-    fn pool_key(&self) -> usize {
-        self.pool
-    }
 }
 
 impl<A: Allocator> SlotKey for Inner<A> {
@@ -727,10 +723,6 @@ type SlotRef<A> = Option<Arc<Slot<A>>>;
 /// Most spare references a slot keeps to itself (more owned blocks out than this: the extra
 /// references are dropped as usual).
 const SPARE_MAX: usize = 64;
-
-fn pool_id<A: Allocator>(inner: &Arc<Inner<A>>) -> usize {
-    Arc::as_ptr(inner) as usize
-}
 
 pub(super) use super::tls::thread_key;
 
@@ -875,11 +867,12 @@ struct PutOwned<'a, A: Allocator> {
 impl<A: Allocator> tls::SlotWork<Inner<A>> for PutOwned<'_, A> {
     type Output = Result<(SlotRef<A>, SlotRef<A>), Arc<Slot<A>>>;
 
-    /// The block's own slot: in the common case (returned on the thread that took it) the
+    /// The pool of the block's slot, by the slot's `Weak` of it (whose memory the slot keeps): on
+    /// the thread that took the block, and on any other thread that last used this pool, the
     /// thread's remembered slot, matched without a search.
     #[inline(always)]
     fn names(&self) -> Names<'_, Inner<A>> {
-        Names::Slot(&self.origin)
+        Names::Lease(&self.origin.weak)
     }
 
     #[inline(always)]

@@ -20,18 +20,16 @@
 //!   list is pinned or borrowed), so the reference given to the work outlives nothing it points
 //!   to. A count rather than a `RefCell` borrow: a borrow is a checked add and a store each way,
 //!   on every hit and every return (issue 12); an unwinding work unpins through a guard.
-//! - It is used only when the work names it, by one of two `Arc`s the work holds (borrowed while
-//!   [`with_slot`] compares): the pool's key (`Arc<K>`, a hit and a local block's return), or the
-//!   slot itself (`Arc<K::Slot>`, an owned block's return). No type check is needed, because an
-//!   `Arc`'s address is that of the one object its allocation holds, and two allocations alive
-//!   at once have different addresses:
-//!   - the slot: `hot`'s slot is alive (its entry's `Arc`), so an `Arc<K::Slot>` at the same
-//!     address is an `Arc` of that very slot, which is therefore a `K::Slot`;
-//!   - the key: every entry keeps its key's allocation (a `Weak`, which frees the key's value
-//!     when the pool goes but not its memory), so no other object can take that address while
-//!     the entry is listed; an `Arc<K>` at `hot`'s key address is an `Arc` of the entry's own
-//!     key, so the entry was registered ([`insert`]) for a `K`, with a `K::Slot`.
-//!
+//! - It is used only when the work names its entry's key, by an `Arc<K>` or a `Weak<K>` the work
+//!   holds (borrowed while [`with_slot`] compares): the pool's handle (a hit, a local block's
+//!   return) or the lease of an owned block's slot (its return, on any thread). No type check is
+//!   needed: every entry keeps its key's allocation (a `Weak`, which frees the key's value when the
+//!   pool goes but not its memory), so no other object can take that address while the entry is
+//!   listed, and the work's `Arc<K>` or `Weak<K>` also keeps an allocation made for a `K` (an
+//!   `Arc`'s value sits inside its allocation, after the counts, even when zero-sized). One address
+//!   in two allocations alive at once cannot be, so the work's key is the entry's own, and the entry
+//!   was registered ([`insert`]) for a `K`, with a `K::Slot` (whose address, taken from the
+//!   entry's own `Arc`, is what `hot` keeps).
 //!   (Cleared, `hot`'s key and slot are 0 and null, the address of nothing an `Arc` holds.)
 //! - At thread exit the list is destroyed with its key; `with_slot` reaches `hot` only through
 //!   the key (`try_with`), which fails from then on. While it succeeds, the list outlives the
@@ -53,8 +51,6 @@ pub(super) trait SlotDyn: Send + Sync {
     fn alive(&self) -> bool;
     fn as_any(&self) -> &(dyn Any + Send + Sync);
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
-    /// The address of its pool's key (for a lookup by slot that must search the list).
-    fn pool_key(&self) -> usize;
 }
 
 /// A pool's shared state as the key of its slots (the cache module's `Inner<A>`, whose slot type
@@ -137,13 +133,14 @@ pub(super) fn thread_key() -> usize {
         .unwrap_or(0)
 }
 
-/// How a [`SlotWork`] names the slot it wants: by its pool's key, or by the slot itself
-/// (borrowed from the work while [`with_slot`] compares; module docs).
+/// How a [`SlotWork`] names the pool whose slot (of the calling thread) it wants: by a handle of
+/// the pool's key, or by a `Weak` of it (borrowed from the work while [`with_slot`] compares;
+/// module docs). A dangling `Weak` (`Weak::new`) names no pool.
 pub(super) enum Names<'a, K: SlotKey> {
-    /// The calling thread's slot of this pool.
+    /// The pool, by a handle.
     Pool(&'a Arc<K>),
-    /// This slot, if it is the calling thread's (else the thread's slot of the same pool).
-    Slot(&'a Arc<K::Slot>),
+    /// The pool, by a `Weak` (an owned block's slot names its pool so).
+    Lease(&'a Weak<K>),
 }
 
 /// Work that [`with_slot`] runs on the calling thread's slot of a pool with key type `K`. A
@@ -176,17 +173,11 @@ pub(super) fn with_slot<K: SlotKey, W: SlotWork<K>>(work: W) -> Result<W::Output
     };
     let me = std::ptr::from_ref(l) as usize;
     let mut hot = l.hot.get();
-    let (named, pool) = match work.names() {
-        Names::Pool(key) => {
-            let pool = Arc::as_ptr(key) as usize;
-            (hot.pool == pool, pool)
-        }
-        Names::Slot(slot) => (
-            std::ptr::eq(hot.slot, Arc::as_ptr(slot).cast()),
-            slot.pool_key(),
-        ),
+    let pool = match work.names() {
+        Names::Pool(key) => Arc::as_ptr(key) as usize,
+        Names::Lease(key) => Weak::as_ptr(key) as usize,
     };
-    if !named {
+    if hot.pool != pool {
         match find_in::<K>(l, pool) {
             Some(h) => hot = h,
             None => return Err(work),
@@ -196,8 +187,8 @@ pub(super) fn with_slot<K: SlotKey, W: SlotWork<K>>(work: W) -> Result<W::Output
     // ran since `hot` was read or remembered (no entry left in between).
     let pin = Pin::new(&l.pins);
     // SAFETY: module docs: `hot` names the slot of an entry still in `entries` (pinned above, so
-    // it stays), whose `Arc` keeps it alive, and that slot is a `K::Slot` (named by an `Arc`
-    // of it or of its entry's key, or downcast by `find_in`).
+    // it stays), whose `Arc` keeps it alive, and that slot is a `K::Slot` (the work's key is the
+    // entry's own).
     let slot = unsafe { &*hot.slot.cast::<K::Slot>() };
     let r = work.run(slot, me);
     drop(pin);
@@ -222,17 +213,19 @@ unsafe fn local<'a>() -> Option<&'a Local> {
     Some(unsafe { &*p })
 }
 
-/// The entry of `pool` whose slot is a `K::Slot` (checked), remembered as `hot` (and
-/// returned).
+/// The entry of `pool`, remembered as `hot` (and returned). Its slot is a `K::Slot` (module
+/// docs); checked here too, on the entry's own object (the address comes from its `Arc`, not
+/// from what `as_any` returns).
 #[cold]
 fn find_in<K: SlotKey>(l: &Local, pool: usize) -> Option<Hot> {
     let entries = l.entries.try_borrow().ok()?;
     let e = entries.iter().find(|e| e.pool == pool)?;
-    let slot = e.slot.as_any().downcast_ref::<K::Slot>()?;
-    let hot = Hot {
-        pool,
-        slot: std::ptr::from_ref(slot).cast(),
-    };
+    let at = Arc::as_ptr(&e.slot).cast::<()>();
+    let typed = e.slot.as_any().downcast_ref::<K::Slot>()?;
+    if !std::ptr::eq(std::ptr::from_ref(typed).cast::<()>(), at) {
+        return None;
+    }
+    let hot = Hot { pool, slot: at };
     l.hot.set(hot);
     Some(hot)
 }
@@ -301,14 +294,12 @@ mod tests {
 
     struct Probe {
         retired: AtomicBool,
-        key: usize,
     }
 
     impl Probe {
-        fn new(key: &Arc<ProbeKey>) -> Arc<Probe> {
+        fn new() -> Arc<Probe> {
             Arc::new(Probe {
                 retired: AtomicBool::new(false),
-                key: Arc::as_ptr(key) as usize,
             })
         }
     }
@@ -325,9 +316,6 @@ mod tests {
         }
         fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
             self
-        }
-        fn pool_key(&self) -> usize {
-            self.key
         }
     }
 
@@ -365,7 +353,7 @@ mod tests {
         }
     }
 
-    /// Work that names its slot by a key or by a slot, and tells which slot it ran on.
+    /// Work that names its pool by a handle or a `Weak`, and tells which slot it ran on.
     struct Which<'a, K: SlotKey>(Names<'a, K>);
 
     impl<K: SlotKey> SlotWork<K> for Which<'_, K> {
@@ -373,7 +361,7 @@ mod tests {
         fn names(&self) -> Names<'_, K> {
             match self.0 {
                 Names::Pool(k) => Names::Pool(k),
-                Names::Slot(s) => Names::Slot(s),
+                Names::Lease(k) => Names::Lease(k),
             }
         }
         fn run(self, slot: &K::Slot, _me: usize) -> usize {
@@ -388,9 +376,9 @@ mod tests {
     #[test]
     fn a_pinned_list_refuses_entries_until_the_work_ends() {
         let (k1, k2, k3) = (key(), key(), key());
-        let first = Probe::new(&k1);
+        let first = Probe::new();
         assert!(insert(&k1, Arc::clone(&first)));
-        let second = Probe::new(&k2);
+        let second = Probe::new();
         let inserted = with_slot(Nested(&k1, Some((Arc::clone(&k2), Arc::clone(&second)))));
         assert_eq!(inserted.ok(), Some(false));
         assert!(second.retired.load(Ordering::SeqCst));
@@ -400,31 +388,35 @@ mod tests {
             with_slot(Nested(&k1, None)).ok()
         }));
         assert!(unwound.is_err());
-        let third = Probe::new(&k3);
+        let third = Probe::new();
         assert!(insert(&k3, Arc::clone(&third)));
         assert!(!third.retired.load(Ordering::SeqCst));
         // Both registered slots are still found, the first through a fresh lookup.
         assert!(find(&k1).is_some_and(|p| Arc::ptr_eq(&p, &first)));
         assert!(find(&k3).is_some_and(|p| Arc::ptr_eq(&p, &third)));
-        // By key (a lookup, then the remembered slot), by the remembered slot, and by a slot
-        // not remembered (a lookup by its pool key).
+        // By a handle and by a `Weak`, remembered (the second of each) or looked up.
         let at = |p: &Arc<Probe>| Some(Arc::as_ptr(p) as usize);
+        let (w1, w3) = (Arc::downgrade(&k1), Arc::downgrade(&k3));
         for _ in 0..2 {
             assert_eq!(with_slot(Which(Names::Pool(&k3))).ok(), at(&third));
         }
-        assert_eq!(
-            with_slot(Which(Names::<ProbeKey>::Slot(&third))).ok(),
-            at(&third)
-        );
-        assert_eq!(
-            with_slot(Which(Names::<ProbeKey>::Slot(&first))).ok(),
-            at(&first)
-        );
+        for _ in 0..2 {
+            assert_eq!(with_slot(Which(Names::Lease(&w1))).ok(), at(&first));
+        }
+        assert_eq!(with_slot(Which(Names::Lease(&w3))).ok(), at(&third));
         assert_eq!(with_slot(Which(Names::Pool(&k1))).ok(), at(&first));
-        // The refused slot is not listed: neither its key nor itself finds anything.
+        // The refused slot is not listed: its key finds nothing, nor does a dangling `Weak`.
         assert!(find(&k2).is_none());
-        assert!(with_slot(Which(Names::<ProbeKey>::Slot(&second))).is_err());
         assert!(with_slot(Which(Names::Pool(&k2))).is_err());
+        assert!(with_slot(Which(Names::Lease(&Weak::<ProbeKey>::new()))).is_err());
+        // A key whose last handle went is still its entry's (the entry keeps its memory): reached
+        // by a `Weak`, and no new key takes its address meanwhile.
+        drop(k3);
+        assert_eq!(with_slot(Which(Names::Lease(&w3))).ok(), at(&third));
+        let fresh: Vec<Arc<ProbeKey>> = (0..64).map(|_| key()).collect();
+        assert!(fresh
+            .iter()
+            .all(|k| !std::ptr::eq(Arc::as_ptr(k), Weak::as_ptr(&w3))));
         // A key of another type never matches an entry (its address is no entry's key).
         let other = Arc::new(OtherKey(0));
         assert!(with_slot(Which(Names::Pool(&other))).is_err());
