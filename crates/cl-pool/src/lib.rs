@@ -51,8 +51,9 @@
 //! the lock of the per-thread caches, biased towards the cache's own thread (`pool/biased.rs`: an
 //! `UnsafeCell` guarded by Dekker's protocol with an asymmetric `membarrier` fence, about 40 lines
 //! with their proofs and a test), and the thread's remembered cache slot (`pool/tls.rs`: one
-//! pointer dereference, valid because the slot list it points into is borrowed meanwhile and
-//! cleared of it before any entry leaves, and typed by a `TypeId` check; with a test). Every OpenCL call goes through `cl-mem`, and no allocator (so no
+//! pointer dereference, valid because the slot list it points into is pinned meanwhile and
+//! cleared of it before any entry leaves, and of the right type because the caller names the
+//! pool by an `Arc` or a `Weak` of its key, whose address each entry keeps; with a test). Every OpenCL call goes through `cl-mem`, and no allocator (so no
 //! OpenCL) call is made while one of the pool's locks is held.
 //!
 //! Thread safety and scaling: see the [`pool`] module docs.

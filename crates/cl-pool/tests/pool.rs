@@ -1088,6 +1088,11 @@ fn caches_off_then_on_across_registered_slots() {
         drop(again);
         to_t.send(idb).unwrap();
         let kept_by_t = from_t.recv().unwrap();
+        // This thread's own cached block first (so that its cache is empty), then one more: that
+        // one comes from the shared bins or the allocator, where `z` is not if the other
+        // thread's slot cached it.
+        let d = pool.allocate(1000).unwrap();
+        assert_eq!(d.block().id, idb);
         let c = pool.allocate(1000).unwrap();
         assert_ne!(
             c.block().id,
@@ -1095,6 +1100,7 @@ fn caches_off_then_on_across_registered_slots() {
             "caches on: a slot made while they were off caches again"
         );
         drop(c);
+        drop(d);
         to_t.send(0).unwrap();
     });
     let s = pool.stats();

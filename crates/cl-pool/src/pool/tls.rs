@@ -30,6 +30,8 @@
 //!   in two allocations alive at once cannot be, so the work's key is the entry's own, and the entry
 //!   was registered ([`insert`]) for a `K`, with a `K::Slot` (whose address, taken from the
 //!   entry's own `Arc`, is what `hot` keeps).
+//!   A dangling `Weak` (`Weak::new`, no allocation) has no such address: its `as_ptr` is a
+//!   sentinel (`usize::MAX`) that no allocation has, so it matches nothing.
 //!   (Cleared, `hot`'s key and slot are 0 and null, the address of nothing an `Arc` holds.)
 //! - At thread exit the list is destroyed with its key; `with_slot` reaches `hot` only through
 //!   the key (`try_with`), which fails from then on. While it succeeds, the list outlives the
@@ -152,7 +154,8 @@ pub(super) enum Names<'a, K: SlotKey> {
 pub(super) trait SlotWork<K: SlotKey> {
     /// What the work returns.
     type Output;
-    /// The slot the work is for.
+    /// The pool whose slot the work is for. Must only return a reference (it runs inside
+    /// [`with_slot`] before the list is read, and must not touch the list).
     fn names(&self) -> Names<'_, K>;
     /// Runs with `slot` pinned (see [`with_slot`]); `me` is the thread's key.
     fn run(self, slot: &K::Slot, me: usize) -> Self::Output;
@@ -172,11 +175,13 @@ pub(super) fn with_slot<K: SlotKey, W: SlotWork<K>>(work: W) -> Result<W::Output
         return Err(work);
     };
     let me = std::ptr::from_ref(l) as usize;
-    let mut hot = l.hot.get();
     let pool = match work.names() {
         Names::Pool(key) => Arc::as_ptr(key) as usize,
         Names::Lease(key) => Weak::as_ptr(key) as usize,
     };
+    // Read after the work named its pool: no code of the work runs between this read and the
+    // pin below.
+    let mut hot = l.hot.get();
     if hot.pool != pool {
         match find_in::<K>(l, pool) {
             Some(h) => hot = h,
@@ -218,6 +223,8 @@ unsafe fn local<'a>() -> Option<&'a Local> {
 /// from what `as_any` returns).
 #[cold]
 fn find_in<K: SlotKey>(l: &Local, pool: usize) -> Option<Hot> {
+    #[cfg(test)]
+    tests::LOOKUPS.with(|n| n.set(n.get() + 1));
     let entries = l.entries.try_borrow().ok()?;
     let e = entries.iter().find(|e| e.pool == pool)?;
     let at = Arc::as_ptr(&e.slot).cast::<()>();
@@ -291,6 +298,16 @@ mod tests {
     use super::*;
     use crate::{MemoryPool, SimulatedAllocator};
     use std::sync::atomic::{AtomicBool, Ordering};
+
+    thread_local! {
+        /// This thread's searches of its list (`find_in`): what tells a remembered slot from a
+        /// looked-up one.
+        pub(super) static LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn lookups() -> usize {
+        LOOKUPS.with(std::cell::Cell::get)
+    }
 
     struct Probe {
         retired: AtomicBool,
@@ -371,8 +388,9 @@ mod tests {
 
     /// While a `with_slot` runs, no entry can be added or removed (the reference it gave out
     /// would dangle): `insert` refuses and retires the new slot. A work that unwinds unpins
-    /// the list. A slot is reached by its key and by itself, remembered or not. Miri checks
-    /// the references.
+    /// the list. A slot is reached by a handle and by a `Weak` of its pool's key, remembered (no
+    /// search) or looked up; an entry keeps its key's address while listed. Miri checks the
+    /// references.
     #[test]
     fn a_pinned_list_refuses_entries_until_the_work_ends() {
         let (k1, k2, k3) = (key(), key(), key());
@@ -394,29 +412,30 @@ mod tests {
         // Both registered slots are still found, the first through a fresh lookup.
         assert!(find(&k1).is_some_and(|p| Arc::ptr_eq(&p, &first)));
         assert!(find(&k3).is_some_and(|p| Arc::ptr_eq(&p, &third)));
-        // By a handle and by a `Weak`, remembered (the second of each) or looked up.
+        // By a handle and by a `Weak`: looked up once, then remembered across both ways of
+        // naming the pool (a hit names it by a handle, an owned block's return by a `Weak`).
         let at = |p: &Arc<Probe>| Some(Arc::as_ptr(p) as usize);
         let (w1, w3) = (Arc::downgrade(&k1), Arc::downgrade(&k3));
-        for _ in 0..2 {
-            assert_eq!(with_slot(Which(Names::Pool(&k3))).ok(), at(&third));
-        }
-        for _ in 0..2 {
-            assert_eq!(with_slot(Which(Names::Lease(&w1))).ok(), at(&first));
-        }
+        let before = lookups();
+        assert_eq!(with_slot(Which(Names::Pool(&k3))).ok(), at(&third));
+        assert_eq!(lookups(), before + 1);
+        assert_eq!(with_slot(Which(Names::Pool(&k3))).ok(), at(&third));
         assert_eq!(with_slot(Which(Names::Lease(&w3))).ok(), at(&third));
+        assert_eq!(lookups(), before + 1, "remembered: no search");
+        assert_eq!(with_slot(Which(Names::Lease(&w1))).ok(), at(&first));
         assert_eq!(with_slot(Which(Names::Pool(&k1))).ok(), at(&first));
+        assert_eq!(lookups(), before + 2);
         // The refused slot is not listed: its key finds nothing, nor does a dangling `Weak`.
         assert!(find(&k2).is_none());
         assert!(with_slot(Which(Names::Pool(&k2))).is_err());
         assert!(with_slot(Which(Names::Lease(&Weak::<ProbeKey>::new()))).is_err());
-        // A key whose last handle went is still its entry's (the entry keeps its memory): reached
-        // by a `Weak`, and no new key takes its address meanwhile.
+        // A key whose last handle and last `Weak` outside the list went is still its entry's:
+        // the entry keeps its memory, so no new key takes that address while it is listed.
+        let gone = Arc::as_ptr(&k3) as usize;
         drop(k3);
-        assert_eq!(with_slot(Which(Names::Lease(&w3))).ok(), at(&third));
+        drop(w3);
         let fresh: Vec<Arc<ProbeKey>> = (0..64).map(|_| key()).collect();
-        assert!(fresh
-            .iter()
-            .all(|k| !std::ptr::eq(Arc::as_ptr(k), Weak::as_ptr(&w3))));
+        assert!(fresh.iter().all(|k| Arc::as_ptr(k) as usize != gone));
         // A key of another type never matches an entry (its address is no entry's key).
         let other = Arc::new(OtherKey(0));
         assert!(with_slot(Which(Names::Pool(&other))).is_err());
