@@ -441,6 +441,27 @@ mod tests {
         assert!(with_slot(Which(Names::Pool(&other))).is_err());
     }
 
+    /// An owned block freed on another thread that last used the same pool reaches that
+    /// thread's remembered slot without a search (a producer and a consumer; ed5016f: named by
+    /// the slot's `Weak` of its pool, not by the slot, which is the other thread's).
+    #[test]
+    fn an_owned_block_freed_on_another_thread_needs_no_search() {
+        let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
+        let block = pool.allocate(100).expect("this thread's block");
+        std::thread::scope(|sc| {
+            let pool = &pool;
+            sc.spawn(move || {
+                // This thread's own slot, remembered after its first use.
+                drop(pool.allocate(200).expect("that thread's block"));
+                drop(pool.allocate(200).expect("that thread's block"));
+                let before = lookups();
+                drop(block);
+                assert_eq!(lookups(), before, "the remembered slot, no search");
+            });
+        });
+        assert_eq!(pool.active_blocks(), 0);
+    }
+
     /// Two pools of different allocator types used in turn on one thread: the remembered slot
     /// switches with the pool and is never taken for the other pool's (counters stay each
     /// pool's own).
