@@ -23,6 +23,7 @@
 mod buffers;
 mod characterize;
 mod core;
+mod edges;
 mod faults;
 mod futures;
 mod harness;
@@ -45,6 +46,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("svm", svm::tests),
     ("images", images::tests),
     ("safety", safety::tests),
+    ("edges", edges::tests),
     ("parity", parity::tests),
     ("multi_device", multi_device::tests),
     ("staged", staged::tests),

@@ -53,6 +53,33 @@ impl MemFlags {
         };
         self & forbidden
     }
+
+    /// Refuses mutually exclusive flags (the spec's `CL_INVALID_VALUE` cases), which some drivers
+    /// accept: more than one access flag, more than one host access flag, `USE_HOST_PTR` with
+    /// `COPY_HOST_PTR` or `ALLOC_HOST_PTR`.
+    pub(crate) fn check(self) -> Result<()> {
+        let access = self & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY);
+        let host = self
+            & (MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS);
+        if access.bits().count_ones() > 1 {
+            return Err(Error::InvalidArgument(format!(
+                "conflicting access flags {access:?}"
+            )));
+        }
+        if host.bits().count_ones() > 1 {
+            return Err(Error::InvalidArgument(format!(
+                "conflicting host access flags {host:?}"
+            )));
+        }
+        if self.contains(MemFlags::USE_HOST_PTR)
+            && self.intersects(MemFlags::COPY_HOST_PTR | MemFlags::ALLOC_HOST_PTR)
+        {
+            return Err(Error::InvalidArgument(
+                "USE_HOST_PTR excludes COPY_HOST_PTR and ALLOC_HOST_PTR".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 pub use crate::mem_type::MemObjectType;

@@ -764,19 +764,7 @@ pub(crate) fn enqueue_tracked(
 }
 
 /// Whether map and unmap commands of one allocation must run one after another on `queue`'s
-/// platform: PoCL (its concurrent-map crash, see [`Tracked::map_command`]). Read once per
-/// platform.
+/// platform (PoCL's concurrent-map crash, see [`Tracked::map_command`]).
 fn orders_map_commands(queue: &Queue) -> bool {
-    static KNOWN: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
-    let platform = queue.device().platform();
-    let key = platform.as_raw() as usize;
-    let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(&(_, v)) = known.iter().find(|(k, _)| *k == key) {
-        return v;
-    }
-    let v = platform
-        .name()
-        .is_ok_and(|n| n.contains("Portable Computing Language"));
-    known.push((key, v));
-    v
+    crate::runtime::quirks::quirks(&queue.device().platform()).orders_map_commands
 }

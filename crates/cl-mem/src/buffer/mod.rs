@@ -118,6 +118,7 @@ impl Buffer {
     /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE` (all checked first); [`Error::Cl`] from `clCreateBuffer`
     /// (`is_out_of_memory()` on allocation failure).
     pub fn new(context: &Context, flags: MemFlags, size_bytes: usize) -> Result<Buffer> {
+        flags.check()?;
         if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
             return Err(Error::InvalidArgument(
                 "USE_HOST_PTR and COPY_HOST_PTR need host data: use Buffer::from_slice or Buffer::use_host_memory".into(),
@@ -167,9 +168,10 @@ impl Buffer {
                 "USE_HOST_PTR cannot borrow a slice: the buffer may outlive it".into(),
             ));
         }
+        let flags = flags | MemFlags::COPY_HOST_PTR;
+        flags.check()?;
         let bytes = slice_as_bytes(data);
         check_size(context, bytes.len())?;
-        let flags = flags | MemFlags::COPY_HOST_PTR;
         // SAFETY: a valid context; COPY_HOST_PTR reads `bytes.len()` bytes during the call only;
         // we own the result.
         let raw = unsafe {
@@ -216,6 +218,7 @@ impl Buffer {
         let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
         check_size(context, len)?;
         let flags = flags | MemFlags::USE_HOST_PTR;
+        flags.check()?;
         // SAFETY: a valid context; `ptr` is valid for `len` bytes and stays valid, unmoved, until
         // the destructor callback drops `host` (HostMemory contract: moving `host` does not move
         // its bytes); nothing else accesses it (we own `host`); we own the result.

@@ -39,9 +39,10 @@ use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::future::EventFuture;
-use crate::runtime::event::{checked_list, Event};
+use crate::runtime::event::Event;
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::Queue;
+use crate::runtime::quirks::quirks;
 use crate::track::{enqueue_tracked, Access, Tracked, Use};
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
@@ -924,8 +925,9 @@ impl Buffer {
     /// # Errors
     ///
     /// As [`Buffer::write_rect`]; within one buffer the pitches of both sides must be equal
-    /// (OpenCL's rule, checked first) and overlapping rectangles fail in the driver with
-    /// `CL_MEM_COPY_OVERLAP`.
+    /// (OpenCL's rule), and rectangles that share a byte of one allocation (the spec's
+    /// `CL_MEM_COPY_OVERLAP`, here also across sub-buffers of one root) are
+    /// [`Error::InvalidArgument`], both checked first.
     pub fn copy_rect_from(
         &self,
         queue: &Queue,
@@ -953,6 +955,18 @@ impl Buffer {
                     .into(),
             ));
         }
+        if same_memory(src, self) {
+            let first =
+                |origin: [usize; 3], p: [usize; 2]| origin[2] * p[1] + origin[1] * p[0] + origin[0];
+            let a = src.origin_bytes() + first(rect.src_origin, sp);
+            let b = self.origin_bytes() + first(rect.dst_origin, dp);
+            if rects_overlap(rect.region, (a, sp), (b, dp)) {
+                return Err(Error::InvalidArgument(format!(
+                    "the source and destination rectangles overlap in one buffer ({:?} at byte {a} and byte {b}; CL_MEM_COPY_OVERLAP)",
+                    rect.region
+                )));
+            }
+        }
         queue
             .context()
             .require_platform_version(Version::V1_1, "clEnqueueCopyBufferRect")?;
@@ -960,16 +974,44 @@ impl Buffer {
             (src.tracked(), None, Access::Read),
             (self.tracked(), None, Access::Write),
         ];
+        // PoCL before 5.0 crashes on a sub-buffer here: the same bytes, named from the roots.
+        let (src_mem, dst_mem, src_origin, dst_origin) = if (src.is_sub_buffer()
+            || self.is_sub_buffer())
+            && quirks(&queue.context().platform()).copy_rect_sub_buffer_crashes
+        {
+            let root = |b: &Buffer| b.parent().map_or(b.as_raw(), Buffer::as_raw);
+            // The origin moved by the sub-buffer's offset, carried into rows and slices so that
+            // `x < row pitch` and `y < rows per slice` (the driver's overlap check assumes both).
+            let shift = |o: [usize; 3], by: usize, [row, slice]: [usize; 2]| {
+                let x = o[0] + by;
+                let y = o[1] + x / row;
+                let per_slice = slice / row;
+                [x % row, y % per_slice, o[2] + y / per_slice]
+            };
+            (
+                root(src),
+                root(self),
+                shift(rect.src_origin, src.origin_bytes(), sp),
+                shift(rect.dst_origin, self.origin_bytes(), dp),
+            )
+        } else {
+            (
+                src.as_raw(),
+                self.as_raw(),
+                rect.src_origin,
+                rect.dst_origin,
+            )
+        };
         enqueue_tracked(queue, wait, &uses, |list| {
-            // SAFETY: valid queue/buffers/events of one context; both rectangles in bounds; we own
-            // the event.
+            // SAFETY: valid queue/buffers/events of one context; both rectangles in bounds (of a
+            // root, the same bytes as of its sub-buffer); we own the event.
             let ev = unsafe {
                 raw_queue::enqueue_copy_buffer_rect(
                     queue.as_raw(),
-                    src.as_raw(),
-                    self.as_raw(),
-                    rect.src_origin,
-                    rect.dst_origin,
+                    src_mem,
+                    dst_mem,
+                    src_origin,
+                    dst_origin,
                     rect.region,
                     sp,
                     dp,
@@ -981,6 +1023,40 @@ impl Buffer {
             Ok(unsafe { Event::from_raw(ev) })
         })
     }
+}
+
+/// Whether two rectangles of one allocation share a byte: each is `region` (bytes per row, rows,
+/// slices) starting at byte `base` with pitches `[row, slice]`. Exact; the rows are compared only
+/// when the two rectangles' byte spans intersect.
+fn rects_overlap(region: [usize; 3], a: (usize, [usize; 2]), b: (usize, [usize; 2])) -> bool {
+    let [w, rows, slices] = region;
+    let end = |(base, p): (usize, [usize; 2])| base + (slices - 1) * p[1] + (rows - 1) * p[0] + w;
+    if a.0 >= end(b) || b.0 >= end(a) {
+        return false;
+    }
+    let (b_row, b_slice) = (b.1[0], b.1[1]);
+    for az in 0..slices {
+        for ay in 0..rows {
+            // Row [s, s + w) of `a` against the rows of each slice of `b`.
+            let s = a.0 + az * a.1[1] + ay * a.1[0];
+            for bz in 0..slices {
+                let base = b.0 + bz * b_slice;
+                if base >= s + w {
+                    continue;
+                }
+                // The first row of this slice that ends after `s` (rows grow with y).
+                let y = if base + w > s {
+                    0
+                } else {
+                    (s - w - base) / b_row + 1
+                };
+                if y < rows && base + y * b_row < s + w {
+                    return true;
+                }
+            }
+        }
+    }
+    false
 }
 
 /// True when both buffers are views of the same root memory.
@@ -1142,12 +1218,18 @@ type P2pFn = unsafe extern "C" fn(
 /// `cl_amd_copy_buffer_p2p`), found through the platform's extension-function lookup:
 /// PyOpenCL's `enqueue_copy_buffer_p2p_amd`. `byte_count: None` copies `min(src, dst)` bytes.
 ///
+/// The copy goes through both buffers' command records, as every copy does: it is refused while
+/// the host maps bytes it touches, and it is ordered after other queues' pending commands on both
+/// buffers. A destination of another context cannot be ordered by this queue's events, so then the
+/// call waits on the host for the destination's pending commands first and for the copy before it
+/// returns.
+///
 /// # Errors
 ///
 /// [`Error::Unsupported`] when the platform is older than 1.2 or has no such function (checked
 /// before any command); [`Error::OutOfBounds`] when the count exceeds either buffer;
-/// [`Error::InvalidArgument`] when `src` is not of the queue's context; [`Error::Cl`] from the
-/// call.
+/// [`Error::InvalidArgument`] when `src` is not of the queue's context or the ranges overlap in
+/// one allocation; [`Error::Mapped`] under a live map; [`Error::Cl`] from the call.
 pub fn enqueue_copy_buffer_p2p_amd(
     platform: Platform,
     queue: &Queue,
@@ -1161,6 +1243,14 @@ pub fn enqueue_copy_buffer_p2p_amd(
     src.check_range("p2p copy source", 0, count)?;
     dst.check_range("p2p copy destination", 0, count)?;
     src.check_queue(queue)?;
+    if same_memory(src, dst) && count > 0 {
+        let (a, b) = (src.origin_bytes(), dst.origin_bytes());
+        if a < b + count && b < a + count {
+            return Err(Error::InvalidArgument(format!(
+                "p2p copy ranges overlap in one buffer (source at {a}, destination at {b}, {count} bytes)"
+            )));
+        }
+    }
     let name: &CStr = c"clEnqueueCopyBufferP2PAMD";
     // SAFETY: a platform id of a 1.2+ platform; the address is only transmuted to the
     // signature `cl_amd_copy_buffer_p2p` specifies.
@@ -1174,37 +1264,72 @@ pub fn enqueue_copy_buffer_p2p_amd(
     };
     // SAFETY: the driver returned this function under this name; its C signature is `P2pFn`.
     let f: P2pFn = unsafe { std::mem::transmute::<*mut c_void, P2pFn>(addr) };
-    let list = checked_list(queue, wait)?;
-    let n = u32::try_from(list.len())
-        .map_err(|_| Error::InvalidArgument("too many events in a wait list".into()))?;
-    let mut ev: sys::cl_event = std::ptr::null_mut();
-    // SAFETY: valid queue, buffers and events; ranges in bounds; `ev` is a live out-parameter
-    // and the wait list is null exactly when empty.
-    let status = unsafe {
-        f(
-            queue.as_raw(),
-            src.as_raw(),
-            dst.as_raw(),
-            0,
-            0,
-            count,
-            n,
-            if list.is_empty() {
-                std::ptr::null()
-            } else {
-                list.as_ptr()
-            },
-            &mut ev,
-        )
+    let p2p = |list: &[sys::cl_event]| -> Result<Event> {
+        let n = u32::try_from(list.len())
+            .map_err(|_| Error::InvalidArgument("too many events in a wait list".into()))?;
+        let mut ev: sys::cl_event = std::ptr::null_mut();
+        // SAFETY: valid queue, buffers and events (checked or recorded for the queue's context);
+        // ranges in bounds; `ev` is a live out-parameter and the wait list is null exactly when
+        // empty.
+        let status = unsafe {
+            f(
+                queue.as_raw(),
+                src.as_raw(),
+                dst.as_raw(),
+                0,
+                0,
+                count,
+                n,
+                if list.is_empty() {
+                    std::ptr::null()
+                } else {
+                    list.as_ptr()
+                },
+                &mut ev,
+            )
+        };
+        cl_raw::check(status).map_err(Error::cl("clEnqueueCopyBufferP2PAMD"))?;
+        // SAFETY: a fresh reference we own.
+        Ok(unsafe { Event::from_raw(ev) })
     };
-    cl_raw::check(status).map_err(Error::cl("clEnqueueCopyBufferP2PAMD"))?;
-    // SAFETY: a fresh reference we own.
-    Ok(unsafe { Event::from_raw(ev) })
+    let read = (src.tracked(), Some((0, count)), Access::Read);
+    let write = (dst.tracked(), Some((0, count)), Access::Write);
+    if dst.context() == queue.context() {
+        return enqueue_tracked(queue, wait, &[read, write], p2p);
+    }
+    // The destination's record holds events of its own context only: hold its bytes against maps,
+    // let its pending commands finish, and finish the copy before the hold ends.
+    let (claim, waits) = dst
+        .tracked()
+        .before(queue, Some((0, count)), Access::Write)?;
+    for w in &waits {
+        w.wait()?;
+    }
+    let ev = enqueue_tracked(queue, wait, &[read], p2p)?;
+    ev.wait()?;
+    drop(claim);
+    Ok(ev)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rectangles_overlap_exactly() {
+        // Two 4x4 tiles of a 16-byte-pitch image: side by side, they share no byte.
+        assert!(!rects_overlap([4, 4, 1], (0, [16, 64]), (4, [16, 64])));
+        assert!(rects_overlap([4, 4, 1], (0, [16, 64]), (3, [16, 64])));
+        // One row down: rows 1..4 of `a` are rows 0..3 of `b`.
+        assert!(rects_overlap([4, 4, 1], (0, [16, 64]), (16, [16, 64])));
+        // Interleaved rows of different pitches: `a` rows at 0, 32, 64; `b` rows at 16, 48, 80.
+        assert!(!rects_overlap([8, 3, 1], (0, [32, 96]), (16, [32, 96])));
+        assert!(rects_overlap([8, 3, 1], (0, [32, 96]), (12, [24, 72])));
+        // Disjoint spans, and slices: the second slice of `a` meets the first of `b`.
+        assert!(!rects_overlap([4, 2, 1], (0, [8, 16]), (100, [8, 16])));
+        assert!(rects_overlap([4, 2, 2], (0, [8, 64]), (64, [8, 64])));
+        assert!(!rects_overlap([4, 2, 2], (0, [8, 64]), (32, [8, 64])));
+    }
 
     #[test]
     fn rect_defaults_are_tightly_packed() {

@@ -217,7 +217,8 @@ impl Image {
         row_pitch: Option<usize>,
     ) -> Result<Image> {
         check_support(context, ImageType::Image2d, Path::Descriptor)?;
-        check_flags(flags)?;
+        check_buffer_context(context, buffer)?;
+        flags.check()?;
         if flags.intersects(MemFlags::HOST_PTR_FLAGS | MemFlags::ALLOC_HOST_PTR) {
             return Err(Error::InvalidArgument(
                 "an image from a buffer takes no host-pointer flags".into(),
@@ -386,7 +387,7 @@ fn create(
     path: Path,
 ) -> Result<Image> {
     check_support(context, desc.image_type, path)?;
-    check_flags(flags)?;
+    flags.check()?;
     if desc.mip_levels > 1 {
         for d in context.devices() {
             if !d.has_extension("cl_khr_mipmap_image")? {
@@ -415,6 +416,7 @@ fn create(
     check_limits(context, desc)?;
     let pitches = check_host_layout(desc, format, source.host_len())?;
     if let Source::Buffer(buffer) = &source {
+        check_buffer_context(context, buffer)?;
         let elem = format.itemsize()?;
         let need = desc.width.saturating_mul(elem);
         if need > buffer.size_bytes() {
@@ -547,26 +549,12 @@ fn check_support(context: &Context, image_type: ImageType, path: Path) -> Result
     }
 }
 
-/// Mutually exclusive flags (the spec's `CL_INVALID_VALUE` cases).
-pub(super) fn check_flags(flags: MemFlags) -> Result<()> {
-    let access = flags & (MemFlags::READ_WRITE | MemFlags::READ_ONLY | MemFlags::WRITE_ONLY);
-    let host =
-        flags & (MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS);
-    if access.bits().count_ones() > 1 {
-        return Err(Error::InvalidArgument(format!(
-            "conflicting access flags {access:?}"
-        )));
-    }
-    if host.bits().count_ones() > 1 {
-        return Err(Error::InvalidArgument(format!(
-            "conflicting host access flags {host:?}"
-        )));
-    }
-    if flags.contains(MemFlags::USE_HOST_PTR)
-        && flags.intersects(MemFlags::COPY_HOST_PTR | MemFlags::ALLOC_HOST_PTR)
-    {
+/// Refuses a buffer of another context as an image's storage (PoCL aborts on it; other drivers
+/// build a cross-context image).
+fn check_buffer_context(context: &Context, buffer: &Buffer) -> Result<()> {
+    if buffer.context() != context {
         return Err(Error::InvalidArgument(
-            "USE_HOST_PTR excludes COPY_HOST_PTR and ALLOC_HOST_PTR".into(),
+            "the buffer belongs to another context than the image".into(),
         ));
     }
     Ok(())
@@ -921,9 +909,17 @@ mod tests {
 
     #[test]
     fn conflicting_flags_are_refused() {
-        assert!(check_flags(MemFlags::READ_ONLY | MemFlags::WRITE_ONLY).is_err());
-        assert!(check_flags(MemFlags::HOST_NO_ACCESS | MemFlags::HOST_READ_ONLY).is_err());
-        assert!(check_flags(MemFlags::USE_HOST_PTR | MemFlags::COPY_HOST_PTR).is_err());
-        assert!(check_flags(MemFlags::READ_ONLY | MemFlags::COPY_HOST_PTR).is_ok());
+        assert!((MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)
+            .check()
+            .is_err());
+        assert!((MemFlags::HOST_NO_ACCESS | MemFlags::HOST_READ_ONLY)
+            .check()
+            .is_err());
+        assert!((MemFlags::USE_HOST_PTR | MemFlags::COPY_HOST_PTR)
+            .check()
+            .is_err());
+        assert!((MemFlags::READ_ONLY | MemFlags::COPY_HOST_PTR)
+            .check()
+            .is_ok());
     }
 }

@@ -263,13 +263,18 @@ impl ImageDesc {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for 0 or more than 3 values, an array of 1 value, or a buffer
-    /// with more than 1 value or with `is_array`.
+    /// [`Error::InvalidArgument`] for 0 or more than 3 values, a zero value, an array of 1 value,
+    /// or a buffer with more than 1 value or with `is_array`.
     pub fn from_shape(shape: &[usize], is_array: bool, from_buffer: bool) -> Result<ImageDesc> {
         if from_buffer && is_array {
             return Err(Error::InvalidArgument(
                 "'buffer' and 'is_array' are mutually exclusive".into(),
             ));
+        }
+        if shape.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "image shape {shape:?} has a zero dimension"
+            )));
         }
         Ok(match (shape, is_array) {
             (&[w], false) if from_buffer => ImageDesc::d1_buffer(w),

@@ -474,11 +474,8 @@ impl Image {
             .context()
             .require_platform_version(Version::V1_2, "clEnqueueFillImage")?;
         if self.desc.image_type == ImageType::Image1dBuffer
-            && queue
-                .context()
-                .platform()
-                .name()?
-                .contains("Portable Computing Language")
+            && crate::runtime::quirks::quirks(&queue.context().platform())
+                .fill_image1d_buffer_crashes
         {
             // PoCL 3.1 crashes the process (SIGSEGV) inside this call for 1-D buffer images:
             // repro/pocl_fill_image1d_buffer_crash.c, docs/DEVICES.md#pocl.

@@ -78,10 +78,7 @@ impl Context {
             .devices()
             .iter()
             .any(|d| d.parent_device().is_ok_and(|p| p.is_some()))
-            && self
-                .platform()
-                .name()?
-                .contains("Portable Computing Language")
+            && crate::runtime::quirks::quirks(&self.platform()).subdevice_images_abort
         {
             // PoCL aborts the process (an assertion in clEnqueueWriteImage) for an image of a
             // context over sub-devices: repro/pocl_subdevice_image_write_abort.c,

@@ -353,8 +353,130 @@ pub struct KernelParam {
     pub type_name: String,
     /// What may be passed.
     pub kind: ParamKind,
-    /// Kernels only read through it: a `const` or `__constant` pointer, a `read_only` image.
+    /// The kernel cannot write through it: a `__constant` pointer or a `read_only` image (a
+    /// `const __global` pointer is not: OpenCL C lets the kernel cast `const` away).
     pub read_only: bool,
+    /// `CL_KERNEL_ARG_ACCESS_QUALIFIER` (images and pipes).
+    access: sys::cl_kernel_arg_access_qualifier,
+    /// The declared size in bytes of a by-value scalar or vector, or of a pipe's packet; `None`
+    /// for other types (structs, typedefs), which the driver checks.
+    size: Option<usize>,
+}
+
+impl KernelParam {
+    /// `type name` as declared, for messages.
+    fn declared(&self) -> String {
+        if self.name.is_empty() {
+            format!("`{}`", self.type_name)
+        } else {
+            format!("`{} {}`", self.type_name, self.name)
+        }
+    }
+}
+
+/// The address width of the context's devices in bytes, when they agree (the size of `size_t`).
+fn address_bytes(context: &Context) -> Option<usize> {
+    let mut bits = context.devices().iter().map(|d| d.address_bits().ok());
+    let first = bits.next()??;
+    bits.all(|b| b == Some(first)).then_some(first as usize / 8)
+}
+
+/// What an enqueue on one device is checked against, read once per kernel and device.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// `CL_DEVICE_LOCAL_MEM_SIZE`: the most the `__local` arguments may take together.
+    local_mem: u64,
+    /// `CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE`: the most one `__constant` argument may take.
+    constant_buffer: u64,
+    /// `CL_KERNEL_WORK_GROUP_SIZE` of this kernel on the device.
+    work_group: usize,
+    /// `CL_DEVICE_MAX_WORK_ITEM_SIZES`.
+    work_items: [usize; 3],
+    /// Whether the local size may leave a partial group at the edge: a 2.x device, or a 3.0
+    /// device reporting `CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT`, running a program built with
+    /// `-cl-std=CL2.0` or later and without `-cl-uniform-work-group-size`.
+    non_uniform: bool,
+}
+
+impl Limits {
+    fn read(kernel: &Kernel, device: &crate::runtime::device::Device) -> Result<Limits> {
+        let sizes = device.max_work_item_sizes()?;
+        let mut work_items = [usize::MAX; 3];
+        for (w, s) in work_items.iter_mut().zip(sizes) {
+            *w = s;
+        }
+        let device_allows = device.version() >= Version::V2_0
+            && (device.version() < Version::V3_0 || {
+                // SAFETY: a 3.0 parameter asked of a 3.0 device; `cl_bool`.
+                let b: sys::cl_bool = unsafe {
+                    device.info(cl_raw::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)
+                }?;
+                b != 0
+            });
+        let non_uniform = device_allows && {
+            // SAFETY: a valid program built for this device of its context; a 1.0 parameter.
+            let options: String = unsafe {
+                cl_raw::program::get_build_info(
+                    kernel.program.as_raw(),
+                    device.as_raw(),
+                    sys::CL_PROGRAM_BUILD_OPTIONS,
+                )
+            }
+            .map_err(Error::cl("clGetProgramBuildInfo"))?;
+            let words: Vec<&str> = options.trim_end_matches('\0').split_whitespace().collect();
+            !words.contains(&"-cl-uniform-work-group-size")
+                && words.iter().any(|w| {
+                    w.strip_prefix("-cl-std=CL")
+                        .is_some_and(|v| v.starts_with('2') || v.starts_with('3'))
+                })
+        };
+        // SAFETY: a valid kernel and a device of its context; a 1.0 parameter.
+        let work_group: usize = unsafe {
+            raw::get_work_group_info(kernel.raw, device.as_raw(), sys::CL_KERNEL_WORK_GROUP_SIZE)
+        }
+        .map_err(Error::cl("clGetKernelWorkGroupInfo"))?;
+        Ok(Limits {
+            local_mem: device.local_mem_size()?,
+            constant_buffer: device.max_constant_buffer_size()?,
+            work_group,
+            work_items,
+            non_uniform,
+        })
+    }
+}
+
+/// The size in bytes of an OpenCL C scalar or vector type (`float4` is 16, `int3` is 16, `uint`
+/// is 4), `None` for any other type name. `size_t` and its kin take the device's address width.
+fn type_size(type_name: &str, address_bytes: Option<usize>) -> Option<usize> {
+    let t = type_name.trim();
+    let unsigned = t.strip_prefix("unsigned ");
+    let t = unsigned.unwrap_or(t);
+    let base = t.trim_end_matches(|c: char| c.is_ascii_digit());
+    let lanes: usize = match &t[base.len()..] {
+        "" => 1,
+        "2" => 2,
+        "3" | "4" => 4,
+        "8" => 8,
+        "16" => 16,
+        _ => return None,
+    };
+    let base = if unsigned.is_some() {
+        match base {
+            "char" | "short" | "int" | "long" => base,
+            _ => return None,
+        }
+    } else {
+        base
+    };
+    let elem = match base {
+        "char" | "uchar" => 1,
+        "short" | "ushort" | "half" => 2,
+        "int" | "uint" | "float" => 4,
+        "long" | "ulong" | "double" => 8,
+        "size_t" | "ptrdiff_t" | "intptr_t" | "uintptr_t" if lanes == 1 => address_bytes?,
+        _ => return None,
+    };
+    Some(elem * lanes)
 }
 
 /// The image type named by a parameter type (`image2d_t` -> `Image2d`); `None` for other types.
@@ -382,7 +504,11 @@ fn image_type(type_name: &str) -> Option<MemObjectType> {
 
 /// Reads every parameter's description; `None` when the driver has none
 /// (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE`).
-fn read_params(kernel: sys::cl_kernel, n: u32) -> Result<Option<Vec<KernelParam>>> {
+fn read_params(
+    kernel: sys::cl_kernel,
+    n: u32,
+    address_bytes: Option<usize>,
+) -> Result<Option<Vec<KernelParam>>> {
     let mut params = Vec::with_capacity(n as usize);
     for i in 0..n {
         // SAFETY: a valid kernel of a 1.2+ platform (the crate accepts no older one); `i` is
@@ -431,17 +557,24 @@ fn read_params(kernel: sys::cl_kernel, n: u32) -> Result<Option<Vec<KernelParam>
         let access: sys::cl_kernel_arg_access_qualifier =
             unsafe { raw::get_arg_info(kernel, i, sys::CL_KERNEL_ARG_ACCESS_QUALIFIER) }
                 .map_err(Error::cl("clGetKernelArgInfo"))?;
+        // Only what the kernel cannot write through: a `const __global` pointer can be cast to a
+        // writable one (the memory is not a const object), so it counts as a write.
         let read_only = match kind {
             ParamKind::Constant => true,
-            ParamKind::Global => qualifier & sys::CL_KERNEL_ARG_TYPE_CONST != 0,
             ParamKind::Image(_) => access == sys::CL_KERNEL_ARG_ACCESS_READ_ONLY,
             _ => false,
+        };
+        let size = match kind {
+            ParamKind::Value | ParamKind::Pipe => type_size(&type_name, address_bytes),
+            _ => None,
         };
         params.push(KernelParam {
             name: name.trim_end_matches('\0').to_owned(),
             type_name,
             kind,
             read_only,
+            access,
+            size,
         });
     }
     Ok(Some(params))
@@ -469,6 +602,11 @@ pub struct Kernel {
     held: Vec<Option<Arc<Held>>>,
     /// Parameter descriptions; `None` when the driver gives no argument information.
     params: Option<Vec<KernelParam>>,
+    /// Per argument: the bytes of a `__local` argument or of a `__constant` argument's buffer
+    /// (0 otherwise), checked against the queue's device at each enqueue.
+    arg_bytes: Vec<u64>,
+    /// The device limits enqueues are checked against, read on the first enqueue on a device.
+    limits: RefCell<SmallVec<[(sys::cl_device_id, Limits); 1]>>,
     /// The arguments of commands that may still run. (`RefCell`: `Kernel` is not `Sync`, and
     /// enqueues take `&self`.)
     in_flight: RefCell<InFlight>,
@@ -493,20 +631,27 @@ impl Kernel {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument("kernel name contains a NUL byte".into()))?;
         // SAFETY: a valid program; we own the returned kernel.
-        let raw = unsafe { raw::create(program.as_raw(), &cname) }
-            .map_err(Error::cl("clCreateKernel"))?;
+        let raw = unsafe { raw::create(program.as_raw(), &cname) }.map_err(|e| match e {
+            ClError::InvalidKernelName => Error::InvalidArgument(format!(
+                "the program has no kernel named '{name}' (clCreateKernel: CL_INVALID_KERNEL_NAME)"
+            )),
+            e => Error::cl("clCreateKernel")(e),
+        })?;
         let mut k = Kernel {
             raw,
             name: name.to_owned(),
             program: program.clone(),
             held: Vec::new(),
             params: None,
+            arg_bytes: Vec::new(),
+            limits: RefCell::default(),
             in_flight: RefCell::new(InFlight::default()),
             not_sync: PhantomData,
         };
         let n = k.num_args()?;
         k.held = (0..n).map(|_| None).collect();
-        k.params = read_params(k.raw, n)?;
+        k.arg_bytes = vec![0; n as usize];
+        k.params = read_params(k.raw, n, address_bytes(program.context()))?;
         Ok(k)
     }
 
@@ -571,13 +716,15 @@ impl Kernel {
                 .map_err(Error::cl("clGetKernelInfo"))?;
             // SAFETY: the live program of a valid kernel; the wrapper takes its own reference.
             let program = unsafe { Program::from_raw_retained(program) }?;
-            let params = read_params(raw, n)?;
+            let params = read_params(raw, n, address_bytes(program.context()))?;
             Ok(Kernel {
                 raw,
                 name: name.trim_end_matches('\0').to_owned(),
                 program,
                 held: (0..n).map(|_| None).collect(),
                 params,
+                arg_bytes: vec![0; n as usize],
+                limits: RefCell::default(),
                 in_flight: RefCell::new(InFlight::default()),
                 not_sync: PhantomData,
             })
@@ -798,8 +945,10 @@ impl Kernel {
     pub fn set_arg<A: AsKernelArg + ?Sized>(&mut self, index: u32, arg: &A) -> Result<&mut Kernel> {
         let slot = self.slot(index)?;
         let value = arg.as_kernel_arg().arg_value();
-        self.check_arg(index, &value)?;
-        self.set_value(slot, index, value)
+        let bytes = self.check_arg(index, &value)?;
+        self.set_value(slot, index, value)?;
+        self.arg_bytes[slot] = bytes;
+        Ok(self)
     }
 
     /// Sets argument `index` without checking it against the parameter's declaration (the
@@ -822,12 +971,19 @@ impl Kernel {
         let slot = self.slot(index)?;
         let value = arg.as_kernel_arg().arg_value();
         self.check_context(&value)?;
-        self.set_value(slot, index, value)
+        let bytes = match value {
+            ArgValue::Local(n) => n as u64,
+            _ => 0,
+        };
+        self.set_value(slot, index, value)?;
+        self.arg_bytes[slot] = bytes;
+        Ok(self)
     }
 
     /// Refuses an argument the parameter's declaration does not accept, or an object of another
-    /// context.
-    fn check_arg(&self, index: u32, value: &ArgValue<'_>) -> Result<()> {
+    /// context; returns the bytes the enqueue checks against the device (a `__local` size, a
+    /// `__constant` buffer's size), 0 for other arguments.
+    fn check_arg(&self, index: u32, value: &ArgValue<'_>) -> Result<u64> {
         let mem_type = self.check_context(value)?;
         let Some(params) = &self.params else {
             return match value {
@@ -839,26 +995,51 @@ impl Kernel {
                         self.name
                     ),
                 }),
-                _ => Ok(()),
+                ArgValue::Local(n) => Ok(*n as u64),
+                _ => Ok(0),
             };
         };
         let param = &params[index as usize];
-        let (ok, got) = match value {
-            ArgValue::Bytes(b) => (
-                param.kind == ParamKind::Value,
-                format!("a by-value argument of {} bytes", b.len()),
-            ),
-            ArgValue::Local(_) => (param.kind == ParamKind::Local, "LocalMemory".into()),
-            ArgValue::NullMem => (
-                matches!(param.kind, ParamKind::Global | ParamKind::Constant),
-                "NullMem".into(),
-            ),
-            ArgValue::Svm { .. } => (
-                matches!(param.kind, ParamKind::Global | ParamKind::Constant),
-                "an SVM pointer".into(),
-            ),
-            ArgValue::Sampler(_) => (param.kind == ParamKind::Sampler, "a sampler".into()),
-            ArgValue::Mem(_) | ArgValue::MemKeepAlive { .. } => {
+        let refuse = |expected: String, got: String| Error::KernelArg {
+            kernel: self.name.clone(),
+            index,
+            expected,
+            got,
+        };
+        let kind_err = |got: String| {
+            refuse(
+                format!("{} {}", param.kind.describe(), param.declared()),
+                got,
+            )
+        };
+        match value {
+            ArgValue::Bytes(b) => {
+                if param.kind != ParamKind::Value {
+                    return Err(kind_err(format!(
+                        "a by-value argument of {} bytes",
+                        b.len()
+                    )));
+                }
+                match param.size {
+                    Some(n) if n != b.len() => Err(refuse(
+                        format!("{} ({n} bytes)", param.declared()),
+                        format!("a by-value argument of {} bytes", b.len()),
+                    )),
+                    _ => Ok(0),
+                }
+            }
+            ArgValue::Local(n) if param.kind == ParamKind::Local => Ok(*n as u64),
+            ArgValue::Local(_) => Err(kind_err("LocalMemory".into())),
+            ArgValue::NullMem | ArgValue::Svm { .. }
+                if matches!(param.kind, ParamKind::Global | ParamKind::Constant) =>
+            {
+                Ok(0)
+            }
+            ArgValue::NullMem => Err(kind_err("NullMem".into())),
+            ArgValue::Svm { .. } => Err(kind_err("an SVM pointer".into())),
+            ArgValue::Sampler(_) if param.kind == ParamKind::Sampler => Ok(0),
+            ArgValue::Sampler(_) => Err(kind_err("a sampler".into())),
+            ArgValue::Mem(m) | ArgValue::MemKeepAlive { mem: m, .. } => {
                 let t = mem_type.unwrap_or(MemObjectType::Other(0));
                 let ok = match param.kind {
                     ParamKind::Global | ParamKind::Constant => t == MemObjectType::Buffer,
@@ -866,18 +1047,59 @@ impl Kernel {
                     ParamKind::Pipe => t == MemObjectType::Pipe,
                     _ => false,
                 };
-                (ok, format!("a memory object ({t:?})"))
+                if !ok {
+                    return Err(kind_err(format!("a memory object ({t:?})")));
+                }
+                self.check_mem(param, *m)
+                    .map_err(|got| refuse(param.declared(), got))
             }
+        }
+    }
+
+    /// What a memory object of the right type must also satisfy: an image's access flags allow
+    /// the parameter's access qualifier, a pipe's packets are the declared element's size.
+    /// Returns a `__constant` buffer's size; `Err` says what was given.
+    fn check_mem(&self, param: &KernelParam, mem: sys::cl_mem) -> std::result::Result<u64, String> {
+        let info = |what: sys::cl_mem_info| -> std::result::Result<u64, String> {
+            // SAFETY: a valid memory object (KernelArg contract); 1.0 parameters of `u64` size
+            // (`cl_mem_flags` is a bitfield, `size_t` is 64-bit on the platforms we build for).
+            unsafe { raw_mem::get_info::<u64>(mem, what) }
+                .map_err(|e| format!("a memory object whose clGetMemObjectInfo failed: {e}"))
         };
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::KernelArg {
-                kernel: self.name.clone(),
-                index,
-                expected: format!("{} `{}`", param.kind.describe(), param.type_name),
-                got,
-            })
+        match param.kind {
+            ParamKind::Constant => info(sys::CL_MEM_SIZE),
+            ParamKind::Image(_) => {
+                let flags = info(sys::CL_MEM_FLAGS)?;
+                let (ro, wo) = (sys::CL_MEM_READ_ONLY, sys::CL_MEM_WRITE_ONLY);
+                let refused = match param.access {
+                    sys::CL_KERNEL_ARG_ACCESS_READ_ONLY => wo,
+                    sys::CL_KERNEL_ARG_ACCESS_WRITE_ONLY => ro,
+                    sys::CL_KERNEL_ARG_ACCESS_READ_WRITE => ro | wo,
+                    _ => 0,
+                };
+                match flags & refused {
+                    0 => Ok(0),
+                    f if f == ro => Err("an image created READ_ONLY".into()),
+                    _ => Err("an image created WRITE_ONLY".into()),
+                }
+            }
+            ParamKind::Pipe => {
+                let Some(want) = param.size else {
+                    return Ok(0);
+                };
+                // SAFETY: a valid pipe (its type was checked); a 2.0 parameter of a platform
+                // that created a pipe.
+                let packet: u32 = unsafe { cl_raw::pipe::get_info(mem, sys::CL_PIPE_PACKET_SIZE) }
+                    .map_err(|e| format!("a pipe whose clGetPipeInfo failed: {e}"))?;
+                if packet as usize == want {
+                    Ok(0)
+                } else {
+                    Err(format!(
+                        "a pipe of {packet}-byte packets (the element is {want} bytes)"
+                    ))
+                }
+            }
+            _ => Ok(0),
         }
     }
 
@@ -1122,6 +1344,9 @@ impl Kernel {
                 self.name
             )));
         }
+        if local.is_some() || self.arg_bytes.iter().any(|&b| b > 0) {
+            self.check_limits(queue, global, local)?;
+        }
         if global.contains(&0) {
             // An empty range runs nothing: a marker after `wait` stands for it (PyOpenCL's
             // allow_empty_ndrange=True; OpenCL 1.2 drivers refuse a zero global size).
@@ -1193,6 +1418,83 @@ impl Kernel {
 }
 
 impl Kernel {
+    /// Checks a launch against the queue's device: the local size within the kernel's and the
+    /// device's work-group limits and dividing the global size (unless non-uniform groups are
+    /// allowed), the `__local` arguments within the local memory, each `__constant` buffer
+    /// within the constant buffer size. Drivers crash or abort on some of these.
+    fn check_limits(&self, queue: &Queue, global: &[usize], local: Option<&[usize]>) -> Result<()> {
+        let device = queue.device();
+        let found = self
+            .limits
+            .borrow()
+            .iter()
+            .find(|(d, _)| *d == device.as_raw())
+            .map(|(_, l)| *l);
+        let limits = match found {
+            Some(l) => l,
+            None => {
+                let l = Limits::read(self, device)?;
+                self.limits.borrow_mut().push((device.as_raw(), l));
+                l
+            }
+        };
+        let name = &self.name;
+        if let Some(local) = local {
+            let items: usize = local.iter().product();
+            if local.iter().zip(limits.work_items).any(|(l, m)| *l > m) || items > limits.work_group
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel '{name}': local size {local:?} ({items} work-items) exceeds the kernel's \
+                     work-group size {} on this device (CL_KERNEL_WORK_GROUP_SIZE) or the \
+                     device's work-item sizes {:?}",
+                    limits.work_group,
+                    &limits.work_items[..local.len()]
+                )));
+            }
+            if !limits.non_uniform && global.iter().zip(local).any(|(g, l)| g % l != 0) {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel '{name}': local size {local:?} does not divide global size {global:?} \
+                     (non-uniform work-groups need a 2.x device, or a 3.0 device that supports \
+                     them, and a program built with -cl-std=CL2.0 or later)"
+                )));
+            }
+        }
+        let Some(params) = &self.params else {
+            return Ok(());
+        };
+        let mut local_total = 0u64;
+        for (i, (p, &bytes)) in params.iter().zip(&self.arg_bytes).enumerate() {
+            let over = match p.kind {
+                ParamKind::Local => {
+                    local_total = local_total.saturating_add(bytes);
+                    (local_total > limits.local_mem).then_some((
+                        "__local arguments together",
+                        limits.local_mem,
+                        local_total,
+                    ))
+                }
+                ParamKind::Constant => (bytes > limits.constant_buffer).then_some((
+                    "a __constant argument",
+                    limits.constant_buffer,
+                    bytes,
+                )),
+                _ => None,
+            };
+            if let Some((what, limit, got)) = over {
+                return Err(Error::KernelArg {
+                    kernel: name.clone(),
+                    index: i as u32,
+                    expected: format!(
+                        "{} with {what} at most {limit} bytes on this device",
+                        p.declared()
+                    ),
+                    got: format!("{got} bytes"),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Keeps the arguments of the command behind `ev` until it completes.
     fn record(&self, queue: &Queue, ev: &Event) {
         let snapshot: Snapshot = self

@@ -11,5 +11,6 @@ pub(crate) mod partition;
 pub(crate) mod platform;
 pub(crate) mod program;
 pub(crate) mod queue;
+pub(crate) mod quirks;
 pub mod select;
 pub(crate) mod staging;

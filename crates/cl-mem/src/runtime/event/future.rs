@@ -98,8 +98,7 @@ const WATCH_PERIOD: Duration = Duration::from_millis(2);
 fn needs_watch(event: &Event) -> bool {
     event
         .context()
-        .and_then(|c| c.platform().name())
-        .is_ok_and(|n| n.contains("Portable Computing Language"))
+        .is_ok_and(|c| crate::runtime::quirks::quirks(&c.platform()).failed_events_need_polling)
 }
 
 /// Adds a waiting future to the watcher (started on first use; if the OS refuses the thread the

@@ -1,0 +1,89 @@
+//! Driver quirks: the one place that reads a platform's name and version to decide how to work
+//! around its bugs. Decided once per platform; each flag names its reproduction under `repro/` and
+//! its section of docs/DEVICES.md.
+
+use std::sync::{Mutex, PoisonError};
+
+use crate::runtime::platform::Platform;
+
+/// What a platform's driver needs worked around.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Quirks {
+    /// PoCL: concurrent map commands of one allocation crash it, so they run one after another
+    /// (`repro/pocl_concurrent_read_maps.c`, DEVICES.md#pocl-concurrent-maps).
+    pub(crate) orders_map_commands: bool,
+    /// PoCL: an event that fails never runs its callbacks, so futures also poll
+    /// (`repro/pocl_failed_wait_event.c`, DEVICES.md#pocl).
+    pub(crate) failed_events_need_polling: bool,
+    /// PoCL: `clEnqueueFillImage` on a 1-D buffer image crashes
+    /// (`repro/pocl_fill_image1d_buffer_crash.c`, DEVICES.md#pocl).
+    pub(crate) fill_image1d_buffer_crashes: bool,
+    /// PoCL: an image in a context of sub-devices aborts in `clEnqueueWriteImage`
+    /// (`repro/pocl_subdevice_image_write_abort.c`, DEVICES.md#pocl-subdevice-images).
+    pub(crate) subdevice_images_abort: bool,
+    /// PoCL before 5.0: `clEnqueueCopyBufferRect` with a sub-buffer on either side crashes; the
+    /// same copy between the roots works (`repro/pocl_copy_rect_sub_buffer.c`,
+    /// DEVICES.md#pocl-copy-rect-sub-buffer).
+    pub(crate) copy_rect_sub_buffer_crashes: bool,
+}
+
+impl Quirks {
+    /// The quirks of a platform with this name and `CL_PLATFORM_VERSION` string.
+    pub(crate) fn of(name: &str, version: &str) -> Quirks {
+        let pocl = name.contains("Portable Computing Language");
+        // "OpenCL 3.0 PoCL 3.1+debian ...": the number after "PoCL".
+        let pocl_major = version
+            .split_whitespace()
+            .skip_while(|w| *w != "PoCL")
+            .nth(1)
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse::<u32>().ok());
+        Quirks {
+            orders_map_commands: pocl,
+            failed_events_need_polling: pocl,
+            fill_image1d_buffer_crashes: pocl,
+            subdevice_images_abort: pocl,
+            copy_rect_sub_buffer_crashes: pocl && pocl_major.is_none_or(|m| m < 5),
+        }
+    }
+}
+
+/// The quirks of `platform`, read once (a platform's name and version do not change).
+pub(crate) fn quirks(platform: &Platform) -> Quirks {
+    static KNOWN: Mutex<Vec<(usize, Quirks)>> = Mutex::new(Vec::new());
+    let key = platform.as_raw() as usize;
+    let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&(_, q)) = known.iter().find(|(k, _)| *k == key) {
+        return q;
+    }
+    let q = Quirks::of(
+        &platform.name().unwrap_or_default(),
+        &platform.version_string().unwrap_or_default(),
+    );
+    known.push((key, q));
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Quirks;
+
+    #[test]
+    fn pocl_versions_decide_the_rect_copy_quirk() {
+        let pocl3 = Quirks::of(
+            "Portable Computing Language",
+            "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC",
+        );
+        assert!(pocl3.copy_rect_sub_buffer_crashes && pocl3.orders_map_commands);
+        let pocl5 = Quirks::of("Portable Computing Language", "OpenCL 3.0 PoCL 5.0  Linux");
+        assert!(!pocl5.copy_rect_sub_buffer_crashes && pocl5.orders_map_commands);
+        assert_eq!(
+            Quirks::of("NVIDIA CUDA", "OpenCL 3.0 CUDA 12.8.90"),
+            Quirks::default()
+        );
+        assert_eq!(
+            Quirks::of("Intel(R) OpenCL", "OpenCL 3.1 LINUX"),
+            Quirks::default()
+        );
+    }
+}
