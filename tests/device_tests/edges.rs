@@ -56,6 +56,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: conflicting_flags_and_empty_shapes_are_refused,
         },
         DeviceTest {
+            name: "memory_adopted_from_a_raw_handle_keeps_the_record",
+            run: memory_adopted_from_a_raw_handle_keeps_the_record,
+        },
+        DeviceTest {
             name: "errors_name_the_kernel_and_argument",
             run: errors_name_the_kernel_and_argument,
         },
@@ -414,6 +418,39 @@ fn conflicting_flags_and_empty_shapes_are_refused(dev: &TestDevice) -> TestResul
     );
     invalid(ImageDesc::from_shape(&[0, 4], false, false), "width 0");
     invalid(ImageDesc::from_shape(&[4, 0, 2], false, false), "height 0");
+    Ok(())
+}
+
+/// A `Memory` adopted from a live buffer's raw handle bypassed the record: a kernel wrote
+/// through it under a live map of the buffer.
+fn memory_adopted_from_a_raw_handle_keeps_the_record(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let align = dev.device.base_addr_align();
+    let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &vec![1u32; align])?;
+    let sub = buf.sub_buffer(align, align, MemFlags::empty())?;
+    // SAFETY: live memory objects of this crate; nothing outside it touches them.
+    let (whole, part) = unsafe {
+        (
+            cl_mem::Memory::from_raw_retained(buf.as_raw())?,
+            cl_mem::Memory::from_raw_retained(sub.as_raw())?,
+        )
+    };
+    let program = Program::build_from_source(ctx, SRC, "")?;
+    let mut k = program.kernel("sneaky")?;
+    {
+        let view = buf.map_read::<u32>(&q, .., &[])?;
+        for (what, m) in [("the root", &whole), ("a sub-buffer", &part)] {
+            k.set_arg(0, m)?;
+            let r = k.enqueue_nd_range(&q, &[4], None, &[]);
+            assert!(matches!(r, Err(Error::Mapped(_))), "{what}: {r:?}");
+        }
+        q.finish()?;
+        assert!(view.iter().all(|&v| v == 1), "the mapped bytes did not change");
+    }
+    k.enqueue_nd_range(&q, &[4], None, &[])?;
+    q.finish()?;
+    drop(k);
     Ok(())
 }
 

@@ -285,14 +285,22 @@ unsafe impl Sync for Memory {}
 impl Memory {
     /// Adopts one reference (no retain): `from_int_ptr(ptr, retain=False)`.
     ///
+    /// When another wrapper of this crate (a [`crate::Buffer`], sub-buffer or image) holds the
+    /// same memory, the new `Memory` keeps to its command record: kernels given it are refused
+    /// under that wrapper's maps and ordered after its other queues' commands.
+    ///
     /// # Safety
     ///
     /// 1. `raw` is a valid memory object.
     /// 2. The caller gives one reference it owns to the new `Memory`.
+    /// 3. The record covers only what goes through this crate's wrappers: commands and maps of
+    ///    the same memory made outside them (raw calls, another library) are ordered against
+    ///    the ones made through this `Memory` by the caller, and none writes bytes that a live
+    ///    map of this crate exposes as a slice.
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Memory {
         Memory {
             raw,
-            tracked: None,
+            tracked: crate::track::Tracked::of_raw(raw),
             live: crate::runtime::live::Live::new(),
         }
     }
@@ -306,12 +314,13 @@ impl Memory {
     /// # Safety
     ///
     /// 1. `raw` is a valid memory object.
+    /// 2. As obligation 3 of [`Memory::from_raw`].
     pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Memory> {
         // SAFETY: obligation 1.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
         Ok(Memory {
             raw,
-            tracked: None,
+            tracked: crate::track::Tracked::of_raw(raw),
             live: crate::runtime::live::Live::new(),
         })
     }

@@ -282,6 +282,29 @@ impl Tracked {
         }
     }
 
+    /// The record other wrappers of this crate keep for a raw memory object (a root, or a
+    /// sub-buffer found through its parent), so that a wrapper adopted from a raw handle keeps to
+    /// it; `None` when no wrapper of this crate records that memory (or the queries fail).
+    pub(crate) fn of_raw(mem: sys::cl_mem) -> Option<Arc<Tracked>> {
+        // SAFETY (all three): a valid memory object (the caller's obligation); 1.1 parameters,
+        // and this crate accepts no older platform.
+        let parent: sys::cl_mem =
+            unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT) }.ok()?;
+        let size: usize = unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_SIZE) }.ok()?;
+        let (root, offset) = if parent.is_null() {
+            (mem, 0)
+        } else {
+            let offset: usize = unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_OFFSET) }.ok()?;
+            (parent, offset)
+        };
+        let tracker = registry().find(root as usize)?;
+        Some(Arc::new(Tracked {
+            tracker,
+            start: offset,
+            end: offset.saturating_add(size),
+        }))
+    }
+
     /// A view of `len` bytes at `offset` of the same allocation (`offset` relative to the
     /// allocation, not to `self`).
     pub(crate) fn view(&self, offset: usize, len: usize) -> Arc<Tracked> {

@@ -274,6 +274,9 @@ impl Buffer {
     /// 2. Whatever backs the object stays valid while it lives: the host memory of a
     ///    `CL_MEM_USE_HOST_PTR` buffer, the SVM allocation of a buffer made over SVM (the
     ///    `Buffer` may outlive the wrapper it came from).
+    /// 3. As obligation 3 of [`crate::Memory::from_raw`]: the command record (shared with this
+    ///    crate's other wrappers of the same memory) does not see commands and maps made
+    ///    outside this crate.
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Buffer> {
         // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
         let mem = unsafe { crate::memory::Memory::from_raw(raw) };
@@ -321,7 +324,7 @@ impl Buffer {
     /// # Safety
     ///
     /// 1. `raw` is a valid memory object.
-    /// 2. As obligation 2 of [`Buffer::from_raw`].
+    /// 2. As obligations 2 and 3 of [`Buffer::from_raw`].
     pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Buffer> {
         // SAFETY: obligations 1 and 2.
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;

@@ -421,6 +421,8 @@ impl Image {
     /// # Safety
     ///
     /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Image`.
+    /// 2. As obligation 3 of [`crate::Memory::from_raw`] (the command record does not see
+    ///    commands and maps made outside this crate).
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Image> {
         struct Guard(sys::cl_mem);
         impl Drop for Guard {
@@ -493,6 +495,7 @@ impl Image {
     /// # Safety
     ///
     /// 1. `raw` is a valid memory object.
+    /// 2. As obligation 2 of [`Image::from_raw`].
     pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Image> {
         // SAFETY: obligation 1.
         unsafe { cl_raw::mem::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
