@@ -3,10 +3,10 @@
 //! (or a correct result where the driver needed a detour), on every device.
 
 use cl_mem::{
-    Buffer, ChannelOrder, ChannelType, Error, Image, ImageDesc, ImageFormat, LocalMemory, MemFlags,
-    Pipe, Program, Rect, Version,
+    AddressingMode, Buffer, ChannelOrder, ChannelType, Error, FilterMode, Image, ImageDesc,
+    ImageFormat, LocalMemory, MemFlags, Pipe, Program, Rect, Sampler, Version,
 };
-use cl_tests::{skip, DeviceTest, TestDevice, TestResult};
+use cl_tests::{eventually, skip, DeviceTest, TestDevice, TestResult};
 
 /// The suite's tests, in the order they run.
 pub(crate) fn tests() -> Vec<DeviceTest> {
@@ -58,6 +58,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "memory_adopted_from_a_raw_handle_keeps_the_record",
             run: memory_adopted_from_a_raw_handle_keeps_the_record,
+        },
+        DeviceTest {
+            name: "a_replaced_sampler_outlives_its_pending_command",
+            run: a_replaced_sampler_outlives_its_pending_command,
         },
         DeviceTest {
             name: "errors_name_the_kernel_and_argument",
@@ -446,11 +450,71 @@ fn memory_adopted_from_a_raw_handle_keeps_the_record(dev: &TestDevice) -> TestRe
             assert!(matches!(r, Err(Error::Mapped(_))), "{what}: {r:?}");
         }
         q.finish()?;
-        assert!(view.iter().all(|&v| v == 1), "the mapped bytes did not change");
+        assert!(
+            view.iter().all(|&v| v == 1),
+            "the mapped bytes did not change"
+        );
     }
     k.enqueue_nd_range(&q, &[4], None, &[])?;
     q.finish()?;
     drop(k);
+    Ok(())
+}
+
+const SAMPLE_SRC: &str = r#"
+__kernel void sample(__read_only image2d_t img, sampler_t s, __global float4* out) {
+    int i = get_global_id(0);
+    out[i] = read_imagef(img, s, (int2)(i, 0));
+}
+"#;
+
+/// An argument replaced while a command that used it is still pending stays alive until that
+/// command ran, also when the kernel enqueues again with the new argument. Observed with a sampler:
+/// PoCL and the Intel runtime hold their own references to pending commands' memory objects, which
+/// hides an early release of a buffer, but not of a sampler.
+fn a_replaced_sampler_outlives_its_pending_command(dev: &TestDevice) -> TestResult {
+    if !dev.device.image_support()? {
+        return Err(skip("the device has no image support"));
+    }
+    if dev.platform_name().contains("Oclgrind") {
+        return Err(skip(
+            "Oclgrind 21.10: clFlush blocks on a command waiting for a user event",
+        ));
+    }
+    let q = dev.queue();
+    let ctx = q.context();
+    let program = Program::build_from_source(ctx, SAMPLE_SRC, "")?;
+    let img = Image::from_host(
+        ctx,
+        MemFlags::READ_ONLY,
+        ImageFormat::RGBA_FLOAT,
+        &ImageDesc::d2(4, 1),
+        &[0.25f32; 16],
+    )?;
+    let out = Buffer::new(ctx, MemFlags::READ_WRITE, 4 * 16)?;
+    let gate = cl_mem::UserEvent::new(ctx)?;
+    let first = Sampler::new(ctx, false, AddressingMode::ClampToEdge, FilterMode::Nearest)?;
+    let mut k = program.kernel("sample")?;
+    k.set_arg(0, &img)?.set_arg(1, &first)?.set_arg(2, &out)?;
+    let gated = k.enqueue_nd_range(&q, &[4], None, &[&gate])?;
+    let probe = first.clone();
+    drop(first);
+    let second = Sampler::new(ctx, true, AddressingMode::Clamp, FilterMode::Nearest)?;
+    k.set_arg(1, &second)?;
+    let after = k.enqueue_nd_range(&q, &[4], None, &[])?;
+    let held = probe.reference_count()?;
+    // Open the gate before asserting: a broken rule fails here instead of hanging the queue.
+    gate.set_complete()?;
+    gated.wait()?;
+    after.wait()?;
+    assert!(
+        held >= 2,
+        "the pending command lost its replaced sampler ({held} references)"
+    );
+    drop(k);
+    eventually("the completed commands released the sampler", || {
+        Ok(probe.reference_count()? == 1)
+    })?;
     Ok(())
 }
 
