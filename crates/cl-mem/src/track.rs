@@ -286,14 +286,16 @@ impl Tracked {
     /// sub-buffer found through its parent), so that a wrapper adopted from a raw handle keeps to
     /// it; `None` when no wrapper of this crate records that memory (or the queries fail).
     pub(crate) fn of_raw(mem: sys::cl_mem) -> Option<Arc<Tracked>> {
-        // SAFETY (all three): a valid memory object (the caller's obligation); 1.1 parameters,
-        // and this crate accepts no older platform.
+        // SAFETY: a valid memory object (the caller's obligation); a 1.1 parameter, and this
+        // crate accepts no older platform.
         let parent: sys::cl_mem =
             unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT) }.ok()?;
+        // SAFETY: as above; a 1.0 parameter.
         let size: usize = unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_SIZE) }.ok()?;
         let (root, offset) = if parent.is_null() {
             (mem, 0)
         } else {
+            // SAFETY: as above; a 1.1 parameter.
             let offset: usize = unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_OFFSET) }.ok()?;
             (parent, offset)
         };

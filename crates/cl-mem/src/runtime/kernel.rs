@@ -1463,7 +1463,7 @@ impl Kernel {
             return Ok(());
         };
         let mut local_total = 0u64;
-        for (i, (p, &bytes)) in params.iter().zip(&self.arg_bytes).enumerate() {
+        for (i, (p, &bytes)) in (0u32..).zip(params.iter().zip(&self.arg_bytes)) {
             let over = match p.kind {
                 ParamKind::Local => {
                     local_total = local_total.saturating_add(bytes);
@@ -1483,7 +1483,7 @@ impl Kernel {
             if let Some((what, limit, got)) = over {
                 return Err(Error::KernelArg {
                     kernel: name.clone(),
-                    index: i as u32,
+                    index: i,
                     expected: format!(
                         "{} with {what} at most {limit} bytes on this device",
                         p.declared()
