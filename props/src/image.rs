@@ -63,7 +63,8 @@ pub fn check_itemsize(f: ImageFormat) {
     }
 }
 
-/// `from_shape` against PyOpenCL's table.
+/// `from_shape` against PyOpenCL's table, plus cl-mem's refusal of a zero dimension (an empty
+/// image, which PyOpenCL leaves to the driver).
 ///
 /// # Panics
 ///
@@ -71,6 +72,7 @@ pub fn check_itemsize(f: ImageFormat) {
 pub fn check_from_shape(shape: &[usize], is_array: bool, from_buffer: bool) {
     use ImageType::*;
     let want = match (shape.len(), is_array, from_buffer) {
+        _ if shape.contains(&0) => None,
         (_, true, true) => None,
         (1, false, true) => Some(Image1dBuffer),
         (1, false, false) => Some(Image1d),
