@@ -682,16 +682,19 @@ fn a_second_queue_waits_for_the_first_queues_writes(dev: &TestDevice) -> TestRes
     let write = buf.enqueue_write(&a, 0, vec![7u32; 256], &first)?;
     // A read on queue B, with no wait list from the caller: it must follow A's write.
     let read = buf.enqueue_read(&b, 0, vec![0u32; 256], &[])?;
-    if gated {
+    let read_ran_early = gated && {
         std::thread::sleep(Duration::from_millis(50));
-        assert!(
-            !read.is_complete()?,
-            "the read on queue B ran before the write on queue A it must follow"
-        );
-    }
+        read.is_complete()?
+    };
+    // Open the gate before asserting: a broken rule fails the test instead of leaving a gated
+    // command that hangs the queue's release until the watchdog.
     gate.set_complete()?;
     write.wait()?;
     let got = read.wait()?;
+    assert!(
+        !read_ran_early,
+        "the read on queue B ran before the write on queue A it must follow"
+    );
     assert_eq!(got, vec![7u32; 256]);
     // A kernel on B after a fill on A, the same way.
     let gate = UserEvent::new(&ctx)?;
