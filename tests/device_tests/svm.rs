@@ -82,6 +82,10 @@ pub fn tests() -> Vec<DeviceTest> {
             run: free_waits_for_kernels_on_other_queues,
         },
         DeviceTest {
+            name: "free_waits_for_fills_on_other_queues",
+            run: free_waits_for_fills_on_other_queues,
+        },
+        DeviceTest {
             name: "kernel_argument_keeps_dropped_svm_alive",
             run: kernel_argument_keeps_dropped_svm_alive,
         },
@@ -795,6 +799,52 @@ fn free_waits_for_kernels_on_other_queues(dev: &TestDevice) -> TestResult {
             assert_eq!(v, spun(i, SPIN), "at {i}");
         }
     })?;
+    Ok(())
+}
+
+/// A fill holds nothing (unlike a kernel's argument record): only the markers the free enqueues on
+/// every other queue that used the allocation keep a gated fill there from writing freed memory.
+fn free_waits_for_fills_on_other_queues(dev: &TestDevice) -> TestResult {
+    require(
+        dev,
+        SvmCapabilities::COARSE_GRAIN_BUFFER,
+        "coarse-grain SVM",
+    )?;
+    if dev.platform_name().contains("Oclgrind") {
+        return Err(skip("Oclgrind has no SVM"));
+    }
+    let q1 = dev.queue();
+    let q2 = Queue::new(q1.context(), &dev.device)?;
+    let gate = UserEvent::new(q1.context())?;
+    let a = csvm_empty::<u32>(&q1, 256)?;
+    let fill = a.fill(&q2, 5, &[&gate])?;
+    let freed = Arc::new(AtomicBool::new(false));
+    let order = Arc::new(AtomicI32::new(0));
+    {
+        let freed = Arc::clone(&freed);
+        let order = Arc::clone(&order);
+        let fill = fill.clone();
+        a.on_release(move |status| {
+            let ok = status == EventStatus::Complete
+                && matches!(fill.status(), Ok(EventStatus::Complete));
+            order.store(if ok { 1 } else { -1 }, Ordering::SeqCst);
+            freed.store(true, Ordering::SeqCst);
+        });
+    }
+    drop(a);
+    q1.flush()?;
+    std::thread::sleep(Duration::from_millis(100));
+    let early = freed.load(Ordering::SeqCst);
+    // Open the gate before asserting, so a broken rule fails instead of hanging.
+    gate.set_complete()?;
+    fill.wait()?;
+    assert!(!early, "freed on q1 while q2's fill still waited");
+    assert!(wait_for(&freed), "the SVM free never completed");
+    assert_eq!(
+        order.load(Ordering::SeqCst),
+        1,
+        "the free completed before q2's fill"
+    );
     Ok(())
 }
 
