@@ -35,6 +35,22 @@ pub fn tests() -> Vec<DeviceTest> {
             run: pool_hit_hands_out_the_same_buffer,
         },
         DeviceTest {
+            name: "buffer_is_unique_until_cloned_sliced_imaged_or_set_as_an_argument",
+            run: buffer_is_unique_until_cloned_sliced_imaged_or_set_as_an_argument,
+        },
+        DeviceTest {
+            name: "a_clone_of_a_pooled_buffer_keeps_its_memory_from_the_next_owner",
+            run: a_clone_of_a_pooled_buffer_keeps_its_memory_from_the_next_owner,
+        },
+        DeviceTest {
+            name: "a_kernel_argument_keeps_its_pooled_memory_until_replaced_or_dropped",
+            run: a_kernel_argument_keeps_its_pooled_memory_until_replaced_or_dropped,
+        },
+        DeviceTest {
+            name: "a_cached_kernel_with_a_fresh_block_per_call_reuses_two_buffers",
+            run: a_cached_kernel_with_a_fresh_block_per_call_reuses_two_buffers,
+        },
+        DeviceTest {
             name: "pooled_buffer_reports_requested_and_rounded_sizes",
             run: pooled_buffer_reports_requested_and_rounded_sizes,
         },
@@ -278,6 +294,206 @@ fn pool_hit_hands_out_the_same_buffer(dev: &TestDevice) -> TestResult {
     assert_eq!((s.hits, s.misses, s.upstream_allocations), (1, 1, 1));
     assert_eq!((pool.held_blocks(), pool.active_blocks()), (0, 1));
     assert_eq!((pool.managed_bytes(), pool.active_bytes()), (1023, 1001));
+    Ok(())
+}
+
+/// `Buffer::is_unique`, what a pool's hand-out relies on: every handle that can start new work
+/// on the memory counts (clones, sub-buffers, `Memory`, images over it, kernel slots, references
+/// given away), commands still pending do not.
+fn buffer_is_unique_until_cloned_sliced_imaged_or_set_as_an_argument(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let n = 64;
+    let b = Buffer::new(ctx, MemFlags::READ_WRITE, n * 4)?;
+    assert!(b.is_unique(), "a new buffer");
+    let c = b.clone();
+    assert!(!b.is_unique() && !c.is_unique(), "a clone");
+    drop(c);
+    assert!(b.is_unique(), "the clone dropped");
+    let part = b.sub_buffer(0, 16, MemFlags::empty())?;
+    assert!(!b.is_unique() && !part.is_unique(), "a sub-buffer");
+    drop(part);
+    assert!(b.is_unique(), "the sub-buffer dropped");
+    let m = cl_mem::Memory::from(b.clone());
+    assert!(!b.is_unique(), "a Memory of a clone");
+    drop(m);
+    assert!(b.is_unique(), "the Memory dropped");
+    // A 2-D image (a 1-D buffer image would keep PoCL's context: DEVICES.md
+    // #pocl-image1d-buffer-keeps-context), where the device makes them.
+    let format =
+        cl_mem::ImageFormat::new(cl_mem::ChannelOrder::R, cl_mem::ChannelType::UnsignedInt32);
+    match cl_mem::Image::from_buffer_2d(ctx, MemFlags::READ_WRITE, format, &b, (n, 1), None) {
+        Ok(img) => {
+            assert!(!b.is_unique(), "an image over the buffer");
+            drop(img);
+            assert!(b.is_unique(), "the image dropped");
+        }
+        Err(Error::Unsupported { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    // A kernel slot counts; a command that used it does not, once the slot let it go.
+    let other = Buffer::new(ctx, MemFlags::READ_WRITE, n * 4)?;
+    let program = Program::build_from_source(ctx, FILL_SRC, "")?;
+    let mut k = program.kernel("fill")?;
+    k.set_arg(0, &b)?.set_arg(1, &1u32)?;
+    assert!(!b.is_unique(), "a kernel slot");
+    let gate = UserEvent::new(ctx)?;
+    let pending = k.enqueue_nd_range(&q, &[n], None, &[&gate])?;
+    k.set_arg(0, &other)?;
+    let unique_while_pending = b.is_unique();
+    let pending_status = pending.status()?;
+    gate.set_complete()?;
+    pending.wait()?;
+    assert!(
+        unique_while_pending,
+        "a command still pending ({pending_status:?}) counted as a handle"
+    );
+    k.set_arg(0, &b)?;
+    assert!(!b.is_unique(), "set again");
+    drop(k);
+    assert!(b.is_unique(), "the kernel dropped");
+    // A reference given away may come back (`from_raw`): counted for good.
+    let given = b.clone().into_raw();
+    // SAFETY: `given` is the reference `into_raw` gave away, adopted once.
+    let back = unsafe { Buffer::from_raw(given) }?;
+    drop(back);
+    assert!(!b.is_unique(), "a reference given away with into_raw");
+    Ok(())
+}
+
+/// Issue 29: a clone of a pooled buffer (or a sub-buffer taken through `Deref`) outlived the
+/// block and, once the block went back, reached the next owner's bytes. Now the next owner gets
+/// other memory, and the clone keeps its own bytes.
+fn a_clone_of_a_pooled_buffer_keeps_its_memory_from_the_next_owner(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let n = 256;
+    // A clone through `Deref`.
+    let pool = immediate_pool(&q)?;
+    let a = pool.allocate(n * 4)?;
+    a.write(&q, 0, &vec![1u32; n], &[])?;
+    let kept: Buffer = (*a).clone();
+    drop(a);
+    let b = pool.allocate(n * 4)?;
+    assert_ne!(
+        b.as_raw(),
+        kept.as_raw(),
+        "the next owner got the memory a clone still reaches"
+    );
+    b.write(&q, 0, &vec![9u32; n], &[])?;
+    assert_eq!(kept.read_vec_of::<u32>(&q, n)?, vec![1u32; n]);
+    assert_eq!(b.to_vec::<u32>(&q)?, vec![9u32; n]);
+    // Still a hit for the pool: the block changed memory, not the pool's books.
+    assert_eq!((pool.stats().hits, pool.stats().misses), (1, 1));
+    drop((b, kept));
+    // A sub-buffer through `Deref`, and a clone of a pooled slice.
+    for case in ["sub-buffer", "slice clone"] {
+        let pool = immediate_pool(&q)?;
+        let a = pool.allocate(n * 4)?;
+        let raw = a.as_raw();
+        let kept: Buffer = match case {
+            "sub-buffer" => a.sub_buffer(0, 16, MemFlags::empty())?,
+            _ => (*a.slice(..16)?).clone(),
+        };
+        drop(a);
+        let b = pool.allocate(n * 4)?;
+        assert_ne!(b.as_raw(), raw, "a {case} still reaches the memory");
+        drop((b, kept));
+    }
+    Ok(())
+}
+
+/// Issue 29: a kernel keeps the buffer it was given, so a kernel run again after its pooled
+/// argument went back wrote into the next owner's block. Now the block's memory stays out of
+/// the next hand-out until the argument is replaced or the kernel dropped.
+fn a_kernel_argument_keeps_its_pooled_memory_until_replaced_or_dropped(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let n = 256;
+    let program = Program::build_from_source(q.context(), FILL_SRC, "")?;
+    let mut k = program.kernel("fill")?;
+    let a = pool.allocate(n * 4)?;
+    let first = a.as_raw();
+    k.set_arg(0, &a)?.set_arg(1, &1u32)?.run(&q, &[n])?.wait()?;
+    drop(a);
+    let b = pool.allocate(n * 4)?;
+    assert_ne!(b.as_raw(), first, "the kernel still has the memory set");
+    b.write(&q, 0, &vec![9u32; n], &[])?;
+    k.run(&q, &[n])?.wait()?; // writes the kernel's argument, not `b`
+    assert_eq!(b.to_vec::<u32>(&q)?, vec![9u32; n], "the kernel wrote b");
+    // Replaced: the first memory comes back at the next hand-out.
+    k.set_arg(0, &b)?;
+    let second = b.as_raw();
+    drop(b);
+    let c = pool.allocate(n * 4)?;
+    assert_eq!(
+        c.as_raw(),
+        first,
+        "the replaced argument's memory is reused"
+    );
+    drop(c);
+    // Dropped: the kernel's slots go with it.
+    let d = pool.allocate(n * 4)?;
+    let third = d.as_raw();
+    assert_ne!(third, second, "the kernel still has the second memory set");
+    let mut k2 = program.kernel("fill")?;
+    k2.set_arg(0, &d)?;
+    drop(d);
+    drop(k2);
+    let e = pool.allocate(n * 4)?;
+    assert_eq!(e.as_raw(), third, "a dropped kernel's argument is reused");
+    drop(e);
+    drop(k);
+    Ok(())
+}
+
+/// The common pattern: one cached kernel, a fresh pooled block per call, the block dropped
+/// right after the enqueue. The kernel's slot holds the last call's memory, so consecutive calls
+/// get different memory, and two buffers alternate: nothing is allocated after the second call.
+/// The calls wait for a gate, so every command is still pending when the next block is handed
+/// out (they keep their arguments; only the slot counts).
+fn a_cached_kernel_with_a_fresh_block_per_call_reuses_two_buffers(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let pool = immediate_pool(&q)?;
+    let n = 64;
+    let program = Program::build_from_source(q.context(), FILL_SRC, "")?;
+    let mut k = program.kernel("fill")?;
+    let gate = UserEvent::new(q.context())?;
+    let mut seen = Vec::new();
+    let mut same_as_previous = 0;
+    let mut previous = None;
+    let mut last = None;
+    let run = (|| -> Result<(), cl_tests::TestError> {
+        for v in 0..20u32 {
+            let b = pool.allocate(n * 4)?;
+            let raw = b.as_raw();
+            if previous == Some(raw) {
+                same_as_previous += 1;
+            }
+            previous = Some(raw);
+            if !seen.contains(&raw) {
+                seen.push(raw);
+            }
+            k.set_arg(0, &b)?.set_arg(1, &v)?;
+            last = Some(k.enqueue_nd_range(&q, &[n], None, &[&gate])?);
+        }
+        Ok(())
+    })();
+    // Open the gate before asserting, so a failure cannot leave the queue stuck.
+    gate.set_complete()?;
+    if let Some(ev) = last {
+        ev.wait()?;
+    }
+    run?;
+    assert_eq!(
+        same_as_previous, 0,
+        "a block was handed out with the memory the kernel's slot still held"
+    );
+    assert_eq!(seen.len(), 2, "memories used over 20 calls");
+    assert_eq!(pool.stats().upstream_allocations, 1);
     Ok(())
 }
 

@@ -333,8 +333,11 @@ impl Memory {
     /// Gives the reference away without releasing it.
     pub fn into_raw(self) -> sys::cl_mem {
         let mut this = std::mem::ManuallyDrop::new(self);
-        // The command record goes; the OpenCL reference stays with the caller.
-        drop(this.tracked.take());
+        // The command record goes; the OpenCL reference stays with the caller, counted as a
+        // handle of the allocation for good (`Buffer::is_unique`).
+        if let Some(t) = this.tracked.take() {
+            t.given_away();
+        }
         // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
         drop(unsafe { std::ptr::read(&this.live) });
         this.raw
@@ -397,8 +400,7 @@ unsafe impl crate::runtime::kernel::KernelArg for Memory {
         match &self.tracked {
             Some(t) => crate::runtime::kernel::ArgValue::MemKeepAlive {
                 mem: self.raw,
-                keep_alive: std::sync::Arc::clone(t)
-                    as std::sync::Arc<dyn std::any::Any + Send + Sync>,
+                keep_alive: crate::track::ArgHold::keep_alive(t),
             },
             None => crate::runtime::kernel::ArgValue::Mem(self.raw),
         }

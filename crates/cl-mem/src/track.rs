@@ -23,6 +23,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use cl_raw::sys;
@@ -82,6 +83,12 @@ pub(crate) struct Tracker {
     /// The allocation's last map or unmap command and its queue, held across the driver call of
     /// the next one: see [`Tracked::map_command`].
     map_calls: Mutex<Option<(Queue, Event)>>,
+    /// What can start new work on the allocation: the live [`Tracked`] views (each shared by a
+    /// handle and its clones: the root buffer, sub-buffers, images, adopted wrappers), the kernel
+    /// argument slots that hold any of them, and references given away with `into_raw` (never
+    /// taken back). Commands already enqueued are not counted: the record orders new work after
+    /// them. Read by [`Tracked::is_sole_handle`].
+    handles: AtomicUsize,
 }
 
 impl fmt::Debug for Tracker {
@@ -129,6 +136,41 @@ impl ArgMemory for Tracked {
     }
 }
 
+/// The keep-alive a kernel argument of tracked memory (a buffer, an image, a `Memory` from one)
+/// holds: how the kernel finds the record, and how the record counts the kernel's *slots*
+/// ([`ArgMemory::slot`]) as handles. The view itself is not counted: the commands enqueued with
+/// the argument keep it until they complete, and they cannot start new work (a pool may hand the
+/// memory out again once only they are left, see [`Tracked::is_sole_handle`]).
+pub(crate) struct ArgHold(Tracked);
+
+impl ArgHold {
+    /// A keep-alive for a kernel argument of `tracked`'s bytes.
+    pub(crate) fn keep_alive(tracked: &Tracked) -> Arc<dyn Any + Send + Sync> {
+        Arc::new(ArgHold(Tracked {
+            tracker: Arc::clone(&tracked.tracker),
+            start: tracked.start,
+            end: tracked.end,
+            counted: false,
+        }))
+    }
+}
+
+impl ArgMemory for ArgHold {
+    fn tracked(&self) -> Option<&Tracked> {
+        Some(&self.0)
+    }
+
+    fn slot(&self, set: bool) {
+        // Release: a handle dropped after setting the slot publishes the count first.
+        let handles = &self.0.tracker.handles;
+        if set {
+            handles.fetch_add(1, Ordering::Release);
+        } else {
+            handles.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
 /// A kernel argument's keep-alive that names its memory through the seam: what memory kinds
 /// other than buffers (SVM) hand to kernels, so this module needs no knowledge of them.
 pub(crate) struct Hold(pub(crate) Arc<dyn ArgMemory + Send + Sync>);
@@ -145,6 +187,9 @@ impl Hold {
 /// The memory behind a kernel argument's keep-alive, when it is of a kind this crate made.
 pub(crate) fn arg_memory(keep_alive: &Arc<dyn Any + Send + Sync>) -> Option<&dyn ArgMemory> {
     let any: &(dyn Any + Send + Sync) = &**keep_alive;
+    if let Some(t) = any.downcast_ref::<ArgHold>() {
+        return Some(t);
+    }
     if let Some(t) = any.downcast_ref::<Tracked>() {
         return Some(t);
     }
@@ -224,6 +269,16 @@ pub(crate) struct Tracked {
     tracker: Arc<Tracker>,
     start: usize,
     end: usize,
+    /// Counted in the tracker's `handles` (every view but a kernel argument's [`ArgHold`]).
+    counted: bool,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if self.counted {
+            self.tracker.handles.fetch_sub(1, Ordering::Release);
+        }
+    }
 }
 
 impl fmt::Debug for Tracked {
@@ -257,15 +312,40 @@ impl fmt::Debug for MapClaim {
 }
 
 impl Tracked {
+    /// A view of `tracker`, counted as a handle.
+    fn counted(tracker: Arc<Tracker>, start: usize, end: usize) -> Arc<Tracked> {
+        tracker.handles.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Tracked {
+            tracker,
+            start,
+            end,
+            counted: true,
+        })
+    }
+
     /// The tracker of a new root memory object `mem` of `size` bytes, with nothing recorded.
     pub(crate) fn new_root(mem: sys::cl_mem, size: usize) -> Arc<Tracked> {
         let tracker: Arc<Tracker> = Arc::default();
         registry().insert(mem as usize, &tracker);
-        Arc::new(Tracked {
-            tracker,
-            start: 0,
-            end: size,
-        })
+        Tracked::counted(tracker, 0, size)
+    }
+
+    /// True when `this` (shared by one handle and its clones) is the only handle of its
+    /// allocation: no clone of the handle, no other view (sub-buffer, image, adopted wrapper), no
+    /// kernel argument slot and no reference given away. Commands still pending do not count.
+    ///
+    /// Exact when nothing else is alive; when something is, it can make only a "no" out of a
+    /// race: a holder that hands itself on (a clone making a sub-buffer, an image or a kernel
+    /// argument, then dropping) adds the new count before its own drops, and the counts are read
+    /// in that order (the clones first, then the views and slots).
+    #[inline]
+    pub(crate) fn is_sole_handle(this: &Arc<Tracked>) -> bool {
+        if Arc::strong_count(this) != 1 {
+            return false;
+        }
+        // Pairs with the release of the last clone's drop: what it counted before is seen.
+        fence(Ordering::Acquire);
+        this.tracker.handles.load(Ordering::Relaxed) == 1
     }
 
     /// The tracker of an adopted root memory object: the one its other wrappers use, or a new
@@ -273,11 +353,7 @@ impl Tracked {
     pub(crate) fn adopt_root(mem: sys::cl_mem, size: usize) -> Arc<Tracked> {
         let found = registry().find(mem as usize);
         match found {
-            Some(tracker) => Arc::new(Tracked {
-                tracker,
-                start: 0,
-                end: size,
-            }),
+            Some(tracker) => Tracked::counted(tracker, 0, size),
             None => Tracked::new_root(mem, size),
         }
     }
@@ -310,11 +386,11 @@ impl Tracked {
     /// A view of `len` bytes at `offset` of the same allocation (`offset` relative to the
     /// allocation, not to `self`).
     pub(crate) fn view(&self, offset: usize, len: usize) -> Arc<Tracked> {
-        Arc::new(Tracked {
-            tracker: Arc::clone(&self.tracker),
-            start: offset,
-            end: offset.saturating_add(len),
-        })
+        Tracked::counted(
+            Arc::clone(&self.tracker),
+            offset,
+            offset.saturating_add(len),
+        )
     }
 
     /// A sub-buffer is created when its origin suits one device of the context (the spec's rule,
@@ -665,7 +741,11 @@ impl Tracked {
     /// command it lists has finished: for a handle given away with `into_raw`, so that a wrapper
     /// adopting it again meanwhile still orders maps and other queues after those commands. A
     /// callback that cannot be registered is replaced by a wait.
+    ///
+    /// The reference given away stays counted as a handle for good ([`Tracked::is_sole_handle`]):
+    /// whoever holds it can adopt it again, so a pool never hands the memory to another owner.
     pub(crate) fn keep_until_idle(&self) {
+        self.given_away();
         let (pending, queues): (Vec<Event>, Vec<Queue>) = {
             let s = self.tracker.lock();
             let mut queues = Vec::new();
@@ -701,6 +781,11 @@ impl Tracked {
                 }
             }
         }
+    }
+
+    /// Counts a reference given away with `into_raw` as a handle, for good.
+    pub(crate) fn given_away(&self) {
+        self.tracker.handles.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Commands recorded as possibly pending (for tests and diagnostics).

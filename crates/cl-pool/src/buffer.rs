@@ -15,15 +15,22 @@
 //!   (`pooled.buffer()`), migration (`&[pooled.buffer()]`) and sub-buffers take it (PyOpenCL refuses
 //!   it for migration and slicing, its issues #335 and section 9.11). It does not implement
 //!   `cl_mem::MemObject` itself: that trait is `unsafe` and this crate has no `unsafe`.
-//!   [`PoolBlock::slice`] gives a sub-buffer that cannot outlive the pooled block; a clone or
-//!   sub-buffer taken through `Deref` can, and then aliases whoever gets the block next. So can a
-//!   **kernel argument**: a `Kernel` keeps the buffer it was given (the OpenCL object, retained),
-//!   so a kernel run again after its pooled argument went back to the pool writes into the next
-//!   owner's block (device memory only: no host reference is involved, maps and cross-queue order
-//!   still hold). Set the argument again (or drop the kernel) before the block goes back, as with
-//!   PyOpenCL. Not prevented because the ways found cost every hit (a generation count touched on
-//!   each hand-out) or every pool of the pattern "cached kernel, fresh block per call" its reuse
-//!   (a block held by a kernel slot freed instead of kept).
+//!   [`PoolBlock::slice`] gives a sub-buffer that cannot outlive the pooled block.
+//! - **A pooled buffer's memory goes to the next owner only when nothing else reaches it**
+//!   (PyOpenCL hands it out regardless). A clone or sub-buffer taken through `Deref`, an image
+//!   over it, or a **kernel argument** (a `Kernel` keeps the buffer it was given until the
+//!   argument is replaced or the kernel dropped) may outlive the block; at the next hand-out the
+//!   allocator sees that ([`Buffer::is_unique`], a few loads) and gives the block other memory:
+//!   its spare once nothing reaches that, else a new buffer, keeping the memory it gave up as the
+//!   spare. Commands already enqueued do not count (the command record orders new work after
+//!   them). So the pattern "cached kernel, fresh block per call" alternates two buffers and
+//!   allocates nothing after its second call. The spare is the allocator's, not the pool's: the
+//!   pool's byte counts and policies do not see it, it is freed with its block, and an
+//!   allocation failure while replacing held memory is the hit's error (the block stays in the
+//!   pool). Rejected: a `Deref` to a non-`Clone` view (a change of every transfer method's
+//!   receiver across cl-mem, and kernels would still need this), a generation count touched on
+//!   every hand-out, and freeing a block held by a kernel slot instead of keeping it (every call
+//!   of the cached-kernel pattern would allocate).
 
 use std::fmt;
 use std::ops::Deref;
@@ -57,6 +64,20 @@ pub struct BufferBlock(Box<BlockParts>);
 struct BlockParts {
     buffer: Buffer,
     queues: Vec<Queue>,
+    /// The memory this block gave up at its last hand-out because something else could still
+    /// reach it (see [`take_unreachable_memory`]); taken back once nothing does. Its `spare` is
+    /// always `None`.
+    spare: Option<Box<BlockParts>>,
+}
+
+impl BufferBlock {
+    fn new(buffer: Buffer, queues: Vec<Queue>) -> BufferBlock {
+        BufferBlock(Box::new(BlockParts {
+            buffer,
+            queues,
+            spare: None,
+        }))
+    }
 }
 
 impl fmt::Debug for BufferBlock {
@@ -64,6 +85,7 @@ impl fmt::Debug for BufferBlock {
         f.debug_struct("BufferBlock")
             .field("buffer", &self.0.buffer)
             .field("queues", &self.0.queues.len())
+            .field("spare", &self.0.spare.as_ref().map(|s| s.buffer.as_raw()))
             .finish()
     }
 }
@@ -105,6 +127,73 @@ impl Deref for BufferBlock {
     fn deref(&self) -> &Buffer {
         &self.0.buffer
     }
+}
+
+impl BufferBlock {
+    /// Releases the buffer and the spare, if any (the first error is returned, both are
+    /// released either way).
+    fn release(self) -> Result<(), Error> {
+        let BlockParts { buffer, spare, .. } = *self.0;
+        let first = buffer.release();
+        let second = spare.map_or(Ok(()), |s| s.buffer.release());
+        first.and(second)
+    }
+}
+
+/// Readies a block for a hand-out: when something other than the block can still reach its
+/// buffer (a clone, a sub-buffer, an image, a kernel argument slot: [`Buffer::is_unique`]), the
+/// block's memory must not go to the new owner. The block then takes its spare if nothing
+/// reaches that any more, else new memory from `allocate`, and keeps the memory it gave up as its
+/// spare (an older spare still reached is released: its holders own it alone from then on).
+///
+/// The spare is what keeps the common "cached kernel, fresh block per call" pattern reusing
+/// memory: the kernel's slot holds the previous call's memory until the argument is replaced, so
+/// two memories alternate and no call allocates.
+#[inline]
+fn ready_for_hand_out(
+    block: &mut BufferBlock,
+    allocate: impl FnOnce(usize) -> Result<Option<BufferBlock>, Error>,
+) -> Result<(), Error> {
+    if block.0.buffer.is_unique() {
+        Ok(())
+    } else {
+        take_unreachable_memory(block, allocate)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn take_unreachable_memory(
+    block: &mut BufferBlock,
+    allocate: impl FnOnce(usize) -> Result<Option<BufferBlock>, Error>,
+) -> Result<(), Error> {
+    let mut next = match block.0.spare.take() {
+        Some(spare) if spare.buffer.is_unique() => spare,
+        older => {
+            // Nothing changes before the allocation succeeded: on an error the pool keeps the
+            // block (with its spare) and tries again at the next hand-out.
+            let fresh = allocate(block.0.buffer.size_bytes());
+            match fresh {
+                Ok(Some(b)) => {
+                    drop(older);
+                    b.0
+                }
+                Ok(None) => {
+                    block.0.spare = older;
+                    return Err(Error::InvalidArgument(
+                        "a pooled buffer of zero bytes cannot be replaced".into(),
+                    ));
+                }
+                Err(e) => {
+                    block.0.spare = older;
+                    return Err(e);
+                }
+            }
+        }
+    };
+    std::mem::swap(&mut block.0, &mut next);
+    block.0.spare = Some(next);
+    Ok(())
 }
 
 /// Synchronises a block's old queues with `to` (or with the host when `None`), then records `to`.
@@ -206,14 +295,11 @@ impl Allocator for DeferredAllocator {
             return Ok(None);
         }
         let buffer = Buffer::new(&self.context, self.flags, size)?;
-        Ok(Some(BufferBlock(Box::new(BlockParts {
-            buffer,
-            queues: Vec::new(),
-        }))))
+        Ok(Some(BufferBlock::new(buffer, Vec::new())))
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
-        block.0.buffer.release()
+        block.release()
     }
 
     fn is_deferred(&self) -> bool {
@@ -221,6 +307,7 @@ impl Allocator for DeferredAllocator {
     }
 
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
+        ready_for_hand_out(block, |size| self.allocate(size))?;
         // No queue of our own: wait on the host for the old queues (PyOpenCL's SVM rule).
         sync_to(&mut block.0.queues, None)
     }
@@ -334,18 +421,16 @@ impl Allocator for ImmediateAllocator {
         let buffer = Buffer::new(self.queue.context(), self.flags, size)?;
         // On failure `buffer` is dropped, i.e. released (PyOpenCL leaks it).
         self.force(&buffer)?;
-        Ok(Some(BufferBlock(Box::new(BlockParts {
-            buffer,
-            queues: vec![self.queue.clone()],
-        }))))
+        Ok(Some(BufferBlock::new(buffer, vec![self.queue.clone()])))
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
-        block.0.buffer.release()
+        block.release()
     }
 
     #[inline]
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
+        ready_for_hand_out(block, |size| self.allocate(size))?;
         sync_to(&mut block.0.queues, Some(&self.queue))
     }
 }

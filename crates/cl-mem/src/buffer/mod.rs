@@ -51,7 +51,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::track::Tracked;
+use crate::track::{ArgHold, Tracked};
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
 /// `Drop` releases (never panics). Equality and hashing are by handle (PyOpenCL's `__eq__` and
@@ -451,6 +451,20 @@ impl Buffer {
     /// Host maps of this buffer's allocation (root, sub-buffers, images from it) open now.
     pub fn live_maps(&self) -> usize {
         self.tracked.live_maps()
+    }
+
+    /// True when this handle is the only way to start work on the buffer's memory: no clone of
+    /// it, no other buffer, sub-buffer, image or [`crate::Memory`] of the same allocation exists,
+    /// no kernel argument slot holds any of them and no reference was given away with
+    /// `into_raw`. Commands already enqueued do not count: the command record orders new work
+    /// after them. Always false for a sub-buffer (its root is another handle).
+    ///
+    /// A memory pool hands a block's buffer to a new owner only when this holds (cl-pool's
+    /// `PooledBuffer`): a clone, a sub-buffer or a kernel argument keeps the memory from the
+    /// next owner. A few loads, no lock.
+    #[inline]
+    pub fn is_unique(&self) -> bool {
+        Tracked::is_sole_handle(&self.tracked)
     }
 
     /// Commands on this buffer's allocation that may still run, as recorded for ordering
@@ -1005,10 +1019,11 @@ unsafe impl MemObject for Buffer {
 // SAFETY: a valid buffer handle, kept alive by the kernel (it retains memory arguments).
 unsafe impl KernelArg for Buffer {
     fn arg_value(&self) -> ArgValue<'_> {
-        // The keep-alive is how the kernel finds the buffer's command record.
+        // The keep-alive is how the kernel finds the buffer's command record, and how the record
+        // counts the kernel's slot as a handle (`is_unique`).
         ArgValue::MemKeepAlive {
             mem: self.raw,
-            keep_alive: Arc::clone(&self.tracked) as Arc<dyn Any + Send + Sync>,
+            keep_alive: ArgHold::keep_alive(&self.tracked),
         }
     }
 }

@@ -737,7 +737,7 @@ unsafe impl KernelArg for Image {
         // The keep-alive is how the kernel finds the image's command record.
         ArgValue::MemKeepAlive {
             mem: self.raw,
-            keep_alive: Arc::clone(&self.tracked) as Arc<dyn std::any::Any + Send + Sync>,
+            keep_alive: crate::track::ArgHold::keep_alive(&self.tracked),
         }
     }
 }
