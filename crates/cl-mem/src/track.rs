@@ -376,11 +376,12 @@ impl Tracked {
             (parent, offset)
         };
         let tracker = registry().find(root as usize)?;
-        Some(Arc::new(Tracked {
+        // A handle that can start work on the allocation: counted, so a pool keeps the memory.
+        Some(Tracked::counted(
             tracker,
-            start: offset,
-            end: offset.saturating_add(size),
-        }))
+            offset,
+            offset.saturating_add(size),
+        ))
     }
 
     /// A view of `len` bytes at `offset` of the same allocation (`offset` relative to the
