@@ -879,3 +879,31 @@ pub(crate) fn enqueue_tracked(
 fn orders_map_commands(queue: &Queue) -> bool {
     crate::runtime::quirks::quirks(&queue.device().platform()).orders_map_commands
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{conflicting, LiveMap};
+
+    fn map(id: u64, start: usize, end: usize, write: bool) -> LiveMap {
+        LiveMap {
+            id,
+            start,
+            end,
+            write,
+        }
+    }
+
+    /// The exclusivity rule on the host: any number of read maps of a byte, at most one writable
+    /// map, and nothing else touching the bytes a writable map covers; disjoint bytes are free.
+    #[test]
+    fn maps_are_exclusive_by_byte_range() {
+        let reads = [map(1, 0, 64, false), map(2, 32, 96, false)];
+        assert!(conflicting(&reads, (0, 128), false).is_none(), "reads share");
+        assert_eq!(conflicting(&reads, (60, 70), true).map(|m| m.id), Some(1));
+        assert!(conflicting(&reads, (96, 128), true).is_none(), "disjoint bytes");
+        let write = [map(3, 100, 200, true)];
+        assert_eq!(conflicting(&write, (199, 300), false).map(|m| m.id), Some(3));
+        assert!(conflicting(&write, (200, 300), true).is_none(), "end is exclusive");
+        assert!(conflicting(&write, (0, 100), true).is_none());
+    }
+}
