@@ -105,43 +105,6 @@ mod device {
         g.finish();
         queue.finish().ok();
 
-        // Pageable host-to-device through the pinned staging pool (issue 8), against the plain
-        // blocking write from the same pageable vector (`pageable_write/<bytes>` here;
-        // `buffer_write/<bytes>` in buffer.rs is the same call for small sizes).
-        let staging = cl_pool::StagingPool::new(cl_pool::PinnedAllocator::new(&queue));
-        for size in [1usize << 20, 64 << 20] {
-            let Ok(dst) = cl_mem::Buffer::new(queue.context(), MemFlags::READ_WRITE, size) else {
-                continue;
-            };
-            let host = vec![1u8; size];
-            let chunk = size.min(4 << 20);
-            let mut g = c.benchmark_group("staged_write");
-            g.throughput(criterion::Throughput::Bytes(size as u64));
-            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
-                b.iter(|| cl_pool::write_staged(&queue, &dst, 0, &host, &staging, chunk).ok());
-            });
-            g.finish();
-            let mut g = c.benchmark_group("pageable_write");
-            g.throughput(criterion::Throughput::Bytes(size as u64));
-            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
-                b.iter(|| dst.write(&queue, 0, &host, &[]).ok());
-            });
-            g.finish();
-            let mut back = vec![0u8; size];
-            let mut g = c.benchmark_group("staged_read");
-            g.throughput(criterion::Throughput::Bytes(size as u64));
-            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
-                b.iter(|| cl_pool::read_staged(&queue, &dst, 0, &mut back, &staging, chunk).ok());
-            });
-            g.finish();
-            let mut g = c.benchmark_group("pageable_read");
-            g.throughput(criterion::Throughput::Bytes(size as u64));
-            g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
-                b.iter(|| dst.read(&queue, 0, &mut back, &[]).ok());
-            });
-            g.finish();
-        }
-
         let svm = queue
             .device()
             .svm_capabilities()

@@ -91,10 +91,6 @@ pub fn tests() -> Vec<DeviceTest> {
             run: deferred_pool_waits_for_old_queue_on_the_host,
         },
         DeviceTest {
-            name: "staged_pageable_transfers_roundtrip",
-            run: staged_pageable_transfers_roundtrip,
-        },
-        DeviceTest {
             name: "threads_share_a_device_pool",
             run: threads_share_a_device_pool,
         },
@@ -1216,51 +1212,6 @@ fn threads_share_a_device_pool(dev: &TestDevice) -> TestResult {
     assert_eq!(s.managed_bytes, s.held_bytes);
     assert_eq!(u64::try_from(s.held_blocks)?, s.upstream_allocations);
     assert!(s.hits >= 150, "only {} hits of 200", s.hits);
-    Ok(())
-}
-
-fn staged_pageable_transfers_roundtrip(dev: &TestDevice) -> TestResult {
-    let q = dev.queue();
-    let staging = cl_pool::StagingPool::new(cl_pool::PinnedAllocator::new(&q));
-    let n = 100_003usize;
-    let data: Vec<u8> = (0..n).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
-    let dst = Buffer::new(q.context(), MemFlags::READ_WRITE, n + 16)?;
-    for chunk in [4096usize, 30_000, 1 << 20] {
-        dst.write(&q, 0, &vec![0u8; n + 16], &[])?;
-        cl_pool::write_staged(&q, &dst, 16, &data, &staging, chunk)?;
-        let mut out = vec![1u8; n + 16];
-        dst.read(&q, 0, &mut out, &[])?;
-        assert!(
-            out[..16].iter().all(|&b| b == 0),
-            "chunk {chunk}: wrote before the offset"
-        );
-        assert!(out[16..] == data[..], "chunk {chunk}: contents differ");
-    }
-    // A ring of at most three pinned blocks per call (one for a single chunk), reused by later
-    // calls of the same chunk size.
-    assert_eq!(staging.stats().upstream_allocations, 3 + 3 + 1);
-    cl_pool::write_staged(&q, &dst, 16, &data, &staging, 4096)?;
-    let s = staging.stats();
-    assert_eq!((s.upstream_allocations, s.hits), (7, 3));
-    // And back through the same pool.
-    for chunk in [4096usize, 30_000] {
-        let mut back = vec![0u8; n];
-        cl_pool::read_staged(&q, &dst, 16, &mut back, &staging, chunk)?;
-        assert!(back == data, "staged read, chunk {chunk}");
-    }
-    let mut too_long = vec![0u8; n + 1];
-    assert!(matches!(
-        cl_pool::read_staged(&q, &dst, 16, &mut too_long, &staging, 4096),
-        Err(PoolError::Allocator(Error::OutOfBounds { .. }))
-    ));
-    assert!(matches!(
-        cl_pool::write_staged(&q, &dst, 17, &data, &staging, 4096),
-        Err(PoolError::Allocator(Error::OutOfBounds { .. }))
-    ));
-    assert!(matches!(
-        cl_pool::write_staged(&q, &dst, 0, &data, &staging, 0),
-        Err(PoolError::Allocator(Error::InvalidArgument(_)))
-    ));
     Ok(())
 }
 

@@ -898,12 +898,24 @@ mod tests {
     #[test]
     fn maps_are_exclusive_by_byte_range() {
         let reads = [map(1, 0, 64, false), map(2, 32, 96, false)];
-        assert!(conflicting(&reads, (0, 128), false).is_none(), "reads share");
+        assert!(
+            conflicting(&reads, (0, 128), false).is_none(),
+            "reads share"
+        );
         assert_eq!(conflicting(&reads, (60, 70), true).map(|m| m.id), Some(1));
-        assert!(conflicting(&reads, (96, 128), true).is_none(), "disjoint bytes");
+        assert!(
+            conflicting(&reads, (96, 128), true).is_none(),
+            "disjoint bytes"
+        );
         let write = [map(3, 100, 200, true)];
-        assert_eq!(conflicting(&write, (199, 300), false).map(|m| m.id), Some(3));
-        assert!(conflicting(&write, (200, 300), true).is_none(), "end is exclusive");
+        assert_eq!(
+            conflicting(&write, (199, 300), false).map(|m| m.id),
+            Some(3)
+        );
+        assert!(
+            conflicting(&write, (200, 300), true).is_none(),
+            "end is exclusive"
+        );
         assert!(conflicting(&write, (0, 100), true).is_none());
     }
 }

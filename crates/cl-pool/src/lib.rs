@@ -38,7 +38,7 @@
 //! | [`MemoryPool`], [`PoolBlock`], [`LocalBlock`] | - | `MemoryPool`, `SVMPool` (same template) |
 //! | [`DevicePools`] | one pool per device of a multi-device context | - (one `MemoryPool` per context) |
 //! | [`PooledBuffer`], [`PooledSlice`], [`PooledSvm`] | a `cl_mem` / SVM pointer held by the pool | `PooledBuffer`, `PooledSVM` |
-//! | [`StagingPool`], [`write_staged`], [`read_staged`] | `ALLOC_HOST_PTR` buffers, mapped | - |
+//! | [`PinnedAllocator`] | `ALLOC_HOST_PTR` buffers, mapped | - |
 //! | [`TestAllocator`], [`SimulatedAllocator`] | - | `_TestMemoryPool`'s fake allocator |
 //! | [`FirstArgCache`], [`ContextCache`], [`clear_first_arg_caches`] | - | `first_arg_dependent_memoize`, `context_dependent_memoize`, `clear_first_arg_caches` |
 //! | [`trace`] | - | `_set_trace` (stdout only) |
@@ -60,16 +60,16 @@
 
 #![deny(unsafe_code)]
 
-pub mod allocator;
-pub mod bins;
-pub mod buffer;
-pub mod cache;
-pub mod error;
-pub mod multi;
-pub mod pool;
-pub mod staging;
-pub mod stats;
-pub mod svm;
+mod allocator;
+mod bins;
+mod buffer;
+mod cache;
+mod error;
+mod multi;
+mod pinned;
+pub mod pool; // private once the membarrier switch is gone (issue 31)
+mod stats;
+mod svm;
 pub mod trace;
 
 pub use allocator::{
@@ -86,10 +86,10 @@ pub use buffer::{
 pub use cache::{clear_first_arg_caches, ContextCache, FirstArgCache};
 pub use error::{OomReport, PoolError};
 pub use multi::DevicePools;
+pub use pinned::PinnedAllocator;
 pub use pool::{
     CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
     DEFAULT_SHARDS, MAX_MANAGED_BYTES,
 };
-pub use staging::{read_staged, write_staged, PinnedAllocator, StagingPool};
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 pub use svm::{PooledSvm, SvmAllocator};

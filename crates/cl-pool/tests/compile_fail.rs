@@ -17,5 +17,5 @@ fn pools_and_blocks_cross_threads() {
     send_sync::<PoolBlock<TestAllocator>>();
     send_sync::<MemoryPool<ImmediateAllocator>>();
     send_sync::<PooledBuffer<ImmediateAllocator>>();
-    send_sync::<cl_pool::StagingPool>();
+    send_sync::<cl_pool::PinnedAllocator>();
 }
