@@ -89,6 +89,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: kernel_args_are_checked_before_enqueue,
         },
         DeviceTest {
+            name: "kernel_call_sets_every_argument_and_runs_from_several_threads",
+            run: kernel_call_sets_every_argument_and_runs_from_several_threads,
+        },
+        DeviceTest {
             name: "kernel_scales_buffer_roundtrip",
             run: kernel_scales_buffer_roundtrip,
         },
@@ -592,6 +596,59 @@ __kernel void reverse_groups(__global const int* in, __global int* out, __local 
     out[get_global_id(0)] = tmp[lsz - 1 - lid];
 }
 "#;
+
+/// PyOpenCL's `kernel(queue, global, local, *args)` in one expression, on one kernel shared by
+/// eight threads (no `&mut`): each thread's arguments reach its own command.
+fn kernel_call_sets_every_argument_and_runs_from_several_threads(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let program = Program::build_from_source(ctx, SCALE_SRC, "")?;
+    let k = program.kernel("scale")?;
+    let n = 64usize;
+    let input = cl_mem::Buffer::from_slice(ctx, MemFlags::READ_ONLY, &vec![1.0f32; n])?;
+    // A wrong count, and a wrong kind at a position, name the kernel and the argument.
+    let r = k.call(&q, &[n], None, (&input, &input, &2.0f32));
+    assert!(
+        matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("'scale' takes 4 arguments, got 3")),
+        "{r:?}"
+    );
+    let r = k.call(&q, &[n], None, (&input, &input, &2.0f64, &64u32));
+    assert!(
+        matches!(&r, Err(e @ Error::KernelArg { index: 2, .. }) if e.to_string().contains("float k")),
+        "{r:?}"
+    );
+    // One thread on Oclgrind: it crashes under API calls from several host threads
+    // (docs/DEVICES.md#oclgrind-threads-release).
+    let threads = if dev.platform_name().contains("Oclgrind") {
+        1
+    } else {
+        8u8
+    };
+    let k = std::sync::Arc::new(k);
+    let results: Vec<Vec<f32>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (k, q, input) = (&k, &q, &input);
+                s.spawn(move || -> cl_mem::Result<Vec<f32>> {
+                    let out = cl_mem::Buffer::new(q.context(), MemFlags::READ_WRITE, n * 4)?;
+                    for _ in 0..20 {
+                        k.call(q, &[n], None, (input, &out, &f32::from(t), &64u32))?;
+                    }
+                    out.read_vec(q, &[])
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a thread panicked"))
+            .collect::<cl_mem::Result<_>>()
+    })?;
+    for (t, got) in results.iter().enumerate() {
+        let want: Vec<f32> = (0..n).map(|i| t as f32 + i as f32).collect();
+        assert_eq!(got, &want, "thread {t}");
+    }
+    Ok(())
+}
 
 fn kernel_args_are_checked_before_enqueue(dev: &TestDevice) -> TestResult {
     let q = dev.queue();

@@ -45,12 +45,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let out = Buffer::new(&context, MemFlags::WRITE_ONLY, w * h * 4)?;
 
-    let program = Program::build_from_source(&context, SRC, "")?;
-    let mut blur = program.kernel("blur")?;
-    blur.set_arg(0, &image)?
-        .set_arg(1, &sampler)?
-        .set_arg(2, &out)?;
-    blur.run(&queue, &[w, h])?;
+    let blur = Program::build_from_source(&context, SRC, "")?.kernel("blur")?;
+    blur.call(&queue, &[w, h], None, (&image, &sampler, &out))?;
     let got: Vec<f32> = out.to_vec(&queue)?;
 
     // The same blur on the host, clamping at the edges like the sampler.

@@ -87,8 +87,8 @@
 //!
 //! Since OpenCL 1.1 every API call is thread-safe except `clSetKernelArg`,
 //! `clSetKernelArgSVMPointer`, `clSetKernelExecInfo` and `clCloneKernel` on one kernel object. So
-//! every type here is `Send + Sync` except [`Kernel`], which is `Send`, not `Sync`, and not
-//! `Clone` (setting arguments takes `&mut self`).
+//! every type here is `Send + Sync`; [`Kernel`] sets arguments under `&mut self` or its own lock
+//! ([`Kernel::call`]), and is not `Clone`.
 //!
 //! # Version gating
 //!
@@ -162,7 +162,8 @@ pub use runtime::device::{
 pub use runtime::event::future::EventFuture;
 pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
 pub use runtime::kernel::{
-    ArgValue, AsKernelArg, Kernel, KernelArg, KernelParam, LocalMemory, NullMem, ParamKind,
+    ArgValue, AsKernelArg, Kernel, KernelArg, KernelArgs, KernelParam, LocalMemory, NullMem,
+    ParamKind,
 };
 pub use runtime::live::{live_objects, LiveObjects};
 pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};

@@ -1,12 +1,12 @@
 //! The thread-safety claims of the runtime core, checked at compile time: every handle type is
-//! `Send + Sync` (OpenCL 1.1+ API calls are thread-safe), except `Kernel`, which is only `Send`
-//! (the `clSetKernelArg` exception; `tests/ui/runtime_kernel_not_sync.rs` proves it is not `Sync`).
+//! `Send + Sync` (OpenCL 1.1+ API calls are thread-safe); `Kernel` too, because it sets arguments
+//! only under `&mut self` or its own lock (the spec's `clSetKernelArg` exception).
 
 fn send_sync<T: Send + Sync>() {}
 fn send<T: Send>() {}
 
 #[test]
-fn handles_are_send_and_sync_kernels_only_send() {
+fn handles_are_send_and_sync() {
     send_sync::<cl_mem::Platform>();
     send_sync::<cl_mem::Device>();
     send_sync::<cl_mem::Context>();
@@ -16,7 +16,7 @@ fn handles_are_send_and_sync_kernels_only_send() {
     send_sync::<cl_mem::Program>();
     send_sync::<cl_mem::Buffer>();
     send_sync::<cl_mem::Error>();
-    send::<cl_mem::Kernel>();
+    send_sync::<cl_mem::Kernel>();
 }
 
 /// Futures can move between an executor's worker threads (tokio's multi-thread runtime needs

@@ -29,14 +29,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     b_dev.write(&queue, 0, &b, &[])?; // `&[]`: no wait list (the queue is in order)
     let c_dev = pool.allocate(n * 4)?;
 
-    let program = Program::build_from_source(&context, SRC, "")?;
-    let mut add = program.kernel("add")?;
-    // Buffers, pooled blocks and scalars go straight in; wrong kinds are typed errors.
-    add.set_arg(0, &a_dev)?
-        .set_arg(1, &b_dev)?
-        .set_arg(2, &c_dev)?
-        .set_arg(3, &0.5f32)?;
-    add.run(&queue, &[n])?;
+    let add = Program::build_from_source(&context, SRC, "")?.kernel("add")?;
+    // Buffers, pooled blocks and scalars go straight in, checked against the kernel's declaration
+    // (a wrong kind or size names the kernel and the argument).
+    add.call(&queue, &[n], None, (&a_dev, &b_dev, &c_dev, &0.5f32))?;
 
     let c: Vec<f32> = c_dev.to_vec(&queue)?;
     assert!(c.iter().enumerate().all(|(i, &x)| x == 1.5 * i as f32));

@@ -1,12 +1,10 @@
 //! [`Kernel`]: a kernel with its arguments, and [`KernelArg`], what can be passed to it.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::fmt;
-use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cl_raw::{kernel as raw, mem as raw_mem, queue as raw_queue, sys, ClError, Version};
 
@@ -116,6 +114,59 @@ impl<T: KernelArg + ?Sized> AsKernelArg for T {
         self
     }
 }
+
+/// All of a kernel's arguments at once, for [`Kernel::call`]: a tuple of references to
+/// [`AsKernelArg`] values, one per parameter in order (`(&a, &b, &0.5f32)`), up to 16; `()` for a
+/// kernel without parameters.
+pub trait KernelArgs {
+    /// How many arguments.
+    const LEN: usize;
+
+    /// Calls `f` with each argument's position and value, in order, stopping at the first error.
+    ///
+    /// # Errors
+    ///
+    /// The first error `f` returns.
+    fn try_each(&self, f: &mut dyn FnMut(u32, ArgValue<'_>) -> Result<()>) -> Result<()>;
+}
+
+impl KernelArgs for () {
+    const LEN: usize = 0;
+
+    fn try_each(&self, _: &mut dyn FnMut(u32, ArgValue<'_>) -> Result<()>) -> Result<()> {
+        Ok(())
+    }
+}
+
+macro_rules! kernel_args {
+    ($len:expr; $($i:tt $t:ident),+) => {
+        impl<$($t: AsKernelArg + ?Sized),+> KernelArgs for ($(&$t,)+) {
+            const LEN: usize = $len;
+
+            fn try_each(&self, f: &mut dyn FnMut(u32, ArgValue<'_>) -> Result<()>) -> Result<()> {
+                $( f($i, self.$i.as_kernel_arg().arg_value())?; )+
+                Ok(())
+            }
+        }
+    };
+}
+
+kernel_args!(1; 0 A);
+kernel_args!(2; 0 A, 1 B);
+kernel_args!(3; 0 A, 1 B, 2 C);
+kernel_args!(4; 0 A, 1 B, 2 C, 3 D);
+kernel_args!(5; 0 A, 1 B, 2 C, 3 D, 4 E);
+kernel_args!(6; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
+kernel_args!(7; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
+kernel_args!(8; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
+kernel_args!(9; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
+kernel_args!(10; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
+kernel_args!(11; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
+kernel_args!(12; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);
+kernel_args!(13; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M);
+kernel_args!(14; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N);
+kernel_args!(15; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O);
+kernel_args!(16; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O, 15 P);
 
 // SAFETY: `Bytes` carries no handle.
 unsafe impl<T: Pod> KernelArg for T {
@@ -582,9 +633,10 @@ fn read_params(
 
 /// A kernel of a built program.
 ///
-/// `Send` but not `Sync`, and not `Clone`: the spec exempts `clSetKernelArg` (and the SVM/exec-info
-/// setters) from thread safety for one kernel object, so exclusive ownership is what makes
-/// [`Kernel::set_arg`] sound. Use [`Kernel::duplicate`] for a second, independent kernel object.
+/// `Send + Sync`, not `Clone`: the spec exempts `clSetKernelArg` (and the SVM/exec-info setters)
+/// from thread safety for one kernel object, so [`Kernel::set_arg`] takes `&mut self`, and
+/// [`Kernel::call`] (`&self`, for a kernel shared between threads) sets the arguments and enqueues
+/// under the kernel's lock. Use [`Kernel::duplicate`] for a second, independent kernel object.
 ///
 /// Every argument is checked against the parameter's declaration (`clGetKernelArgInfo`) when
 /// set: a scalar for a pointer, image, sampler or pipe parameter, a memory object for a scalar,
@@ -599,26 +651,38 @@ pub struct Kernel {
     raw: sys::cl_kernel,
     name: String,
     program: Program,
-    held: Vec<Option<Arc<Held>>>,
+    /// The number of arguments (`CL_KERNEL_NUM_ARGS`).
+    n_args: usize,
     /// Parameter descriptions; `None` when the driver gives no argument information.
     params: Option<Vec<KernelParam>>,
+    /// What setting arguments and enqueueing change, behind one lock.
+    args: Mutex<Args>,
+}
+
+/// A kernel's arguments and what its enqueues keep. One lock, so that a kernel shared between
+/// threads sets its arguments and enqueues as one step ([`Kernel::call`]): `clSetKernelArg` on one
+/// kernel is the spec's one thread-safety exception.
+#[derive(Default)]
+struct Args {
+    /// What each argument slot holds; `None` until set.
+    held: Vec<Option<Arc<Held>>>,
     /// Per argument: the bytes of a `__local` argument or of a `__constant` argument's buffer
     /// (0 otherwise), checked against the queue's device at each enqueue.
-    arg_bytes: Vec<u64>,
+    bytes: Vec<u64>,
     /// The device limits enqueues are checked against, read on the first enqueue on a device.
-    limits: RefCell<SmallVec<[(sys::cl_device_id, Limits); 1]>>,
-    /// The arguments of commands that may still run. (`RefCell`: `Kernel` is not `Sync`, and
-    /// enqueues take `&self`.)
-    in_flight: RefCell<InFlight>,
-    /// Explicitly `!Sync` (`Cell` is `Send` but not `Sync`), independent of the field types.
-    not_sync: PhantomData<Cell<()>>,
+    limits: SmallVec<[(sys::cl_device_id, Limits); 1]>,
+    /// The arguments of commands that may still run.
+    in_flight: InFlight,
 }
 
 // SAFETY: every OpenCL call on a kernel is thread-safe except clSetKernelArg,
 // clSetKernelArgSVMPointer, clSetKernelExecInfo and clCloneKernel on the same kernel (OpenCL 3.0
-// spec, "Multiple Host Threads"); `Kernel` is not `Clone` and not `Sync`, so those calls, made
-// through `&mut self`, are never concurrent. Moving the sole owner to another thread is fine.
+// spec, "Multiple Host Threads"). `Kernel` is not `Clone`, and it makes those calls only while
+// holding its `args` lock (`set_arg` also has `&mut self`), so they are never concurrent; the held
+// handles are released from any thread (see `Held`).
 unsafe impl Send for Kernel {}
+// SAFETY: as for `Send`: through `&Kernel`, arguments are set and enqueued only under the lock.
+unsafe impl Sync for Kernel {}
 
 impl Kernel {
     /// The kernel `name` of a built program.
@@ -641,16 +705,13 @@ impl Kernel {
             raw,
             name: name.to_owned(),
             program: program.clone(),
-            held: Vec::new(),
+            n_args: 0,
             params: None,
-            arg_bytes: Vec::new(),
-            limits: RefCell::default(),
-            in_flight: RefCell::new(InFlight::default()),
-            not_sync: PhantomData,
+            args: Mutex::default(),
         };
         let n = k.num_args()?;
-        k.held = (0..n).map(|_| None).collect();
-        k.arg_bytes = vec![0; n as usize];
+        k.n_args = n as usize;
+        k.args = Mutex::new(Args::with_slots(n as usize));
         k.params = read_params(k.raw, n, address_bytes(program.context()))?;
         Ok(k)
     }
@@ -721,12 +782,9 @@ impl Kernel {
                 raw,
                 name: name.trim_end_matches('\0').to_owned(),
                 program,
-                held: (0..n).map(|_| None).collect(),
+                n_args: n as usize,
                 params,
-                arg_bytes: vec![0; n as usize],
-                limits: RefCell::default(),
-                in_flight: RefCell::new(InFlight::default()),
-                not_sync: PhantomData,
+                args: Mutex::new(Args::with_slots(n as usize)),
             })
         };
         let kernel = read();
@@ -917,18 +975,23 @@ impl Kernel {
     /// idle), one per command on out-of-order queues. Completed records are dropped as the record
     /// grows (see the module's `FIRST_SWEEP`) and when the kernel drops.
     pub fn commands_in_flight(&self) -> usize {
-        self.in_flight.borrow().len()
+        self.args().in_flight.len()
+    }
+
+    /// The arguments' lock (a panic while it was held left them consistent: every change is one
+    /// assignment after the driver call).
+    fn args(&self) -> MutexGuard<'_, Args> {
+        self.args.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn slot(&self, index: u32) -> Result<usize> {
         let i = index as usize;
-        if i < self.held.len() {
+        if i < self.n_args {
             Ok(i)
         } else {
             Err(Error::InvalidArgument(format!(
                 "argument index {index} out of range: kernel '{}' has {} arguments",
-                self.name,
-                self.held.len()
+                self.name, self.n_args
             )))
         }
     }
@@ -946,8 +1009,7 @@ impl Kernel {
         let slot = self.slot(index)?;
         let value = arg.as_kernel_arg().arg_value();
         let bytes = self.check_arg(index, &value)?;
-        self.set_value(slot, index, value)?;
-        self.arg_bytes[slot] = bytes;
+        self.set_value(&mut self.args(), slot, index, value, bytes)?;
         Ok(self)
     }
 
@@ -975,8 +1037,7 @@ impl Kernel {
             ArgValue::Local(n) => n as u64,
             _ => 0,
         };
-        self.set_value(slot, index, value)?;
-        self.arg_bytes[slot] = bytes;
+        self.set_value(&mut self.args(), slot, index, value, bytes)?;
         Ok(self)
     }
 
@@ -1139,7 +1200,14 @@ impl Kernel {
         }
     }
 
-    fn set_value(&mut self, slot: usize, index: u32, value: ArgValue<'_>) -> Result<&mut Kernel> {
+    fn set_value(
+        &self,
+        args: &mut Args,
+        slot: usize,
+        index: u32,
+        value: ArgValue<'_>,
+        bytes: u64,
+    ) -> Result<()> {
         let held = match value {
             ArgValue::Bytes(b) => {
                 if b.is_empty() {
@@ -1216,19 +1284,20 @@ impl Kernel {
                 m.slot(true);
             }
         }
-        if let Some(old) = self.held[slot].replace(Arc::new(held)) {
+        if let Some(old) = args.held[slot].replace(Arc::new(held)) {
             if let Some(k) = old.keep_alive() {
                 if let Some(m) = arg_memory(k) {
                     m.slot(false);
                 }
             }
         }
-        Ok(self)
+        args.bytes[slot] = bytes;
+        Ok(())
     }
 
     /// Sets a memory-object argument and retains the object.
     fn set_mem_arg(
-        &mut self,
+        &self,
         index: u32,
         mem: sys::cl_mem,
         keep_alive: Option<Arc<dyn Any + Send + Sync>>,
@@ -1311,6 +1380,61 @@ impl Kernel {
         local: Option<&[usize]>,
         wait: &[&Event],
     ) -> Result<Event> {
+        self.enqueue_locked(&mut self.args(), queue, global, local, wait)
+    }
+
+    /// Sets every argument and enqueues the kernel over `global` work-items, as one step:
+    /// PyOpenCL's `kernel(queue, global_size, local_size, *args)`. `args` is a tuple of references,
+    /// one per parameter in order, each checked as [`Kernel::set_arg`] checks it (all of them before
+    /// any is set). Takes `&self`: a kernel shared between threads (a cached one) sets and enqueues
+    /// under its lock, so no other thread's arguments slip in between.
+    ///
+    /// ```ignore
+    /// add.call(&queue, &[n], None, (&a, &b, &c, &0.5f32))?;
+    /// ```
+    ///
+    /// For a wait list, set the arguments with [`Kernel::set_arg`] and use
+    /// [`Kernel::enqueue_nd_range`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the tuple's length is not the kernel's argument count
+    /// (naming both); otherwise as [`Kernel::set_arg`] and [`Kernel::enqueue_nd_range`].
+    pub fn call<A: KernelArgs>(
+        &self,
+        queue: &Queue,
+        global: &[usize],
+        local: Option<&[usize]>,
+        args: A,
+    ) -> Result<Event> {
+        if A::LEN != self.n_args {
+            return Err(Error::InvalidArgument(format!(
+                "kernel '{}' takes {} arguments, got {}",
+                self.name,
+                self.n_args,
+                A::LEN
+            )));
+        }
+        let mut bytes: SmallVec<[u64; 16]> = SmallVec::from_elem(0, A::LEN);
+        args.try_each(&mut |i, value| {
+            bytes[i as usize] = self.check_arg(i, &value)?;
+            Ok(())
+        })?;
+        let mut state = self.args();
+        args.try_each(&mut |i, value| {
+            self.set_value(&mut state, i as usize, i, value, bytes[i as usize])
+        })?;
+        self.enqueue_locked(&mut state, queue, global, local, &[])
+    }
+
+    fn enqueue_locked(
+        &self,
+        args: &mut Args,
+        queue: &Queue,
+        global: &[usize],
+        local: Option<&[usize]>,
+        wait: &[&Event],
+    ) -> Result<Event> {
         let _span = tracing::debug_span!("cl_mem::kernel", kernel = %self.name, global = ?global, local = ?local, queue = ?queue.as_raw(), device = ?queue.device().as_raw()).entered();
         if !(1..=3).contains(&global.len()) {
             return Err(Error::InvalidArgument(format!(
@@ -1338,14 +1462,14 @@ impl Kernel {
                 self.name
             )));
         }
-        if let Some(i) = self.held.iter().position(Option::is_none) {
+        if let Some(i) = args.held.iter().position(Option::is_none) {
             return Err(Error::InvalidArgument(format!(
                 "argument {i} of kernel '{}' is not set",
                 self.name
             )));
         }
-        if local.is_some() || self.arg_bytes.iter().any(|&b| b > 0) {
-            self.check_limits(queue, global, local)?;
+        if local.is_some() || args.bytes.iter().any(|&b| b > 0) {
+            self.check_limits(args, queue, global, local)?;
         }
         if global.contains(&0) {
             // An empty range runs nothing: a marker after `wait` stands for it (PyOpenCL's
@@ -1355,7 +1479,7 @@ impl Kernel {
         // Tracked memory arguments: checked against live maps, ordered after other queues'
         // pending commands, recorded (read-only parameters as reads, the others as writes).
         let mut uses: SmallVec<[Use<'_>; 4]> = SmallVec::new();
-        for (i, held) in self.held.iter().enumerate() {
+        for (i, held) in args.held.iter().enumerate() {
             let Some(Held::Mem(_, Some(k))) = held.as_deref() else {
                 continue;
             };
@@ -1375,7 +1499,7 @@ impl Kernel {
         // Memory kinds with their own host-access rule (SVM) refuse while mapped; each begun
         // command is ended below, enqueued or not.
         let mut begun: SmallVec<[&dyn ArgMemory; 4]> = SmallVec::new();
-        for k in self.held.iter().flatten().filter_map(|h| h.keep_alive()) {
+        for k in args.held.iter().flatten().filter_map(|h| h.keep_alive()) {
             if let Some(m) = arg_memory(k) {
                 if let Err(e) = m.begin_command() {
                     for b in begun {
@@ -1411,8 +1535,9 @@ impl Kernel {
             }
             m.end_command();
         }
+        drop(uses);
         let ev = result?;
-        self.record(queue, &ev);
+        record(args, queue, &ev);
         Ok(ev)
     }
 }
@@ -1422,11 +1547,16 @@ impl Kernel {
     /// device's work-group limits and dividing the global size (unless non-uniform groups are
     /// allowed), the `__local` arguments within the local memory, each `__constant` buffer
     /// within the constant buffer size. Drivers crash or abort on some of these.
-    fn check_limits(&self, queue: &Queue, global: &[usize], local: Option<&[usize]>) -> Result<()> {
+    fn check_limits(
+        &self,
+        args: &mut Args,
+        queue: &Queue,
+        global: &[usize],
+        local: Option<&[usize]>,
+    ) -> Result<()> {
         let device = queue.device();
-        let found = self
+        let found = args
             .limits
-            .borrow()
             .iter()
             .find(|(d, _)| *d == device.as_raw())
             .map(|(_, l)| *l);
@@ -1434,7 +1564,7 @@ impl Kernel {
             Some(l) => l,
             None => {
                 let l = Limits::read(self, device)?;
-                self.limits.borrow_mut().push((device.as_raw(), l));
+                args.limits.push((device.as_raw(), l));
                 l
             }
         };
@@ -1463,7 +1593,7 @@ impl Kernel {
             return Ok(());
         };
         let mut local_total = 0u64;
-        for (i, (p, &bytes)) in (0u32..).zip(params.iter().zip(&self.arg_bytes)) {
+        for (i, (p, &bytes)) in (0u32..).zip(params.iter().zip(&args.bytes)) {
             let over = match p.kind {
                 ParamKind::Local => {
                     local_total = local_total.saturating_add(bytes);
@@ -1494,17 +1624,27 @@ impl Kernel {
         }
         Ok(())
     }
+}
 
-    /// Keeps the arguments of the command behind `ev` until it completes.
-    fn record(&self, queue: &Queue, ev: &Event) {
-        let snapshot: Snapshot = self
-            .held
-            .iter()
-            .flatten()
-            .filter(|h| h.holds_anything())
-            .cloned()
-            .collect();
-        self.in_flight.borrow_mut().record(queue, ev, snapshot);
+/// Keeps the arguments of the command behind `ev` until it completes.
+fn record(args: &mut Args, queue: &Queue, ev: &Event) {
+    let snapshot: Snapshot = args
+        .held
+        .iter()
+        .flatten()
+        .filter(|h| h.holds_anything())
+        .cloned()
+        .collect();
+    args.in_flight.record(queue, ev, snapshot);
+}
+
+impl Args {
+    fn with_slots(n: usize) -> Args {
+        Args {
+            held: (0..n).map(|_| None).collect(),
+            bytes: vec![0; n],
+            ..Args::default()
+        }
     }
 }
 
@@ -1514,7 +1654,8 @@ impl Drop for Kernel {
         if let Err(e) = unsafe { raw::release(self.raw) } {
             crate::error::drop_status("clReleaseKernel", e);
         }
-        for held in self.held.iter().flatten() {
+        let args = self.args.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for held in args.held.iter().flatten() {
             if let Some(k) = held.keep_alive() {
                 if let Some(m) = arg_memory(k) {
                     m.slot(false);
@@ -1523,7 +1664,7 @@ impl Drop for Kernel {
         }
         // Commands still pending keep their arguments until they complete: the callback drops
         // the snapshot (releasing handles is allowed in event callbacks).
-        let records: Vec<(Event, Snapshot)> = self.in_flight.get_mut().drain().collect();
+        let records: Vec<(Event, Snapshot)> = args.in_flight.drain().collect();
         for (ev, snapshot) in records {
             if is_done(&ev) {
                 continue;
