@@ -32,9 +32,9 @@ fn measure(
     for i in 0..=reps {
         let t0 = Instant::now();
         if write {
-            buf.write_bytes_with(q, 0, host, &[], opts)?;
+            buf.write_with(q, 0, host, &[], opts)?;
         } else {
-            buf.read_bytes_with(q, 0, host, &[], opts)?;
+            buf.read_with(q, 0, host, &[], opts)?;
         }
         if i > 0 {
             t.push(t0.elapsed().as_secs_f64());

@@ -188,30 +188,30 @@ fn creation_forms_hold_their_data(dev: &TestDevice) -> TestResult {
     let ctx = q.context();
     let data = iota(256);
     let copied = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &data)?;
-    assert_eq!(copied.read_vec::<i32>(&q, &[])?, data);
+    assert_eq!(copied.to_vec::<i32>(&q)?, data);
     assert_eq!(copied.len_of::<i32>(), 256);
     assert!(copied.flags().contains(MemFlags::COPY_HOST_PTR));
 
     let empty = Buffer::new(ctx, MemFlags::READ_WRITE, 1024)?;
     empty.write(&q, 0, &data, &[])?;
-    assert_eq!(empty.read_vec::<i32>(&q, &[])?, data);
+    assert_eq!(empty.to_vec::<i32>(&q)?, data);
 
     let pinned = Buffer::alloc_host(ctx, MemFlags::READ_WRITE, 1024)?;
     assert!(pinned.mem_flags()?.contains(MemFlags::ALLOC_HOST_PTR));
     pinned.write(&q, 0, &data, &[])?;
-    assert_eq!(pinned.read_vec::<i32>(&q, &[])?, data);
+    assert_eq!(pinned.to_vec::<i32>(&q)?, data);
 
     let with_copy_and_alloc = Buffer::from_slice(ctx, MemFlags::ALLOC_HOST_PTR, &data)?;
-    assert_eq!(with_copy_and_alloc.read_vec::<i32>(&q, &[])?, data);
+    assert_eq!(with_copy_and_alloc.to_vec::<i32>(&q)?, data);
 
     let owned = Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, data.clone())?;
-    assert_eq!(owned.read_vec::<i32>(&q, &[])?, data);
+    assert_eq!(owned.to_vec::<i32>(&q)?, data);
     let boxed =
         Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, data.clone().into_boxed_slice())?;
-    assert_eq!(boxed.read_vec::<i32>(&q, &[])?, data);
+    assert_eq!(boxed.to_vec::<i32>(&q)?, data);
     let leaked: &'static mut [i32] = Box::leak(data.clone().into_boxed_slice());
     let borrowed = Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, leaked)?;
-    assert_eq!(borrowed.read_vec::<i32>(&q, &[])?, data);
+    assert_eq!(borrowed.to_vec::<i32>(&q)?, data);
     assert_eq!(
         borrowed.mem_flags()?,
         MemFlags::READ_WRITE | MemFlags::USE_HOST_PTR
@@ -227,7 +227,7 @@ fn use_host_memory_is_the_buffer_storage(dev: &TestDevice) -> TestResult {
     assert!(!buf.mem_host_ptr()?.is_null());
     add(&q, &p, &buf, 100, n)?;
     // A blocking read synchronises the host memory with the device (USE_HOST_PTR rules).
-    let out = buf.read_vec::<i32>(&q, &[])?;
+    let out = buf.to_vec::<i32>(&q)?;
     let want: Vec<i32> = (100..100 + n as i32).collect();
     assert_eq!(out, want);
     // Mapping and unmapping also synchronises; then the host array is current.
@@ -241,7 +241,7 @@ fn use_host_memory_is_the_buffer_storage(dev: &TestDevice) -> TestResult {
     let probe = buf.clone();
     drop(buf);
     k.enqueue_nd_range(&q, &[n], None, &[])?.wait()?;
-    let out = probe.read_vec::<i32>(&q, &[])?;
+    let out = probe.to_vec::<i32>(&q)?;
     assert_eq!(out[0], 101);
     // Host memory only exists for USE_HOST_PTR buffers.
     let plain = Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
@@ -397,7 +397,7 @@ fn sub_buffers_are_used_by_kernels(dev: &TestDevice) -> TestResult {
     let b = parent.sub_buffer_of::<i32>(2 * per..4 * per)?;
     add(&q, &p, &a, 1000, per)?;
     add(&q, &p, &b, -1000, 2 * per)?;
-    let out = parent.read_vec::<i32>(&q, &[])?;
+    let out = parent.to_vec::<i32>(&q)?;
     for (i, &v) in out.iter().enumerate() {
         let want = i as i32
             + if i < per {
@@ -411,7 +411,7 @@ fn sub_buffers_are_used_by_kernels(dev: &TestDevice) -> TestResult {
     }
     // Transfers address the view, not the parent.
     assert_eq!(
-        a.read_vec::<i32>(&q, &[])?,
+        a.to_vec::<i32>(&q)?,
         (per as i32..2 * per as i32)
             .map(|x| x + 1000)
             .collect::<Vec<_>>()
@@ -433,13 +433,13 @@ fn sub_buffer_of_sub_buffer_and_of_host_buffers(dev: &TestDevice) -> TestResult 
     assert_eq!(inner.origin_bytes(), 2 * align);
     assert_eq!(inner.parent(), Some(&root));
     assert!(inner.mem_flags()?.contains(MemFlags::READ_ONLY));
-    assert_eq!(inner.read_vec::<u8>(&q, &[])?, &bytes[2 * align..3 * align]);
+    assert_eq!(inner.to_vec::<u8>(&q)?, &bytes[2 * align..3 * align]);
     // PyOpenCL passes the parent's USE/ALLOC_HOST_PTR flags to clCreateSubBuffer and the
     // driver refuses; here they are inherited, not passed.
     let host = Buffer::use_host_memory(q.context(), MemFlags::READ_WRITE, bytes.clone())?;
     let hs = host.sub_buffer_range(align..2 * align)?;
     assert!(hs.mem_flags()?.contains(MemFlags::USE_HOST_PTR));
-    assert_eq!(hs.read_vec::<u8>(&q, &[])?, &bytes[align..2 * align]);
+    assert_eq!(hs.to_vec::<u8>(&q)?, &bytes[align..2 * align]);
     assert_eq!(
         hs.mem_host_ptr()?,
         host.mem_host_ptr()?.wrapping_byte_add(align)
@@ -447,7 +447,7 @@ fn sub_buffer_of_sub_buffer_and_of_host_buffers(dev: &TestDevice) -> TestResult 
     let pinned = Buffer::alloc_host(q.context(), MemFlags::READ_WRITE, align * 2)?;
     let ps = pinned.sub_buffer_range(align..)?;
     ps.write(&q, 0, &bytes[..align], &[])?;
-    assert_eq!(ps.read_vec::<u8>(&q, &[])?, &bytes[..align]);
+    assert_eq!(ps.to_vec::<u8>(&q)?, &bytes[..align]);
     Ok(())
 }
 
@@ -461,7 +461,7 @@ fn sub_buffer_keeps_its_parent_alive(dev: &TestDevice) -> TestResult {
     let sub = parent.sub_buffer_range(align..)?;
     drop(parent);
     add(&q, &p, &sub, 5, n / 2)?;
-    let out = sub.read_vec::<i32>(&q, &[])?;
+    let out = sub.to_vec::<i32>(&q)?;
     assert_eq!(
         out,
         (n as i32 / 2..n as i32).map(|x| x + 5).collect::<Vec<_>>()
@@ -538,7 +538,7 @@ fn fill_every_pattern_size(dev: &TestDevice) -> TestResult {
         let pattern: Vec<u8> = (0..p).map(|i| (i * 7 + p) as u8).collect();
         let (offset, len) = (2 * p, 5 * p);
         buf.fill_bytes(&q, &pattern, offset, len, &[])?;
-        let out = buf.read_vec::<u8>(&q, &[])?;
+        let out = buf.to_vec::<u8>(&q)?;
         for (i, &v) in out.iter().enumerate() {
             let want = if (offset..offset + len).contains(&i) {
                 pattern[(i - offset) % p]
@@ -550,9 +550,9 @@ fn fill_every_pattern_size(dev: &TestDevice) -> TestResult {
     }
     // Typed patterns: a float, a 16-byte vector, over the whole buffer.
     buf.fill_all(&q, &1.5f32, &[])?;
-    assert!(buf.read_vec::<f32>(&q, &[])?.iter().all(|&x| x == 1.5));
+    assert!(buf.to_vec::<f32>(&q)?.iter().all(|&x| x == 1.5));
     buf.fill_all(&q, &[1u32, 2, 3, 4], &[])?;
-    let v = buf.read_vec::<[u32; 4]>(&q, &[])?;
+    let v = buf.to_vec::<[u32; 4]>(&q)?;
     assert!(v.iter().all(|x| *x == [1, 2, 3, 4]));
     // A fill of a sub-buffer stays inside it, and a kernel sees it.
     let align = base_align(dev)?;
@@ -561,7 +561,7 @@ fn fill_every_pattern_size(dev: &TestDevice) -> TestResult {
     sub.fill_all(&q, &9i32, &[])?;
     let p = program(&q)?;
     add(&q, &p, &sub, 1, align / 4)?;
-    let out = big.read_vec::<i32>(&q, &[])?;
+    let out = big.to_vec::<i32>(&q)?;
     assert!(out[..align / 4].iter().all(|&x| x == 0) && out[align / 4..].iter().all(|&x| x == 10));
     // A zero-size fill is a no-op.
     buf.fill(&q, &0u8, 0, 0, &[])?.wait()?;
@@ -624,12 +624,12 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
     let e = enqueue_migrate_mem_objects(&q, &[&a, &m], MigrationFlags::HOST, &[])?;
     let e2 = enqueue_migrate_mem_objects(&q, &[&a, &b], MigrationFlags::empty(), &[&e])?;
     e2.wait()?;
-    assert_eq!(a.read_vec::<i32>(&q, &[])?, iota(align / 2));
-    assert_eq!(b.read_vec::<u8>(&q, &[])?, vec![5u8; 100]);
+    assert_eq!(a.to_vec::<i32>(&q)?, iota(align / 2));
+    assert_eq!(b.to_vec::<u8>(&q)?, vec![5u8; 100]);
     // Content-undefined migration is legal; then the buffer is rewritten.
     enqueue_migrate_mem_objects(&q, &[&b], MigrationFlags::CONTENT_UNDEFINED, &[])?.wait()?;
     b.write(&q, 0, &[6u8; 100], &[])?;
-    assert_eq!(b.read_vec::<u8>(&q, &[])?, vec![6u8; 100]);
+    assert_eq!(b.to_vec::<u8>(&q)?, vec![6u8; 100]);
     Ok(())
 }
 
@@ -642,7 +642,7 @@ fn migration_of_a_buffer_with_its_sub_buffer(dev: &TestDevice) -> TestResult {
     let sub = a.sub_buffer_range(align..)?;
     enqueue_migrate_mem_objects(&q, &[&a, &sub], MigrationFlags::HOST, &[])?.wait()?;
     enqueue_migrate_mem_objects(&q, &[&a, &sub], MigrationFlags::empty(), &[])?.wait()?;
-    assert_eq!(a.read_vec::<i32>(&q, &[])?, iota(align / 2));
+    assert_eq!(a.to_vec::<i32>(&q)?, iota(align / 2));
     Ok(())
 }
 
@@ -758,27 +758,27 @@ fn copy_default_count_is_the_smaller_size(dev: &TestDevice) -> TestResult {
     let small = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[2u8; 8])?;
     // PyOpenCL's default reads the source size twice: 16 -> 8 fails there; here it copies 8.
     small.copy_from(&q, &big, &[])?;
-    assert_eq!(small.read_vec::<u8>(&q, &[])?, vec![1u8; 8]);
+    assert_eq!(small.to_vec::<u8>(&q)?, vec![1u8; 8]);
     small.fill_all(&q, &3u8, &[])?;
     big.copy_from(&q, &small, &[])?;
-    assert_eq!(big.read_vec::<u8>(&q, &[])?, [[3u8; 8], [1u8; 8]].concat());
+    assert_eq!(big.to_vec::<u8>(&q)?, [[3u8; 8], [1u8; 8]].concat());
     // Offsets: the remaining sizes decide.
     big.copy_from_range(&q, &small, 4, 12, None, &[])?;
     big.copy_from_range(&q, &small, 0, 0, Some(2), &[])?;
     small.fill_all(&q, &9u8, &[])?;
     big.copy_from_range(&q, &small, 7, 9, Some(1), &[])?;
     let want = [3, 3, 3, 3, 3, 3, 3, 3, 1, 9, 1, 1, 3, 3, 3, 3];
-    assert_eq!(big.read_vec::<u8>(&q, &[])?, want);
+    assert_eq!(big.to_vec::<u8>(&q)?, want);
     // Non-overlapping ranges of one buffer are fine.
     big.copy_from_range(&q, &big, 0, 8, Some(8), &[])?;
-    assert_eq!(big.read_vec::<u8>(&q, &[])?, [[3u8; 8], [3u8; 8]].concat());
+    assert_eq!(big.to_vec::<u8>(&q)?, [[3u8; 8], [3u8; 8]].concat());
     // A kernel reads what a copy wrote.
     let p = program(&q)?;
     let a = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &iota(32))?;
     let b = Buffer::new(ctx, MemFlags::READ_WRITE, 32 * 4)?;
     b.copy_from(&q, &a, &[])?;
     add(&q, &p, &b, 1, 32)?;
-    assert_eq!(b.read_vec::<i32>(&q, &[])?, (1..33).collect::<Vec<_>>());
+    assert_eq!(b.to_vec::<i32>(&q)?, (1..33).collect::<Vec<_>>());
     Ok(())
 }
 
@@ -839,7 +839,7 @@ fn rect_write_read_copy_move_the_right_bytes(dev: &TestDevice) -> TestResult {
         .dst_origin([1, 2, 0])
         .dst_pitches(8, 0);
     buf.write_rect(&q, &rect, &host, &[])?;
-    let out = buf.read_vec::<u8>(&q, &[])?;
+    let out = buf.to_vec::<u8>(&q)?;
     for y in 0..4 {
         for x in 0..8 {
             let want = if (1..4).contains(&x) && (2..4).contains(&y) {
@@ -871,10 +871,7 @@ fn rect_write_read_copy_move_the_right_bytes(dev: &TestDevice) -> TestResult {
             .src_pitches(4, 16),
         &[],
     )?;
-    assert_eq!(
-        dst.read_vec::<u8>(&q, &[])?,
-        [21, 22, 25, 26, 37, 38, 41, 42]
-    );
+    assert_eq!(dst.to_vec::<u8>(&q)?, [21, 22, 25, 26, 37, 38, 41, 42]);
     // Non-blocking rectangles own their host memory.
     let w = buf.enqueue_write_rect(
         &q,
@@ -903,10 +900,7 @@ fn rect_write_read_copy_move_the_right_bytes(dev: &TestDevice) -> TestResult {
     let rows = [1i32, 2, 3, 4];
     ints.write_rect(&q, &Rect::new([8, 2, 1]).dst_pitches(16, 0), &rows, &[])?;
     add(&q, &p, &ints, 10, 8)?;
-    assert_eq!(
-        ints.read_vec::<i32>(&q, &[])?,
-        [11, 12, 10, 10, 13, 14, 10, 10]
-    );
+    assert_eq!(ints.to_vec::<i32>(&q)?, [11, 12, 10, 10, 13, 14, 10, 10]);
     Ok(())
 }
 
@@ -1083,7 +1077,7 @@ fn non_blocking_transfers_return_their_memory(dev: &TestDevice) -> TestResult {
     assert!(out.iter().enumerate().all(|(i, &v)| v == i as i32 + 7));
     // Dropping a pending transfer waits for it; the data still arrives.
     drop(buf.enqueue_write(&q, 0, vec![5i32; n], &[])?);
-    assert!(buf.read_vec::<i32>(&q, &[])?.iter().all(|&v| v == 5));
+    assert!(buf.to_vec::<i32>(&q)?.iter().all(|&v| v == 5));
     // A leaked `'static` slice works too, and is_complete settles.
     let leaked: &'static mut [i32] = Box::leak(vec![0i32; 16].into_boxed_slice());
     let r = buf.enqueue_read(&q, 64, leaked, &[])?;
@@ -1333,7 +1327,7 @@ fn p2p_copy_is_typed_unsupported_without_the_extension(dev: &TestDevice) -> Test
     let r = enqueue_copy_buffer_p2p_amd(dev.platform, &q, &a, &b, None, &[]);
     if has {
         r?.wait()?;
-        assert_eq!(b.read_vec::<u8>(&q2, &[])?, vec![1u8; 64]);
+        assert_eq!(b.to_vec::<u8>(&q2)?, vec![1u8; 64]);
     } else {
         assert!(
             matches!(
@@ -1484,7 +1478,7 @@ fn ndarrays_in_and_out_in_c_and_fortran_order(dev: &TestDevice) -> TestResult {
     // Fortran order: memory order is column-major, so the buffer holds the transpose's rows.
     let f = Array2::from_shape_vec((3, 4).f(), (0..12).collect::<Vec<i32>>())?;
     buf.write_array(&q, 0, &f, &[])?;
-    assert_eq!(buf.read_vec::<i32>(&q, &[])?, (0..12).collect::<Vec<_>>());
+    assert_eq!(buf.to_vec::<i32>(&q)?, (0..12).collect::<Vec<_>>());
     let mut g = Array2::<i32>::zeros((3, 4).f());
     buf.read_array(&q, 0, &mut g, &[])?;
     assert_eq!(g, f);
@@ -1526,6 +1520,6 @@ fn ndarrays_in_and_out_in_c_and_fortran_order(dev: &TestDevice) -> TestResult {
         let mut v = m.as_array_mut((2, 6))?;
         v.row_mut(1).fill(-1);
     }
-    assert_eq!(buf.read_vec::<i32>(&q, &[])?[6..], [-1; 6]);
+    assert_eq!(buf.to_vec::<i32>(&q)?[6..], [-1; 6]);
     Ok(())
 }

@@ -634,7 +634,7 @@ fn kernel_call_sets_every_argument_and_runs_from_several_threads(dev: &TestDevic
                     for _ in 0..20 {
                         k.call(q, &[n], None, (input, &out, &f32::from(t), &64u32))?;
                     }
-                    out.read_vec(q, &[])
+                    out.to_vec(q)
                 })
             })
             .collect();
@@ -787,9 +787,9 @@ fn buffer_read_after_write_roundtrips(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = cl_mem::Buffer::new(q.context(), MemFlags::READ_WRITE, 256)?;
     let data: Vec<u8> = (0..=255).collect();
-    buf.write_bytes(&q, 0, &data, &[])?;
+    buf.write(&q, 0, &data, &[])?;
     let mut out = vec![0u8; 256];
-    buf.read_bytes(&q, 0, &mut out, &[])?;
+    buf.read(&q, 0, &mut out, &[])?;
     assert_eq!(out, data);
     // Offsets address bytes; Pod slices of u64.
     buf.write(&q, 8, &[0x1122_3344_5566_7788u64], &[])?;

@@ -931,8 +931,8 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
     let opts = TransferOptions::staged(4096, threads);
     // Warm up: the buffer's command record then holds its last write and read, and the pinned
     // chunks are cached, so the live-event count before and after a failure compare like for like.
-    a.write_bytes_with(&q, 0, &data, &[], opts)?;
-    a.read_bytes_with(&q, 0, &mut vec![0u8; n], &[], opts)?;
+    a.write_with(&q, 0, &data, &[], opts)?;
+    a.read_with(&q, 0, &mut vec![0u8; n], &[], opts)?;
     let live_events = || vec![Event::live_count() as u64];
     for status in STATUSES {
         // Worker threads release their chunk events asynchronously: compare settled counts.
@@ -943,7 +943,7 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
                 .nth(5)
                 .any_thread(),
         );
-        let r = a.write_bytes_with(&q, 0, &data, &[], opts);
+        let r = a.write_with(&q, 0, &data, &[], opts);
         assert_eq!(armed.fired(), 1);
         drop(armed);
         *SEEN
@@ -961,7 +961,7 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
                 .nth(3)
                 .any_thread(),
         );
-        let r = a.read_bytes_with(&q, 0, &mut out, &[], opts);
+        let r = a.read_with(&q, 0, &mut out, &[], opts);
         assert_eq!(armed.fired(), 1);
         drop(armed);
         *SEEN
@@ -978,9 +978,9 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
             events,
             "{status}: events leaked"
         );
-        a.write_bytes_with(&q, 0, &data, &[], opts)?;
+        a.write_with(&q, 0, &data, &[], opts)?;
         let mut out = vec![0u8; n];
-        a.read_bytes_with(&q, 0, &mut out, &[], opts)?;
+        a.read_with(&q, 0, &mut out, &[], opts)?;
         assert!(
             out == data,
             "{status}: the staged retry did not write every byte"

@@ -86,12 +86,12 @@ fn empty_nd_ranges_run_nothing_and_return_an_event(dev: &TestDevice) -> TestResu
             "{global:?}"
         );
     }
-    assert_eq!(buf.read_vec::<i32>(&q, &[])?, vec![7; 4], "nothing ran");
+    assert_eq!(buf.to_vec::<i32>(&q)?, vec![7; 4], "nothing ran");
     // A zero local size is still an error, empty range or not.
     let r = k.enqueue_nd_range(&q, &[0], Some(&[0]), &[]);
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     k.enqueue_nd_range(&q, &[4], None, &[])?.wait()?;
-    assert_eq!(buf.read_vec::<i32>(&q, &[])?, vec![8; 4]);
+    assert_eq!(buf.to_vec::<i32>(&q)?, vec![8; 4]);
     Ok(())
 }
 
@@ -169,7 +169,7 @@ fn sub_buffers_clip_and_round_as_pyopencl_users_write_them(dev: &TestDevice) -> 
     // buf[align:n + 5000] clips to the end.
     let tail = buf.sub_buffer_clipped(align..n + 5000)?;
     assert_eq!(tail.size_bytes(), n - align);
-    assert_eq!(tail.read_vec::<u8>(&q, &[])?, data[align..].to_vec());
+    assert_eq!(tail.to_vec::<u8>(&q)?, data[align..].to_vec());
     // The same range is refused by the strict form.
     assert!(matches!(
         buf.sub_buffer_range(align..n + 5000),
@@ -182,7 +182,7 @@ fn sub_buffers_clip_and_round_as_pyopencl_users_write_them(dev: &TestDevice) -> 
         let sub = buf.sub_buffer_clipped(s..s + align + 7)?;
         let end = (s + align + 7).min(n);
         assert_eq!(
-            sub.read_vec::<u8>(&q, &[])?,
+            sub.to_vec::<u8>(&q)?,
             data[s..end].to_vec(),
             "start {start}"
         );
@@ -231,7 +231,7 @@ fn info_queries_answer_as_in_pyopencls_test_get_info(dev: &TestDevice) -> TestRe
     let _private = k.private_mem_size(&q)?;
     let ev = k.enqueue_nd_range(&q, &[4], Some(&[4]), &[])?;
     ev.wait()?;
-    assert_eq!(buf.read_vec::<i32>(&q, &[])?, vec![4, 3, 2, 1]);
+    assert_eq!(buf.to_vec::<i32>(&q)?, vec![4, 3, 2, 1]);
     assert!(ev.reference_count()? >= 1);
     assert_eq!(ev.command_queue_raw()?, q.as_raw());
     assert_eq!(ev.context()?.as_raw(), ctx.as_raw());
@@ -323,7 +323,7 @@ fn enqueue_copy_takes_svm_pairs(dev: &TestDevice) -> TestResult {
     // SVM <-> buffer (through a map of the buffer, on every grain).
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 16 * 4)?;
     cl_mem::enqueue_copy(&q, &buf, &a, &[])?;
-    assert_eq!(buf.read_vec::<u32>(&q, &[])?, data);
+    assert_eq!(buf.to_vec::<u32>(&q)?, data);
     let c = cl_mem::svm::SvmArray::<u32, Coarse>::new(&q, 16)?;
     cl_mem::enqueue_copy(&q, &c, &buf, &[])?;
     let mut back = vec![0u32; 16];
@@ -373,7 +373,7 @@ fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult 
     // Pixels written into the image are the buffer's bytes at that pitch.
     let px: Vec<u32> = (0..u32::try_from(w * h)?).map(|i| i * 11).collect();
     img.write_all(&q, &px, &[])?;
-    let bytes: Vec<u32> = buf.read_vec(&q, &[])?;
+    let bytes: Vec<u32> = buf.to_vec(&q)?;
     for y in 0..h {
         for x in 0..w {
             assert_eq!(bytes[y * pitch / 4 + x], px[y * w + x], "pixel ({x}, {y})");

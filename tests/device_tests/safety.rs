@@ -576,7 +576,7 @@ fn maps_are_exclusive_across_an_allocation(dev: &TestDevice) -> TestResult {
         let _outside = root.map_mut::<u32>(&q, rw, 0..first, &[])?;
         drop(s);
     }
-    let v: Vec<u32> = root.read_vec(&q, &[])?;
+    let v: Vec<u32> = root.to_vec(&q)?;
     assert_eq!(v[0], 5);
     Ok(())
 }
@@ -712,7 +712,7 @@ fn a_second_queue_waits_for_the_first_queues_writes(dev: &TestDevice) -> TestRes
     gate.set_complete()?;
     fill.wait()?;
     run.wait()?;
-    let v: Vec<f32> = out.read_vec(&b, &[])?;
+    let v: Vec<f32> = out.to_vec(&b)?;
     assert!(
         v.iter().all(|&x| x == f32::from_bits(9) * 2.0),
         "{:?}",
@@ -1140,7 +1140,7 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
     // Commands on the image and the buffer are ordered across queues like the buffer's own.
     let other = Queue::new(ctx, &dev.device)?;
     img.write_all(&other, &[2.0f32; 16], &[])?;
-    let v: Vec<f32> = buf.read_vec(&q, &[])?;
+    let v: Vec<f32> = buf.to_vec(&q)?;
     assert_eq!(v, vec![2.0f32; 16]);
     // PoCL 3.1 crashes inside clEnqueueFillImage for 1-D buffer images
     // (repro/pocl_fill_image1d_buffer_crash.c): refused there, a real fill elsewhere.
@@ -1149,7 +1149,7 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
         assert!(matches!(fill, Err(Error::Unsupported { .. })), "{fill:?}");
     } else {
         fill?;
-        let v: Vec<f32> = buf.read_vec(&q, &[])?;
+        let v: Vec<f32> = buf.to_vec(&q)?;
         assert_eq!(v, vec![3.0f32; 16]);
     }
     Ok(())
@@ -1185,7 +1185,7 @@ fn a_handle_given_away_keeps_its_pending_commands(dev: &TestDevice) -> TestResul
             "the record of pending commands went from {before} to {after} through into_raw/from_raw"
         )));
     }
-    let v: Vec<u32> = dst.read_vec(&q, &[])?;
+    let v: Vec<u32> = dst.to_vec(&q)?;
     assert_eq!(v, vec![9u32; 64]);
     Ok(())
 }

@@ -102,11 +102,11 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
             buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
             buf.write_rect_with(&q, rect, &host, &[], TransferOptions::plain())?;
             let mut want = vec![0u8; size];
-            buf.read_bytes_with(&q, 0, &mut want, &[], TransferOptions::plain())?;
+            buf.read_with(&q, 0, &mut want, &[], TransferOptions::plain())?;
             buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
             buf.write_rect_with(&q, rect, &host, &[], TransferOptions::staged(chunk, t))?;
             let mut got = vec![0u8; size];
-            buf.read_bytes_with(&q, 0, &mut got, &[], TransferOptions::plain())?;
+            buf.read_with(&q, 0, &mut got, &[], TransferOptions::plain())?;
             if got != want {
                 return Err(fail(format!(
                     "staged write_rect {rect:?}, chunks of {chunk}"
@@ -171,9 +171,9 @@ fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
                 buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
                 let data = pattern(size, u8::try_from(chunk % 200).unwrap_or(1));
                 // Staged write, plain read: the range holds `data`, the rest is untouched.
-                buf.write_bytes_with(&q, offset, &data, &[], TransferOptions::staged(chunk, t))?;
+                buf.write_with(&q, offset, &data, &[], TransferOptions::staged(chunk, t))?;
                 let mut all = vec![0u8; total];
-                buf.read_bytes_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
+                buf.read_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
                 if all[offset..offset + size] != data[..]
                     || all[..offset] != background[..offset]
                     || all[offset + size..] != background[offset + size..]
@@ -184,7 +184,7 @@ fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
                 }
                 // Plain write, staged read of the same range (odd end inside a chunk).
                 let mut back = vec![0u8; size];
-                buf.read_bytes_with(
+                buf.read_with(
                     &q,
                     offset,
                     &mut back,
@@ -202,9 +202,9 @@ fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
     }
     // Staged on both sides, one big transfer over many chunks.
     let data = pattern(total, 5);
-    buf.write_bytes_with(&q, 0, &data, &[], TransferOptions::staged(4096, t))?;
+    buf.write_with(&q, 0, &data, &[], TransferOptions::staged(4096, t))?;
     let mut back = vec![0u8; total];
-    buf.read_bytes_with(&q, 0, &mut back, &[], TransferOptions::staged(6000, t))?;
+    buf.read_with(&q, 0, &mut back, &[], TransferOptions::staged(6000, t))?;
     assert_eq!(back, data, "{cases} cases before");
     // The pinned chunks are cached per context, and bounded.
     let idle = idle_staging_chunks(&q);
@@ -223,11 +223,11 @@ fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> Tes
     for (what, r) in [
         (
             "write past the end",
-            buf.write_bytes_with(&q, 4000, &data, &[], opts).map(drop),
+            buf.write_with(&q, 4000, &data, &[], opts).map(drop),
         ),
         (
             "read past the end",
-            buf.read_bytes_with(&q, 4000, &mut out, &[], opts).map(drop),
+            buf.read_with(&q, 4000, &mut out, &[], opts).map(drop),
         ),
     ] {
         if !matches!(r, Err(Error::OutOfBounds { .. })) {
@@ -238,23 +238,23 @@ fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> Tes
         TransferOptions::staged(0, 2),
         TransferOptions::staged(1000, 0),
     ] {
-        let r = buf.write_bytes_with(&q, 0, &data, &[], bad);
+        let r = buf.write_with(&q, 0, &data, &[], bad);
         if !matches!(r, Err(Error::InvalidArgument(_))) {
             return Err(fail(format!("{bad:?}: {r:?}")));
         }
     }
     // A staged write into bytes the host has mapped is refused, and writes nothing.
-    buf.write_bytes_with(&q, 0, &[7u8; 4096], &[], TransferOptions::plain())?;
+    buf.write_with(&q, 0, &[7u8; 4096], &[], TransferOptions::plain())?;
     {
         let map = buf.map_read::<u8>(&q, 0..200, &[])?;
-        let r = buf.write_bytes_with(&q, 0, &data, &[], opts);
+        let r = buf.write_with(&q, 0, &data, &[], opts);
         if !matches!(r, Err(Error::Mapped(_))) {
             return Err(fail(format!("staged write under a map: {r:?}")));
         }
         assert_eq!(map[0], 7);
     }
     let mut all = vec![0u8; 4096];
-    buf.read_bytes_with(&q, 0, &mut all, &[], opts)?;
+    buf.read_with(&q, 0, &mut all, &[], opts)?;
     assert!(all.iter().all(|&b| b == 7));
     // A read-only-for-the-host buffer refuses host writes on both paths.
     let ro = Buffer::new(
@@ -262,7 +262,7 @@ fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> Tes
         MemFlags::READ_WRITE | MemFlags::HOST_READ_ONLY,
         4096,
     )?;
-    if ro.write_bytes_with(&q, 0, &data, &[], opts).is_ok() {
+    if ro.write_with(&q, 0, &data, &[], opts).is_ok() {
         return Err(fail(
             "a staged write into a HOST_READ_ONLY buffer was accepted",
         ));
@@ -282,9 +282,9 @@ fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
     let n = AUTO_MIN_BYTES + 12_345;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
     let data = pattern(n, 3);
-    buf.write_bytes(&q, 0, &data, &[])?;
+    buf.write(&q, 0, &data, &[])?;
     let mut back = vec![0u8; n];
-    buf.read_bytes(&q, 0, &mut back, &[])?;
+    buf.read(&q, 0, &mut back, &[])?;
     assert_eq!(back, data);
     let t = dev.device.device_type()?;
     let discrete = t.contains(cl_mem::DeviceType::GPU)
@@ -325,10 +325,10 @@ fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestRes
                     let data = pattern(part, u8::try_from(i).unwrap_or(0));
                     let opts = TransferOptions::staged(16_384 + i * 1000, 2);
                     for _ in 0..5 {
-                        buf.write_bytes_with(q, i * part, &data, &[], opts)
+                        buf.write_with(q, i * part, &data, &[], opts)
                             .map_err(|e| e.to_string())?;
                         let mut back = vec![0u8; part];
-                        buf.read_bytes_with(q, i * part, &mut back, &[], opts)
+                        buf.read_with(q, i * part, &mut back, &[], opts)
                             .map_err(|e| e.to_string())?;
                         if back != data {
                             return Err(format!("thread {i}: bytes differ"));
@@ -347,7 +347,7 @@ fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestRes
         r.map_err(fail)?;
     }
     let mut all = vec![0u8; part * 4];
-    buf.read_bytes_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
+    buf.read_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
     for i in 0..4 {
         assert_eq!(
             all[i * part..(i + 1) * part],
@@ -369,7 +369,7 @@ fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
     let q2 = Queue::new(q.context(), &dev.device)?;
     let n = 1 << 20;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
-    buf.write_bytes_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
+    buf.write_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let seen: Result<(usize, usize), String> = std::thread::scope(|s| {
         let mapper = s.spawn(|| -> Result<(usize, usize), String> {
@@ -393,7 +393,7 @@ fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
         while written < 20 && refused < 100_000 {
             let v = vec![written + 2; n];
             // Small chunks: many commands per write, many chances for a map in between.
-            match buf.write_bytes_with(&q, 0, &v, &[], TransferOptions::staged(16 << 10, 2)) {
+            match buf.write_with(&q, 0, &v, &[], TransferOptions::staged(16 << 10, 2)) {
                 Ok(_) => written += 1,
                 Err(Error::Mapped(_)) => {
                     refused += 1;
@@ -434,20 +434,20 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     let q2 = Queue::new(ctx, q.device())?;
     let n = 64 * 1024;
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, n)?;
-    buf.write_bytes_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
+    buf.write_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
     let failed = UserEvent::new(ctx)?;
     failed.set_error(ClError::OutOfResources)?;
     let gate: &Event = failed.event();
     let staged = TransferOptions::staged(16 * 1024, 1);
     for (path, opts) in [("plain", TransferOptions::plain()), ("staged", staged)] {
-        let w = buf.write_bytes_with(&q, 0, &vec![2u8; n], &[gate], opts);
+        let w = buf.write_with(&q, 0, &vec![2u8; n], &[gate], opts);
         if w.is_ok() {
             return Err(fail(format!(
                 "{path} write after a failed command returned Ok"
             )));
         }
         let mut out = vec![9u8; n];
-        let r = buf.read_bytes_with(&q, 0, &mut out, &[gate], opts);
+        let r = buf.read_with(&q, 0, &mut out, &[gate], opts);
         if r.is_ok() {
             return Err(fail(format!(
                 "{path} read after a failed command returned Ok"
@@ -476,10 +476,10 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     if pending.wait().is_ok() {
         return Err(fail("a write after a failed command completed"));
     }
-    buf.write_bytes_with(&q2, 0, &vec![4u8; n], &[], TransferOptions::plain())?;
-    buf.write_bytes_with(&q2, 0, &vec![5u8; n], &[], staged)?;
+    buf.write_with(&q2, 0, &vec![4u8; n], &[], TransferOptions::plain())?;
+    buf.write_with(&q2, 0, &vec![5u8; n], &[], staged)?;
     let mut out = vec![0u8; n];
-    buf.read_bytes_with(&q2, 0, &mut out, &[], TransferOptions::plain())?;
+    buf.read_with(&q2, 0, &mut out, &[], TransferOptions::plain())?;
     if out.iter().any(|&b| b != 5) {
         return Err(fail("the buffer after the failed write and two good ones"));
     }
@@ -501,9 +501,9 @@ fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult 
     } else {
         100_000
     };
-    buf.write_bytes_with(&q, 0, &data, &[], TransferOptions::staged(4096, many))?;
+    buf.write_with(&q, 0, &data, &[], TransferOptions::staged(4096, many))?;
     let mut out = vec![0u8; n];
-    buf.read_bytes_with(&q, 0, &mut out, &[], TransferOptions::staged(4096, many))?;
+    buf.read_with(&q, 0, &mut out, &[], TransferOptions::staged(4096, many))?;
     if out != data {
         return Err(fail(
             "bytes differ after a staged round trip with a huge thread count",
@@ -514,7 +514,7 @@ fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult 
     let q1 = dev.queue();
     let one = Buffer::new(q1.context(), MemFlags::READ_WRITE, 10_000)?;
     let before = idle_staging_chunks(&q1);
-    one.write_bytes_with(
+    one.write_with(
         &q1,
         0,
         &[6u8; 10_000],
@@ -577,8 +577,8 @@ fn a_dependency_failing_during_a_blocking_transfer_is_an_error(dev: &TestDevice)
         let mut out = vec![0u8; n];
         let mut px = [0f32; 64];
         let r = match path {
-            "plain write" => buf.write_bytes_with(&q, 0, &data, w, TransferOptions::plain()),
-            "plain read" => buf.read_bytes_with(&q, 0, &mut out, w, TransferOptions::plain()),
+            "plain write" => buf.write_with(&q, 0, &data, w, TransferOptions::plain()),
+            "plain read" => buf.read_with(&q, 0, &mut out, w, TransferOptions::plain()),
             "rect write" => buf.write_rect(&q, &cl_mem::Rect::new([64, 64, 1]), &data, w),
             "image write" => image
                 .as_ref()

@@ -699,7 +699,7 @@ impl Buffer {
     /// # Errors
     ///
     /// As [`Buffer::write`].
-    pub fn write_bytes(
+    pub(crate) fn write_bytes(
         &self,
         queue: &Queue,
         offset_bytes: usize,
@@ -803,7 +803,7 @@ impl Buffer {
     /// # Errors
     ///
     /// As [`Buffer::read`].
-    pub fn read_bytes(
+    pub(crate) fn read_bytes(
         &self,
         queue: &Queue,
         offset_bytes: usize,
@@ -845,25 +845,6 @@ impl Buffer {
                 wait,
             )
         }
-    }
-
-    /// Blocking read of the whole buffer as `T`s.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when the size is not a whole number of `T`s; as
-    /// [`Buffer::read`].
-    pub fn read_vec<T: Pod + Default>(&self, queue: &Queue, wait: &[&Event]) -> Result<Vec<T>> {
-        let n = std::mem::size_of::<T>();
-        if n == 0 || !self.size.is_multiple_of(n) {
-            return Err(Error::InvalidArgument(format!(
-                "a buffer of {} bytes is not a whole number of {n}-byte elements",
-                self.size
-            )));
-        }
-        let mut out = vec![T::default(); self.size / n];
-        self.read(queue, 0, &mut out, wait)?;
-        Ok(out)
     }
 
     /// Releases the reference now, reporting failure (`Drop` only logs it). Consuming `self`

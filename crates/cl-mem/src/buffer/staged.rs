@@ -449,7 +449,7 @@ impl Buffer {
     /// As [`Buffer::write_bytes`]; [`Error::InvalidArgument`] for zero chunk bytes or threads
     /// (checked first). On the staged path, the first chunk error, after every chunk command
     /// already enqueued has completed.
-    pub fn write_bytes_with(
+    pub(crate) fn write_bytes_with(
         &self,
         queue: &Queue,
         offset_bytes: usize,
@@ -496,8 +496,8 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// As [`Buffer::write_bytes_with`], for reads.
-    pub fn read_bytes_with(
+    /// As [`Buffer::write`], and [`Error::InvalidArgument`] for options the path cannot take. for reads.
+    pub(crate) fn read_bytes_with(
         &self,
         queue: &Queue,
         offset_bytes: usize,
@@ -791,7 +791,7 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// As [`Buffer::write_bytes_with`].
+    /// As [`Buffer::write`], and [`Error::InvalidArgument`] for options the path cannot take.
     pub fn write_with<T: crate::pod::Pod>(
         &self,
         queue: &Queue,
@@ -813,7 +813,7 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// As [`Buffer::read_bytes_with`].
+    /// As [`Buffer::read`], and [`Error::InvalidArgument`] for options the path cannot take.
     pub fn read_with<T: crate::pod::Pod>(
         &self,
         queue: &Queue,

@@ -708,7 +708,7 @@ impl Buffer {
 
     /// Blocking rectangular host-to-device copy (`clEnqueueWriteBufferRect`, OpenCL 1.1): the
     /// host slice is the source side of `rect`, the buffer the destination side. Large
-    /// rectangles on a discrete GPU go through pinned chunks, as [`Buffer::write_bytes`] does
+    /// rectangles on a discrete GPU go through pinned chunks, as [`Buffer::write`] does
     /// ([`Buffer::write_rect_with`] chooses the path).
     ///
     /// # Errors
