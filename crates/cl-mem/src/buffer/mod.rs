@@ -38,7 +38,6 @@ use std::ffi::c_void;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::{Bound, RangeBounds};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use cl_raw::{mem as raw, sys, Version};
@@ -102,10 +101,8 @@ extern "C" fn free_host_memory(_mem: sys::cl_mem, user_data: *mut c_void) {
     // SAFETY: `user_data` is the `Box<HostOwner>` leaked by `Buffer::use_host_memory`; the driver
     // calls a destructor callback exactly once, after it stopped using the host memory.
     let owner = unsafe { Box::from_raw(user_data.cast::<HostOwner>()) };
-    // A panic must not unwind into the driver's thread.
-    if catch_unwind(AssertUnwindSafe(move || drop(owner))).is_err() {
-        tracing::error!("dropping a USE_HOST_PTR buffer's host memory panicked");
-    }
+    // Its drop may block (`PinnedMemory` unmaps and waits): not on the driver's thread.
+    crate::runtime::worker::hand_off(move || drop(owner));
 }
 
 impl Buffer {
@@ -224,7 +221,7 @@ impl Buffer {
         let owner: Box<HostOwner> = Box::new(Box::new(host));
         let user_data = Box::into_raw(owner);
         // SAFETY: a valid buffer; `user_data` is a leaked box reclaimed exactly once by
-        // `free_host_memory`, which calls no OpenCL function.
+        // `free_host_memory`, which hands it to the callback worker.
         let registered =
             unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) };
         if let Err(e) = registered {

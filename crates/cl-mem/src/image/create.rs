@@ -150,8 +150,8 @@ impl Image {
         // Moving the vector into a box keeps its heap block (and so `ptr`) where it is.
         let owner: Box<Box<dyn Any + Send>> = Box::new(Box::new(data));
         let user_data = Box::into_raw(owner).cast::<c_void>();
-        // SAFETY: a valid image; `user_data` stays valid until the callback takes it back;
-        // `free_owned_host` calls no OpenCL function.
+        // SAFETY: a valid image; `user_data` stays valid until the callback takes it back and
+        // hands it to the callback worker.
         if let Err(e) = unsafe {
             cl_raw::mem::set_destructor_callback(image.as_raw(), free_owned_host, user_data)
         } {
@@ -365,7 +365,9 @@ impl Image {
 extern "C" fn free_owned_host(_mem: sys::cl_mem, user_data: *mut c_void) {
     // SAFETY: `user_data` came from `Box::into_raw` of a `Box<Box<dyn Any + Send>>` in
     // `from_owned_host`, and the driver calls this once, after the object is destroyed.
-    drop(unsafe { Box::from_raw(user_data.cast::<Box<dyn Any + Send>>()) });
+    let owner = unsafe { Box::from_raw(user_data.cast::<Box<dyn Any + Send>>()) };
+    // Dropped on the callback worker, as every callback's work is (issue 29).
+    crate::runtime::worker::hand_off(move || drop(owner));
 }
 
 fn auto_path(context: &Context) -> Path {

@@ -2,7 +2,6 @@
 
 use std::ffi::c_void;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
@@ -131,14 +130,10 @@ extern "C" fn trampoline(_event: sys::cl_event, status: sys::cl_int, user_data: 
     // SAFETY: `user_data` is the `Box<BoxedCallback>` leaked by `Event::on`; the driver calls each
     // registered callback exactly once, so it is reclaimed exactly once.
     let callback = unsafe { Box::from_raw(user_data.cast::<BoxedCallback>()) };
-    // A panic must not unwind into the driver's thread (undefined behaviour across `extern "C"`).
-    if catch_unwind(AssertUnwindSafe(move || {
-        callback(EventStatus::from_raw(status))
-    }))
-    .is_err()
-    {
-        tracing::error!("event callback panicked; the panic was contained");
-    }
+    let status = EventStatus::from_raw(status);
+    // Never run here: what the closure drops or calls may block, and a driver thread must not
+    // (issue 29). The worker contains a panic, which must not unwind into the driver.
+    crate::runtime::worker::hand_off(move || callback(status));
 }
 
 impl Event {
@@ -332,11 +327,15 @@ impl Event {
         })
     }
 
-    /// Runs `callback` once the command reaches `on` (or fails), on a driver thread.
+    /// Runs `callback` once the command reaches `on` (or fails), on cl-mem's callback worker
+    /// thread, never on a driver thread or inside the call that completed the event.
     ///
-    /// The closure gets the status that triggered it. It must not block or call blocking OpenCL
-    /// functions (`wait`, `finish`, blocking transfers): the spec leaves that undefined. A panic
-    /// inside it is caught and logged.
+    /// The closure gets the status that triggered it. It may drop any object and call any
+    /// function, blocking ones included (the driver's own callback only hands it to the worker:
+    /// a blocking call on a driver thread is undefined and hangs the Intel CPU runtime). Closures
+    /// run one at a time, in the order the driver called them, so one that waits for
+    /// something the host does later delays every callback until then (a future's wake-up too).
+    /// A panic inside it is caught and logged.
     ///
     /// Driver quirk: PoCL 3.1 never runs a `CL_COMPLETE` callback of a user event that is set to
     /// an error status (the spec says it runs on abnormal termination too; docs/DEVICES.md).

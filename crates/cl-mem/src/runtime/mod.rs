@@ -13,3 +13,4 @@ pub(crate) mod program;
 pub(crate) mod queue;
 pub mod select;
 pub(crate) mod staging;
+pub(crate) mod worker;
