@@ -10,6 +10,7 @@ use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
+use crate::runtime::worker::Place;
 pub(crate) mod future;
 
 use self::future::{EventFuture, Waiters};
@@ -126,14 +127,17 @@ pub(crate) fn checked_list(
 
 type BoxedCallback = Box<dyn FnOnce(EventStatus) + Send + 'static>;
 
+/// What `Event::on` leaks for its trampoline: where to run the closure, and the closure.
+type Registered = (Place, BoxedCallback);
+
 extern "C" fn trampoline(_event: sys::cl_event, status: sys::cl_int, user_data: *mut c_void) {
-    // SAFETY: `user_data` is the `Box<BoxedCallback>` leaked by `Event::on`; the driver calls each
+    // SAFETY: `user_data` is the `Box<Registered>` leaked by `Event::on`; the driver calls each
     // registered callback exactly once, so it is reclaimed exactly once.
-    let callback = unsafe { Box::from_raw(user_data.cast::<BoxedCallback>()) };
+    let (place, callback) = *unsafe { Box::from_raw(user_data.cast::<Registered>()) };
     let status = EventStatus::from_raw(status);
-    // Never run here: what the closure drops or calls may block, and a driver thread must not
-    // (issue 29). The worker contains a panic, which must not unwind into the driver.
-    crate::runtime::worker::hand_off(move || callback(status));
+    // Not here (but on Oclgrind): what the closure drops or calls may block, and a driver thread
+    // must not (issue 29). A panic is contained, never unwound into the driver.
+    place.run(move || callback(status));
 }
 
 impl Event {
@@ -337,6 +341,11 @@ impl Event {
     /// something the host does later delays every callback until then (a future's wake-up too).
     /// A panic inside it is caught and logged.
     ///
+    /// Driver quirk: on Oclgrind, which runs commands and callbacks on the thread of the API
+    /// call that runs the queue (blocking there is fine) and is not thread-safe, the closure runs
+    /// where the driver calls it: a second thread calling Oclgrind crashed it
+    /// (docs/DEVICES.md#oclgrind-threads-release).
+    ///
     /// Driver quirk: PoCL 3.1 never runs a `CL_COMPLETE` callback of a user event that is set to
     /// an error status (the spec says it runs on abnormal termination too; docs/DEVICES.md).
     ///
@@ -353,7 +362,8 @@ impl Event {
             CallbackOn::Running => sys::CL_RUNNING,
             CallbackOn::Complete => sys::CL_COMPLETE,
         } as sys::cl_int;
-        let boxed: Box<BoxedCallback> = Box::new(Box::new(callback));
+        let place = self.context_raw().map_or(Place::Worker, Place::for_context);
+        let boxed: Box<Registered> = Box::new((place, Box::new(callback)));
         let user_data = Box::into_raw(boxed).cast::<c_void>();
         // SAFETY: a valid event; `user_data` stays valid until `trampoline` reclaims it, which the
         // driver calls exactly once; the trampoline never unwinds.
@@ -362,7 +372,7 @@ impl Event {
             Err(e) => {
                 // SAFETY: registration failed, so the driver will never call the trampoline: the
                 // box is still ours.
-                drop(unsafe { Box::from_raw(user_data.cast::<BoxedCallback>()) });
+                drop(unsafe { Box::from_raw(user_data.cast::<Registered>()) });
                 Err(Error::cl("clSetEventCallback")(e))
             }
         }
