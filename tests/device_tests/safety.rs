@@ -5,11 +5,13 @@
 
 use std::time::{Duration, Instant};
 
+use cl_mem::svm::{Coarse, SvmArray};
 use cl_mem::{
     AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, ImageFormat, Kernel,
-    LocalMemory, MapFlags, MemFlags, MemObject, NullMem, ParamKind, Program, Queue, Sampler,
-    UserEvent,
+    LocalMemory, MapFlags, MemFlags, MemObject, NullMem, ParamKind, PinnedMemory, Program, Queue,
+    Sampler, UserEvent,
 };
+use cl_pool::{ImmediateAllocator, MemoryPool, PoolBlock};
 use cl_tests::{eventually, fail, skip, DeviceTest, TestDevice, TestResult};
 
 /// The suite's tests, in the order they run.
@@ -38,6 +40,18 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "sampler_outlives_a_dropped_kernel_until_the_command_ran",
             run: sampler_outlives_a_dropped_kernel_until_the_command_ran,
+        },
+        DeviceTest {
+            name: "a_dropped_kernels_arguments_are_released_off_the_callback_thread",
+            run: a_dropped_kernels_arguments_are_released_off_the_callback_thread,
+        },
+        DeviceTest {
+            name: "an_event_callback_may_drop_objects_that_talk_to_the_driver",
+            run: an_event_callback_may_drop_objects_that_talk_to_the_driver,
+        },
+        DeviceTest {
+            name: "a_user_event_set_here_may_drop_objects_in_its_callback",
+            run: a_user_event_set_here_may_drop_objects_in_its_callback,
         },
         DeviceTest {
             name: "commands_in_flight_are_pruned",
@@ -396,6 +410,177 @@ fn sampler_outlives_a_dropped_kernel_until_the_command_ran(dev: &TestDevice) -> 
         Ok(probe.reference_count()? == 1)
     })?;
     Ok(())
+}
+
+/// Objects whose `Drop` talks to the driver, each to be dropped by a driver callback (issue 29):
+/// on the Intel CPU runtime a blocking call on the callback thread never returns. Without the
+/// callback worker, the pinned storage and the image hung each of the three tests below there
+/// (and bare pinned memory the event callback's).
+enum Doomed {
+    /// Pinned memory itself: its drop enqueues an unmap and waits for it.
+    #[expect(dead_code, reason = "held only to be dropped")]
+    Pinned(PinnedMemory<u32>),
+    /// A `USE_HOST_PTR` buffer whose storage is pinned memory: its destruction drops that.
+    PinnedStorage(Buffer),
+    /// A coarse-grain SVM allocation: its drop enqueues the free behind markers.
+    Svm(SvmArray<u32, Coarse>),
+    /// A pooled block, the last handle of its pool: it goes back, and the pool (freeing its
+    /// blocks) goes with it.
+    Pooled(PoolBlock<ImmediateAllocator>),
+    /// An image over a buffer with pinned storage: its destruction destroys the buffer too. A
+    /// 1-D buffer image, the one kind every 1.2 device makes from a buffer (PoCL 3.1 keeps its
+    /// context for good: docs/DEVICES.md#pocl-image1d-buffer-keeps-context).
+    Image(Image),
+}
+
+const DOOMED_LEN: usize = 64;
+
+const DOOMED_SRC: &str = r#"
+__kernel void put(__global uint* p) { p[get_global_id(0)] = 7u; }
+__kernel void get(__read_only image1d_buffer_t img, __global uint* out) {
+    out[get_global_id(0)] = read_imageui(img, (int)get_global_id(0)).x;
+}
+"#;
+
+impl Doomed {
+    fn what(&self) -> &'static str {
+        match self {
+            Doomed::Pinned(_) => "pinned memory",
+            Doomed::PinnedStorage(_) => "a buffer over pinned memory",
+            Doomed::Svm(_) => "an SVM allocation",
+            Doomed::Pooled(_) => "a pooled block",
+            Doomed::Image(_) => "an image over pinned memory",
+        }
+    }
+
+    /// One of each kind the device has; the kinds it lacks are printed with the reason.
+    fn every_kind(dev: &TestDevice, q: &Queue) -> Result<Vec<Doomed>, cl_tests::TestError> {
+        let ctx = q.context();
+        let pinned_storage = || -> Result<Buffer, Error> {
+            let storage = PinnedMemory::<u32>::from_slice(q, &[1; DOOMED_LEN])?;
+            Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, storage)
+        };
+        let mut all = vec![
+            Doomed::Pinned(PinnedMemory::from_slice(q, &[1; DOOMED_LEN])?),
+            Doomed::PinnedStorage(pinned_storage()?),
+        ];
+        match coarse_svm(dev) {
+            Ok(()) => all.push(Doomed::Svm(SvmArray::new(q, DOOMED_LEN)?)),
+            Err(_) => eprintln!("    not covered: SVM (no coarse-grain buffer SVM, OpenCL 2.0)"),
+        }
+        let pool = MemoryPool::new(ImmediateAllocator::new(q, MemFlags::READ_WRITE)?);
+        all.push(Doomed::Pooled(pool.allocate(DOOMED_LEN * 4)?));
+        if !dev.device.image_support()? {
+            eprintln!("    not covered: images (the device has no image support)");
+        } else if dev.device.platform_version() < cl_mem::Version::V1_2 {
+            eprintln!("    not covered: images over buffers (OpenCL 1.2)");
+        } else {
+            let format =
+                ImageFormat::new(cl_mem::ChannelOrder::R, cl_mem::ChannelType::UnsignedInt32);
+            let img = Image::from_buffer(
+                ctx,
+                MemFlags::READ_ONLY,
+                format,
+                &pinned_storage()?,
+                DOOMED_LEN,
+            )?;
+            all.push(Doomed::Image(img));
+        }
+        Ok(all)
+    }
+
+    /// A kernel holding `self` as an argument, and its command, gated by `gate`; `None` for
+    /// pinned memory, which is no kernel argument.
+    fn enqueue_gated(
+        &self,
+        program: &Program,
+        q: &Queue,
+        gate: &UserEvent,
+    ) -> Result<Option<(Kernel, cl_mem::Event)>, Error> {
+        let mut k = program.kernel(if matches!(self, Doomed::Image(_)) {
+            "get"
+        } else {
+            "put"
+        })?;
+        match self {
+            Doomed::Pinned(_) => return Ok(None),
+            Doomed::PinnedStorage(b) => k.set_arg(0, b)?,
+            Doomed::Svm(a) => k.set_arg(0, a)?,
+            Doomed::Pooled(b) => k.set_arg(0, b)?,
+            Doomed::Image(img) => {
+                let out = Buffer::new(q.context(), MemFlags::READ_WRITE, DOOMED_LEN * 4)?;
+                k.set_arg(0, img)?.set_arg(1, &out)?
+            }
+        };
+        let done = k.enqueue_nd_range(q, &[DOOMED_LEN], None, &[gate])?;
+        Ok(Some((k, done)))
+    }
+}
+
+/// Waits until every wrapper made since `before` is gone: a drop handed off a callback thread
+/// still happens, without another call.
+fn all_released(before: &cl_mem::LiveObjects) -> TestResult {
+    eventually("every dropped object is released", || {
+        Ok(cl_mem::live_objects().more_than(before).is_empty())
+    })
+}
+
+/// A kernel dropped while its command waits: the command's completion callback releases the
+/// arguments, whose destruction (pinned storage unmapped, SVM freed, an image's buffer) must not
+/// block the driver's callback thread (issue 29: the Intel runtime never finished the queue).
+fn a_dropped_kernels_arguments_are_released_off_the_callback_thread(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let program = Program::build_from_source(q.context(), DOOMED_SRC, "")?;
+    let before = cl_mem::live_objects();
+    for d in Doomed::every_kind(dev, &q)? {
+        let gate = UserEvent::new(q.context())?;
+        let Some((k, done)) = d.enqueue_gated(&program, &q, &gate)? else {
+            continue;
+        };
+        let what = d.what();
+        drop(k);
+        drop(d);
+        // The command's snapshot holds the last handle; its completion callback releases it.
+        gate.set_complete()?;
+        done.wait().map_err(|e| fail(format!("{what}: {e}")))?;
+    }
+    all_released(&before)
+}
+
+/// An `Event::on_complete` closure that drops such objects (issue 29).
+fn an_event_callback_may_drop_objects_that_talk_to_the_driver(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let before = cl_mem::live_objects();
+    for d in Doomed::every_kind(dev, &q)? {
+        let gate = UserEvent::new(q.context())?;
+        let marker = q.enqueue_marker(&[&gate])?;
+        marker.on_complete(move |_| drop(d))?;
+        gate.set_complete()?;
+        marker.wait()?;
+    }
+    all_released(&before)
+}
+
+/// A user event completed on this thread, with a callback that drops such objects: the Intel
+/// runtime runs the callback inside `set_complete` (issue 29).
+fn a_user_event_set_here_may_drop_objects_in_its_callback(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let program = Program::build_from_source(q.context(), DOOMED_SRC, "")?;
+    let before = cl_mem::live_objects();
+    for d in Doomed::every_kind(dev, &q)? {
+        let user = UserEvent::new(q.context())?;
+        // A command using the object (or, for pinned memory, its queue) waits for the event.
+        let (k, gated) = match d.enqueue_gated(&program, &q, &user)? {
+            Some((k, done)) => (Some(k), done),
+            None => (None, q.enqueue_marker(&[&user])?),
+        };
+        user.on_complete(move |_| drop((k, d)))?;
+        user.set_complete()?;
+        gated.wait()?;
+    }
+    all_released(&before)
 }
 
 fn commands_in_flight_are_pruned(dev: &TestDevice) -> TestResult {

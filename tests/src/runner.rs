@@ -303,6 +303,21 @@ const DRIVER_KEEPS_CONTEXTS: &[(&str, &str, &str)] = &[
         "safety::an_image_from_a_buffer_shares_its_map_lock_and_record",
         "as above",
     ),
+    (
+        "Portable Computing Language",
+        "safety::a_dropped_kernels_arguments_are_released_off_the_callback_thread",
+        "as above",
+    ),
+    (
+        "Portable Computing Language",
+        "safety::an_event_callback_may_drop_objects_that_talk_to_the_driver",
+        "as above",
+    ),
+    (
+        "Portable Computing Language",
+        "safety::a_user_event_set_here_may_drop_objects_in_its_callback",
+        "as above",
+    ),
 ];
 
 thread_local! {

@@ -38,7 +38,6 @@ use std::ffi::c_void;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::{Bound, RangeBounds};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use cl_raw::{mem as raw, sys, Version};
@@ -51,6 +50,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
+use crate::runtime::worker::Place;
 use crate::track::{ArgHold, Tracked};
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
@@ -95,17 +95,16 @@ unsafe impl Send for Buffer {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Buffer {}
 
-/// The destructor-callback payload of a `USE_HOST_PTR` buffer: the host memory it owns.
-type HostOwner = Box<dyn Any + Send>;
+/// The destructor-callback payload of a `USE_HOST_PTR` buffer: where to drop it, and the host
+/// memory it owns.
+type HostOwner = (Place, Box<dyn Any + Send>);
 
 extern "C" fn free_host_memory(_mem: sys::cl_mem, user_data: *mut c_void) {
     // SAFETY: `user_data` is the `Box<HostOwner>` leaked by `Buffer::use_host_memory`; the driver
     // calls a destructor callback exactly once, after it stopped using the host memory.
-    let owner = unsafe { Box::from_raw(user_data.cast::<HostOwner>()) };
-    // A panic must not unwind into the driver's thread.
-    if catch_unwind(AssertUnwindSafe(move || drop(owner))).is_err() {
-        tracing::error!("dropping a USE_HOST_PTR buffer's host memory panicked");
-    }
+    let (place, owner) = *unsafe { Box::from_raw(user_data.cast::<HostOwner>()) };
+    // Its drop may block (`PinnedMemory` unmaps and waits): not on the driver's thread.
+    place.run(move || drop(owner));
 }
 
 impl Buffer {
@@ -224,10 +223,11 @@ impl Buffer {
         // its bytes); nothing else accesses it (we own `host`); we own the result.
         let raw = unsafe { raw::create_buffer(context.as_raw(), flags.bits(), len, ptr.cast()) }
             .map_err(Error::cl("clCreateBuffer"))?;
-        let owner: Box<HostOwner> = Box::new(Box::new(host));
+        let place = Place::for_platform(context.platform());
+        let owner: Box<HostOwner> = Box::new((place, Box::new(host)));
         let user_data = Box::into_raw(owner);
         // SAFETY: a valid buffer; `user_data` is a leaked box reclaimed exactly once by
-        // `free_host_memory`, which calls no OpenCL function.
+        // `free_host_memory`, which drops it where `place` says.
         let registered =
             unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) };
         if let Err(e) = registered {

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, Pod};
 use crate::runtime::context::Context;
+use crate::runtime::worker::Place;
 
 /// Where the image's memory comes from.
 enum Source<'a> {
@@ -148,10 +149,11 @@ impl Image {
             auto_path(context),
         )?;
         // Moving the vector into a box keeps its heap block (and so `ptr`) where it is.
-        let owner: Box<Box<dyn Any + Send>> = Box::new(Box::new(data));
+        let place = Place::for_platform(context.platform());
+        let owner: Box<(Place, Box<dyn Any + Send>)> = Box::new((place, Box::new(data)));
         let user_data = Box::into_raw(owner).cast::<c_void>();
-        // SAFETY: a valid image; `user_data` stays valid until the callback takes it back;
-        // `free_owned_host` calls no OpenCL function.
+        // SAFETY: a valid image; `user_data` stays valid until the callback takes it back and
+        // drops it where `place` says.
         if let Err(e) = unsafe {
             cl_raw::mem::set_destructor_callback(image.as_raw(), free_owned_host, user_data)
         } {
@@ -364,9 +366,12 @@ impl Image {
 
 /// The destructor callback of [`Image::from_owned_host`]: frees the vector.
 extern "C" fn free_owned_host(_mem: sys::cl_mem, user_data: *mut c_void) {
-    // SAFETY: `user_data` came from `Box::into_raw` of a `Box<Box<dyn Any + Send>>` in
+    // SAFETY: `user_data` came from `Box::into_raw` of a `Box<(Place, Box<dyn Any + Send>)>` in
     // `from_owned_host`, and the driver calls this once, after the object is destroyed.
-    drop(unsafe { Box::from_raw(user_data.cast::<Box<dyn Any + Send>>()) });
+    let (place, owner) =
+        *unsafe { Box::from_raw(user_data.cast::<(Place, Box<dyn Any + Send>)>()) };
+    // Dropped where every callback's work runs (issue 29).
+    place.run(move || drop(owner));
 }
 
 fn auto_path(context: &Context) -> Path {

@@ -247,7 +247,11 @@ impl Context {
     /// those held by queues, programs and memory objects), on whichever thread releases it or a
     /// driver thread (`clSetContextDestructorCallback`, OpenCL 3.0).
     ///
-    /// A panic inside the callback is caught and logged.
+    /// Unlike [`crate::Event::on`], the closure runs right there, inside the driver's release,
+    /// so that what it does is done before the driver can hand the context's handle out again
+    /// (`cl_pool::ContextCache` evicts by handle). It must therefore not block, nor drop an object
+    /// whose drop may ([`crate::PinnedMemory`] and whatever owns one): move those to a thread of
+    /// your own. A panic inside the callback is caught and logged.
     ///
     /// # Errors
     ///

@@ -2,7 +2,6 @@
 
 use std::ffi::c_void;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
@@ -11,6 +10,7 @@ use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
+use crate::runtime::worker::Place;
 pub(crate) mod future;
 
 use self::future::{EventFuture, Waiters};
@@ -127,18 +127,17 @@ pub(crate) fn checked_list(
 
 type BoxedCallback = Box<dyn FnOnce(EventStatus) + Send + 'static>;
 
+/// What `Event::on` leaks for its trampoline: where to run the closure, and the closure.
+type Registered = (Place, BoxedCallback);
+
 extern "C" fn trampoline(_event: sys::cl_event, status: sys::cl_int, user_data: *mut c_void) {
-    // SAFETY: `user_data` is the `Box<BoxedCallback>` leaked by `Event::on`; the driver calls each
+    // SAFETY: `user_data` is the `Box<Registered>` leaked by `Event::on`; the driver calls each
     // registered callback exactly once, so it is reclaimed exactly once.
-    let callback = unsafe { Box::from_raw(user_data.cast::<BoxedCallback>()) };
-    // A panic must not unwind into the driver's thread (undefined behaviour across `extern "C"`).
-    if catch_unwind(AssertUnwindSafe(move || {
-        callback(EventStatus::from_raw(status))
-    }))
-    .is_err()
-    {
-        tracing::error!("event callback panicked; the panic was contained");
-    }
+    let (place, callback) = *unsafe { Box::from_raw(user_data.cast::<Registered>()) };
+    let status = EventStatus::from_raw(status);
+    // Not here (but on Oclgrind): what the closure drops or calls may block, and a driver thread
+    // must not (issue 29). A panic is contained, never unwound into the driver.
+    place.run(move || callback(status));
 }
 
 impl Event {
@@ -332,11 +331,20 @@ impl Event {
         })
     }
 
-    /// Runs `callback` once the command reaches `on` (or fails), on a driver thread.
+    /// Runs `callback` once the command reaches `on` (or fails), on cl-mem's callback worker
+    /// thread, never on a driver thread or inside the call that completed the event.
     ///
-    /// The closure gets the status that triggered it. It must not block or call blocking OpenCL
-    /// functions (`wait`, `finish`, blocking transfers): the spec leaves that undefined. A panic
-    /// inside it is caught and logged.
+    /// The closure gets the status that triggered it. It may drop any object and call any
+    /// function, blocking ones included (the driver's own callback only hands it to the worker:
+    /// a blocking call on a driver thread is undefined and hangs the Intel CPU runtime). Closures
+    /// run one at a time, in the order the driver called them, so one that waits for
+    /// something the host does later delays every callback until then (a future's wake-up too).
+    /// A panic inside it is caught and logged.
+    ///
+    /// Driver quirk: on Oclgrind, which runs commands and callbacks on the thread of the API
+    /// call that runs the queue (blocking there is fine) and is not thread-safe, the closure runs
+    /// where the driver calls it: a second thread calling Oclgrind crashed it
+    /// (docs/DEVICES.md#oclgrind-threads-release).
     ///
     /// Driver quirk: PoCL 3.1 never runs a `CL_COMPLETE` callback of a user event that is set to
     /// an error status (the spec says it runs on abnormal termination too; docs/DEVICES.md).
@@ -354,7 +362,8 @@ impl Event {
             CallbackOn::Running => sys::CL_RUNNING,
             CallbackOn::Complete => sys::CL_COMPLETE,
         } as sys::cl_int;
-        let boxed: Box<BoxedCallback> = Box::new(Box::new(callback));
+        let place = self.context_raw().map_or(Place::Worker, Place::for_context);
+        let boxed: Box<Registered> = Box::new((place, Box::new(callback)));
         let user_data = Box::into_raw(boxed).cast::<c_void>();
         // SAFETY: a valid event; `user_data` stays valid until `trampoline` reclaims it, which the
         // driver calls exactly once; the trampoline never unwinds.
@@ -363,7 +372,7 @@ impl Event {
             Err(e) => {
                 // SAFETY: registration failed, so the driver will never call the trampoline: the
                 // box is still ours.
-                drop(unsafe { Box::from_raw(user_data.cast::<BoxedCallback>()) });
+                drop(unsafe { Box::from_raw(user_data.cast::<Registered>()) });
                 Err(Error::cl("clSetEventCallback")(e))
             }
         }

@@ -1663,7 +1663,7 @@ impl Drop for Kernel {
             }
         }
         // Commands still pending keep their arguments until they complete: the callback drops
-        // the snapshot (releasing handles is allowed in event callbacks).
+        // the snapshot, on the callback worker (its drops may block: pinned storage, SVM).
         let records: Vec<(Event, Snapshot)> = args.in_flight.drain().collect();
         for (ev, snapshot) in records {
             if is_done(&ev) {

@@ -14,3 +14,4 @@ pub(crate) mod queue;
 pub(crate) mod quirks;
 pub mod select;
 pub(crate) mod staging;
+pub(crate) mod worker;

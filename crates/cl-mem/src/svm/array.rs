@@ -294,9 +294,9 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.bind(queue)
     }
 
-    /// Runs `callback` (on a driver thread) once the free of this memory has completed, whether
-    /// it comes from a drop, [`SvmArray::enqueue_release`] or [`SvmArray::release_now`]. It gets
-    /// the free command's status. It must not block (see [`Event::on`]).
+    /// Runs `callback` once the free of this memory has completed, whether it comes from a drop,
+    /// [`SvmArray::enqueue_release`] or [`SvmArray::release_now`]: on the callback worker (see
+    /// [`Event::on`]), or on the thread that freed at once. It gets the free command's status.
     pub fn on_release(&self, callback: impl FnOnce(EventStatus) + Send + 'static) {
         self.core.on_release(Box::new(callback));
     }

@@ -657,7 +657,7 @@ impl Core {
         Ok(())
     }
 
-    /// Registers `callback` to run (on a driver thread) when the free completes.
+    /// Registers `callback` to run (on the callback worker) when the free completes.
     pub(crate) fn on_release(&self, callback: ReleaseCallback) {
         lock(&self.on_release).push(callback);
     }

@@ -1,4 +1,4 @@
-// Event callbacks run on a driver thread: the closure must be Send.
+// Event callbacks run on another thread (the callback worker): the closure must be Send.
 use std::rc::Rc;
 
 fn register(ev: &cl_mem::Event) -> cl_mem::Result<()> {

@@ -177,8 +177,8 @@ fn watch_loop() {
 /// it may safely touch (the event's `CL_EVENT_COMMAND_QUEUE` handle may belong to a queue the
 /// caller already dropped): flush the queue ([`crate::Queue::flush`]) before awaiting a command
 /// that may still be queued. Later polls only replace the
-/// stored waker. The callback runs on a driver thread and does nothing but set the flag and wake:
-/// no user code, nothing that blocks (the spec leaves blocking calls in callbacks undefined). No
+/// stored waker. The callback runs on cl-mem's callback worker (the driver's thread only hands it
+/// over, [`Event::on`]) and does nothing but set the flag and wake. No
 /// thread polls (except on PoCL, below), and nothing depends on an async runtime: any executor works (tokio, smol, a
 /// hand-written `block_on`).
 ///
