@@ -2,7 +2,8 @@
  * sub-buffer as source or destination crashes (SIGSEGV inside the driver), while
  * clEnqueueReadBufferRect / clEnqueueWriteBufferRect on the same sub-buffer work, and the same
  * rectangle copied between the root buffers at shifted origins gives the right bytes.
- * cl-mem copies such rectangles between the roots on PoCL older than 5.0
+ * Also seen on PoCL 5.0+debian (the GPU machine). cl-mem copies such rectangles between the roots
+ * on PoCL
  * (docs/DEVICES.md#pocl-copy-rect-sub-buffer).
  *
  *   gcc -O1 -o /tmp/rectsub repro/pocl_copy_rect_sub_buffer.c -lOpenCL

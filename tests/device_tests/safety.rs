@@ -546,7 +546,18 @@ fn a_dropped_kernels_arguments_are_released_off_the_callback_thread(
         gate.set_complete()?;
         done.wait().map_err(|e| fail(format!("{what}: {e}")))?;
     }
-    all_released(&before)
+    let released = all_released(&before);
+    drop(program);
+    if dev.platform_name().contains("NVIDIA") && dev.driver_version().starts_with("580.") {
+        // NVIDIA 580.159.04: after every object above was released (checked just above), the
+        // release of this queue and its context (clReleaseCommandQueue / clReleaseContext in
+        // `drop(q)`) does not return (seen in three leases; the sibling tests with the same
+        // objects and no kernel dropped with a pending command finish). Not yet reduced to a C
+        // reproduction: docs/DEVICES.md#nvidia-release-after-dropped-kernel.
+        cl_tests::leaks_deliberately("NVIDIA 580: the queue's release hangs after this sequence");
+        std::mem::forget(q);
+    }
+    released
 }
 
 /// An `Event::on_complete` closure that drops such objects (issue 29).

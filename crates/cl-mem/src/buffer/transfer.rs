@@ -974,7 +974,7 @@ impl Buffer {
             (src.tracked(), None, Access::Read),
             (self.tracked(), None, Access::Write),
         ];
-        // PoCL before 5.0 crashes on a sub-buffer here: the same bytes, named from the roots.
+        // PoCL crashes on a sub-buffer here: the same bytes, named from the roots.
         let (src_mem, dst_mem, src_origin, dst_origin) = if (src.is_sub_buffer()
             || self.is_sub_buffer())
             && quirks(&queue.context().platform()).copy_rect_sub_buffer_crashes
