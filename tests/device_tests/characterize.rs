@@ -62,10 +62,7 @@ pub fn tests() -> Vec<DeviceTest> {
 }
 
 fn profile(t: &TestDevice) -> Result<(DeviceProfile, Vec<String>), cl_tests::TestError> {
-    // SAFETY: `t.device` is a root device id from clGetDeviceIDs, valid for the whole process
-    // (root devices are not reference counted).
-    let r = unsafe { probe::profile_device(t.device.as_raw(), ProbeOptions::default()) };
-    Ok(r?)
+    Ok(probe::profile(&t.device, ProbeOptions::default())?)
 }
 
 fn workspace_root() -> PathBuf {

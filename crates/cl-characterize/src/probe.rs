@@ -345,6 +345,28 @@ fn platform_string(
     })
 }
 
+/// The profile of a device of cl-mem's safe runtime (feature `cl-mem`): [`profile_device`] without
+/// `unsafe`, since a `cl_mem::Device` always holds a valid id. PyOpenCL's characterize functions
+/// then take the profile: `has_double_support(&profile)`, `get_simd_group_size(&profile, ..)`, ...
+///
+/// ```ignore
+/// let (profile, notes) = cl_characterize::probe::profile(&device, ProbeOptions::default())?;
+/// let banks = cl_characterize::local_memory_bank_count(&profile)?;
+/// ```
+///
+/// # Errors
+///
+/// As [`profile_device`].
+#[cfg(feature = "cl-mem")]
+pub fn profile(
+    device: &cl_mem::Device,
+    options: ProbeOptions,
+) -> Result<(DeviceProfile, Vec<String>), ProbeError> {
+    // SAFETY: a `cl_mem::Device` holds a valid id for the process's life (the obligation of its
+    // only constructor, `Device::from_raw`; sub-devices are kept alive by cl-mem).
+    unsafe { profile_device(device.as_raw(), options) }
+}
+
 /// Reads every fact of a [`DeviceProfile`] from `device` and, with `options.kernel_probes`, runs
 /// the two kernel probes. Returns the profile and a note for each optional fact that failed.
 ///
