@@ -28,8 +28,12 @@ fn default_build_needs_no_opencl_and_probe_needs_only_cl_raw() {
     let cl: Vec<&String> = deps.iter().filter(|d| d.starts_with("cl-")).collect();
     assert_eq!(
         cl,
-        [&"cl-raw = { workspace = true, optional = true }".to_owned()],
-        "cl-characterize may depend on cl-raw only, and only optionally"
+        [
+            &"cl-raw = { workspace = true, optional = true }".to_owned(),
+            &"cl-mem = { workspace = true, optional = true }".to_owned()
+        ],
+        "cl-characterize may depend on cl-raw (feature probe) and cl-mem (feature cl-mem, for the \
+         safe `probe::profile`) only, and only optionally"
     );
     let text = std::fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml");
     let probe = text
@@ -42,6 +46,12 @@ fn default_build_needs_no_opencl_and_probe_needs_only_cl_raw() {
         .filter(|l| l.contains("dep:cl-raw") && !l.starts_with("probe = "))
         .collect();
     assert!(others.is_empty(), "only `probe` enables cl-raw: {others:?}");
+    let mem: Vec<&str> = text.lines().filter(|l| l.contains("dep:cl-mem")).collect();
+    assert_eq!(
+        mem,
+        ["cl-mem = [\"probe\", \"dep:cl-mem\"]"],
+        "only the `cl-mem` feature (over `probe`) enables cl-mem"
+    );
 }
 
 #[test]
