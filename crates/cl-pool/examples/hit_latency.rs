@@ -149,16 +149,6 @@ fn throughput_once(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mixed: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();
-    // The per-thread caches' lock: membarrier (no fence on the hit path) or SeqCst fences.
-    let _warm = MemoryPool::new(SimulatedAllocator::new(usize::MAX)).allocate(1);
-    println!(
-        "thread caches' lock: {}",
-        if cl_pool::pool::uses_membarrier() {
-            "biased, membarrier"
-        } else {
-            "biased, fences"
-        }
-    );
     for shards in [1usize, 16] {
         let pool = MemoryPool::builder(SimulatedAllocator::new(usize::MAX))
             .shards(shards)
