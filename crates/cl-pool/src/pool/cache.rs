@@ -42,10 +42,6 @@ use crate::bins::BinNumber;
 
 use super::engine::{add, raise, sub, Inner, Stripe};
 
-/// Bins numbered from this on are never cached (nor counted in stripes): with the default four
-/// leading bits every bin is below it.
-pub(super) const CACHE_BIN_LIMIT: usize = 1024;
-
 /// Most spare pool handles a cache keeps.
 const SPARES: usize = 64;
 

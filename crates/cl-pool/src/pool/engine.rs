@@ -17,7 +17,9 @@ use crate::error::{OomReport, PoolError};
 use crate::stats::{BinStats, TimingStats};
 use crate::trace::TraceEvent;
 
-use super::policy::{Eviction, PolicyCell, ThreadCacheLimits, MAX_MANAGED_BYTES, NONE};
+use super::policy::{
+    Eviction, PolicyCell, ThreadCacheLimits, CACHE_BIN_LIMIT, MAX_MANAGED_BYTES, NONE,
+};
 
 pub(super) struct Bin<B> {
     pub(super) blocks: Vec<B>,
@@ -249,7 +251,7 @@ impl<A: Allocator> Inner<A> {
             } else {
                 n
             };
-            n.min(super::cache::CACHE_BIN_LIMIT)
+            n.min(CACHE_BIN_LIMIT)
         };
         Inner {
             allocator,

@@ -58,6 +58,10 @@ pub struct Policy {
 
 pub(super) const NONE: usize = usize::MAX;
 
+/// Bins numbered from this on are never cached (nor counted in stripes): with the default four
+/// leading bits every bin is below it.
+pub(super) const CACHE_BIN_LIMIT: usize = 1024;
+
 /// The most bytes a pool manages at once, whatever [`Policy::managed_bytes_limit`] says:
 /// `isize::MAX`, Rust's own bound on one allocation. A request that would take the managed bytes
 /// past it fails like one over the managed-bytes limit ([`PoolError::LimitReached`](crate::PoolError::LimitReached),
