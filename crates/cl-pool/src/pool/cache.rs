@@ -171,10 +171,7 @@ impl<A: Allocator> ThreadCache<A> {
     fn sync(&mut self, inner: &Inner<A>) {
         // The generation first: a message sent after this read is seen at the next call.
         self.seen = inner.hot.gen.load(Acquire);
-        let free = inner.free_gen.load(Relaxed);
-        let must_free = free != self.seen_free;
-        self.seen_free = free;
-        self.drain(inner, must_free);
+        self.drain(inner);
         self.caching = self.pool.is_some() && inner.cache_on.load(Relaxed);
         if inner.closed.load(Relaxed) {
             self.caching = false;
@@ -183,14 +180,20 @@ impl<A: Allocator> ThreadCache<A> {
         }
     }
 
-    /// Gives every cached block back to the shared bins (`free`: to the allocator).
-    pub(super) fn drain(&mut self, inner: &Inner<A>, free: bool) {
-        if self.blocks == 0 {
-            return;
-        }
+    /// Gives every cached block back to the shared bins, or frees them when a `free_held` or
+    /// `stop_holding` was called since the last drain. Decided under `moves`, which `free_held`
+    /// waits for before it frees the shared bins: a block is either freed here or on the shared
+    /// bins by the time it frees them.
+    pub(super) fn drain(&mut self, inner: &Inner<A>) {
         let mut to_free = Vec::new();
         {
             let _moving = inner.moves.read();
+            let free_gen = inner.free_gen.load(Acquire);
+            let free = free_gen != self.seen_free;
+            self.seen_free = free_gen;
+            if self.blocks == 0 {
+                return;
+            }
             for (i, v) in self.bins.iter_mut().enumerate() {
                 let (Ok(bin), Some(c)) = (BinNumber::try_from(i), self.stripe.bins.get(i)) else {
                     continue;
@@ -224,8 +227,7 @@ impl<A: Allocator> ThreadCache<A> {
         let Some(inner) = self.pool.take().or_else(|| self.key.upgrade()) else {
             return;
         };
-        let must_free = inner.free_gen.load(Acquire) != self.seen_free;
-        self.drain(&inner, must_free);
+        self.drain(&inner);
         inner.return_stripe(Arc::clone(&self.stripe));
     }
 

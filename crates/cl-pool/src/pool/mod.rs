@@ -444,7 +444,7 @@ impl<A: Allocator> MemoryPool<A> {
         // This thread's cached blocks are held: the reclaim must see them. Other threads'
         // caches are asked for theirs.
         if let Sink::Thread(tc) = &mut sink {
-            tc.drain(inner, false);
+            tc.drain(inner);
         }
         inner.message_caches(false);
         let mut retried_once = false;
@@ -518,7 +518,7 @@ impl<A: Allocator> MemoryPool<A> {
     /// Moves this thread's cached blocks to the shared bins and asks every other cache to do the
     /// same (at its thread's next pool call or exit), before a walk over the shared bins.
     fn gather(&self) {
-        let _ = cache::with(&self.inner, |tc, inner| tc.drain(inner, false));
+        let _ = cache::with(&self.inner, |tc, inner| tc.drain(inner));
         self.inner.message_caches(false);
     }
 
@@ -528,8 +528,11 @@ impl<A: Allocator> MemoryPool<A> {
     pub fn free_held(&self) {
         // This thread's blocks join the shared bins first, so that with one thread the frees
         // go in PyOpenCL's order (ascending by bin).
-        let _ = cache::with(&self.inner, |tc, inner| tc.drain(inner, false));
+        let _ = cache::with(&self.inner, |tc, inner| tc.drain(inner));
         self.inner.message_caches(true);
+        // A cache that read the request late is moving its blocks onto the shared bins now:
+        // they are there once `moves` is free (see `ThreadCache::drain`).
+        drop(self.inner.moves.write());
         self.inner.free_shared(false);
     }
 
@@ -674,8 +677,9 @@ impl<A: Allocator> MemoryPool<A> {
                 }
             }
         }
-        drop(quiet);
+        // Frees out of a cache count their managed bytes under `moves` too.
         s.managed_bytes = inner.managed_bytes.load(Relaxed);
+        drop(quiet);
         s.peak_managed_bytes = inner.peak_managed.load(Relaxed);
         s.peak_active_bytes = inner.hot.peak_active.load(Relaxed);
         s.larger_bin_hits = inner.larger_bin_hits.load(Relaxed);
