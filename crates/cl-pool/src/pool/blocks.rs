@@ -21,7 +21,7 @@ pub struct PoolBlock<A: Allocator> {
     pub(super) pool: Option<Arc<Inner<A>>>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
-    pub(super) bin: BinNumber,
+    pub(super) bin: WideBin,
     pub(super) trace_id: u64,
 }
 
@@ -77,17 +77,41 @@ impl<A: Allocator> PoolBlock<A> {
     pub fn allocated_bytes(&self) -> usize {
         self.pool
             .as_ref()
-            .map_or(0, |p| p.layout.alloc_size(self.bin))
+            .map_or(0, |p| p.layout.alloc_size(self.bin.get()))
     }
 
     /// The bin the block belongs to.
     pub fn bin(&self) -> BinNumber {
-        self.bin
+        self.bin.get()
     }
 
     /// Returns the block to the pool now (PyOpenCL's `release()`); same as dropping it.
     pub fn release(self) {
         drop(self);
+    }
+}
+
+/// A handle's bin number, stored a word wide: a 4-byte bin beside 4 bytes of padding is written
+/// as a 4-byte store and read back by the handle's 8-byte copies, which cannot be forwarded from
+/// it (a store-forwarding stall on every hit).
+#[derive(Clone, Copy)]
+pub(super) struct WideBin(u64);
+
+impl WideBin {
+    #[inline]
+    pub(super) fn new(bin: BinNumber) -> Self {
+        WideBin(u64::from(bin))
+    }
+
+    #[inline]
+    pub(super) fn get(self) -> BinNumber {
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "always made by `new` from a `BinNumber`"
+        )]
+        {
+            self.0 as BinNumber
+        }
     }
 }
 
@@ -100,7 +124,7 @@ impl<A: Allocator> Drop for PoolBlock<A> {
     #[inline]
     fn drop(&mut self) {
         if let (Some(pool), Some(block)) = (self.pool.take(), self.block.take()) {
-            release(pool, block, self.bin, self.requested, self.trace_id);
+            release(pool, block, self.bin.get(), self.requested, self.trace_id);
         }
     }
 }
@@ -179,7 +203,7 @@ pub struct LocalBlock<'a, A: Allocator> {
     pub(super) inner: &'a Arc<Inner<A>>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
-    pub(super) bin: BinNumber,
+    pub(super) bin: WideBin,
     pub(super) trace_id: u64,
 }
 
@@ -228,7 +252,7 @@ impl<A: Allocator> LocalBlock<'_, A> {
 
     /// The size of the block.
     pub fn allocated_bytes(&self) -> usize {
-        self.inner.layout.alloc_size(self.bin)
+        self.inner.layout.alloc_size(self.bin.get())
     }
 
     /// Returns the block to the pool now; same as dropping it.
@@ -240,7 +264,13 @@ impl<A: Allocator> LocalBlock<'_, A> {
 impl<A: Allocator> Drop for LocalBlock<'_, A> {
     fn drop(&mut self) {
         if let Some(block) = self.block.take() {
-            release(self.inner, block, self.bin, self.requested, self.trace_id);
+            release(
+                self.inner,
+                block,
+                self.bin.get(),
+                self.requested,
+                self.trace_id,
+            );
         }
     }
 }

@@ -242,20 +242,17 @@ impl<A: Allocator> ThreadCache<A> {
     ) -> Option<A::Block> {
         let i = usize::try_from(bin).ok()?;
         let block = self.bins.get_mut(i)?.pop()?;
-        let bytes = inner.layout.alloc_size(bin);
+        let st = &*self.stripe;
+        let c = &st.bins[i];
+        let bytes = c.block_bytes;
         self.blocks -= 1;
         self.bytes -= bytes;
-        let st = &*self.stripe;
-        if let Some(c) = st.bins.get(i) {
-            sub(&c.held, 1);
-            let a = add(&c.active, 1);
-            add(&c.requested, size);
-            if a > c.peak_active.load(Relaxed) {
-                c.peak_active.store(a, Relaxed);
-            }
-            c.last_tick.store(tick, Relaxed);
-            c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
-        }
+        sub(&c.held, 1);
+        let a = add(&c.active, 1);
+        add(&c.requested, size);
+        raise(&c.peak_active, a);
+        c.last_tick.store(tick, Relaxed);
+        c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
         sub(&st.held_bytes, bytes);
         inner.note_active(st, size);
         Some(block)
@@ -275,18 +272,19 @@ impl<A: Allocator> ThreadCache<A> {
             Ok(i) if self.caching && i < inner.cache_bins => i,
             _ => return Some(block),
         };
-        let bytes = inner.layout.alloc_size(bin);
         if self.bins.len() <= i {
             self.bins.resize_with(i + 1, Vec::new);
         }
         let st = &*self.stripe;
-        Inner::<A>::count_in(st, None, bin, size);
+        let c = &st.bins[i];
+        let bytes = c.block_bytes;
+        sub(&st.active_bytes, size);
+        sub(&c.active, 1);
+        sub(&c.requested, size);
         self.bins[i].push(block);
         self.blocks += 1;
         self.bytes += bytes;
-        if let Some(c) = st.bins.get(i) {
-            raise(&c.peak_held, add(&c.held, 1) + c.shared_seen.load(Relaxed));
-        }
+        raise(&c.peak_held, add(&c.held, 1) + c.shared_seen.load(Relaxed));
         add(&st.held_bytes, bytes);
         if self.blocks > inner.limits.max_blocks || self.bytes > inner.limits.max_bytes {
             self.overflow(inner, i, bin);

@@ -114,6 +114,8 @@ pub(super) fn clamp(v: usize) -> usize {
 /// One bin's figures as one stripe counts them.
 #[derive(Default)]
 pub(super) struct BinCounters {
+    /// The bin's block size (`alloc_size`), kept so that a hit and a return do not compute it.
+    pub(super) block_bytes: usize,
     /// Blocks of the bin in the owner's cache.
     pub(super) held: AtomicUsize,
     pub(super) active: AtomicUsize,
@@ -139,12 +141,18 @@ pub(super) struct Stripe {
 }
 
 impl Stripe {
-    fn new(bins: usize) -> Self {
+    fn new(bins: usize, layout: BinLayout) -> Self {
         Stripe {
             requests: AtomicU64::new(0),
             active_bytes: AtomicUsize::new(0),
             held_bytes: AtomicUsize::new(0),
-            bins: (0..bins).map(|_| BinCounters::default()).collect(),
+            bins: (0..bins)
+                .zip(0..)
+                .map(|(_, bin)| BinCounters {
+                    block_bytes: layout.alloc_size(bin),
+                    ..BinCounters::default()
+                })
+                .collect(),
         }
     }
 
@@ -311,7 +319,7 @@ impl<A: Allocator> Inner<A> {
         if let Some(st) = s.free.pop() {
             return st;
         }
-        let st = Arc::new(Stripe::new(self.cache_bins));
+        let st = Arc::new(Stripe::new(self.cache_bins, self.layout));
         s.all.push(Arc::clone(&st));
         st
     }

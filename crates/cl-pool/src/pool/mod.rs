@@ -81,6 +81,7 @@ use crate::error::PoolError;
 use crate::stats::{BinStats, PoolStats};
 use crate::trace::TraceEvent;
 
+use self::blocks::WideBin;
 use self::cache::ThreadCache;
 use self::engine::{clamp, Found, Inner, Stripe, Upstream};
 use self::policy::{PolicyCell, NONE};
@@ -308,7 +309,7 @@ impl<A: Allocator> MemoryPool<A> {
             pool: Some(got.spare.unwrap_or_else(|| Arc::clone(&self.inner))),
             block: Some(got.block),
             requested: size,
-            bin: got.bin,
+            bin: WideBin::new(got.bin),
             trace_id: 0,
         };
         if got.hit {
@@ -331,7 +332,7 @@ impl<A: Allocator> MemoryPool<A> {
             inner: &self.inner,
             block: Some(got.block),
             requested: size,
-            bin: got.bin,
+            bin: WideBin::new(got.bin),
             trace_id: 0,
         };
         if got.hit {
