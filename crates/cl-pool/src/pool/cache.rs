@@ -93,7 +93,7 @@ pub(super) struct ThreadCache<A: Allocator> {
 /// Runs `f` on the calling thread's cache of the pool `p` names (made on first use), handing
 /// `p` on; gives `p` back when there is none: the thread is exiting, the caches are in use
 /// further up the stack (a pool call from an allocator call), or the pool is closed.
-#[inline]
+#[inline(always)]
 pub(super) fn with<A, P, R>(p: P, f: impl FnOnce(&mut ThreadCache<A>, P) -> R) -> Result<R, P>
 where
     A: Allocator,
@@ -104,11 +104,11 @@ where
         let mut list = c.0.try_borrow_mut().ok()?;
         let inner: &Arc<Inner<A>> = p.as_ref()?.borrow();
         let key = Arc::as_ptr(inner).addr();
-        let i = match list.iter().position(|e| e.key == key) {
-            Some(i) => i,
-            None => add_entry(&mut list, inner)?,
-        };
-        let tc = list.get_mut(i)?.cache.downcast_mut::<ThreadCache<A>>()?;
+        // The pool used last is first in the list.
+        if list.first().is_none_or(|e| e.key != key) {
+            find_entry(&mut list, inner)?;
+        }
+        let tc = list.first_mut()?.cache.downcast_mut::<ThreadCache<A>>()?;
         if tc.seen != inner.hot.gen.load(Relaxed) {
             tc.sync(inner);
         }
@@ -122,7 +122,36 @@ where
     }
 }
 
+/// Brings the entry of `inner`'s pool to the front of the list, made if there is none.
+/// A hit from this thread's cache of `inner`'s pool, with a spare pool handle for an owned
+/// block when there is one; `None` sends the request down the full path. (`OWNED` a parameter
+/// of the type: each caller gets a `try_with` of its own, which the compiler then inlines.)
+#[inline(always)]
+pub(super) fn hit<A: Allocator, const OWNED: bool>(
+    inner: &Arc<Inner<A>>,
+    bin: BinNumber,
+    size: usize,
+) -> Option<(A::Block, Option<Arc<Inner<A>>>)> {
+    with(inner, |tc, inner| {
+        let block = tc.take(inner, bin, size)?;
+        Some((block, if OWNED { tc.spare() } else { None }))
+    })
+    .ok()
+    .flatten()
+}
+
 #[cold]
+#[inline(never)]
+fn find_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Option<()> {
+    let key = Arc::as_ptr(inner).addr();
+    let i = match list.iter().position(|e| e.key == key) {
+        Some(i) => i,
+        None => add_entry(list, inner)?,
+    };
+    list.swap(0, i);
+    Some(())
+}
+
 fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Option<usize> {
     if inner.closed.load(Relaxed) {
         return None;
@@ -231,18 +260,19 @@ impl<A: Allocator> ThreadCache<A> {
         inner.return_stripe(Arc::clone(&self.stripe));
     }
 
-    /// A hit: the newest cached block of `bin` for request `tick` of `size` bytes.
-    #[inline]
+    /// A hit: the newest cached block of `bin` for a request of `size` bytes (the request is
+    /// counted only when there is one).
+    #[inline(always)]
     pub(super) fn take(
         &mut self,
         inner: &Inner<A>,
         bin: BinNumber,
         size: usize,
-        tick: u64,
     ) -> Option<A::Block> {
         let i = usize::try_from(bin).ok()?;
         let block = self.bins.get_mut(i)?.pop()?;
         let st = &*self.stripe;
+        let tick = st.next_tick();
         let c = &st.bins[i];
         let bytes = c.block_bytes;
         self.blocks -= 1;
@@ -260,7 +290,7 @@ impl<A: Allocator> ThreadCache<A> {
 
     /// A return: keeps `block` (counted back in) unless the caches are off or its bin is not
     /// cached, then gives it back.
-    #[inline]
+    #[inline(always)]
     pub(super) fn put(
         &mut self,
         inner: &Inner<A>,
@@ -314,14 +344,14 @@ impl<A: Allocator> ThreadCache<A> {
     }
 
     /// A spare pool handle for an owned hit, if there is one.
-    #[inline]
+    #[inline(always)]
     pub(super) fn spare(&mut self) -> Option<Arc<Inner<A>>> {
         self.spares.pop()
     }
 
     /// Keeps the handle of an owned block returned on this thread as a spare (gives it back
     /// when the spares are full or the pool closed).
-    #[inline]
+    #[inline(always)]
     pub(super) fn keep_spare(&mut self, p: Arc<Inner<A>>) -> Option<Arc<Inner<A>>> {
         if self.pool.is_some() && self.spares.len() < SPARES {
             self.spares.push(p);

@@ -304,7 +304,16 @@ impl<A: Allocator> MemoryPool<A> {
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
     #[inline]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
-        let got = self.take(size, true)?;
+        let bin = self.inner.layout.bin_number(size);
+        let got = match cache::hit::<A, true>(&self.inner, bin, size) {
+            Some((block, spare)) => Got {
+                block,
+                bin,
+                hit: true,
+                spare,
+            },
+            None => self.take(size, true)?,
+        };
         let mut out = PoolBlock {
             pool: Some(got.spare.unwrap_or_else(|| Arc::clone(&self.inner))),
             block: Some(got.block),
@@ -327,7 +336,16 @@ impl<A: Allocator> MemoryPool<A> {
     /// As [`allocate`](Self::allocate).
     #[inline]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
-        let got = self.take(size, false)?;
+        let bin = self.inner.layout.bin_number(size);
+        let got = match cache::hit::<A, false>(&self.inner, bin, size) {
+            Some((block, _)) => Got {
+                block,
+                bin,
+                hit: true,
+                spare: None,
+            },
+            None => self.take(size, false)?,
+        };
         let mut out = LocalBlock {
             inner: &self.inner,
             block: Some(got.block),
@@ -355,40 +373,65 @@ impl<A: Allocator> MemoryPool<A> {
     }
 
     /// A block for a request of `size` bytes (`owned`: with a spare pool handle if this thread's
-    /// cache has one): this thread's cache, else the shared bins and the allocator.
-    #[inline]
+    /// cache has one): this thread's cache, else the shared bins and the allocator. The cached
+    /// hit is inlined into the caller; everything else is out of line.
+    #[inline(never)]
     fn take(&self, size: usize, owned: bool) -> Result<Got<A>, PoolError<A::Error>> {
         let inner = &self.inner;
         let bin = inner.layout.bin_number(size);
-        let r = cache::with(inner, |tc, inner| {
-            let tick = tc.stripe.next_tick();
-            let found = match tc.take(inner, bin, size, tick) {
-                Some(block) => Ok(Found {
-                    block,
-                    bin,
-                    hit: true,
-                }),
-                None => self.acquire(Sink::Thread(tc), bin, size, tick),
-            };
-            found.map(|f| (f, if owned { tc.spare() } else { None }))
-        });
-        let (found, spare) = match r {
-            Ok(r) => r?,
-            Err(inner) => inner.lend_stripe(|st| {
-                self.acquire(Sink::Lent(st), bin, size, st.next_tick())
-                    .map(|f| (f, None))
-            })?,
-        };
+        match cache::with(inner, |tc, inner| match tc.take(inner, bin, size) {
+            Some(block) => Ok(Got {
+                block,
+                bin,
+                hit: true,
+                spare: if owned { tc.spare() } else { None },
+            }),
+            None => {
+                let tick = tc.stripe.next_tick();
+                self.take_uncached(tc, bin, size, tick, owned)
+            }
+        }) {
+            Ok(r) => r,
+            Err(_) => self.take_lent(bin, size),
+        }
+    }
+
+    /// Not in this thread's cache: the shared bins and the allocator, counted in its stripe.
+    #[inline(never)]
+    fn take_uncached(
+        &self,
+        tc: &mut ThreadCache<A>,
+        bin: BinNumber,
+        size: usize,
+        tick: u64,
+        owned: bool,
+    ) -> Result<Got<A>, PoolError<A::Error>> {
+        let f = self.acquire(Sink::Thread(tc), bin, size, tick)?;
         Ok(Got {
-            block: found.block,
-            bin: found.bin,
-            hit: found.hit,
-            spare,
+            block: f.block,
+            bin: f.bin,
+            hit: f.hit,
+            spare: if owned { tc.spare() } else { None },
+        })
+    }
+
+    /// No cache on this thread now: the shared bins and the allocator, counted in a lent stripe.
+    #[cold]
+    #[inline(never)]
+    fn take_lent(&self, bin: BinNumber, size: usize) -> Result<Got<A>, PoolError<A::Error>> {
+        let f = self
+            .inner
+            .lend_stripe(|st| self.acquire(Sink::Lent(st), bin, size, st.next_tick()))?;
+        Ok(Got {
+            block: f.block,
+            bin: f.bin,
+            hit: f.hit,
+            spare: None,
         })
     }
 
     /// The shared bin of `bin`, else [`miss`](Self::miss): `true` with a held block.
-    #[inline(never)]
+    #[inline]
     fn acquire(
         &self,
         sink: Sink<'_, A>,
