@@ -84,9 +84,11 @@ pub(super) struct ThreadCache<A: Allocator> {
     seen_free: u64,
     caching: bool,
     /// Held blocks by bin, newest last.
+    /// Grown to a bin when the first block of it is kept, emptied when caching stops: a bin
+    /// present here may take blocks.
     bins: Vec<Vec<A::Block>>,
+    /// Blocks held (their bytes are the stripe's `held_bytes`: this cache is its one writer).
     blocks: usize,
-    bytes: usize,
     spares: Vec<Arc<Inner<A>>>,
 }
 
@@ -173,7 +175,6 @@ fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Opti
         caching: false,
         bins: Vec::new(),
         blocks: 0,
-        bytes: 0,
         spares: Vec::new(),
     };
     list.push(Entry {
@@ -206,6 +207,10 @@ impl<A: Allocator> ThreadCache<A> {
             self.caching = false;
             self.spares.clear();
             self.pool = None;
+        }
+        if !self.caching {
+            // Drained: a return finds no bin and gives its block back.
+            self.bins = Vec::new();
         }
     }
 
@@ -244,7 +249,6 @@ impl<A: Allocator> ThreadCache<A> {
             }
         }
         self.blocks = 0;
-        self.bytes = 0;
         for block in to_free {
             inner.free_upstream(block);
         }
@@ -276,7 +280,6 @@ impl<A: Allocator> ThreadCache<A> {
         let c = &st.bins[i];
         let bytes = c.block_bytes;
         self.blocks -= 1;
-        self.bytes -= bytes;
         sub(&c.held, 1);
         let a = add(&c.active, 1);
         add(&c.requested, size);
@@ -298,13 +301,39 @@ impl<A: Allocator> ThreadCache<A> {
         bin: BinNumber,
         size: usize,
     ) -> Option<A::Block> {
-        let i = match usize::try_from(bin) {
-            Ok(i) if self.caching && i < inner.cache_bins => i,
-            _ => return Some(block),
-        };
-        if self.bins.len() <= i {
-            self.bins.resize_with(i + 1, Vec::new);
+        match usize::try_from(bin) {
+            Ok(i) if i < self.bins.len() => {
+                self.keep(inner, block, i, bin, size);
+                None
+            }
+            _ => self.put_new_bin(inner, block, bin, size),
         }
+    }
+
+    /// A return to a bin this cache has not kept a block of since caching started.
+    #[cold]
+    #[inline(never)]
+    fn put_new_bin(
+        &mut self,
+        inner: &Inner<A>,
+        block: A::Block,
+        bin: BinNumber,
+        size: usize,
+    ) -> Option<A::Block> {
+        match usize::try_from(bin) {
+            Ok(i) if self.caching && i < inner.cache_bins => {
+                if self.bins.len() <= i {
+                    self.bins.resize_with(i + 1, Vec::new);
+                }
+                self.keep(inner, block, i, bin, size);
+                None
+            }
+            _ => Some(block),
+        }
+    }
+
+    #[inline(always)]
+    fn keep(&mut self, inner: &Inner<A>, block: A::Block, i: usize, bin: BinNumber, size: usize) {
         let st = &*self.stripe;
         let c = &st.bins[i];
         let bytes = c.block_bytes;
@@ -313,13 +342,11 @@ impl<A: Allocator> ThreadCache<A> {
         sub(&c.requested, size);
         self.bins[i].push(block);
         self.blocks += 1;
-        self.bytes += bytes;
         raise(&c.peak_held, add(&c.held, 1) + c.shared_seen.load(Relaxed));
-        add(&st.held_bytes, bytes);
-        if self.blocks > inner.limits.max_blocks || self.bytes > inner.limits.max_bytes {
+        let held = add(&st.held_bytes, bytes);
+        if self.blocks > inner.limits.max_blocks || held > inner.limits.max_bytes {
             self.overflow(inner, i, bin);
         }
-        None
     }
 
     /// Past a limit: the oldest half of bin `i` (at least one block) to the top of its shared
@@ -333,7 +360,6 @@ impl<A: Allocator> ThreadCache<A> {
         let moved: Vec<A::Block> = v.drain(..n).collect();
         let bytes = n * inner.layout.alloc_size(bin);
         self.blocks -= n;
-        self.bytes -= bytes;
         let _moving = inner.moves.read();
         if let Some(c) = self.stripe.bins.get(i) {
             sub(&c.held, n);
