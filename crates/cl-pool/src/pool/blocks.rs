@@ -123,8 +123,14 @@ pub(super) fn unreachable_block() -> ! {
 impl<A: Allocator> Drop for PoolBlock<A> {
     #[inline]
     fn drop(&mut self) {
-        if let (Some(pool), Some(block)) = (self.pool.take(), self.block.take()) {
-            release(pool, block, self.bin.get(), self.requested, self.trace_id);
+        if let Some(pool) = self.pool.take() {
+            release(
+                pool,
+                &mut self.block,
+                self.bin.get(),
+                self.requested,
+                self.trace_id,
+            );
         }
     }
 }
@@ -151,11 +157,12 @@ impl<A: Allocator> Spare<A> for &Arc<Inner<A>> {
 
 /// A handed-out block comes back (PyOpenCL's `free(block, size)`): into the returning thread's
 /// cache, else onto its shared bin. `p` names the pool: an owned block's handle (which the cache
-/// keeps as a spare) or a local block's borrowed one.
+/// keeps as a spare) or a local block's borrowed one. The block is moved once, from its handle
+/// (`block`) to where it goes.
 #[inline]
 pub(super) fn release<A: Allocator, P: Spare<A>>(
     p: P,
-    block: A::Block,
+    block: &mut Option<A::Block>,
     bin: BinNumber,
     size: usize,
     trace_id: u64,
@@ -163,7 +170,6 @@ pub(super) fn release<A: Allocator, P: Spare<A>>(
     if trace_id != 0 {
         trace_free(p.borrow(), trace_id);
     }
-    let mut block = Some(block);
     let extra = match cache::with(p, |tc, p| {
         if let Some(b) = block.take().and_then(|b| tc.put(p.borrow(), b, bin, size)) {
             p.borrow().put_shared(&tc.stripe, b, bin, size);
@@ -263,14 +269,12 @@ impl<A: Allocator> LocalBlock<'_, A> {
 
 impl<A: Allocator> Drop for LocalBlock<'_, A> {
     fn drop(&mut self) {
-        if let Some(block) = self.block.take() {
-            release(
-                self.inner,
-                block,
-                self.bin.get(),
-                self.requested,
-                self.trace_id,
-            );
-        }
+        release(
+            self.inner,
+            &mut self.block,
+            self.bin.get(),
+            self.requested,
+            self.trace_id,
+        );
     }
 }

@@ -90,6 +90,8 @@ pub(super) struct ThreadCache<A: Allocator> {
     /// Blocks held (their bytes are the stripe's `held_bytes`: this cache is its one writer).
     blocks: usize,
     spares: Vec<Arc<Inner<A>>>,
+    /// Most spares to keep: [`SPARES`] while the cache holds its pool, 0 once it let it go.
+    spares_max: usize,
 }
 
 /// Runs `f` on the calling thread's cache of the pool `p` names (made on first use), handing
@@ -176,6 +178,7 @@ fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Opti
         bins: Vec::new(),
         blocks: 0,
         spares: Vec::new(),
+        spares_max: SPARES,
     };
     list.push(Entry {
         key: Arc::as_ptr(inner).addr(),
@@ -206,6 +209,7 @@ impl<A: Allocator> ThreadCache<A> {
         if inner.closed.load(Relaxed) {
             self.caching = false;
             self.spares.clear();
+            self.spares_max = 0;
             self.pool = None;
         }
         if !self.caching {
@@ -257,6 +261,7 @@ impl<A: Allocator> ThreadCache<A> {
     /// The thread exits (or the entry of a closed pool goes): blocks back, stripe back.
     fn retire(&mut self) {
         self.spares.clear();
+        self.spares_max = 0;
         let Some(inner) = self.pool.take().or_else(|| self.key.upgrade()) else {
             return;
         };
@@ -379,7 +384,7 @@ impl<A: Allocator> ThreadCache<A> {
     /// when the spares are full or the pool closed).
     #[inline(always)]
     pub(super) fn keep_spare(&mut self, p: Arc<Inner<A>>) -> Option<Arc<Inner<A>>> {
-        if self.pool.is_some() && self.spares.len() < SPARES {
+        if self.spares.len() < self.spares_max {
             self.spares.push(p);
             None
         } else {

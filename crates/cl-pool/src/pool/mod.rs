@@ -217,6 +217,15 @@ impl<A: Allocator> PoolBuilder<A> {
     }
 }
 
+/// The allocator's hand-out hook failed: the handle goes (its block back to the pool) out of
+/// the hit's line.
+#[cold]
+#[inline(never)]
+fn hand_out_failed<H, E>(handle: H, e: E) -> PoolError<E> {
+    drop(handle);
+    PoolError::Allocator(e)
+}
+
 /// Where a request that its thread's cache could not serve is counted: the thread's stripe (and
 /// its cache, which an out-of-memory reclaim empties first), or a stripe lent for the request.
 enum Sink<'a, A: Allocator> {
@@ -305,27 +314,54 @@ impl<A: Allocator> MemoryPool<A> {
     #[inline]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
-        let got = match cache::hit::<A, true>(&self.inner, bin, size) {
-            Some((block, spare)) => Got {
-                block,
-                bin,
-                hit: true,
-                spare,
-            },
-            None => self.take(size, true)?,
+        let Some((block, spare)) = cache::hit::<A, true>(&self.inner, bin, size) else {
+            return self.allocate_uncached(size);
         };
         let mut out = PoolBlock {
-            pool: Some(got.spare.unwrap_or_else(|| Arc::clone(&self.inner))),
+            pool: Some(match spare {
+                Some(p) => p,
+                None => self.new_handle(),
+            }),
+            block: Some(block),
+            requested: size,
+            bin: WideBin::new(bin),
+            trace_id: 0,
+        };
+        if let Err(e) = self.hand_out(out.block_mut()) {
+            return Err(hand_out_failed(out, e));
+        }
+        out.trace_id = self.trace_alloc(size);
+        Ok(out)
+    }
+
+    /// [`allocate`](Self::allocate) past this thread's cache.
+    #[inline(never)]
+    fn allocate_uncached(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
+        let got = self.take(size, true)?;
+        let mut out = PoolBlock {
+            pool: Some(match got.spare {
+                Some(p) => p,
+                None => self.new_handle(),
+            }),
             block: Some(got.block),
             requested: size,
             bin: WideBin::new(got.bin),
             trace_id: 0,
         };
         if got.hit {
-            self.hand_out(out.block_mut())?;
+            if let Err(e) = self.hand_out(out.block_mut()) {
+                return Err(hand_out_failed(out, e));
+            }
         }
         out.trace_id = self.trace_alloc(size);
         Ok(out)
+    }
+
+    /// A pool handle for an owned block when this thread's cache has no spare.
+    #[cold]
+    #[inline(never)]
+    fn new_handle(&self) -> Arc<Inner<A>> {
+        Arc::clone(&self.inner)
     }
 
     /// As [`allocate`](Self::allocate), but the block borrows the pool instead of holding a
@@ -337,15 +373,30 @@ impl<A: Allocator> MemoryPool<A> {
     #[inline]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
-        let got = match cache::hit::<A, false>(&self.inner, bin, size) {
-            Some((block, _)) => Got {
-                block,
-                bin,
-                hit: true,
-                spare: None,
-            },
-            None => self.take(size, false)?,
+        let Some((block, _)) = cache::hit::<A, false>(&self.inner, bin, size) else {
+            return self.allocate_local_uncached(size);
         };
+        let mut out = LocalBlock {
+            inner: &self.inner,
+            block: Some(block),
+            requested: size,
+            bin: WideBin::new(bin),
+            trace_id: 0,
+        };
+        if let Err(e) = self.hand_out(out.block_mut()) {
+            return Err(hand_out_failed(out, e));
+        }
+        out.trace_id = self.trace_alloc(size);
+        Ok(out)
+    }
+
+    /// [`allocate_local`](Self::allocate_local) past this thread's cache.
+    #[inline(never)]
+    fn allocate_local_uncached(
+        &self,
+        size: usize,
+    ) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
+        let got = self.take(size, false)?;
         let mut out = LocalBlock {
             inner: &self.inner,
             block: Some(got.block),
@@ -354,28 +405,27 @@ impl<A: Allocator> MemoryPool<A> {
             trace_id: 0,
         };
         if got.hit {
-            self.hand_out(out.block_mut())?;
+            if let Err(e) = self.hand_out(out.block_mut()) {
+                return Err(hand_out_failed(out, e));
+            }
         }
         out.trace_id = self.trace_alloc(size);
         Ok(out)
     }
 
     /// The allocator's hook for a held block handed out again, run with the block already in
-    /// its handle: a hook that fails (or panics) drops the handle, which returns the block on
-    /// top of this thread's cache (or of its shared bin), so the next request gets it again
-    /// (PyOpenCL's LIFO).
+    /// its handle: a hook that fails (or panics) drops the handle (see [`hand_out_failed`]),
+    /// which returns the block on top of this thread's cache (or of its shared bin), so the
+    /// next request gets it again (PyOpenCL's LIFO).
     #[inline]
-    fn hand_out(&self, block: &mut A::Block) -> Result<(), PoolError<A::Error>> {
-        self.inner
-            .allocator
-            .hand_out_existing_block(block)
-            .map_err(PoolError::Allocator)
+    fn hand_out(&self, block: &mut A::Block) -> Result<(), A::Error> {
+        self.inner.allocator.hand_out_existing_block(block)
     }
 
     /// A block for a request of `size` bytes (`owned`: with a spare pool handle if this thread's
     /// cache has one): this thread's cache, else the shared bins and the allocator. The cached
     /// hit is inlined into the caller; everything else is out of line.
-    #[inline(never)]
+    #[inline]
     fn take(&self, size: usize, owned: bool) -> Result<Got<A>, PoolError<A::Error>> {
         let inner = &self.inner;
         let bin = inner.layout.bin_number(size);
