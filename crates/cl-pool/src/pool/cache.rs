@@ -119,10 +119,16 @@ where
         let p = p.take()?;
         Some(f(tc, p))
     });
-    match (r, p) {
-        (Ok(Some(r)), _) => Ok(r),
-        (_, Some(p)) => Err(p),
-        (_, None) => unreachable!("`p` is taken only to run `f`"),
+    match r {
+        Ok(Some(r)) => {
+            // `p` went to `f`: nothing is left to drop (and no check of it is compiled in).
+            std::mem::forget(p);
+            Ok(r)
+        }
+        _ => match p {
+            Some(p) => Err(p),
+            None => unreachable!("`p` is taken only to run `f`"),
+        },
     }
 }
 
