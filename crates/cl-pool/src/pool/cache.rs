@@ -89,9 +89,9 @@ pub(super) struct ThreadCache<A: Allocator> {
     bins: Vec<Vec<A::Block>>,
     /// Blocks held (their bytes are the stripe's `held_bytes`: this cache is its one writer).
     blocks: usize,
+    /// At most its capacity: [`SPARES`] while the cache holds its pool, none once it let it go
+    /// (a spare is kept only where there is room, so the push never grows it).
     spares: Vec<Arc<Inner<A>>>,
-    /// Most spares to keep: [`SPARES`] while the cache holds its pool, 0 once it let it go.
-    spares_max: usize,
 }
 
 /// Runs `f` on the calling thread's cache of the pool `p` names (made on first use), handing
@@ -183,8 +183,7 @@ fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Opti
         caching: false,
         bins: Vec::new(),
         blocks: 0,
-        spares: Vec::new(),
-        spares_max: SPARES,
+        spares: Vec::with_capacity(SPARES),
     };
     list.push(Entry {
         key: Arc::as_ptr(inner).addr(),
@@ -214,8 +213,7 @@ impl<A: Allocator> ThreadCache<A> {
         self.caching = self.pool.is_some() && inner.cache_on.load(Relaxed);
         if inner.closed.load(Relaxed) {
             self.caching = false;
-            self.spares.clear();
-            self.spares_max = 0;
+            self.spares = Vec::new();
             self.pool = None;
         }
         if !self.caching {
@@ -266,8 +264,7 @@ impl<A: Allocator> ThreadCache<A> {
 
     /// The thread exits (or the entry of a closed pool goes): blocks back, stripe back.
     fn retire(&mut self) {
-        self.spares.clear();
-        self.spares_max = 0;
+        self.spares = Vec::new();
         let Some(inner) = self.pool.take().or_else(|| self.key.upgrade()) else {
             return;
         };
@@ -390,7 +387,7 @@ impl<A: Allocator> ThreadCache<A> {
     /// when the spares are full or the pool closed).
     #[inline(always)]
     pub(super) fn keep_spare(&mut self, p: Arc<Inner<A>>) -> Option<Arc<Inner<A>>> {
-        if self.spares.len() < self.spares_max {
+        if self.spares.len() < self.spares.capacity() {
             self.spares.push(p);
             None
         } else {

@@ -415,12 +415,17 @@ impl<A: Allocator> Inner<A> {
     /// a peak rises.
     #[inline]
     pub(super) fn note_active(&self, st: &Stripe, size: usize) {
-        let now = clamp(add(&st.active_bytes, size)).min(self.managed_bytes.load(Relaxed));
-        if now > self.hot.peak_active.load(Relaxed) {
-            self.hot.peak_active.fetch_max(now, Relaxed);
+        // Signed: a wrapped (below-zero) sum is below every peak, as `clamp` would make it, in
+        // one compare fewer. The managed bytes are at most `isize::MAX`.
+        let now = add(&st.active_bytes, size)
+            .cast_signed()
+            .min(self.managed_bytes.load(Relaxed).cast_signed());
+        if now > self.hot.peak_active.load(Relaxed).cast_signed() {
+            self.hot.peak_active.fetch_max(now.unsigned_abs(), Relaxed);
         }
         if self.hot.scopes_open.load(Relaxed) > 0 {
-            self.scope_peak_active.fetch_max(now, Relaxed);
+            self.scope_peak_active
+                .fetch_max(now.max(0).unsigned_abs(), Relaxed);
         }
     }
 
