@@ -133,6 +133,9 @@ where
 }
 
 /// Brings the entry of `inner`'s pool to the front of the list, made if there is none.
+/// A cached block and, for an owned one, a spare pool handle.
+pub(super) type Hit<A> = (<A as Allocator>::Block, Option<Arc<Inner<A>>>);
+
 /// A hit from this thread's cache of `inner`'s pool, with a spare pool handle for an owned
 /// block when there is one; `None` sends the request down the full path. (`OWNED` a parameter
 /// of the type: each caller gets a `try_with` of its own, which the compiler then inlines.)
@@ -141,7 +144,7 @@ pub(super) fn hit<A: Allocator, const OWNED: bool>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
-) -> Option<(A::Block, Option<Arc<Inner<A>>>)> {
+) -> Option<Hit<A>> {
     with(inner, |tc, inner| {
         let block = tc.take(inner, bin, size)?;
         Some((block, if OWNED { tc.spare() } else { None }))
