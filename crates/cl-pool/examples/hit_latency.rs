@@ -149,16 +149,6 @@ fn throughput_once(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mixed: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();
-    // The per-thread caches' lock: membarrier (no fence on the hit path) or SeqCst fences.
-    let _warm = MemoryPool::new(SimulatedAllocator::new(usize::MAX)).allocate(1);
-    println!(
-        "thread caches' lock: {}",
-        if cl_pool::pool::uses_membarrier() {
-            "biased, membarrier"
-        } else {
-            "biased, fences"
-        }
-    );
     for shards in [1usize, 16] {
         let pool = MemoryPool::builder(SimulatedAllocator::new(usize::MAX))
             .shards(shards)
@@ -218,9 +208,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // Does sharding the shared bins help anywhere? Owned blocks, total hits per second (M/s) of
-    // 1 and 8 and 16 threads, with the per-thread caches and with every hit on the shared bins.
-    println!("\n| shared bins | caches | 1 thread (M hits/s) | 8 threads | 16 threads |");
-    println!("| --- | --- | ---: | ---: | ---: |");
+    // 1, 2, 8 and 16 threads, with the per-thread caches and with every hit on the shared bins.
+    println!(
+        "\n| shared bins | caches | 1 thread (M hits/s) | 2 threads | 8 threads | 16 threads |"
+    );
+    println!("| --- | --- | ---: | ---: | ---: | ---: |");
     for shared_only in [false, true] {
         for shards in [1usize, 16] {
             let pool = MemoryPool::builder(SimulatedAllocator::new(usize::MAX))
@@ -232,17 +224,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .build()
                 .map_err(|e: InvalidLeadingBits| e.to_string())?;
             let n = 200_000usize;
-            let r: Vec<f64> = [1usize, 8, 16]
+            let r: Vec<f64> = [1usize, 2, 8, 16]
                 .iter()
                 .map(|&t| throughput(Some(&pool), t, true, true, n) / 1e6)
                 .collect();
             println!(
-                "| {shards} shard{} | {} | {:.1} | {:.1} | {:.1} |",
+                "| {shards} shard{} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
                 if shards == 1 { "" } else { "s" },
                 if shared_only { "off" } else { "on" },
                 r[0],
                 r[1],
-                r[2]
+                r[2],
+                r[3]
             );
         }
     }

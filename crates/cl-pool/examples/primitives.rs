@@ -43,8 +43,8 @@ fn main() {
                 .ok(),
         );
     });
-    let s = spin::Mutex::new(0u64);
-    time("spin::Mutex lock + unlock", n, || {
+    let s = parking_lot::Mutex::new(0u64);
+    time("parking_lot::Mutex lock + unlock", n, || {
         *s.lock() += 1;
     });
     let m = Mutex::new(0u64);

@@ -47,18 +47,12 @@
 //! [`trace::from_json_lines`]), serde derives on [`trace::TraceEvent`] and
 //! [`trace::pytorch_snapshot`]. Without it the pool, recording, replay and the SVG plots remain.
 //!
-//! Safety model: this crate has two modules of `unsafe` code (`#![deny(unsafe_code)]` elsewhere):
-//! the lock of the per-thread caches, biased towards the cache's own thread (`pool/biased.rs`: an
-//! `UnsafeCell` guarded by Dekker's protocol with an asymmetric `membarrier` fence, about 40 lines
-//! with their proofs and a test), and the thread's remembered cache slot (`pool/tls.rs`: one
-//! pointer dereference, valid because the slot list it points into is pinned meanwhile and
-//! cleared of it before any entry leaves, and of the right type because the caller names the
-//! pool by an `Arc` or a `Weak` of its key, whose address each entry keeps; with a test). Every OpenCL call goes through `cl-mem`, and no allocator (so no
-//! OpenCL) call is made while one of the pool's locks is held.
+//! Safety model: no `unsafe` code (`#![forbid(unsafe_code)]`). Every OpenCL call goes through
+//! `cl-mem`, and no allocator (so no OpenCL) call is made while one of the pool's locks is held.
 //!
 //! Thread safety and scaling: see the [`pool`] module docs.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod allocator;
 mod bins;
@@ -67,7 +61,7 @@ mod cache;
 mod error;
 mod multi;
 mod pinned;
-pub mod pool; // private once the membarrier switch is gone (issue 31)
+mod pool;
 mod stats;
 mod svm;
 pub mod trace;
@@ -89,7 +83,7 @@ pub use multi::DevicePools;
 pub use pinned::PinnedAllocator;
 pub use pool::{
     CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
-    DEFAULT_SHARDS, MAX_MANAGED_BYTES,
+    ThreadCacheLimits, DEFAULT_SHARDS, MAX_MANAGED_BYTES,
 };
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 pub use svm::{PooledSvm, SvmAllocator};

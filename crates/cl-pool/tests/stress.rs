@@ -88,7 +88,22 @@ fn rng(s: &mut u64) -> u64 {
     *s
 }
 
+/// Waits (up to 3 s) for threads that are still exiting: a scoped thread's thread-locals may
+/// still be going when its scope returns, and a cache asked to free its blocks frees them at its
+/// thread's exit (the allocator's count then moves a moment after the pool's).
+fn settle(p: &MemoryPool<TA>, done: impl Fn(&MemoryPool<TA>) -> bool) {
+    for _ in 0..3000 {
+        if done(p) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 fn quiescent(p: &MemoryPool<TA>, what: &str) {
+    settle(p, |p| {
+        p.stats().managed_bytes == p.allocator().0.in_use.load(SeqCst)
+    });
     let s = p.stats();
     assert_eq!(s.active_blocks, 0, "{what} {s:?}");
     assert_eq!(s.active_bytes, 0, "{what} {s:?}");
@@ -454,6 +469,7 @@ fn policy_toggles_race_allocations() {
         });
         quiescent(&pool, &format!("toggle round {round}"));
         pool.free_held();
+        settle(&pool, |p| p.allocator().0.in_use.load(SeqCst) == 0);
         assert_eq!(a.0.in_use.load(SeqCst), 0);
     }
 }

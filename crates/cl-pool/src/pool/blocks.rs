@@ -1,15 +1,15 @@
 //! The handles a caller holds: [`PoolBlock`] (owning a pool handle) and [`LocalBlock`]
 //! (borrowing the pool).
 
+use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::allocator::Allocator;
 use crate::bins::BinNumber;
 
-use std::sync::Arc;
-
-use super::cache::{self, Slot};
-use super::engine::*;
+use super::cache;
+use super::engine::Inner;
 
 /// A block handed out by a [`MemoryPool`](super::MemoryPool); returns to the pool on drop.
 ///
@@ -17,7 +17,8 @@ use super::engine::*;
 /// the block ([`allocated_bytes`](Self::allocated_bytes)). Releasing twice, PyOpenCL's
 /// `LogicError`, cannot happen: [`release`](Self::release) takes `self`.
 pub struct PoolBlock<A: Allocator> {
-    pub(super) owner: Owner<A>,
+    /// The pool (`None` only once `Drop` took it).
+    pub(super) pool: Option<Arc<Inner<A>>>,
     pub(super) block: Option<A::Block>,
     pub(super) requested: usize,
     pub(super) bin: WideBin,
@@ -74,7 +75,9 @@ impl<A: Allocator> PoolBlock<A> {
 
     /// The size of the block (`alloc_size` of its bin; at least `requested_bytes`, at least 1).
     pub fn allocated_bytes(&self) -> usize {
-        self.owner.layout().alloc_size(self.bin.get())
+        self.pool
+            .as_ref()
+            .map_or(0, |p| p.layout.alloc_size(self.bin.get()))
     }
 
     /// The bin the block belongs to.
@@ -88,10 +91,9 @@ impl<A: Allocator> PoolBlock<A> {
     }
 }
 
-/// A handle's bin number, stored a word wide. LLVM copies a handle as whole words; a 4-byte bin
-/// beside 4 bytes of padding was written as two 4-byte stores and read straight back as one
-/// 8-byte load, which cannot be forwarded from them: a store-forwarding stall on every hit
-/// (`perf annotate` of criterion's `pool_host/hit_local`, 2026-11-26).
+/// A handle's bin number, stored a word wide: a 4-byte bin beside 4 bytes of padding is written
+/// as a 4-byte store and read back by the handle's 8-byte copies, which cannot be forwarded from
+/// it (a store-forwarding stall on every hit).
 #[derive(Clone, Copy)]
 pub(super) struct WideBin(u64);
 
@@ -121,102 +123,84 @@ pub(super) fn unreachable_block() -> ! {
 impl<A: Allocator> Drop for PoolBlock<A> {
     #[inline]
     fn drop(&mut self) {
-        if self.block.is_none() {
-            return;
-        }
-        match std::mem::replace(&mut self.owner, Owner::Gone) {
-            Owner::Pool(inner) => release(
-                &inner,
+        if let Some(pool) = self.pool.take() {
+            release(
+                pool,
                 &mut self.block,
                 self.bin.get(),
                 self.requested,
                 self.trace_id,
-            ),
-            Owner::Slot(slot) => {
-                // The slot's lease keeps the pool alive while this block is; the pool itself is
-                // only reached (one reference count) when the block must go to the shared bins.
-                if let Err(slot) = slot_release(
-                    slot,
-                    &mut self.block,
-                    self.bin.get(),
-                    self.requested,
-                    self.trace_id,
-                ) {
-                    if let (Some(inner), Some(block)) = (slot.lease(), self.block.take()) {
-                        inner.give_back(block, self.bin.get(), self.requested);
-                    }
-                    slot.returned();
-                }
-            }
-            Owner::Gone => {}
+            );
         }
     }
 }
 
-/// What keeps an owned block's pool alive: the slot of the thread that allocated it (its lease on
-/// the pool, counted under that slot's lock), or, without one, a pool handle.
-pub(super) enum Owner<A: Allocator> {
-    Slot(Arc<Slot<A>>),
-    Pool(Arc<Inner<A>>),
-    /// Taken by `Drop` (never seen by a method).
-    Gone,
+/// What an owned block's pool handle is when the thread's cache takes it as a spare.
+pub(super) trait Spare<A: Allocator>: Borrow<Arc<Inner<A>>> {
+    /// The handle, for a cache to keep; `None` for a borrowed one.
+    fn into_spare(self) -> Option<Arc<Inner<A>>>;
 }
 
-impl<A: Allocator> Owner<A> {
-    fn layout(&self) -> crate::bins::BinLayout {
-        match self {
-            Owner::Slot(s) => s.layout,
-            Owner::Pool(p) => p.layout,
-            Owner::Gone => unreachable!("a block's owner is taken only by its Drop"),
-        }
+impl<A: Allocator> Spare<A> for Arc<Inner<A>> {
+    #[inline]
+    fn into_spare(self) -> Option<Arc<Inner<A>>> {
+        Some(self)
     }
 }
 
-/// The owned block in `block`, of `slot`, comes back through the returning thread's cache; `Err`
-/// when it must go to the shared bins instead (the block left in place, the slot's lease count
-/// still to be dropped).
+impl<A: Allocator> Spare<A> for &Arc<Inner<A>> {
+    #[inline]
+    fn into_spare(self) -> Option<Arc<Inner<A>>> {
+        None
+    }
+}
+
+/// A handed-out block comes back (PyOpenCL's `free(block, size)`): into the returning thread's
+/// cache, else onto its shared bin. `p` names the pool: an owned block's handle (which the cache
+/// keeps as a spare) or a local block's borrowed one. The block is moved once, from its handle
+/// (`block`) to where it goes.
 #[inline]
-fn slot_release<A: Allocator>(
-    slot: Arc<Slot<A>>,
-    block: &mut Option<A::Block>,
-    bin: BinNumber,
-    size: usize,
-    trace_id: u64,
-) -> Result<(), Arc<Slot<A>>> {
-    if trace_id != 0 {
-        trace_free(&slot, trace_id);
-    }
-    cache::put_owned(slot, bin, size, block)
-}
-
-#[cold]
-fn trace_free<A: Allocator>(slot: &Slot<A>, trace_id: u64) {
-    // Recording (rare): the pool is reached through the lease.
-    if let Some(inner) = slot.lease() {
-        if inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
-            lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
-        }
-    }
-}
-
-/// The handed-out block in `block` comes back: into the returning thread's cache when the caches
-/// are on, else to the shared bins.
-#[inline]
-pub(super) fn release<A: Allocator>(
-    inner: &Arc<Inner<A>>,
+pub(super) fn release<A: Allocator, P: Spare<A>>(
+    p: P,
     block: &mut Option<A::Block>,
     bin: BinNumber,
     size: usize,
     trace_id: u64,
 ) {
-    if trace_id != 0 && inner.recording.load(std::sync::atomic::Ordering::Relaxed) {
-        lock(&inner.trace).push(crate::trace::TraceEvent::Free { id: trace_id });
+    if trace_id != 0 {
+        trace_free(p.borrow(), trace_id);
     }
-    if inner.cache_on() && cache::put_cached(inner, bin, size, block) {
-        return;
-    }
-    if let Some(b) = block.take() {
-        inner.give_back(b, bin, size);
+    let extra = match cache::with(p, |tc, p| {
+        if let Some(b) = block.take().and_then(|b| tc.put(p.borrow(), b, bin, size)) {
+            p.borrow().put_shared(&tc.stripe, b, bin, size);
+        }
+        p.into_spare().and_then(|h| tc.keep_spare(h))
+    }) {
+        Ok(extra) => extra,
+        Err(p) => {
+            // No cache on this thread now: the shared bin, counted in a lent stripe.
+            if let Some(b) = block.take() {
+                let inner: &Inner<A> = p.borrow();
+                inner.lend_stripe(|st| inner.put_shared(st, b, bin, size));
+            }
+            p.into_spare()
+        }
+    };
+    // Possibly the last handle: dropped with no cache borrowed.
+    drop(extra);
+}
+
+#[cold]
+fn trace_free<A: Allocator>(inner: &Inner<A>, trace_id: u64) {
+    if inner
+        .hot
+        .recording
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        inner
+            .trace
+            .lock()
+            .push(crate::trace::TraceEvent::Free { id: trace_id });
     }
 }
 
@@ -285,14 +269,12 @@ impl<A: Allocator> LocalBlock<'_, A> {
 
 impl<A: Allocator> Drop for LocalBlock<'_, A> {
     fn drop(&mut self) {
-        if self.block.is_some() {
-            release(
-                self.inner,
-                &mut self.block,
-                self.bin.get(),
-                self.requested,
-                self.trace_id,
-            );
-        }
+        release(
+            self.inner,
+            &mut self.block,
+            self.bin.get(),
+            self.requested,
+            self.trace_id,
+        );
     }
 }

@@ -1,11 +1,15 @@
-//! The pool's engine: bins, shards, the shared state ([`Inner`]) and every path that moves a block
-//! between a bin, a caller and the allocator.
+//! The pool's shared state ([`Inner`]): the shared bins, spread over lock shards, the counters
+//! every thread publishes ([`Stripe`]), the pool-wide figures, and every move of a block between a
+//! shared bin, a caller and the allocator. Knows nothing of the thread caches (`cache.rs`).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use crate::allocator::{Allocator, AllocatorError};
 use crate::bins::{BinLayout, BinNumber};
@@ -13,11 +17,14 @@ use crate::error::{OomReport, PoolError};
 use crate::stats::{BinStats, TimingStats};
 use crate::trace::TraceEvent;
 
-use super::cache::{Own, Slot};
-use super::policy::*;
+use super::policy::{
+    Eviction, PolicyCell, ThreadCacheLimits, CACHE_BIN_LIMIT, MAX_MANAGED_BYTES, NONE,
+};
 
 pub(super) struct Bin<B> {
     pub(super) blocks: Vec<B>,
+    /// Misses and upstream calls of every bin; the other figures only for bins no thread counts
+    /// in its stripe (at or past [`Inner::cache_bins`]).
     pub(super) stats: BinStats,
 }
 
@@ -41,101 +48,13 @@ impl Hasher for BinHasher {
     }
 }
 
-pub(super) type BinMap<B> = HashMap<BinNumber, Bin<B>, BuildHasherDefault<BinHasher>>;
+/// The shared bins' locks, each on cache lines of its own.
+pub(super) type Shards<B> = Box<[CachePadded<Mutex<Shard<B>>>]>;
 
 pub(super) struct Shard<B> {
-    pub(super) bins: BinMap<B>,
-}
-
-/// A shard on its own cache lines, so two threads locking neighbouring shards do not false-share.
-#[repr(align(128))]
-pub(super) struct Padded<T>(pub(super) T);
-
-#[derive(Debug, Default)]
-pub(super) struct Timings {
-    pub(super) allocate: TimingStats,
-    pub(super) free: TimingStats,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct ScopeStack {
-    pub(super) saved: Vec<(usize, usize)>,
-}
-
-pub(super) type Shards<B> = Box<[Padded<Mutex<Shard<B>>>]>;
-
-pub(super) struct Inner<A: Allocator> {
-    pub(super) allocator: A,
-    pub(super) layout: BinLayout,
-    pub(super) shards: Shards<A::Block>,
-    /// One shard: the hit-path gauges are written with plain load/store under that shard's lock
-    /// (no atomic read-modify-write); several shards: atomic read-modify-write.
-    pub(super) single: bool,
-    pub(super) policy: PolicyCell,
-    pub(super) stop_holding: AtomicBool,
-    pub(super) tick: AtomicU64,
-    pub(super) active_bytes: AtomicUsize,
-    pub(super) managed_bytes: AtomicUsize,
-    pub(super) held_bytes: AtomicUsize,
-    pub(super) peak_active: AtomicUsize,
-    pub(super) peak_managed: AtomicUsize,
-    pub(super) larger_bin_hits: AtomicU64,
-    pub(super) reclaims: AtomicU64,
-    pub(super) oom_events: AtomicU64,
-    pub(super) oom_failures: AtomicU64,
-    pub(super) free_errors: AtomicU64,
-    pub(super) timings: Mutex<Timings>,
-    pub(super) scopes_open: AtomicUsize,
-    pub(super) scope_peak_active: AtomicUsize,
-    pub(super) scope_peak_managed: AtomicUsize,
-    pub(super) scope_stack: Mutex<ScopeStack>,
-    pub(super) recording: AtomicBool,
-    pub(super) next_trace_id: AtomicU64,
-    pub(super) trace: Mutex<Vec<TraceEvent>>,
-    /// The per-thread caches (`cache.rs`), held strongly while the pool is open.
-    pub(super) registry: Mutex<Vec<Arc<Slot<A>>>>,
-    /// Whether hits and returns may go through the per-thread caches now (policy and state).
-    pub(super) cache_on: AtomicBool,
-    /// `MemoryPool` handles alive; the pool closes when the last goes.
-    pub(super) handles: AtomicUsize,
-    pub(super) closed: AtomicBool,
-    /// The thread that registered first: while the caches are off it needs no slot on the hit
-    /// path (a single-threaded program pays nothing for the caches).
-    pub(super) solo: AtomicUsize,
-}
-
-/// A wrapped (below-zero) estimate counts as zero.
-pub(super) fn clamp(v: usize) -> usize {
-    if isize::try_from(v).is_ok() {
-        v
-    } else {
-        0
-    }
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing panics while a pool lock is held; if a user's code did, the data is still consistent.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A block on its way out of the pool, before it is wrapped.
-pub(super) struct Acquired<B> {
-    pub(super) block: B,
-    pub(super) bin: BinNumber,
-    pub(super) size: usize,
-    pub(super) trace_id: u64,
-}
-
-/// Where a block found in a bin came from.
-pub(super) enum Found<B> {
-    Block(B, BinNumber),
-    Nothing,
-}
-
-pub(super) enum Upstream<E> {
-    Fatal(PoolError<E>),
-    Oom(E),
-    Limit,
+    pub(super) bins: HashMap<BinNumber, Bin<B>, BuildHasherDefault<BinHasher>>,
+    /// Bytes held in this shard's bins.
+    pub(super) held_bytes: usize,
 }
 
 impl<B> Shard<B> {
@@ -151,305 +70,518 @@ impl<B> Shard<B> {
     }
 }
 
-impl<A: Allocator> Inner<A> {
-    #[inline]
-    pub(super) fn shard(&self, bin: BinNumber) -> MutexGuard<'_, Shard<A::Block>> {
-        // The shard count is a power of two: a mask, not a division (a `div` costs several
-        // nanoseconds, twice per hit). usize has at least 32 bits on every platform we build for.
-        let idx = usize::try_from(bin).unwrap_or(0) & (self.shards.len() - 1);
-        lock(&self.shards[idx].0)
-    }
+// Counters with one writer at a time (a stripe's owner, or the shard lock's holder): a load and a
+// store, no locked instruction; anyone may read them. Wrapping: a stripe's figures are deltas
+// (a block taken on one thread and returned on another), only their sums are real figures.
 
-    pub(super) fn fold_bins<T>(&self, init: T, mut f: impl FnMut(T, &Bin<A::Block>) -> T) -> T {
-        let mut acc = init;
-        for shard in self.shards.iter() {
-            let shard = lock(&shard.0);
-            for bin in shard.bins.values() {
-                acc = f(acc, bin);
-            }
+#[inline]
+pub(super) fn add(c: &AtomicUsize, d: usize) -> usize {
+    let v = c.load(Relaxed).wrapping_add(d);
+    c.store(v, Relaxed);
+    v
+}
+
+#[inline]
+pub(super) fn sub(c: &AtomicUsize, d: usize) -> usize {
+    let v = c.load(Relaxed).wrapping_sub(d);
+    c.store(v, Relaxed);
+    v
+}
+
+#[inline]
+pub(super) fn add64(c: &AtomicU64, d: u64) -> u64 {
+    let v = c.load(Relaxed).wrapping_add(d);
+    c.store(v, Relaxed);
+    v
+}
+
+#[inline]
+pub(super) fn raise(c: &AtomicUsize, v: usize) {
+    if v > c.load(Relaxed) {
+        c.store(v, Relaxed);
+    }
+}
+
+/// A wrapped (below-zero) sum counts as zero.
+pub(super) fn clamp(v: usize) -> usize {
+    if isize::try_from(v).is_ok() {
+        v
+    } else {
+        0
+    }
+}
+
+/// One bin's figures as one stripe counts them.
+#[derive(Default)]
+pub(super) struct BinCounters {
+    /// The bin's block size (`alloc_size`), kept so that a hit and a return do not compute it.
+    pub(super) block_bytes: usize,
+    /// Blocks of the bin in the owner's cache.
+    pub(super) held: AtomicUsize,
+    pub(super) active: AtomicUsize,
+    pub(super) requested: AtomicUsize,
+    pub(super) hits: AtomicU64,
+    pub(super) last_tick: AtomicU64,
+    pub(super) peak_active: AtomicUsize,
+    pub(super) peak_held: AtomicUsize,
+    /// The shared bin's length when the owner last touched it: with `held`, the bin's held
+    /// blocks as the owner sees them (exact while no other thread uses the bin).
+    pub(super) shared_seen: AtomicUsize,
+}
+
+/// The figures one thread (or one borrower at a time, see [`Inner::lend_stripe`]) counts for a
+/// pool, published for the readers of statistics: the pool-wide gauges of all its requests and
+/// the per-bin figures of the bins below [`Inner::cache_bins`]. Its writer is its only writer.
+pub(super) struct Stripe {
+    pub(super) requests: AtomicU64,
+    pub(super) active_bytes: AtomicUsize,
+    /// Bytes in the owner's cache.
+    pub(super) held_bytes: AtomicUsize,
+    pub(super) bins: Box<[BinCounters]>,
+}
+
+impl Stripe {
+    fn new(bins: usize, layout: BinLayout) -> Self {
+        Stripe {
+            requests: AtomicU64::new(0),
+            active_bytes: AtomicUsize::new(0),
+            held_bytes: AtomicUsize::new(0),
+            bins: (0..bins)
+                .zip(0..)
+                .map(|(_, bin)| BinCounters {
+                    block_bytes: layout.alloc_size(bin),
+                    ..BinCounters::default()
+                })
+                .collect(),
         }
-        acc
     }
 
+    /// The counters of `bin`, if this stripe counts it.
     #[inline]
-    pub(super) fn bump_peak(peak: &AtomicUsize, value: usize) {
-        if value > peak.load(Ordering::Relaxed) {
-            peak.fetch_max(value, Ordering::Relaxed);
-        }
+    pub(super) fn bin(&self, bin: BinNumber) -> Option<&BinCounters> {
+        self.bins.get(usize::try_from(bin).ok()?)
     }
 
-    // The hit-path gauges (active, held, tick, active peaks). In single-shard mode every writer
-    // holds the one shard lock, so a plain load + store is exact and avoids a locked instruction;
-    // callers must hold a shard lock. With several shards: atomic read-modify-write.
-
-    #[inline]
-    pub(super) fn gauge_add(&self, g: &AtomicUsize, d: usize) -> usize {
-        if self.single {
-            let v = g.load(Ordering::Relaxed).wrapping_add(d);
-            g.store(v, Ordering::Relaxed);
-            v
-        } else {
-            g.fetch_add(d, Ordering::Relaxed).wrapping_add(d)
-        }
-    }
-
-    #[inline]
-    pub(super) fn gauge_sub(&self, g: &AtomicUsize, d: usize) {
-        // Wrapping: with per-thread caches a shared gauge may dip below zero while a thread's
-        // delta is above it (the sums are right).
-        if self.single {
-            g.store(g.load(Ordering::Relaxed).wrapping_sub(d), Ordering::Relaxed);
-        } else {
-            g.fetch_sub(d, Ordering::Relaxed);
-        }
-    }
-
-    #[inline]
-    pub(super) fn gauge_peak(&self, peak: &AtomicUsize, value: usize) {
-        if value > peak.load(Ordering::Relaxed) {
-            if self.single {
-                peak.store(value, Ordering::Relaxed);
-            } else {
-                peak.fetch_max(value, Ordering::Relaxed);
-            }
-        }
-    }
-
+    /// A new request: its tick (the pool's requests before it, as this stripe counts them).
     #[inline]
     pub(super) fn next_tick(&self) -> u64 {
-        if self.single {
-            let t = self.tick.load(Ordering::Relaxed);
-            self.tick.store(t + 1, Ordering::Relaxed);
-            t
+        add64(&self.requests, 1) - 1
+    }
+}
+
+#[derive(Default)]
+struct Stripes {
+    all: Vec<Arc<Stripe>>,
+    /// Stripes of exited threads, handed to the next thread or lent for one request.
+    free: Vec<Arc<Stripe>>,
+}
+
+/// What every request reads: one cache line, written only by rare events.
+pub(super) struct Hot {
+    /// Bumped by every message to the thread caches (see `cache.rs`).
+    pub(super) gen: AtomicU64,
+    pub(super) peak_active: AtomicUsize,
+    pub(super) scopes_open: AtomicUsize,
+    pub(super) recording: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Timings {
+    pub(super) allocate: TimingStats,
+    pub(super) free: TimingStats,
+}
+
+pub(super) struct Inner<A: Allocator> {
+    pub(super) allocator: A,
+    pub(super) layout: BinLayout,
+    pub(super) shards: Shards<A::Block>,
+    pub(super) policy: PolicyCell,
+    pub(super) limits: ThreadCacheLimits,
+    /// Bins numbered below this are the ones a thread may cache, and counted in the stripes.
+    pub(super) cache_bins: usize,
+    pub(super) hot: CachePadded<Hot>,
+    /// Bumped by `free_held` and `stop_holding`: caches free what they hold, not just return it.
+    pub(super) free_gen: AtomicU64,
+    /// Whether the thread caches may keep blocks now (policy and state).
+    pub(super) cache_on: AtomicBool,
+    pub(super) stop_holding: AtomicBool,
+    /// The last `MemoryPool` handle went.
+    pub(super) closed: AtomicBool,
+    pub(super) handles: AtomicUsize,
+    pub(super) managed_bytes: AtomicUsize,
+    pub(super) peak_managed: AtomicUsize,
+    pub(super) scope_peak_active: AtomicUsize,
+    pub(super) scope_peak_managed: AtomicUsize,
+    pub(super) scope_stack: Mutex<Vec<(usize, usize)>>,
+    pub(super) larger_bin_hits: AtomicU64,
+    pub(super) reclaims: AtomicU64,
+    pub(super) oom_events: AtomicU64,
+    pub(super) oom_failures: AtomicU64,
+    pub(super) free_errors: AtomicU64,
+    pub(super) timings: Mutex<Timings>,
+    pub(super) next_trace_id: AtomicU64,
+    pub(super) trace: Mutex<Vec<TraceEvent>>,
+    stripes: Mutex<Stripes>,
+    /// Moves of blocks between a thread's cache and the shards (and frees out of a cache) take
+    /// it shared; statistics take it exclusive, so that no block is seen in both places or none.
+    pub(super) moves: RwLock<()>,
+}
+
+/// A block for a request, the bin it belongs to, and whether it was held (a hit).
+pub(super) struct Found<B> {
+    pub(super) block: B,
+    pub(super) bin: BinNumber,
+    pub(super) hit: bool,
+}
+
+pub(super) enum Upstream<E> {
+    Fatal(PoolError<E>),
+    Oom(E),
+    Limit,
+}
+
+impl<A: Allocator> Inner<A> {
+    pub(super) fn new(
+        allocator: A,
+        layout: BinLayout,
+        shards: usize,
+        policy: PolicyCell,
+        limits: ThreadCacheLimits,
+    ) -> Self {
+        let cache_bins = if limits.max_blocks == 0 {
+            0
         } else {
-            self.tick.fetch_add(1, Ordering::Relaxed)
+            // Bins are ordered by size: the cacheable ones are a prefix.
+            let b = layout.bin_number(limits.max_block_bytes);
+            let n = usize::try_from(b).unwrap_or(usize::MAX);
+            let n = if layout.alloc_size(b) <= limits.max_block_bytes {
+                n.saturating_add(1)
+            } else {
+                n
+            };
+            n.min(CACHE_BIN_LIMIT)
+        };
+        Inner {
+            allocator,
+            layout,
+            shards: (0..shards)
+                .map(|_| {
+                    CachePadded::new(Mutex::new(Shard {
+                        bins: HashMap::default(),
+                        held_bytes: 0,
+                    }))
+                })
+                .collect(),
+            policy,
+            limits,
+            cache_bins,
+            hot: CachePadded::new(Hot {
+                gen: AtomicU64::new(0),
+                peak_active: AtomicUsize::new(0),
+                scopes_open: AtomicUsize::new(0),
+                recording: AtomicBool::new(false),
+            }),
+            free_gen: AtomicU64::new(0),
+            cache_on: AtomicBool::new(false),
+            stop_holding: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            handles: AtomicUsize::new(1),
+            managed_bytes: AtomicUsize::new(0),
+            peak_managed: AtomicUsize::new(0),
+            scope_peak_active: AtomicUsize::new(0),
+            scope_peak_managed: AtomicUsize::new(0),
+            scope_stack: Mutex::new(Vec::new()),
+            larger_bin_hits: AtomicU64::new(0),
+            reclaims: AtomicU64::new(0),
+            oom_events: AtomicU64::new(0),
+            oom_failures: AtomicU64::new(0),
+            free_errors: AtomicU64::new(0),
+            timings: Mutex::new(Timings::default()),
+            next_trace_id: AtomicU64::new(1),
+            trace: Mutex::new(Vec::new()),
+            stripes: Mutex::new(Stripes::default()),
+            moves: RwLock::new(()),
         }
     }
 
-    /// Caller holds a shard lock. `own`: the calling thread's cache delta of the active bytes
-    /// (so that the peak is exact when one thread uses the pool).
     #[inline]
-    pub(super) fn add_active(&self, size: usize, own: isize) {
-        let now = clamp(
-            self.gauge_add(&self.active_bytes, size)
-                .wrapping_add_signed(own),
-        );
-        self.gauge_peak(&self.peak_active, now);
-        if self.scopes_open.load(Ordering::Relaxed) > 0 {
-            self.gauge_peak(&self.scope_peak_active, now);
+    pub(super) fn shard(&self, bin: BinNumber) -> MutexGuard<'_, Shard<A::Block>> {
+        // The shard count is a power of two: a mask, not a division.
+        let idx = usize::try_from(bin).unwrap_or(0) & (self.shards.len() - 1);
+        self.shards[idx].lock()
+    }
+
+    // ---- stripes ----
+
+    /// A stripe for a new thread cache (an exited thread's, else a new one).
+    pub(super) fn take_stripe(&self) -> Arc<Stripe> {
+        let mut s = self.stripes.lock();
+        if let Some(st) = s.free.pop() {
+            return st;
         }
+        let st = Arc::new(Stripe::new(self.cache_bins, self.layout));
+        s.all.push(Arc::clone(&st));
+        st
     }
 
-    /// After a hit from a thread's cache: the pool-wide active bytes as that thread sees them
-    /// (exact with one thread; with several, other threads' cached hits are not in it), for the
-    /// peaks. Shared lines are only read unless a peak rises.
-    #[inline]
-    pub(super) fn note_cached_active(&self, own: isize) {
-        let now = clamp(
-            self.active_bytes
-                .load(Ordering::Relaxed)
-                .wrapping_add_signed(own),
-        );
-        Self::bump_peak(&self.peak_active, now);
-        if self.scopes_open.load(Ordering::Relaxed) > 0 {
-            Self::bump_peak(&self.scope_peak_active, now);
+    /// Gives a stripe back (its thread exited, or a lent one's request is done).
+    pub(super) fn return_stripe(&self, st: Arc<Stripe>) {
+        self.stripes.lock().free.push(st);
+    }
+
+    /// Runs `f` with a stripe of its own, for a request made where the thread has no cache (its
+    /// thread-locals are being destroyed, or a pool call from inside an allocator call).
+    pub(super) fn lend_stripe<R>(&self, f: impl FnOnce(&Stripe) -> R) -> R {
+        let st = self.take_stripe();
+        let r = f(&st);
+        self.return_stripe(st);
+        r
+    }
+
+    /// Every stripe, for the readers of statistics.
+    pub(super) fn stripes(&self) -> Vec<Arc<Stripe>> {
+        self.stripes.lock().all.clone()
+    }
+
+    // ---- messages to the thread caches ----
+
+    /// Asks every thread cache to give its blocks back to the shared bins at its thread's next
+    /// pool call or exit (`free`: to free them instead).
+    pub(super) fn message_caches(&self, free: bool) {
+        if free {
+            self.free_gen.fetch_add(1, Relaxed);
         }
+        self.hot
+            .gen
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Whether the per-thread caches may be used now.
-    #[inline]
-    pub(super) fn cache_on(&self) -> bool {
-        self.cache_on.load(Ordering::Relaxed)
-    }
-
-    /// Recomputes [`Inner::cache_on`] from the policy and the pool's state.
+    /// Recomputes whether the thread caches may hold blocks; when that changes, every cache
+    /// hears of it.
     pub(super) fn refresh_cache_on(&self) {
-        // Serialised (a stale `true` must not overwrite a newer `false`), and under the registry
-        // lock so that turning the caches off folds every cache back at once.
-        let reg = lock(&self.registry);
         let p = self.policy.load();
-        let on = !self.stop_holding.load(Ordering::SeqCst)
-            && !self.closed.load(Ordering::SeqCst)
+        let on = self.limits.max_blocks > 0
+            && !self.stop_holding.load(Relaxed)
+            && !self.closed.load(Relaxed)
             && p.larger_bins == 0
             && !p.shared_bins_only
             && p.held_bytes_cap.is_none()
             && p.idle_release_after.is_none()
             && p.eviction != Eviction::LeastRecentlyUsedBin;
-        let was = self.cache_on.swap(on, Ordering::SeqCst);
-        if was && !on {
-            for slot in reg.iter() {
-                let (bins, active, held, requests) = slot.take_state(super::cache::OFF);
-                self.fold(bins, active, held, requests);
-            }
-        } else if on && !was {
-            for slot in reg.iter() {
-                slot.set_caching(true);
-            }
-        }
+        self.cache_on.store(on, Relaxed);
+        self.message_caches(false);
     }
 
-    /// Blocks of `bin` (oldest first) onto the top of the shared bin, as held.
-    pub(super) fn push_held(&self, bin: BinNumber, blocks: Vec<A::Block>, last_tick: u64) {
-        if blocks.is_empty() {
-            return;
-        }
-        let mut shard = self.shard(bin);
-        let bytes = blocks.len() * self.layout.alloc_size(bin);
-        self.gauge_add(&self.held_bytes, bytes);
-        let b = shard.bin_entry(bin, self.layout);
-        b.stats.last_used_tick = b.stats.last_used_tick.max(last_tick);
-        b.blocks.extend(blocks);
-        b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
-    }
+    // ---- counting ----
 
-    /// Moves every block cached by a thread to the shared bins (a walk that must see every held
-    /// block: free, reclaim, idle release, caps).
-    pub(super) fn flush_slots(&self) {
-        // Under the registry lock, so that a reader (which holds it too) never sees a block in
-        // neither place.
-        let reg = lock(&self.registry);
-        for slot in reg.iter() {
-            for d in slot.drain() {
-                self.push_held(d.bin, d.blocks, d.last_tick);
-            }
-        }
-    }
-
-    /// Folds an exiting thread's slot into the shared state: its blocks onto the shared bins, its
-    /// counter deltas into the bins' figures and the gauges.
-    pub(super) fn retire_slot(&self, slot: &Slot<A>) {
-        let mut reg = lock(&self.registry);
-        let Some(i) = reg.iter().position(|s| std::ptr::eq(Arc::as_ptr(s), slot)) else {
-            return; // closed, or retired already
-        };
-        let mine = reg.swap_remove(i);
-        let (bins, active, held, requests) = mine.take_state(super::cache::RETIRED);
-        self.fold(bins, active, held, requests);
-        drop(reg);
-        drop(mine);
-    }
-
-    /// A slot's blocks and deltas into the shared state (caller holds the registry lock).
-    pub(super) fn fold(
-        &self,
-        bins: Vec<(BinNumber, Box<super::cache::CacheBin<A::Block>>)>,
-        active: isize,
-        held: isize,
-        requests: u64,
-    ) {
-        for (bin, mut c) in bins {
-            let mut shard = self.shard(bin);
-            let b = shard.bin_entry(bin, self.layout);
-            b.stats.hits += c.hits;
-            b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(c.peak_held);
-            b.stats.peak_active_blocks = b.stats.peak_active_blocks.max(c.peak_active);
-            b.stats.last_used_tick = b.stats.last_used_tick.max(c.last_tick);
-            b.stats.active_blocks = b.stats.active_blocks.wrapping_add_signed(c.active_blocks);
-            b.stats.active_requested_bytes = b
-                .stats
-                .active_requested_bytes
-                .wrapping_add_signed(c.active_requested);
-            b.blocks.extend(c.blocks.take_all());
-            b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
-        }
-        self.with_gauges(|| {
-            self.gauge_add_signed(&self.active_bytes, active);
-            self.gauge_add_signed(&self.held_bytes, held);
-            if self.single {
-                let t = self.tick.load(Ordering::Relaxed);
-                self.tick.store(t + requests, Ordering::Relaxed);
-            } else {
-                self.tick.fetch_add(requests, Ordering::Relaxed);
-            }
-        });
-    }
-
-    /// Caller may write the gauges (see [`Inner::with_gauges`]).
-    pub(super) fn gauge_add_signed(&self, g: &AtomicUsize, d: isize) {
-        if d >= 0 {
-            self.gauge_add(g, d.unsigned_abs());
-        } else {
-            self.gauge_sub(g, d.unsigned_abs());
-        }
-    }
-
-    /// Runs `f` where the hit-path gauges may be written (single mode: under the shard lock).
-    pub(super) fn with_gauges<R>(&self, f: impl FnOnce() -> R) -> R {
-        if self.single {
-            let _guard = lock(&self.shards[0].0);
-            f()
-        } else {
-            f()
-        }
-    }
-
-    pub(super) fn note_managed(&self, now: usize) {
-        // managed_bytes changes only off the hit path: always atomic read-modify-write.
-        Self::bump_peak(&self.peak_managed, now);
-        if self.scopes_open.load(Ordering::Relaxed) > 0 {
-            Self::bump_peak(&self.scope_peak_managed, now);
-        }
-    }
-
-    /// Pops the most recent held block of `bin`, counting a hit. `tick: None` starts a new
-    /// request (draws its tick); returns the request's tick.
+    /// A request of `bin` was served (`hit`: from a held block) for `size` bytes; the shard's
+    /// figures when no stripe counts the bin (caller holds that shard).
     #[inline]
-    pub(super) fn take_held(
+    fn count_out(
         &self,
+        st: &Stripe,
+        shard: &mut Shard<A::Block>,
         bin: BinNumber,
         size: usize,
-        tick: Option<u64>,
-        own: Own,
-    ) -> (Found<A::Block>, u64) {
-        // A request's tick counts the calling thread's cached requests too.
-        let tick = match tick {
-            Some(t) => Some(t),
-            None if !self.single => Some(self.next_tick() + own.requests),
-            None => None,
-        };
-        let mut shard = self.shard(bin);
-        let tick = tick.unwrap_or_else(|| self.next_tick() + own.requests);
-        let Some(b) = shard.bins.get_mut(&bin) else {
-            return (Found::Nothing, tick);
-        };
-        b.stats.last_used_tick = tick;
-        let Some(block) = b.blocks.pop() else {
-            return (Found::Nothing, tick);
-        };
-        let s = &mut b.stats;
-        s.hits += 1;
-        s.active_blocks = s.active_blocks.wrapping_add(1);
-        s.active_requested_bytes = s.active_requested_bytes.wrapping_add(size);
-        s.peak_active_blocks = s.peak_active_blocks.max(clamp(s.active_blocks));
-        self.gauge_sub(&self.held_bytes, s.block_bytes);
-        self.add_active(size, own.active);
-        drop(shard);
-        (Found::Block(block, bin), tick)
+        hit: bool,
+        tick: u64,
+    ) {
+        match st.bin(bin) {
+            Some(c) => {
+                let a = add(&c.active, 1);
+                add(&c.requested, size);
+                raise(&c.peak_active, clamp(a));
+                c.last_tick.store(tick, Relaxed);
+                if hit {
+                    add64(&c.hits, 1);
+                }
+                if let Some(b) = shard.bins.get(&bin) {
+                    c.shared_seen.store(b.blocks.len(), Relaxed);
+                }
+            }
+            None => {
+                let s = &mut shard.bin_entry(bin, self.layout).stats;
+                s.active_blocks = s.active_blocks.wrapping_add(1);
+                s.active_requested_bytes = s.active_requested_bytes.wrapping_add(size);
+                s.peak_active_blocks = s.peak_active_blocks.max(clamp(s.active_blocks));
+                s.last_used_tick = tick;
+                s.hits += u64::from(hit);
+            }
+        }
     }
 
+    /// The active bytes grew by `size` through `st`: the pool-wide figure as that stripe sees it
+    /// (exact when one thread uses the pool) raises the peaks. Shared lines are only read unless
+    /// a peak rises.
+    #[inline]
+    pub(super) fn note_active(&self, st: &Stripe, size: usize) {
+        // Signed: a wrapped (below-zero) sum is below every peak, as `clamp` would make it, in
+        // one compare fewer. The managed bytes are at most `isize::MAX`.
+        let now = add(&st.active_bytes, size)
+            .cast_signed()
+            .min(self.managed_bytes.load(Relaxed).cast_signed());
+        if now > self.hot.peak_active.load(Relaxed).cast_signed() {
+            self.hot.peak_active.fetch_max(now.unsigned_abs(), Relaxed);
+        }
+        if self.hot.scopes_open.load(Relaxed) > 0 {
+            self.scope_peak_active
+                .fetch_max(now.max(0).unsigned_abs(), Relaxed);
+        }
+    }
+
+    fn note_managed(&self, now: usize) {
+        self.peak_managed.fetch_max(now, Relaxed);
+        if self.hot.scopes_open.load(Relaxed) > 0 {
+            self.scope_peak_managed.fetch_max(now, Relaxed);
+        }
+    }
+
+    // ---- the shared bins ----
+
+    /// The newest held block of `bin` from its shared bin, counted as a hit of request `tick`.
+    pub(super) fn take_shared(
+        &self,
+        st: &Stripe,
+        bin: BinNumber,
+        size: usize,
+        tick: u64,
+    ) -> Option<A::Block> {
+        let mut shard = self.shard(bin);
+        let sh = &mut *shard;
+        let b = sh.bins.get_mut(&bin)?;
+        let Some(block) = b.blocks.pop() else {
+            // A request touched the bin all the same.
+            match st.bin(bin) {
+                Some(c) => c.last_tick.store(tick, Relaxed),
+                None => b.stats.last_used_tick = tick,
+            }
+            return None;
+        };
+        sh.held_bytes -= b.stats.block_bytes;
+        self.count_out(st, sh, bin, size, true, tick);
+        drop(shard);
+        self.note_active(st, size);
+        Some(block)
+    }
+
+    /// Under the larger-bins policy: a held block from one of the `n` bins above `bin`.
     pub(super) fn take_larger(
         &self,
+        st: &Stripe,
         bin: BinNumber,
         size: usize,
         tick: u64,
         n: u32,
-        own: Own,
-    ) -> Found<A::Block> {
-        // No block can sit above the bin of the largest size: a huge `larger_bins`
-        // (`u32::MAX`) looks at the bins that can exist, not at four billion numbers.
+    ) -> Option<Found<A::Block>> {
+        // No block can sit above the bin of the largest size: a huge `larger_bins` looks at the
+        // bins that can exist, not at four billion numbers.
         let last = self.layout.bin_number(usize::MAX);
-        let n = n.min(last.saturating_sub(bin));
-        for k in 1..=n {
-            let Some(b) = bin.checked_add(k) else {
-                break;
-            };
-            if let (Found::Block(block, from), _) = self.take_held(b, size, Some(tick), own) {
-                self.larger_bin_hits.fetch_add(1, Ordering::Relaxed);
-                return Found::Block(block, from);
+        for k in 1..=n.min(last.saturating_sub(bin)) {
+            let from = bin.checked_add(k)?;
+            if let Some(block) = self.take_shared(st, from, size, tick) {
+                self.larger_bin_hits.fetch_add(1, Relaxed);
+                return Some(Found {
+                    block,
+                    bin: from,
+                    hit: true,
+                });
             }
         }
-        Found::Nothing
+        None
     }
+
+    /// A block fresh from the allocator for request `tick`: counted as a miss.
+    pub(super) fn count_fresh(&self, st: &Stripe, bin: BinNumber, size: usize, tick: u64) {
+        let mut shard = self.shard(bin);
+        let s = &mut shard.bin_entry(bin, self.layout).stats;
+        s.misses += 1;
+        s.upstream_allocations += 1;
+        self.count_out(st, &mut shard, bin, size, false, tick);
+        drop(shard);
+        self.note_active(st, size);
+    }
+
+    /// Counts the return of a block of `bin` requested as `size` bytes (caller holds that shard
+    /// when no stripe counts the bin).
+    #[inline]
+    pub(super) fn count_in(
+        st: &Stripe,
+        shard: Option<&mut Shard<A::Block>>,
+        bin: BinNumber,
+        size: usize,
+    ) {
+        sub(&st.active_bytes, size);
+        match (st.bin(bin), shard) {
+            (Some(c), _) => {
+                sub(&c.active, 1);
+                sub(&c.requested, size);
+            }
+            (None, Some(shard)) => {
+                if let Some(b) = shard.bins.get_mut(&bin) {
+                    b.stats.active_blocks = b.stats.active_blocks.wrapping_sub(1);
+                    b.stats.active_requested_bytes =
+                        b.stats.active_requested_bytes.wrapping_sub(size);
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// A returned block goes to its shared bin (PyOpenCL's `free(block, size)`), or to the
+    /// allocator after `stop_holding`, once the pool closed, or past the held-bytes cap.
+    pub(super) fn put_shared(&self, st: &Stripe, block: A::Block, bin: BinNumber, size: usize) {
+        let bytes = self.layout.alloc_size(bin);
+        let cap = self.policy.held_cap.load(Relaxed);
+        let hold = !self.stop_holding.load(Relaxed)
+            && !self.closed.load(Relaxed)
+            && (cap == NONE
+                || self
+                    .shared_held_bytes()
+                    .checked_add(bytes)
+                    .is_some_and(|n| n <= cap));
+        let mut shard = self.shard(bin);
+        Self::count_in(st, Some(&mut shard), bin, size);
+        let to_free = if hold {
+            self.push_shared(st, &mut shard, bin, vec![block]);
+            None
+        } else {
+            shard.bin_entry(bin, self.layout).stats.upstream_frees += 1;
+            self.managed_bytes.fetch_sub(bytes, Relaxed);
+            Some(block)
+        };
+        drop(shard);
+        if let Some(block) = to_free {
+            self.free_upstream(block);
+        }
+    }
+
+    /// Blocks of `bin` (oldest first) onto the top of its shared bin, as held (caller holds that
+    /// shard; `st`: the stripe of the thread that moves them, whose view of the bin follows).
+    pub(super) fn push_shared(
+        &self,
+        st: &Stripe,
+        shard: &mut Shard<A::Block>,
+        bin: BinNumber,
+        blocks: Vec<A::Block>,
+    ) {
+        let b = shard.bin_entry(bin, self.layout);
+        let bytes = blocks.len() * b.stats.block_bytes;
+        b.blocks.extend(blocks);
+        b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
+        let len = b.blocks.len();
+        shard.held_bytes += bytes;
+        if let Some(c) = st.bin(bin) {
+            c.shared_seen.store(len, Relaxed);
+            raise(&c.peak_held, len + c.held.load(Relaxed));
+        }
+    }
+
+    /// Held bytes in the shared bins.
+    pub(super) fn shared_held_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().held_bytes).sum()
+    }
+
+    // ---- the allocator ----
 
     /// One upstream allocation of `rounded` bytes, within the managed limit.
     pub(super) fn upstream_allocate(&self, rounded: usize) -> Result<A::Block, Upstream<A::Error>> {
@@ -457,256 +589,186 @@ impl<A: Allocator> Inner<A> {
         // one with a span; hits stay free of tracing.
         let _span = tracing::debug_span!("cl_pool::miss", bytes = rounded).entered();
         // The caller's limit, and always the hard bound: the managed bytes are reserved before
-        // the allocator is asked, so no block (or sum of blocks) past `MAX_MANAGED_BYTES` is ever
-        // counted (found by the `trace` fuzz target: a block of `usize::MAX - 255` bytes overflowed
-        // the per-thread caches' signed gauges).
-        let limit = self
-            .policy
-            .limit
-            .load(Ordering::Relaxed)
-            .min(MAX_MANAGED_BYTES);
-        let reserved = self
-            .managed_bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
-                m.checked_add(rounded).filter(|&n| n <= limit)
-            });
-        if reserved.is_err() {
+        // the allocator is asked, so no sum of blocks past `MAX_MANAGED_BYTES` is ever counted.
+        let limit = self.policy.limit.load(Relaxed).min(MAX_MANAGED_BYTES);
+        let reserved = self.managed_bytes.fetch_update(Relaxed, Relaxed, |m| {
+            m.checked_add(rounded).filter(|&n| n <= limit)
+        });
+        let Ok(before) = reserved else {
             return Err(Upstream::Limit);
-        }
+        };
         let t0 = Instant::now();
         let r = self.allocator.allocate(rounded);
-        lock(&self.timings).allocate.record(t0.elapsed());
-        let unreserve = || {
-            self.managed_bytes.fetch_sub(rounded, Ordering::Relaxed);
-        };
-        match r {
-            Ok(Some(block)) => {
-                self.note_managed(self.managed_bytes.load(Ordering::Relaxed));
-                Ok(block)
-            }
-            Ok(None) => {
-                unreserve();
-                Err(Upstream::Fatal(PoolError::NoBlock { size: rounded }))
-            }
-            Err(e) if e.is_out_of_memory() => {
-                unreserve();
-                Err(Upstream::Oom(e))
-            }
-            Err(e) => {
-                unreserve();
-                Err(Upstream::Fatal(PoolError::Allocator(e)))
-            }
+        self.timings.lock().allocate.record(t0.elapsed());
+        if let Ok(Some(block)) = r {
+            self.note_managed(before + rounded);
+            return Ok(block);
         }
+        self.managed_bytes.fetch_sub(rounded, Relaxed);
+        Err(match r {
+            Ok(_) => Upstream::Fatal(PoolError::NoBlock { size: rounded }),
+            Err(e) if e.is_out_of_memory() => Upstream::Oom(e),
+            Err(e) => Upstream::Fatal(PoolError::Allocator(e)),
+        })
     }
 
     pub(super) fn free_upstream(&self, block: A::Block) {
         let t0 = Instant::now();
         let r = self.allocator.free(block);
-        lock(&self.timings).free.record(t0.elapsed());
+        self.timings.lock().free.record(t0.elapsed());
         if let Err(e) = r {
-            self.free_errors.fetch_add(1, Ordering::Relaxed);
+            self.free_errors.fetch_add(1, Relaxed);
             tracing::warn!(error = %e, "memory pool: freeing a block failed");
         }
     }
 
-    /// A block comes back (PyOpenCL's `free(block, size)`).
-    pub(super) fn give_back(&self, block: A::Block, bin: BinNumber, size: usize) {
-        let bytes = self.layout.alloc_size(bin);
-        let to_free = {
-            let mut shard = self.shard(bin);
-            self.gauge_sub(&self.active_bytes, size);
-            let hold = if self.stop_holding.load(Ordering::Relaxed)
-                || self.closed.load(Ordering::Relaxed)
-            {
-                false
-            } else {
-                let cap = self.policy.held_cap.load(Ordering::Relaxed);
-                if cap == NONE {
-                    self.gauge_add(&self.held_bytes, bytes);
-                    true
-                } else if self.single {
-                    let h = self.held_bytes.load(Ordering::Relaxed);
-                    let fits = h.checked_add(bytes).is_some_and(|n| n <= cap);
-                    if fits {
-                        self.held_bytes.store(h + bytes, Ordering::Relaxed);
-                    }
-                    fits
-                } else {
-                    self.held_bytes
-                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
-                            h.checked_add(bytes).filter(|&n| n <= cap)
-                        })
-                        .is_ok()
-                }
-            };
-            // The bin exists (the block was handed out from it); `bin_entry` is the fallback.
-            let b = match shard.bins.get_mut(&bin) {
-                Some(b) => b,
-                None => shard.bin_entry(bin, self.layout),
-            };
-            let s = &mut b.stats;
-            s.active_blocks = s.active_blocks.wrapping_sub(1);
-            s.active_requested_bytes = s.active_requested_bytes.wrapping_sub(size);
-            if hold {
-                b.blocks.push(block);
-                b.stats.peak_held_blocks = b.stats.peak_held_blocks.max(b.blocks.len());
-                None
-            } else {
-                s.upstream_frees += 1;
-                Some(block)
-            }
-        };
-        if let Some(block) = to_free {
-            self.managed_bytes.fetch_sub(bytes, Ordering::Relaxed);
-            self.free_upstream(block);
-        }
-    }
-
-    /// Frees one held block from the highest non-empty bin (PyOpenCL's `try_to_free_memory`).
-    pub(super) fn reclaim_one(&self) -> bool {
-        self.reclaim_one_counted(true)
-    }
-
-    pub(super) fn reclaim_one_counted(&self, count: bool) -> bool {
-        self.flush_slots();
-        loop {
-            // Find the bin to free from over all shards, then pop from it (it may have been
-            // emptied meanwhile by another thread: look again).
-            let eviction = self.policy.eviction();
-            // Score: larger is freed first.
-            let score = |bin: BinNumber, b: &Bin<A::Block>| -> (u64, BinNumber) {
-                match eviction {
-                    Eviction::LargestBinFirst => (0, bin),
-                    Eviction::FullestBinFirst => (b.blocks.len() as u64, bin),
-                    Eviction::LeastRecentlyUsedBin => (u64::MAX - b.stats.last_used_tick, bin),
-                }
-            };
-            let mut best: Option<((u64, BinNumber), BinNumber)> = None;
-            for shard in self.shards.iter() {
-                let shard = lock(&shard.0);
-                for (&bin, b) in &shard.bins {
-                    if b.blocks.is_empty() {
-                        continue;
-                    }
-                    let sc = score(bin, b);
-                    if best.is_none_or(|(s, _)| sc > s) {
-                        best = Some((sc, bin));
-                    }
-                }
-            }
-            let best = best.map(|(_, bin)| bin);
-            let Some(bin) = best else {
-                return false;
-            };
-            let block = {
-                let mut shard = self.shard(bin);
-                let b = shard.bin_entry(bin, self.layout);
-                let block = b.blocks.pop();
-                if block.is_some() {
-                    b.stats.upstream_frees += 1;
-                    let bytes = b.stats.block_bytes;
-                    self.gauge_sub(&self.held_bytes, bytes);
-                }
-                block
-            };
-            if let Some(block) = block {
-                let bytes = self.layout.alloc_size(bin);
-                self.managed_bytes.fetch_sub(bytes, Ordering::Relaxed);
-                if count {
-                    self.reclaims.fetch_add(1, Ordering::Relaxed);
-                }
-                self.free_upstream(block);
-                return true;
-            }
-        }
-    }
-
-    /// Frees every held block, ascending by bin (PyOpenCL's `free_held`). Returns the count.
-    pub(super) fn free_held_counted(&self, reclaim: bool) -> usize {
-        self.flush_slots();
-        let mut taken: Vec<(BinNumber, A::Block)> = Vec::new();
-        for shard in self.shards.iter() {
-            let mut shard = lock(&shard.0);
-            let mut drained = 0;
-            for (&bin, b) in &mut shard.bins {
-                b.stats.upstream_frees += b.blocks.len() as u64;
-                drained += b.blocks.len() * b.stats.block_bytes;
-                taken.extend(b.blocks.drain(..).map(|blk| (bin, blk)));
-            }
-            self.gauge_sub(&self.held_bytes, drained);
-        }
-        taken.sort_by_key(|(bin, _)| *bin);
-        let n = taken.len();
-        for (bin, block) in taken {
-            let bytes = self.layout.alloc_size(bin);
-            self.managed_bytes.fetch_sub(bytes, Ordering::Relaxed);
-            if reclaim {
-                self.reclaims.fetch_add(1, Ordering::Relaxed);
-            }
-            self.free_upstream(block);
-        }
-        n
-    }
-
-    /// Frees held blocks of bins last used before tick `before` (except `keep`).
-    pub(super) fn release_idle_before(&self, before: u64, keep: Option<BinNumber>) -> usize {
-        self.flush_slots();
-        let mut taken: Vec<(BinNumber, A::Block)> = Vec::new();
-        for shard in self.shards.iter() {
-            let mut shard = lock(&shard.0);
-            let mut drained = 0;
-            for (&bin, b) in &mut shard.bins {
-                if Some(bin) != keep && b.stats.last_used_tick < before && !b.blocks.is_empty() {
-                    b.stats.upstream_frees += b.blocks.len() as u64;
-                    drained += b.blocks.len() * b.stats.block_bytes;
-                    taken.extend(b.blocks.drain(..).map(|blk| (bin, blk)));
-                }
-            }
-            self.gauge_sub(&self.held_bytes, drained);
-        }
-        taken.sort_by_key(|(bin, _)| *bin);
+    /// Frees blocks taken out of the pool's held ones (`reclaim`: count them as reclaims).
+    fn free_taken(&self, taken: Vec<(BinNumber, A::Block)>, reclaim: bool) -> usize {
         let mut freed = 0;
         for (bin, block) in taken {
             let bytes = self.layout.alloc_size(bin);
-            self.managed_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            self.managed_bytes.fetch_sub(bytes, Relaxed);
             freed += bytes;
+            if reclaim {
+                self.reclaims.fetch_add(1, Relaxed);
+            }
             self.free_upstream(block);
         }
         freed
     }
 
-    pub(super) fn oom_report(&self, requested: usize, rounded: usize) -> OomReport {
-        let largest = self.fold_bins(0, |acc, b| {
-            if b.blocks.is_empty() {
-                acc
-            } else {
-                acc.max(b.stats.block_bytes)
+    // ---- walks over the shared bins ----
+
+    /// Each bin's last request tick, from the shards and every stripe.
+    pub(super) fn last_ticks(&self) -> HashMap<BinNumber, u64> {
+        let mut t = HashMap::new();
+        for shard in self.shards.iter() {
+            for (&bin, b) in &shard.lock().bins {
+                t.insert(bin, b.stats.last_used_tick);
             }
+        }
+        for st in self.stripes() {
+            for (i, c) in st.bins.iter().enumerate() {
+                if let (Ok(bin), tick @ 1..) = (BinNumber::try_from(i), c.last_tick.load(Relaxed)) {
+                    let e = t.entry(bin).or_insert(0);
+                    *e = (*e).max(tick);
+                }
+            }
+        }
+        t
+    }
+
+    /// Takes the shared bins' blocks that `pick(bin, blocks held)` selects, ascending by bin.
+    fn take_shared_where(
+        &self,
+        mut pick: impl FnMut(BinNumber, usize) -> bool,
+    ) -> Vec<(BinNumber, A::Block)> {
+        let mut taken = Vec::new();
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            let sh = &mut *shard;
+            for (&bin, b) in &mut sh.bins {
+                if !b.blocks.is_empty() && pick(bin, b.blocks.len()) {
+                    b.stats.upstream_frees += b.blocks.len() as u64;
+                    sh.held_bytes -= b.blocks.len() * b.stats.block_bytes;
+                    taken.extend(b.blocks.drain(..).map(|blk| (bin, blk)));
+                }
+            }
+        }
+        taken.sort_by_key(|(bin, _)| *bin);
+        taken
+    }
+
+    /// Frees every block of the shared bins (PyOpenCL's `free_held`); returns the count.
+    pub(super) fn free_shared(&self, reclaim: bool) -> usize {
+        let taken = self.take_shared_where(|_, _| true);
+        let n = taken.len();
+        self.free_taken(taken, reclaim);
+        n
+    }
+
+    /// Frees the shared blocks of bins last used before tick `before` (except `keep`).
+    pub(super) fn release_idle_before(&self, before: u64, keep: Option<BinNumber>) -> usize {
+        let ticks = self.last_ticks();
+        let taken = self.take_shared_where(|bin, _| {
+            Some(bin) != keep && ticks.get(&bin).copied().unwrap_or(0) < before
         });
-        let limit = self.policy.limit.load(Ordering::Relaxed);
-        // Read under the registry lock, as the statistics are (see `MemoryPool::stats`).
-        let (active, held, shared_active, shared_held) = {
-            let reg = lock(&self.registry);
-            let (a, h) = reg.iter().fold((0isize, 0isize), |(a, h), slot| {
-                let st = slot.lock();
-                (
-                    a.wrapping_add(st.active_bytes),
-                    h.wrapping_add(st.held_bytes),
-                )
-            });
-            (
-                a,
-                h,
-                self.active_bytes.load(Ordering::Relaxed),
-                self.held_bytes.load(Ordering::Relaxed),
-            )
-        };
+        self.free_taken(taken, false)
+    }
+
+    /// Frees one held block of the shared bins, the policy's eviction order first (PyOpenCL's
+    /// `try_to_free_memory`: the highest non-empty bin).
+    pub(super) fn reclaim_one(&self, count: bool) -> bool {
+        let eviction = self.policy.eviction();
+        let ticks = (eviction == Eviction::LeastRecentlyUsedBin).then(|| self.last_ticks());
+        loop {
+            // Score: larger is freed first.
+            let mut best: Option<((u64, BinNumber), BinNumber)> = None;
+            for shard in self.shards.iter() {
+                for (&bin, b) in &shard.lock().bins {
+                    if b.blocks.is_empty() {
+                        continue;
+                    }
+                    let first = match (&ticks, eviction) {
+                        (Some(t), _) => u64::MAX - t.get(&bin).copied().unwrap_or(0),
+                        (None, Eviction::FullestBinFirst) => b.blocks.len() as u64,
+                        (None, _) => 0,
+                    };
+                    if best.is_none_or(|(s, _)| (first, bin) > s) {
+                        best = Some(((first, bin), bin));
+                    }
+                }
+            }
+            let Some((_, bin)) = best else {
+                return false;
+            };
+            let block = {
+                let mut shard = self.shard(bin);
+                let sh = &mut *shard;
+                let b = sh.bin_entry(bin, self.layout);
+                let block = b.blocks.pop();
+                if block.is_some() {
+                    b.stats.upstream_frees += 1;
+                    let bytes = b.stats.block_bytes;
+                    sh.held_bytes -= bytes;
+                }
+                block
+            };
+            // Emptied meanwhile by another thread: look again.
+            if let Some(block) = block {
+                self.free_taken(vec![(bin, block)], count);
+                return true;
+            }
+        }
+    }
+
+    pub(super) fn oom_report(
+        &self,
+        requested: usize,
+        rounded: usize,
+        active: usize,
+        held: usize,
+    ) -> OomReport {
+        let largest = self
+            .shards
+            .iter()
+            .flat_map(|s| {
+                s.lock()
+                    .bins
+                    .values()
+                    .filter(|b| !b.blocks.is_empty())
+                    .map(|b| b.stats.block_bytes)
+                    .max()
+            })
+            .max()
+            .unwrap_or(0);
+        let limit = self.policy.limit.load(Relaxed);
         OomReport {
             requested,
             rounded,
-            managed_bytes: self.managed_bytes.load(Ordering::Relaxed),
-            active_bytes: shared_active.wrapping_add_signed(active),
-            held_bytes: shared_held.wrapping_add_signed(held),
+            managed_bytes: self.managed_bytes.load(Relaxed),
+            active_bytes: active,
+            held_bytes: held,
             largest_held_block: largest,
             limit: (limit != NONE).then_some(limit),
         }
@@ -715,7 +777,8 @@ impl<A: Allocator> Inner<A> {
 
 impl<A: Allocator> Drop for Inner<A> {
     fn drop(&mut self) {
-        // PyOpenCL's destructor runs free_held().
-        self.free_held_counted(false);
+        // PyOpenCL's destructor runs free_held(). (No thread cache holds a block now: each holds
+        // the pool while it does.)
+        self.free_shared(false);
     }
 }

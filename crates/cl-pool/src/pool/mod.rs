@@ -1,82 +1,79 @@
 //! The binned memory pool (PyOpenCL's `memory_pool<Allocator>`, `src/mempool.hpp`).
 //!
-//! # Design: locking (decided 2026-11-22, measured on the 2-core AMD EPYC VM of this project)
+//! # Design
 //!
-//! The pool is `Send + Sync` and shared by handle ([`MemoryPool`] is an `Arc`); blocks return to it
-//! from `Drop` on any thread, which rules out `&mut self` methods (users would need their own lock
-//! and could not return blocks from other threads). Inside, the bins are spread over `shards`
-//! `Mutex`es (picked by `bin % shards`; neighbouring bins land in different shards), each an
-//! unordered map `bin -> LIFO stack` plus per-bin figures as plain integers under that lock.
+//! The pool is `Send + Sync` and shared by handle ([`MemoryPool`] is an `Arc`); blocks return to
+//! it from `Drop` on any thread. Two layers, in the shape of tcmalloc and mimalloc:
 //!
-//! (This section records the design before the per-thread caches of 2026-11-24, which now serve
-//! most hits without any locked instruction (their lock is biased towards their thread, see the
-//! `cache` module): see docs/PERFORMANCE.md for today's figures, measured on the H100's 16-core
-//! host, where sharding helps 1.2-3.8x at 8-16 threads.)
+//! - **Thread caches** (`cache.rs`): each thread keeps the blocks it returns, per bin, and takes
+//!   its hits from them first. Only its own thread touches a cache, with no lock; other threads
+//!   reach it only by messages it reads at its next call of the pool or at its exit. A cache is
+//!   bounded by count and by bytes, and takes no block larger than a limit
+//!   ([`ThreadCacheLimits`], [`PoolBuilder::thread_cache`]).
+//! - **Shared bins** (`engine.rs`): PyOpenCL's bins, spread over `shards` `parking_lot` mutexes
+//!   (picked by `bin % shards`; neighbouring bins land in different shards). A request its
+//!   thread's cache cannot serve, a block no cache takes, and every out-of-memory reclaim go
+//!   here. `parking_lot`'s locks do not convoy, and with [`DEFAULT_SHARDS`] threads on different
+//!   sizes seldom meet.
 //!
-//! - **One shard (the default, [`DEFAULT_SHARDS`])**: every hit-path counter (active, held, tick,
-//!   peaks) is written with a plain load + store under the one lock, so a hit costs one lock/unlock
-//!   pair each way and nothing else atomic but the `Arc` count of the block's pool handle. Measured
-//!   (`cargo run --release -p cl-pool --example hit_latency`): allocate + drop from a warm bin
-//!   ~60 ns median, also over 64 mixed sizes; through [`MemoryPool::allocate_local`], whose block
-//!   borrows the pool (no `Arc` traffic), ~33 ns. On this VM one locked instruction costs ~6 ns and
-//!   an uncontended `Mutex` lock/unlock ~12.6 ns; PyOpenCL's hit is 300-400 ns. With
-//!   `allocate_local`, 2 and 8 threads on distinct sizes take the same total time per hit as one.
-//! - **Several shards** ([`PoolBuilder::shards`]): threads on different sizes lock different
-//!   mutexes, but `active_bytes` (for an exact peak), `held_bytes` and the allocation tick become
-//!   atomic read-modify-writes shared by all threads: ~80-95 ns per hit single-threaded here. On
-//!   this 2-core VM neither mode makes 8 threads faster in total than one (the shared cache lines -
-//!   the lock or the global atomics, and the pool's `Arc` count - bounce between cores); sharding is
-//!   offered for many-core hosts where lock hold times, not cache-line transfers, dominate.
+//! One path per request, [`MemoryPool::allocate`] top to bottom: this thread's cache, else the
+//! shared bin (`acquire`), else the allocator and PyOpenCL's reclaim path (`miss`). A return
+//! ([`PoolBlock`]'s `Drop`, `blocks.rs`) goes into the returning thread's cache, else onto the
+//! shared bin, else (after `stop_holding`) to the allocator.
 //!
-//! Statistics are per-bin plain integers updated under the lock the hit takes anyway, so they add no
-//! atomic instruction (opening a [`CounterScope`] adds one compare per counter increase).
+//! **Figures.** Every thread counts its requests in a stripe of its own (counters with one
+//! writer, no locked instruction), which the statistics sum; bins a thread never caches (past
+//! the block-size limit) are counted in their shard. So with one thread (PyOpenCL's case) every
+//! counter is exact and the pool makes PyOpenCL's decisions: a thread's cache and the shared bin
+//! of a bin form one LIFO stack (a cache gives its *oldest* blocks to the shared bin). With
+//! several threads sums stay exact when the pool is quiet; the peaks (pool-wide and per bin) and
+//! the last-use ticks are each thread's own view: the largest figure any one thread's requests
+//! account for.
 //!
-//! **No allocator call is made while a shard lock is held**: blocks to free are taken out under the
-//! lock and freed after it is released, so an allocator may block in the driver (or call back into
-//! the pool) without stalling other threads.
+//! **Held blocks.** Blocks in thread caches are held: `held_blocks`, `held_bytes` and the
+//! statistics count them. What is released when:
+//!
+//! - [`MemoryPool::free_held`] and [`MemoryPool::stop_holding`] free at once every block of the
+//!   shared bins and of the calling thread's cache, and ask every other thread's cache to free
+//!   its blocks: each does so at its thread's next call of the pool (an allocation or a return)
+//!   or at the thread's exit.
+//! - The out-of-memory reclaim, [`MemoryPool::enforce_held_cap`], [`MemoryPool::release_idle`]
+//!   and [`MemoryPool::idle_held_bytes`] see the shared bins and the calling thread's cache, and
+//!   ask the other caches to give their blocks back to the shared bins (same moments).
+//! - A policy that needs every block in one place (a held-bytes cap, idle release, least-
+//!   recently-used eviction, larger bins, [`Policy::shared_bins_only`]) turns the caches off:
+//!   each gives its blocks back at the same moments.
+//! - When the last [`MemoryPool`] handle goes, the caches give their blocks back (the calling
+//!   thread's at once) and let the pool go; the held blocks are freed when the last handle and
+//!   the last block are gone (PyOpenCL frees them in the destructor). A thread that never calls
+//!   the pool again keeps a closed pool (its allocator) alive until it exits or first uses
+//!   another new pool.
+//! - A thread's exit gives its caches' blocks back to the shared bins.
+//!
+//! **No allocator call is made while a shard lock is held**: blocks to free are taken out under
+//! the lock and freed after it is released, so an allocator may block in the driver or call back
+//! into the pool (such a call, made inside a pool call, uses the shared bins).
 //!
 //! # Out-of-memory reclaim
 //!
 //! As PyOpenCL (reference section 3.3 / 10.2), with two strengthenings: the typed error carries the
 //! figures that explain it, and the request's own bin (and, under the larger-bins policy, the bins
-//! above it) is looked at again before every retry, so the pool never fails while a held block could
-//! have served the request.
+//! above it) is looked at again before every retry, so the pool never fails while a held block of
+//! the shared bins could have served the request.
 
-#[allow(unsafe_code)]
-mod biased;
-pub use biased::uses_membarrier;
 mod blocks;
 mod cache;
 mod engine;
 mod policy;
 mod scope;
-#[allow(unsafe_code)]
-mod tls;
 
 pub use self::blocks::{LocalBlock, PoolBlock};
-use self::blocks::{Owner, WideBin};
-use self::engine::*;
-use self::policy::*;
-pub use self::policy::{Eviction, OomMode, Policy, MAX_MANAGED_BYTES};
+pub use self::policy::{Eviction, OomMode, Policy, ThreadCacheLimits, MAX_MANAGED_BYTES};
 pub use self::scope::CounterScope;
 
 use std::fmt;
-
-/// The end of a cached hit in `allocate` and `allocate_local`: the allocator's hand-out hook on
-/// the block already in its handle `out` (a failure returns it to the pool), then the trace id.
-macro_rules! finish_cached_hit {
-    ($pool:ident, $out:ident, $size:ident) => {
-        match $pool.hand_out_cached(&mut $out.block, $size) {
-            Ok(id) => {
-                $out.trace_id = id;
-                Ok($out)
-            }
-            Err(e) => Err(hand_out_failed($out, e)),
-        }
-    };
-}
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering::{AcqRel, Relaxed, SeqCst};
+use std::sync::Arc;
 
 use crate::allocator::Allocator;
 use crate::bins::{BinLayout, BinNumber, InvalidLeadingBits};
@@ -84,23 +81,13 @@ use crate::error::PoolError;
 use crate::stats::{BinStats, PoolStats};
 use crate::trace::TraceEvent;
 
-/// The per-thread caches' figures, summed.
-#[derive(Default)]
-struct SlotSums {
-    held_blocks: usize,
-    active_blocks: isize,
-    active_bytes: isize,
-    held_bytes: isize,
-    hits: u64,
-    requests: u64,
-    /// bin -> (held blocks, active blocks, active requested bytes, hits)
-    bins: std::collections::HashMap<BinNumber, (usize, isize, isize, u64)>,
-    /// bin -> (peak held, peak active, last tick), the largest any thread saw
-    peaks: std::collections::HashMap<BinNumber, (usize, usize, u64)>,
-}
+use self::blocks::WideBin;
+use self::cache::ThreadCache;
+use self::engine::{clamp, Found, Inner, Stripe, Upstream};
+use self::policy::{PolicyCell, NONE};
 
-/// Default number of lock shards of a pool.
-pub const DEFAULT_SHARDS: usize = 1;
+/// Default number of lock shards of a pool's shared bins.
+pub const DEFAULT_SHARDS: usize = 16;
 
 /// A binned memory pool over any [`Allocator`]: PyOpenCL's `MemoryPool` / `SVMPool` algorithm.
 ///
@@ -128,7 +115,7 @@ pub struct MemoryPool<A: Allocator> {
 
 impl<A: Allocator> Clone for MemoryPool<A> {
     fn clone(&self) -> Self {
-        self.inner.handles.fetch_add(1, Ordering::Relaxed);
+        self.inner.handles.fetch_add(1, Relaxed);
         Self {
             inner: Arc::clone(&self.inner),
         }
@@ -137,20 +124,12 @@ impl<A: Allocator> Clone for MemoryPool<A> {
 
 impl<A: Allocator> Drop for MemoryPool<A> {
     fn drop(&mut self) {
-        if self.inner.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // The last handle: close. The caches go back to the shared bins; blocks still out keep
-            // the shared state alive through their slots, and the last of them frees every held
-            // block with it (PyOpenCL frees them in the destructor too).
-            let inner = &*self.inner;
-            inner.closed.store(true, Ordering::SeqCst);
-            inner.refresh_cache_on();
-            let slots = std::mem::take(&mut *lock(&inner.registry));
-            for slot in &slots {
-                for d in slot.close() {
-                    inner.push_held(d.bin, d.blocks, d.last_tick);
-                }
-            }
-            drop(slots);
+        if self.inner.handles.fetch_sub(1, AcqRel) == 1 {
+            // The last handle: close. The caches give their blocks back and let the pool go
+            // (this thread's now); the last block out frees the held ones with the pool.
+            self.inner.closed.store(true, Relaxed);
+            self.inner.refresh_cache_on();
+            self.read_messages();
         }
     }
 }
@@ -176,6 +155,7 @@ pub struct PoolBuilder<A> {
     leading_bits: u32,
     shards: usize,
     policy: Policy,
+    limits: ThreadCacheLimits,
 }
 
 impl<A: Allocator> PoolBuilder<A> {
@@ -186,8 +166,8 @@ impl<A: Allocator> PoolBuilder<A> {
         self
     }
 
-    /// Number of lock shards (default [`DEFAULT_SHARDS`]), rounded up to a power of two (0 is
-    /// taken as 1, more than 1024 as 1024).
+    /// Number of lock shards of the shared bins (default [`DEFAULT_SHARDS`]), rounded up to a
+    /// power of two (0 is taken as 1, more than 1024 as 1024).
     #[must_use]
     pub fn shards(mut self, n: usize) -> Self {
         self.shards = n.clamp(1, 1024).next_power_of_two();
@@ -198,6 +178,14 @@ impl<A: Allocator> PoolBuilder<A> {
     #[must_use]
     pub fn policy(mut self, p: Policy) -> Self {
         self.policy = p;
+        self
+    }
+
+    /// Bounds of each thread's cache (default [`ThreadCacheLimits::default`]; `max_blocks: 0`
+    /// serves every request from the shared bins).
+    #[must_use]
+    pub fn thread_cache(mut self, limits: ThreadCacheLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -219,52 +207,49 @@ impl<A: Allocator> PoolBuilder<A> {
                  unavailable long after allocation."
             );
         }
-        let shards: Shards<A::Block> = (0..self.shards)
-            .map(|_| {
-                Padded(Mutex::new(Shard {
-                    bins: BinMap::default(),
-                }))
-            })
-            .collect();
         let policy = PolicyCell::default();
         policy.store(self.policy);
-        let pool = MemoryPool {
-            inner: Arc::new(Inner {
-                allocator: self.allocator,
-                layout,
-                single: shards.len() == 1,
-                shards,
-                policy,
-                stop_holding: AtomicBool::new(false),
-                tick: AtomicU64::new(0),
-                active_bytes: AtomicUsize::new(0),
-                managed_bytes: AtomicUsize::new(0),
-                held_bytes: AtomicUsize::new(0),
-                peak_active: AtomicUsize::new(0),
-                peak_managed: AtomicUsize::new(0),
-                larger_bin_hits: AtomicU64::new(0),
-                reclaims: AtomicU64::new(0),
-                oom_events: AtomicU64::new(0),
-                oom_failures: AtomicU64::new(0),
-                free_errors: AtomicU64::new(0),
-                timings: Mutex::new(Timings::default()),
-                scopes_open: AtomicUsize::new(0),
-                scope_peak_active: AtomicUsize::new(0),
-                scope_peak_managed: AtomicUsize::new(0),
-                scope_stack: Mutex::new(ScopeStack::default()),
-                recording: AtomicBool::new(false),
-                next_trace_id: AtomicU64::new(1),
-                trace: Mutex::new(Vec::new()),
-                registry: Mutex::new(Vec::new()),
-                cache_on: AtomicBool::new(false),
-                handles: AtomicUsize::new(1),
-                closed: AtomicBool::new(false),
-                solo: AtomicUsize::new(0),
-            }),
-        };
-        pool.inner.refresh_cache_on();
-        pool
+        let inner = Inner::new(self.allocator, layout, self.shards, policy, self.limits);
+        inner.refresh_cache_on();
+        MemoryPool {
+            inner: Arc::new(inner),
+        }
     }
+}
+
+/// The allocator's hand-out hook failed: the handle goes (its block back to the pool) out of
+/// the hit's line.
+#[cold]
+#[inline(never)]
+fn hand_out_failed<H, E>(handle: H, e: E) -> PoolError<E> {
+    drop(handle);
+    PoolError::Allocator(e)
+}
+
+/// Where a request that its thread's cache could not serve is counted: the thread's stripe (and
+/// its cache, which an out-of-memory reclaim empties first), or a stripe lent for the request.
+enum Sink<'a, A: Allocator> {
+    Thread(&'a mut ThreadCache<A>),
+    Lent(&'a Stripe),
+}
+
+impl<A: Allocator> Sink<'_, A> {
+    fn stripe(&self) -> &Stripe {
+        match self {
+            Sink::Thread(tc) => &tc.stripe,
+            Sink::Lent(st) => st,
+        }
+    }
+}
+
+/// A block on its way out, before it is wrapped.
+struct Got<A: Allocator> {
+    block: A::Block,
+    bin: BinNumber,
+    /// From a held block (the allocator's hand-out hook is due).
+    hit: bool,
+    /// A pool handle for an owned block, spared by this thread's cache.
+    spare: Option<Arc<Inner<A>>>,
 }
 
 impl<A: Allocator> MemoryPool<A> {
@@ -282,13 +267,14 @@ impl<A: Allocator> MemoryPool<A> {
         Self::builder(allocator).leading_bits(l).build()
     }
 
-    /// A builder for shard count, leading bits and policy.
+    /// A builder for shard count, leading bits, policy and thread-cache bounds.
     pub fn builder(allocator: A) -> PoolBuilder<A> {
         PoolBuilder {
             allocator,
             leading_bits: crate::bins::DEFAULT_LEADING_BITS,
             shards: DEFAULT_SHARDS,
             policy: Policy::default(),
+            limits: ThreadCacheLimits::default(),
         }
     }
 
@@ -325,182 +311,231 @@ impl<A: Allocator> MemoryPool<A> {
     ///   cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
-    #[inline(always)]
+    #[inline]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
-        let inner = &*self.inner;
-        let bin = inner.layout.bin_number(size);
-        // The common case, inline: a hit from this thread's cache. A one-word block is popped
-        // into a local and the handle built from registers; a larger one is written straight
-        // into the handle (`Slot::take` in cache.rs says why).
-        if inner.cache_on() {
-            if size_of::<A::Block>() <= size_of::<usize>() {
-                let mut taken = None;
-                if let Some(slot) = cache::take_cached(&self.inner, bin, size, true, &mut taken) {
-                    let mut out = PoolBlock {
-                        owner: self.owner(slot),
-                        block: taken,
-                        requested: size,
-                        bin: WideBin::new(bin),
-                        trace_id: 0,
-                    };
-                    return finish_cached_hit!(self, out, size);
-                }
-            } else {
-                let mut out = PoolBlock {
-                    owner: Owner::Gone,
-                    block: None,
-                    requested: size,
-                    bin: WideBin::new(bin),
-                    trace_id: 0,
-                };
-                if let Some(slot) = cache::take_cached(&self.inner, bin, size, true, &mut out.block)
-                {
-                    out.owner = self.owner(slot);
-                    return finish_cached_hit!(self, out, size);
-                }
-            }
+        let bin = self.inner.layout.bin_number(size);
+        let Some((block, spare)) = cache::hit::<A, true>(&self.inner, bin, size) else {
+            return self.allocate_uncached(size);
+        };
+        // As in `allocate_local`: the hook runs with the block in a handle, and the handle given
+        // out is built whole.
+        let mut guard = PoolBlock {
+            pool: Some(match spare {
+                Some(p) => p,
+                None => self.new_handle(),
+            }),
+            block: Some(block),
+            requested: size,
+            bin: WideBin::new(bin),
+            trace_id: 0,
+        };
+        if let Err(e) = self.hand_out(guard.block_mut()) {
+            return Err(hand_out_failed(guard, e));
         }
-        let (a, slot) = self.acquire_shared(size, bin, true)?;
-        let owner = self.owner(slot);
+        let (pool, block) = (guard.pool.take(), guard.block.take());
+        // Empty now: nothing to return or release.
+        std::mem::forget(guard);
         Ok(PoolBlock {
-            owner,
-            block: Some(a.block),
-            requested: a.size,
-            bin: WideBin::new(a.bin),
-            trace_id: a.trace_id,
+            pool,
+            block,
+            requested: size,
+            bin: WideBin::new(bin),
+            trace_id: self.trace_alloc(size),
         })
     }
 
+    /// [`allocate`](Self::allocate) past this thread's cache.
+    #[inline(never)]
+    fn allocate_uncached(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
+        let got = self.take(size, true)?;
+        let mut out = PoolBlock {
+            pool: Some(match got.spare {
+                Some(p) => p,
+                None => self.new_handle(),
+            }),
+            block: Some(got.block),
+            requested: size,
+            bin: WideBin::new(got.bin),
+            trace_id: 0,
+        };
+        if got.hit {
+            if let Err(e) = self.hand_out(out.block_mut()) {
+                return Err(hand_out_failed(out, e));
+            }
+        }
+        out.trace_id = self.trace_alloc(size);
+        Ok(out)
+    }
+
+    /// A pool handle for an owned block when this thread's cache has no spare.
+    #[cold]
+    #[inline(never)]
+    fn new_handle(&self) -> Arc<Inner<A>> {
+        Arc::clone(&self.inner)
+    }
+
     /// As [`allocate`](Self::allocate), but the block borrows the pool instead of holding a
-    /// handle to it: no reference-count traffic at all, for hot loops where the block does not
-    /// outlive the pool handle.
+    /// handle to it, for hot loops where the block does not outlive the pool handle.
     ///
     /// # Errors
     ///
     /// As [`allocate`](Self::allocate).
-    #[inline(always)]
+    #[inline]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
-        let inner = &*self.inner;
-        let bin = inner.layout.bin_number(size);
-        if inner.cache_on() {
-            if size_of::<A::Block>() <= size_of::<usize>() {
-                let mut taken = None;
-                if cache::take_cached(&self.inner, bin, size, false, &mut taken).is_some() {
-                    let mut out = LocalBlock {
-                        inner: &self.inner,
-                        block: taken,
-                        requested: size,
-                        bin: WideBin::new(bin),
-                        trace_id: 0,
-                    };
-                    return finish_cached_hit!(self, out, size);
-                }
-            } else {
-                let mut out = LocalBlock {
-                    inner: &self.inner,
-                    block: None,
-                    requested: size,
-                    bin: WideBin::new(bin),
-                    trace_id: 0,
-                };
-                if cache::take_cached(&self.inner, bin, size, false, &mut out.block).is_some() {
-                    return finish_cached_hit!(self, out, size);
-                }
-            }
+        let bin = self.inner.layout.bin_number(size);
+        let Some((block, _)) = cache::hit::<A, false>(&self.inner, bin, size) else {
+            return self.allocate_local_uncached(size);
+        };
+        // The hook runs with the block in a handle (a failing or panicking hook drops it, which
+        // returns the block); the handle given out is then built whole from the block and the
+        // figures, not moved: a handle filled field by field and copied in 16-byte pieces is
+        // read back across its stores (store-forwarding stalls, about 2x the hit's time).
+        let mut guard = LocalBlock {
+            inner: &self.inner,
+            block: Some(block),
+            requested: size,
+            bin: WideBin::new(bin),
+            trace_id: 0,
+        };
+        if let Err(e) = self.hand_out(guard.block_mut()) {
+            return Err(hand_out_failed(guard, e));
         }
-        let (a, _) = self.acquire_shared(size, bin, false)?;
+        let block = guard.block.take();
+        // Empty now: nothing to return (a `LocalBlock` owns nothing else).
+        std::mem::forget(guard);
         Ok(LocalBlock {
             inner: &self.inner,
-            block: Some(a.block),
-            requested: a.size,
-            bin: WideBin::new(a.bin),
-            trace_id: a.trace_id,
+            block,
+            requested: size,
+            bin: WideBin::new(bin),
+            trace_id: self.trace_alloc(size),
         })
     }
 
-    /// The allocator's hand-out hook for a cached hit's block, run with the block already in
-    /// its handle (a hook that fails or panics returns it to the pool), then the trace id.
-    #[inline(always)]
-    fn hand_out_cached(&self, block: &mut Option<A::Block>, size: usize) -> Result<u64, A::Error> {
-        if let Some(b) = block.as_mut() {
-            self.inner.allocator.hand_out_existing_block(b)?;
-        }
-        Ok(self.trace_alloc(size))
-    }
-
-    /// What keeps an owned block's pool alive: the calling thread's slot, else a pool handle.
-    #[inline(always)]
-    fn owner(&self, slot: Option<Arc<cache::Slot<A>>>) -> Owner<A> {
-        match slot {
-            Some(s) => Owner::Slot(s),
-            None => Owner::Pool(Arc::clone(&self.inner)),
-        }
-    }
-
-    /// The trace id of a new allocation (0 unless recording).
-    #[inline]
-    fn trace_alloc(&self, size: usize) -> u64 {
-        if self.inner.recording.load(Ordering::Relaxed) {
-            self.trace_alloc_slow(size)
-        } else {
-            0
-        }
-    }
-
-    #[cold]
-    fn trace_alloc_slow(&self, size: usize) -> u64 {
-        let id = self.inner.next_trace_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.trace).push(TraceEvent::Alloc { id, size });
-        id
-    }
-
-    /// A block for `size` bytes through the shared bins (a miss of this thread's cache, or the
-    /// caches off); for an owned block also the calling thread's slot, which keeps the pool alive
-    /// without a shared reference count (`None`: the block needs a pool handle).
+    /// [`allocate_local`](Self::allocate_local) past this thread's cache.
     #[inline(never)]
-    #[expect(clippy::type_complexity, reason = "a private pair")]
-    fn acquire_shared(
+    fn allocate_local_uncached(
         &self,
         size: usize,
-        bin: BinNumber,
-        owned: bool,
-    ) -> Result<(Acquired<A::Block>, Option<Arc<cache::Slot<A>>>), PoolError<A::Error>> {
-        let inner = &*self.inner;
-        let cached = inner.cache_on();
-        // A single thread with the caches off needs no slot.
-        let slot = if !cached && inner.solo.load(Ordering::Relaxed) == cache::thread_key() {
-            None
-        } else {
-            cache::slot_for(&self.inner)
+    ) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
+        let got = self.take(size, false)?;
+        let mut out = LocalBlock {
+            inner: &self.inner,
+            block: Some(got.block),
+            requested: size,
+            bin: WideBin::new(got.bin),
+            trace_id: 0,
         };
-        let own = slot.as_ref().map_or(cache::Own::default(), |s| s.own());
-        let (found, tick) = inner.take_held(bin, size, None, own);
-        let a = if let Found::Block(block, from) = found {
-            self.hand_out(block, from, size)?
-        } else {
-            self.allocate_miss(size, bin, tick, own)?
-        };
-        if let Some(s) = &slot {
-            s.after_shared(inner, a.bin, cached, owned);
+        if got.hit {
+            if let Err(e) = self.hand_out(out.block_mut()) {
+                return Err(hand_out_failed(out, e));
+            }
         }
-        Ok((a, slot.filter(|_| owned)))
+        out.trace_id = self.trace_alloc(size);
+        Ok(out)
     }
 
-    #[cold]
-    fn allocate_miss(
+    /// The allocator's hook for a held block handed out again, run with the block already in
+    /// its handle: a hook that fails (or panics) drops the handle (see [`hand_out_failed`]),
+    /// which returns the block on top of this thread's cache (or of its shared bin), so the
+    /// next request gets it again (PyOpenCL's LIFO).
+    #[inline]
+    fn hand_out(&self, block: &mut A::Block) -> Result<(), A::Error> {
+        self.inner.allocator.hand_out_existing_block(block)
+    }
+
+    /// A block for a request of `size` bytes (`owned`: with a spare pool handle if this thread's
+    /// cache has one): this thread's cache, else the shared bins and the allocator. The cached
+    /// hit is inlined into the caller; everything else is out of line.
+    #[inline]
+    fn take(&self, size: usize, owned: bool) -> Result<Got<A>, PoolError<A::Error>> {
+        let inner = &self.inner;
+        let bin = inner.layout.bin_number(size);
+        match cache::with(inner, |tc, inner| match tc.take(inner, bin, size) {
+            Some(block) => Ok(Got {
+                block,
+                bin,
+                hit: true,
+                spare: if owned { tc.spare() } else { None },
+            }),
+            None => {
+                let tick = tc.stripe.next_tick();
+                self.take_uncached(tc, bin, size, tick, owned)
+            }
+        }) {
+            Ok(r) => r,
+            Err(_) => self.take_lent(bin, size),
+        }
+    }
+
+    /// Not in this thread's cache: the shared bins and the allocator, counted in its stripe.
+    #[inline(never)]
+    fn take_uncached(
         &self,
-        size: usize,
+        tc: &mut ThreadCache<A>,
         bin: BinNumber,
+        size: usize,
         tick: u64,
-        own: cache::Own,
-    ) -> Result<Acquired<A::Block>, PoolError<A::Error>> {
+        owned: bool,
+    ) -> Result<Got<A>, PoolError<A::Error>> {
+        let f = self.acquire(Sink::Thread(tc), bin, size, tick)?;
+        Ok(Got {
+            block: f.block,
+            bin: f.bin,
+            hit: f.hit,
+            spare: if owned { tc.spare() } else { None },
+        })
+    }
+
+    /// No cache on this thread now: the shared bins and the allocator, counted in a lent stripe.
+    #[cold]
+    #[inline(never)]
+    fn take_lent(&self, bin: BinNumber, size: usize) -> Result<Got<A>, PoolError<A::Error>> {
+        let f = self
+            .inner
+            .lend_stripe(|st| self.acquire(Sink::Lent(st), bin, size, st.next_tick()))?;
+        Ok(Got {
+            block: f.block,
+            bin: f.bin,
+            hit: f.hit,
+            spare: None,
+        })
+    }
+
+    /// The shared bin of `bin`, else [`miss`](Self::miss): `true` with a held block.
+    #[inline]
+    fn acquire(
+        &self,
+        sink: Sink<'_, A>,
+        bin: BinNumber,
+        size: usize,
+        tick: u64,
+    ) -> Result<Found<A::Block>, PoolError<A::Error>> {
+        match self.inner.take_shared(sink.stripe(), bin, size, tick) {
+            Some(block) => Ok(Found {
+                block,
+                bin,
+                hit: true,
+            }),
+            None => self.miss(sink, bin, size, tick),
+        }
+    }
+
+    /// No held block: the larger bins (by policy), then the allocator, then PyOpenCL's reclaim
+    /// path.
+    #[cold]
+    fn miss(
+        &self,
+        mut sink: Sink<'_, A>,
+        bin: BinNumber,
+        size: usize,
+        tick: u64,
+    ) -> Result<Found<A::Block>, PoolError<A::Error>> {
         let inner = &*self.inner;
         let policy = inner.policy.load();
         if policy.larger_bins > 0 {
-            if let Found::Block(block, from) =
-                inner.take_larger(bin, size, tick, policy.larger_bins, own)
-            {
-                return self.hand_out(block, from, size);
+            if let Some(f) = inner.take_larger(sink.stripe(), bin, size, tick, policy.larger_bins) {
+                return Ok(f);
             }
         }
         if let Some(age) = policy.idle_release_after {
@@ -508,33 +543,48 @@ impl<A: Allocator> MemoryPool<A> {
         }
         let rounded = inner.layout.alloc_size(bin);
         let mut last = match inner.upstream_allocate(rounded) {
-            Ok(block) => return Ok(self.fresh(block, bin, size, tick, own)),
+            Ok(block) => {
+                inner.count_fresh(sink.stripe(), bin, size, tick);
+                return Ok(Found {
+                    block,
+                    bin,
+                    hit: false,
+                });
+            }
             Err(Upstream::Fatal(e)) => return Err(e),
             Err(other) => other,
         };
         // Out of memory (or over the limit): PyOpenCL's reclaim path.
-        inner.oom_events.fetch_add(1, Ordering::Relaxed);
+        inner.oom_events.fetch_add(1, Relaxed);
         inner.allocator.try_release_blocks();
-        // Blocks cached by threads are held: the reclaim path must see them.
-        inner.flush_slots();
+        // This thread's cached blocks are held: the reclaim must see them. Other threads'
+        // caches are asked for theirs.
+        if let Sink::Thread(tc) = &mut sink {
+            tc.drain(inner);
+        }
+        inner.message_caches(false);
         let mut retried_once = false;
         loop {
             // Look again: the release hook (or another thread) may have returned a block.
-            if let (Found::Block(block, from), _) = inner.take_held(bin, size, Some(tick), own) {
-                return self.hand_out(block, from, size);
+            if let Some(block) = inner.take_shared(sink.stripe(), bin, size, tick) {
+                return Ok(Found {
+                    block,
+                    bin,
+                    hit: true,
+                });
             }
             if policy.larger_bins > 0 {
-                if let Found::Block(block, from) =
-                    inner.take_larger(bin, size, tick, policy.larger_bins, own)
+                if let Some(f) =
+                    inner.take_larger(sink.stripe(), bin, size, tick, policy.larger_bins)
                 {
-                    return self.hand_out(block, from, size);
+                    return Ok(f);
                 }
             }
             let freed = match policy.oom_mode {
-                OomMode::FreeOneAtATime => inner.reclaim_one(),
+                OomMode::FreeOneAtATime => inner.reclaim_one(true),
                 OomMode::FreeAllRetryOnce if !retried_once => {
                     retried_once = true;
-                    inner.free_held_counted(true);
+                    inner.free_shared(true);
                     true
                 }
                 OomMode::FreeAllRetryOnce => false,
@@ -543,92 +593,84 @@ impl<A: Allocator> MemoryPool<A> {
                 break;
             }
             match inner.upstream_allocate(rounded) {
-                Ok(block) => return Ok(self.fresh(block, bin, size, tick, own)),
+                Ok(block) => {
+                    inner.count_fresh(sink.stripe(), bin, size, tick);
+                    return Ok(Found {
+                        block,
+                        bin,
+                        hit: false,
+                    });
+                }
                 Err(Upstream::Fatal(e)) => return Err(e),
                 Err(other) => last = other,
             }
         }
-        inner.oom_failures.fetch_add(1, Ordering::Relaxed);
-        let report = Box::new(inner.oom_report(size, rounded));
+        inner.oom_failures.fetch_add(1, Relaxed);
+        let report =
+            Box::new(inner.oom_report(size, rounded, self.active_bytes(), self.held_bytes()));
         match last {
             Upstream::Oom(source) => Err(PoolError::OutOfMemory { report, source }),
             Upstream::Limit | Upstream::Fatal(_) => Err(PoolError::LimitReached(report)),
         }
     }
 
+    /// The trace id of a new allocation (0 unless recording).
     #[inline]
-    fn hand_out(
-        &self,
-        mut block: A::Block,
-        bin: BinNumber,
-        size: usize,
-    ) -> Result<Acquired<A::Block>, PoolError<A::Error>> {
-        match self.inner.allocator.hand_out_existing_block(&mut block) {
-            Ok(()) => Ok(self.wrap(block, bin, size)),
-            Err(e) => {
-                // Undo the hit: the block goes back as a returned block would, on top of this
-                // thread's cache (caches on) or of its shared bin, so the next request gets it
-                // again (PyOpenCL's LIFO).
-                blocks::release(&self.inner, &mut Some(block), bin, size, 0);
-                Err(PoolError::Allocator(e))
-            }
+    fn trace_alloc(&self, size: usize) -> u64 {
+        if self.inner.hot.recording.load(Relaxed) {
+            self.trace_alloc_slow(size)
+        } else {
+            0
         }
     }
 
-    fn fresh(
-        &self,
-        block: A::Block,
-        bin: BinNumber,
-        size: usize,
-        tick: u64,
-        own: cache::Own,
-    ) -> Acquired<A::Block> {
-        let inner = &*self.inner;
-        {
-            let mut shard = inner.shard(bin);
-            let s = &mut shard.bin_entry(bin, inner.layout).stats;
-            s.misses += 1;
-            s.upstream_allocations += 1;
-            s.active_blocks = s.active_blocks.wrapping_add(1);
-            s.active_requested_bytes = s.active_requested_bytes.wrapping_add(size);
-            s.peak_active_blocks = s.peak_active_blocks.max(clamp(s.active_blocks));
-            s.last_used_tick = tick;
-            inner.add_active(size, own.active);
-        }
-        self.wrap(block, bin, size)
+    #[cold]
+    fn trace_alloc_slow(&self, size: usize) -> u64 {
+        let id = self.inner.next_trace_id.fetch_add(1, Relaxed);
+        self.inner.trace.lock().push(TraceEvent::Alloc { id, size });
+        id
     }
 
-    #[inline]
-    fn wrap(&self, block: A::Block, bin: BinNumber, size: usize) -> Acquired<A::Block> {
-        Acquired {
-            block,
-            bin,
-            size,
-            trace_id: self.trace_alloc(size),
-        }
+    /// Moves this thread's cached blocks to the shared bins and asks every other cache to do the
+    /// same (at its thread's next pool call or exit), before a walk over the shared bins.
+    fn gather(&self) {
+        let _ = cache::with(&self.inner, |tc, inner| tc.drain(inner));
+        self.inner.message_caches(false);
     }
 
-    /// Frees every held block (PyOpenCL's `free_held`).
+    /// Frees every held block (PyOpenCL's `free_held`): at once those of the shared bins and of
+    /// this thread's cache; other threads' caches free theirs at their thread's next call of the
+    /// pool or exit (see the module docs).
     pub fn free_held(&self) {
-        self.inner.free_held_counted(false);
+        // This thread's blocks join the shared bins first, so that with one thread the frees
+        // go in PyOpenCL's order (ascending by bin).
+        let _ = cache::with(&self.inner, |tc, inner| tc.drain(inner));
+        self.inner.message_caches(true);
+        // A cache that read the request late is moving its blocks onto the shared bins now:
+        // they are there once `moves` is free (see `ThreadCache::drain`).
+        drop(self.inner.moves.write());
+        self.inner.free_shared(false);
     }
 
-    /// Stops holding for good: frees every held block, and returned blocks are freed from now on
-    /// (PyOpenCL's `stop_holding`; there is no way back, as in PyOpenCL).
+    /// Stops holding for good: frees the held blocks as [`free_held`](Self::free_held) does, and
+    /// returned blocks are freed from now on (PyOpenCL's `stop_holding`; there is no way back, as
+    /// in PyOpenCL).
     pub fn stop_holding(&self) {
-        self.inner.stop_holding.store(true, Ordering::SeqCst);
+        self.inner.stop_holding.store(true, SeqCst);
         self.inner.refresh_cache_on();
+        self.read_messages();
         self.free_held();
     }
 
     /// Whether [`stop_holding`](Self::stop_holding) was called.
     pub fn is_stopped_holding(&self) -> bool {
-        self.inner.stop_holding.load(Ordering::SeqCst)
+        self.inner.stop_holding.load(SeqCst)
     }
 
-    /// Frees the held blocks of bins no request touched in the last `allocations` allocations;
-    /// returns the bytes freed.
+    /// Frees the held blocks of the shared bins (this thread's cached ones included) of bins no
+    /// request touched in the last `allocations` allocations; returns the bytes freed.
     pub fn release_idle(&self, allocations: u64) -> usize {
+        self.gather();
         let now = self.stats().tick;
         self.inner
             .release_idle_before(now.saturating_sub(allocations), None)
@@ -644,6 +686,13 @@ impl<A: Allocator> MemoryPool<A> {
     pub fn set_policy(&self, policy: Policy) {
         self.inner.policy.store(policy);
         self.inner.refresh_cache_on();
+        self.read_messages();
+    }
+
+    /// This thread's cache reads the message just sent (the calling thread's cache is no other
+    /// thread's: it follows at once).
+    fn read_messages(&self) {
+        let _ = cache::with(&self.inner, |_, _| ());
     }
 
     /// Sets (or clears) the managed-bytes limit, keeping the rest of the policy.
@@ -651,22 +700,23 @@ impl<A: Allocator> MemoryPool<A> {
         self.inner
             .policy
             .limit
-            .store(limit.unwrap_or(NONE), Ordering::Relaxed);
+            .store(limit.unwrap_or(NONE), Relaxed);
     }
 
-    /// Frees held blocks, largest bins first, until the held bytes are within the policy's cap.
+    /// Frees held blocks of the shared bins (this thread's cached ones included), largest bins
+    /// first, until they are within the policy's cap.
     pub fn enforce_held_cap(&self) {
         if let Some(cap) = self.policy().held_bytes_cap {
-            self.inner.flush_slots();
-            while self.inner.held_bytes.load(Ordering::Relaxed) > cap {
-                if !self.inner.reclaim_one_counted(false) {
+            self.gather();
+            while self.inner.shared_held_bytes() > cap {
+                if !self.inner.reclaim_one(false) {
                     break;
                 }
             }
         }
     }
 
-    /// PyOpenCL's `held_blocks` (blocks in the per-thread caches included).
+    /// PyOpenCL's `held_blocks` (blocks in the thread caches included).
     pub fn held_blocks(&self) -> usize {
         self.stats().held_blocks
     }
@@ -678,192 +728,146 @@ impl<A: Allocator> MemoryPool<A> {
 
     /// PyOpenCL's `managed_bytes`.
     pub fn managed_bytes(&self) -> usize {
-        self.inner.managed_bytes.load(Ordering::Relaxed)
+        self.inner.managed_bytes.load(Relaxed)
     }
 
     /// PyOpenCL's `active_bytes` (requested sizes).
     pub fn active_bytes(&self) -> usize {
-        let reg = lock(&self.inner.registry);
-        self.inner
-            .active_bytes
-            .load(Ordering::Relaxed)
-            .wrapping_add_signed(Self::slot_gauges(&reg).0)
-    }
-
-    /// Bytes in held blocks (rounded sizes; the per-thread caches included).
-    pub fn held_bytes(&self) -> usize {
-        let reg = lock(&self.inner.registry);
-        self.inner
-            .held_bytes
-            .load(Ordering::Relaxed)
-            .wrapping_add_signed(Self::slot_gauges(&reg).1)
-    }
-
-    /// The per-thread caches' contributions, summed (the registry is locked while they are read,
-    /// so a thread's slot is never counted both here and, folded, in the shared figures).
-    /// The per-thread caches' active and held bytes (no per-bin walk: these gauges are read
-    /// after every event of a replay).
-    fn slot_gauges(reg: &[Arc<cache::Slot<A>>]) -> (isize, isize) {
-        reg.iter().fold((0, 0), |(a, h), slot| {
-            let st = slot.lock();
-            (
-                a.wrapping_add(st.active_bytes),
-                h.wrapping_add(st.held_bytes),
-            )
+        let _quiet = self.inner.moves.write();
+        self.inner.stripes().iter().fold(0usize, |a, st| {
+            a.wrapping_add(st.active_bytes.load(Relaxed))
         })
     }
 
-    fn slot_sums_of(reg: &[Arc<cache::Slot<A>>]) -> SlotSums {
-        let mut t = SlotSums::default();
-        for slot in reg.iter() {
-            let st = slot.lock();
-            t.active_bytes = t.active_bytes.wrapping_add(st.active_bytes);
-            t.held_bytes = t.held_bytes.wrapping_add(st.held_bytes);
-            t.requests += st.requests;
-            for (bin, c) in st.bins.iter() {
-                t.held_blocks += c.blocks.len();
-                t.active_blocks += c.active_blocks;
-                t.hits += c.hits;
-                let e = t.bins.entry(bin).or_default();
-                e.0 += c.blocks.len();
-                e.1 += c.active_blocks;
-                e.2 = e.2.wrapping_add(c.active_requested);
-                e.3 += c.hits;
-                let p = t.peaks.entry(bin).or_default();
-                p.0 = p.0.max(c.peak_held);
-                p.1 = p.1.max(c.peak_active);
-                p.2 = p.2.max(c.last_tick);
-            }
-        }
-        t
+    /// Bytes in held blocks (rounded sizes; the thread caches included).
+    pub fn held_bytes(&self) -> usize {
+        let _quiet = self.inner.moves.write();
+        let cached = self
+            .inner
+            .stripes()
+            .iter()
+            .fold(0usize, |a, st| a.wrapping_add(st.held_bytes.load(Relaxed)));
+        cached.wrapping_add(self.inner.shared_held_bytes())
     }
 
     /// A snapshot of every counter.
     pub fn stats(&self) -> PoolStats {
         let inner = &*self.inner;
         let mut s = PoolStats::default();
-        // The registry stays locked for the whole read: an exiting thread folding its slot into
-        // the shared figures cannot be counted twice or not at all.
-        let reg = lock(&inner.registry);
+        // No block moves between a cache and the shared bins while the figures are read.
+        let quiet = inner.moves.write();
         for shard in inner.shards.iter() {
-            let shard = lock(&shard.0);
-            for bin in shard.bins.values() {
-                let b = &bin.stats;
-                s.held_blocks += bin.blocks.len();
-                s.active_blocks = s.active_blocks.wrapping_add(b.active_blocks);
+            let shard = shard.lock();
+            s.held_bytes += shard.held_bytes;
+            for b in shard.bins.values() {
+                let st = &b.stats;
+                s.held_blocks += b.blocks.len();
+                s.active_blocks = s.active_blocks.wrapping_add(st.active_blocks);
                 s.active_rounded_bytes = s
                     .active_rounded_bytes
-                    .wrapping_add(b.active_blocks.wrapping_mul(b.block_bytes));
-                s.hits += b.hits;
-                s.misses += b.misses;
-                s.upstream_allocations += b.upstream_allocations;
-                s.upstream_frees += b.upstream_frees;
-                if !bin.blocks.is_empty() {
-                    s.largest_held_block = s.largest_held_block.max(b.block_bytes);
+                    .wrapping_add(st.active_blocks.wrapping_mul(st.block_bytes));
+                s.hits += st.hits;
+                s.misses += st.misses;
+                s.upstream_allocations += st.upstream_allocations;
+                s.upstream_frees += st.upstream_frees;
+                if !b.blocks.is_empty() {
+                    s.largest_held_block = s.largest_held_block.max(st.block_bytes);
                 }
             }
         }
-        let t = Self::slot_sums_of(&reg);
-        // The shared gauges and tick are read before the registry is released: an exiting thread
-        // folds its slot into them under that lock, and must not be seen in both places.
-        let shared_active = inner.active_bytes.load(Ordering::Relaxed);
-        let shared_held = inner.held_bytes.load(Ordering::Relaxed);
-        let shared_tick = inner.tick.load(Ordering::Relaxed);
-        drop(reg);
-        s.held_blocks += t.held_blocks;
-        s.active_blocks = s.active_blocks.wrapping_add_signed(t.active_blocks);
-        s.hits += t.hits;
-        for (&bin, &(held, active, _, _)) in &t.bins {
-            let bytes = inner.layout.alloc_size(bin);
-            s.active_rounded_bytes = s
-                .active_rounded_bytes
-                .wrapping_add_signed(active.wrapping_mul(isize::try_from(bytes).unwrap_or(0)));
-            if held > 0 {
-                s.largest_held_block = s.largest_held_block.max(bytes);
+        for st in inner.stripes() {
+            s.tick += st.requests.load(Relaxed);
+            s.active_bytes = s.active_bytes.wrapping_add(st.active_bytes.load(Relaxed));
+            s.held_bytes = s.held_bytes.wrapping_add(st.held_bytes.load(Relaxed));
+            for (bin, c) in (0..).zip(st.bins.iter()) {
+                let bytes = inner.layout.alloc_size(bin);
+                let (held, active) = (c.held.load(Relaxed), c.active.load(Relaxed));
+                s.held_blocks += held;
+                s.active_blocks = s.active_blocks.wrapping_add(active);
+                s.active_rounded_bytes = s
+                    .active_rounded_bytes
+                    .wrapping_add(active.wrapping_mul(bytes));
+                s.hits += c.hits.load(Relaxed);
+                if held > 0 {
+                    s.largest_held_block = s.largest_held_block.max(bytes);
+                }
             }
         }
-        s.managed_bytes = inner.managed_bytes.load(Ordering::Relaxed);
-        s.active_bytes = shared_active.wrapping_add_signed(t.active_bytes);
-        s.held_bytes = shared_held.wrapping_add_signed(t.held_bytes);
-        s.peak_managed_bytes = inner.peak_managed.load(Ordering::Relaxed);
-        s.peak_active_bytes = inner.peak_active.load(Ordering::Relaxed);
-        s.larger_bin_hits = inner.larger_bin_hits.load(Ordering::Relaxed);
-        s.reclaims = inner.reclaims.load(Ordering::Relaxed);
-        s.oom_events = inner.oom_events.load(Ordering::Relaxed);
-        s.oom_failures = inner.oom_failures.load(Ordering::Relaxed);
-        s.free_errors = inner.free_errors.load(Ordering::Relaxed);
-        s.tick = shared_tick + t.requests;
-        let t = lock(&inner.timings);
+        // Frees out of a cache count their managed bytes under `moves` too.
+        s.managed_bytes = inner.managed_bytes.load(Relaxed);
+        drop(quiet);
+        s.peak_managed_bytes = inner.peak_managed.load(Relaxed);
+        s.peak_active_bytes = inner.hot.peak_active.load(Relaxed);
+        s.larger_bin_hits = inner.larger_bin_hits.load(Relaxed);
+        s.reclaims = inner.reclaims.load(Relaxed);
+        s.oom_events = inner.oom_events.load(Relaxed);
+        s.oom_failures = inner.oom_failures.load(Relaxed);
+        s.free_errors = inner.free_errors.load(Relaxed);
+        let t = inner.timings.lock();
         s.allocate_time = t.allocate;
         s.free_time = t.free;
         s
     }
 
-    /// Per-bin figures, ascending by bin, for every bin a request ever touched.
+    /// Per-bin figures, ascending by bin, for every bin a block was ever allocated for.
     pub fn bin_stats(&self) -> Vec<BinStats> {
-        let mut v = Vec::new();
-        let reg = lock(&self.inner.registry);
-        for shard in self.inner.shards.iter() {
-            let shard = lock(&shard.0);
-            v.extend(shard.bins.values().map(|b| BinStats {
+        let inner = &*self.inner;
+        let quiet = inner.moves.write();
+        let mut v: Vec<BinStats> = Vec::new();
+        for shard in inner.shards.iter() {
+            v.extend(shard.lock().bins.values().map(|b| BinStats {
                 held_blocks: b.blocks.len(),
                 ..b.stats
             }));
         }
-        let sums = Self::slot_sums_of(&reg);
-        drop(reg);
-        for (bin, (held, active, requested, hits)) in sums.bins.iter().map(|(&b, &v)| (b, v)) {
-            let i = match v.iter().position(|b| b.bin == bin) {
-                Some(i) => i,
-                None => {
-                    v.push(BinStats {
-                        bin,
-                        block_bytes: self.inner.layout.alloc_size(bin),
-                        ..BinStats::default()
-                    });
-                    v.len() - 1
-                }
-            };
-            let b = &mut v[i];
-            b.held_blocks += held;
-            b.active_blocks = b.active_blocks.wrapping_add_signed(active);
-            b.active_requested_bytes = b.active_requested_bytes.wrapping_add_signed(requested);
-            b.hits += hits;
-            if let Some(&(ph, pa, lt)) = sums.peaks.get(&bin) {
-                b.peak_held_blocks = b.peak_held_blocks.max(ph);
-                b.peak_active_blocks = b.peak_active_blocks.max(pa);
-                b.last_used_tick = b.last_used_tick.max(lt);
+        v.sort_by_key(|b| b.bin);
+        for st in inner.stripes() {
+            for (bin, c) in (0..).zip(st.bins.iter()) {
+                let Ok(i) = v.binary_search_by_key(&bin, |b| b.bin) else {
+                    continue;
+                };
+                let b = &mut v[i];
+                b.held_blocks += c.held.load(Relaxed);
+                b.active_blocks = b.active_blocks.wrapping_add(c.active.load(Relaxed));
+                b.active_requested_bytes = b
+                    .active_requested_bytes
+                    .wrapping_add(c.requested.load(Relaxed));
+                b.hits += c.hits.load(Relaxed);
+                b.peak_held_blocks = b.peak_held_blocks.max(c.peak_held.load(Relaxed));
+                b.peak_active_blocks = b.peak_active_blocks.max(c.peak_active.load(Relaxed));
+                b.last_used_tick = b.last_used_tick.max(c.last_tick.load(Relaxed));
             }
         }
-        v.sort_by_key(|b| b.bin);
+        drop(quiet);
         v
     }
 
-    /// Held bytes in bins no request touched during the last `allocations` allocations.
+    /// Held bytes of the shared bins (this thread's cached ones included) in bins no request
+    /// touched during the last `allocations` allocations.
     pub fn idle_held_bytes(&self, allocations: u64) -> usize {
-        // Cached blocks carry the tick of their bin's last cached hit: move them where the ticks
-        // are.
-        self.inner.flush_slots();
-        let now = self.stats().tick;
-        let before = now.saturating_sub(allocations);
-        self.inner.fold_bins(0, |acc, b| {
-            if !b.blocks.is_empty() && b.stats.last_used_tick < before {
-                acc + b.blocks.len() * b.stats.block_bytes
-            } else {
-                acc
-            }
-        })
+        self.gather();
+        let before = self.stats().tick.saturating_sub(allocations);
+        let ticks = self.inner.last_ticks();
+        self.inner
+            .shards
+            .iter()
+            .map(|shard| {
+                shard
+                    .lock()
+                    .bins
+                    .iter()
+                    .filter(|(bin, _)| ticks.get(bin).copied().unwrap_or(0) < before)
+                    .map(|(_, b)| b.blocks.len() * b.stats.block_bytes)
+                    .sum::<usize>()
+            })
+            .sum()
     }
 
     /// Resets the peaks to the current values.
     pub fn reset_peaks(&self) {
         let i = &*self.inner;
-        let active = self.active_bytes();
-        i.with_gauges(|| {
-            i.peak_active.store(active, Ordering::Relaxed);
-        });
-        i.peak_managed
-            .store(i.managed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        i.hot.peak_active.store(clamp(self.active_bytes()), Relaxed);
+        i.peak_managed.store(i.managed_bytes.load(Relaxed), Relaxed);
     }
 
     /// Opens a counter scope: [`CounterScope::finish`] gives the peaks and counts of the phase
@@ -872,18 +876,15 @@ impl<A: Allocator> MemoryPool<A> {
     pub fn scope(&self) -> CounterScope<A> {
         let i = &*self.inner;
         let before = self.stats();
-        let active = before.active_bytes;
-        let mut stack = lock(&i.scope_stack);
-        i.with_gauges(|| {
-            stack.saved.push((
-                i.scope_peak_active.load(Ordering::Relaxed),
-                i.scope_peak_managed.load(Ordering::Relaxed),
-            ));
-            i.scope_peak_active.store(active, Ordering::Relaxed);
-            i.scope_peak_managed
-                .store(i.managed_bytes.load(Ordering::Relaxed), Ordering::Relaxed);
-            i.scopes_open.fetch_add(1, Ordering::SeqCst);
-        });
+        let mut stack = i.scope_stack.lock();
+        stack.push((
+            i.scope_peak_active.load(Relaxed),
+            i.scope_peak_managed.load(Relaxed),
+        ));
+        i.scope_peak_active
+            .store(clamp(before.active_bytes), Relaxed);
+        i.scope_peak_managed.store(before.managed_bytes, Relaxed);
+        i.hot.scopes_open.fetch_add(1, SeqCst);
         drop(stack);
         CounterScope {
             pool: self.clone(),
@@ -895,22 +896,12 @@ impl<A: Allocator> MemoryPool<A> {
     /// Starts recording every allocation and return into an in-memory trace (see
     /// [`trace`](crate::trace)); a block allocated before recording started is not recorded.
     pub fn start_recording(&self) {
-        self.inner.recording.store(true, Ordering::SeqCst);
+        self.inner.hot.recording.store(true, SeqCst);
     }
 
     /// Stops recording and returns the trace recorded so far.
     pub fn stop_recording(&self) -> Vec<TraceEvent> {
-        self.inner.recording.store(false, Ordering::SeqCst);
-        std::mem::take(&mut *lock(&self.inner.trace))
+        self.inner.hot.recording.store(false, SeqCst);
+        std::mem::take(&mut *self.inner.trace.lock())
     }
-}
-
-/// A cached hit the allocator refused to hand out: the block goes back as a returned one, by
-/// dropping its handle (on top of this thread's cache, so the next request gets it again:
-/// PyOpenCL's LIFO; an owned block's slot count drops with it).
-#[cold]
-#[inline(never)]
-fn hand_out_failed<H, E>(handle: H, e: E) -> PoolError<E> {
-    drop(handle);
-    PoolError::Allocator(e)
 }

@@ -50,13 +50,17 @@ pub struct Policy {
     /// [`MAX_MANAGED_BYTES`] bounds it (and applies when it is `None`).
     pub managed_bytes_limit: Option<usize>,
     /// Serve every request from the shared bins, without the per-thread caches (see the
-    /// [`pool`](crate::pool) module docs): peaks exact under any number of threads, at the cost of
-    /// shared cache lines on every hit. A held-bytes cap, idle release and least-recently-used
-    /// eviction imply it.
+    /// [`pool`](crate::pool) module docs): every block is in a shared bin, where any thread finds
+    /// it, at the cost of a shard lock on every hit. A held-bytes cap, idle release,
+    /// least-recently-used eviction and a larger-bins look-up imply it.
     pub shared_bins_only: bool,
 }
 
 pub(super) const NONE: usize = usize::MAX;
+
+/// Bins numbered from this on are never cached (nor counted in stripes): with the default four
+/// leading bits every bin is below it.
+pub(super) const CACHE_BIN_LIMIT: usize = 1024;
 
 /// The most bytes a pool manages at once, whatever [`Policy::managed_bytes_limit`] says:
 /// `isize::MAX`, Rust's own bound on one allocation. A request that would take the managed bytes
@@ -133,6 +137,34 @@ impl PolicyCell {
             eviction: self.eviction(),
             managed_bytes_limit: opt(self.limit.load(Ordering::Relaxed)),
             shared_bins_only: self.shared_only.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The bounds of each thread's cache of a pool (see the [`pool`](crate::pool) module docs), set
+/// with [`PoolBuilder::thread_cache`](crate::PoolBuilder::thread_cache).
+///
+/// A returned block goes into the returning thread's cache only if its block size is at most
+/// `max_block_bytes` (and its bin is numbered below 1024: every size up to the limit for
+/// `leading_bits` up to 6); when the cache then holds more than `max_blocks` blocks or
+/// `max_bytes` bytes, the oldest half of that block's bin (at least one block) moves to the
+/// shared bin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadCacheLimits {
+    /// Most blocks one thread keeps (default 256; 0 turns the thread caches off for good).
+    pub max_blocks: usize,
+    /// Most bytes (block sizes) one thread keeps (default 64 MiB).
+    pub max_bytes: usize,
+    /// Blocks larger than this never go into a thread's cache (default 4 MiB).
+    pub max_block_bytes: usize,
+}
+
+impl Default for ThreadCacheLimits {
+    fn default() -> Self {
+        ThreadCacheLimits {
+            max_blocks: 256,
+            max_bytes: 64 << 20,
+            max_block_bytes: 4 << 20,
         }
     }
 }

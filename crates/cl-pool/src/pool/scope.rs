@@ -1,13 +1,12 @@
 //! [`CounterScope`]: peak and counter reports over a region of code.
 
 use std::fmt;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 use crate::allocator::Allocator;
 use crate::stats::{PoolStats, ScopeReport};
 
-use super::engine::*;
-use super::*;
+use super::MemoryPool;
 
 /// A phase of a pool's life whose peaks and counts are measured on their own (see
 /// [`MemoryPool::scope`]).
@@ -35,17 +34,15 @@ impl<A: Allocator> CounterScope<A> {
         self.open = false;
         let i = &*self.pool.inner;
         let (peak_active, peak_managed) = {
-            let mut stack = lock(&i.scope_stack);
-            i.with_gauges(|| {
-                let pa = i.scope_peak_active.load(Ordering::Relaxed);
-                let pm = i.scope_peak_managed.load(Ordering::Relaxed);
-                let (sa, sm) = stack.saved.pop().unwrap_or((0, 0));
-                // The enclosing scope saw everything this one saw.
-                i.scope_peak_active.store(sa.max(pa), Ordering::Relaxed);
-                i.scope_peak_managed.store(sm.max(pm), Ordering::Relaxed);
-                i.scopes_open.fetch_sub(1, Ordering::SeqCst);
-                (pa, pm)
-            })
+            let mut stack = i.scope_stack.lock();
+            let pa = i.scope_peak_active.load(Relaxed);
+            let pm = i.scope_peak_managed.load(Relaxed);
+            let (sa, sm) = stack.pop().unwrap_or((0, 0));
+            // The enclosing scope saw everything this one saw.
+            i.scope_peak_active.store(sa.max(pa), Relaxed);
+            i.scope_peak_managed.store(sm.max(pm), Relaxed);
+            i.hot.scopes_open.fetch_sub(1, SeqCst);
+            (pa, pm)
         };
         let after = self.pool.stats();
         ScopeReport {
