@@ -50,7 +50,7 @@
 //! Safety model: no `unsafe` code (`#![forbid(unsafe_code)]`). Every OpenCL call goes through
 //! `cl-mem`, and no allocator (so no OpenCL) call is made while one of the pool's locks is held.
 //!
-//! Thread safety and scaling: see the [`pool`] module docs.
+//! Thread safety and scaling: see [`MemoryPool`]'s documentation.
 
 #![forbid(unsafe_code)]
 

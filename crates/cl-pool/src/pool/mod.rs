@@ -1,65 +1,4 @@
 //! The binned memory pool (PyOpenCL's `memory_pool<Allocator>`, `src/mempool.hpp`).
-//!
-//! # Design
-//!
-//! The pool is `Send + Sync` and shared by handle ([`MemoryPool`] is an `Arc`); blocks return to
-//! it from `Drop` on any thread. Two layers, in the shape of tcmalloc and mimalloc:
-//!
-//! - **Thread caches** (`cache.rs`): each thread keeps the blocks it returns, per bin, and takes
-//!   its hits from them first. Only its own thread touches a cache, with no lock; other threads
-//!   reach it only by messages it reads at its next call of the pool or at its exit. A cache is
-//!   bounded by count and by bytes, and takes no block larger than a limit
-//!   ([`ThreadCacheLimits`], [`PoolBuilder::thread_cache`]).
-//! - **Shared bins** (`engine.rs`): PyOpenCL's bins, spread over `shards` `parking_lot` mutexes
-//!   (picked by `bin % shards`; neighbouring bins land in different shards). A request its
-//!   thread's cache cannot serve, a block no cache takes, and every out-of-memory reclaim go
-//!   here. `parking_lot`'s locks do not convoy, and with [`DEFAULT_SHARDS`] threads on different
-//!   sizes seldom meet.
-//!
-//! One path per request, [`MemoryPool::allocate`] top to bottom: this thread's cache, else the
-//! shared bin (`acquire`), else the allocator and PyOpenCL's reclaim path (`miss`). A return
-//! ([`PoolBlock`]'s `Drop`, `blocks.rs`) goes into the returning thread's cache, else onto the
-//! shared bin, else (after `stop_holding`) to the allocator.
-//!
-//! **Figures.** Every thread counts its requests in a stripe of its own (counters with one
-//! writer, no locked instruction), which the statistics sum; bins a thread never caches (past
-//! the block-size limit) are counted in their shard. So with one thread (PyOpenCL's case) every
-//! counter is exact and the pool makes PyOpenCL's decisions: a thread's cache and the shared bin
-//! of a bin form one LIFO stack (a cache gives its *oldest* blocks to the shared bin). With
-//! several threads sums stay exact when the pool is quiet; the peaks (pool-wide and per bin) and
-//! the last-use ticks are each thread's own view: the largest figure any one thread's requests
-//! account for.
-//!
-//! **Held blocks.** Blocks in thread caches are held: `held_blocks`, `held_bytes` and the
-//! statistics count them. What is released when:
-//!
-//! - [`MemoryPool::free_held`] and [`MemoryPool::stop_holding`] free at once every block of the
-//!   shared bins and of the calling thread's cache, and ask every other thread's cache to free
-//!   its blocks: each does so at its thread's next call of the pool (an allocation or a return)
-//!   or at the thread's exit.
-//! - The out-of-memory reclaim, [`MemoryPool::enforce_held_cap`], [`MemoryPool::release_idle`]
-//!   and [`MemoryPool::idle_held_bytes`] see the shared bins and the calling thread's cache, and
-//!   ask the other caches to give their blocks back to the shared bins (same moments).
-//! - A policy that needs every block in one place (a held-bytes cap, idle release, least-
-//!   recently-used eviction, larger bins, [`Policy::shared_bins_only`]) turns the caches off:
-//!   each gives its blocks back at the same moments.
-//! - When the last [`MemoryPool`] handle goes, the caches give their blocks back (the calling
-//!   thread's at once) and let the pool go; the held blocks are freed when the last handle and
-//!   the last block are gone (PyOpenCL frees them in the destructor). A thread that never calls
-//!   the pool again keeps a closed pool (its allocator) alive until it exits or first uses
-//!   another new pool.
-//! - A thread's exit gives its caches' blocks back to the shared bins.
-//!
-//! **No allocator call is made while a shard lock is held**: blocks to free are taken out under
-//! the lock and freed after it is released, so an allocator may block in the driver or call back
-//! into the pool (such a call, made inside a pool call, uses the shared bins).
-//!
-//! # Out-of-memory reclaim
-//!
-//! As PyOpenCL (reference section 3.3 / 10.2), with two strengthenings: the typed error carries the
-//! figures that explain it, and the request's own bin (and, under the larger-bins policy, the bins
-//! above it) is looked at again before every retry, so the pool never fails while a held block of
-//! the shared bins could have served the request.
 
 mod blocks;
 mod cache;
@@ -94,6 +33,67 @@ pub const DEFAULT_SHARDS: usize = 16;
 /// A cheap handle (`Clone` shares the pool). Blocks come back as [`PoolBlock`]s, which return to
 /// the pool on drop; the pool frees its held blocks when the last handle and the last block are
 /// gone (PyOpenCL frees them in the destructor too).
+///
+/// # Design
+///
+/// The pool is `Send + Sync` and shared by handle (it is an `Arc`); blocks return to
+/// it from `Drop` on any thread. Two layers, in the shape of tcmalloc and mimalloc:
+///
+/// - **Thread caches** (`cache.rs`): each thread keeps the blocks it returns, per bin, and takes
+///   its hits from them first. Only its own thread touches a cache, with no lock; other threads
+///   reach it only by messages it reads at its next call of the pool or at its exit. A cache is
+///   bounded by count and by bytes, and takes no block larger than a limit
+///   ([`ThreadCacheLimits`], [`PoolBuilder::thread_cache`]).
+/// - **Shared bins** (`engine.rs`): PyOpenCL's bins, spread over `shards` `parking_lot` mutexes
+///   (picked by `bin % shards`; neighbouring bins land in different shards). A request its
+///   thread's cache cannot serve, a block no cache takes, and every out-of-memory reclaim go
+///   here. `parking_lot`'s locks do not convoy, and with [`DEFAULT_SHARDS`] threads on different
+///   sizes seldom meet.
+///
+/// One path per request, [`MemoryPool::allocate`] top to bottom: this thread's cache, else the
+/// shared bin (`acquire`), else the allocator and PyOpenCL's reclaim path (`miss`). A return
+/// ([`PoolBlock`]'s `Drop`, `blocks.rs`) goes into the returning thread's cache, else onto the
+/// shared bin, else (after `stop_holding`) to the allocator.
+///
+/// **Figures.** Every thread counts its requests in a stripe of its own (counters with one
+/// writer, no locked instruction), which the statistics sum; bins a thread never caches (past
+/// the block-size limit) are counted in their shard. So with one thread (PyOpenCL's case) every
+/// counter is exact and the pool makes PyOpenCL's decisions: a thread's cache and the shared bin
+/// of a bin form one LIFO stack (a cache gives its *oldest* blocks to the shared bin). With
+/// several threads sums stay exact when the pool is quiet; the peaks (pool-wide and per bin) and
+/// the last-use ticks are each thread's own view: the largest figure any one thread's requests
+/// account for.
+///
+/// **Held blocks.** Blocks in thread caches are held: `held_blocks`, `held_bytes` and the
+/// statistics count them. What is released when:
+///
+/// - [`MemoryPool::free_held`] and [`MemoryPool::stop_holding`] free at once every block of the
+///   shared bins and of the calling thread's cache, and ask every other thread's cache to free
+///   its blocks: each does so at its thread's next call of the pool (an allocation or a return)
+///   or at the thread's exit.
+/// - The out-of-memory reclaim, [`MemoryPool::enforce_held_cap`], [`MemoryPool::release_idle`]
+///   and [`MemoryPool::idle_held_bytes`] see the shared bins and the calling thread's cache, and
+///   ask the other caches to give their blocks back to the shared bins (same moments).
+/// - A policy that needs every block in one place (a held-bytes cap, idle release, least-
+///   recently-used eviction, larger bins, [`Policy::shared_bins_only`]) turns the caches off:
+///   each gives its blocks back at the same moments.
+/// - When the last [`MemoryPool`] handle goes, the caches give their blocks back (the calling
+///   thread's at once) and let the pool go; the held blocks are freed when the last handle and
+///   the last block are gone (PyOpenCL frees them in the destructor). A thread that never calls
+///   the pool again keeps a closed pool (its allocator) alive until it exits or first uses
+///   another new pool.
+/// - A thread's exit gives its caches' blocks back to the shared bins.
+///
+/// **No allocator call is made while a shard lock is held**: blocks to free are taken out under
+/// the lock and freed after it is released, so an allocator may block in the driver or call back
+/// into the pool (such a call, made inside a pool call, uses the shared bins).
+///
+/// # Out-of-memory reclaim
+///
+/// As PyOpenCL (reference section 3.3 / 10.2), with two strengthenings: the typed error carries the
+/// figures that explain it, and the request's own bin (and, under the larger-bins policy, the bins
+/// above it) is looked at again before every retry, so the pool never fails while a held block of
+/// the shared bins could have served the request.
 ///
 /// # Examples
 ///

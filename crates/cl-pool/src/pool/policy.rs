@@ -50,7 +50,7 @@ pub struct Policy {
     /// [`MAX_MANAGED_BYTES`] bounds it (and applies when it is `None`).
     pub managed_bytes_limit: Option<usize>,
     /// Serve every request from the shared bins, without the per-thread caches (see the
-    /// [`pool`](crate::pool) module docs): every block is in a shared bin, where any thread finds
+    /// [`MemoryPool`](crate::MemoryPool) docs): every block is in a shared bin, where any thread finds
     /// it, at the cost of a shard lock on every hit. A held-bytes cap, idle release,
     /// least-recently-used eviction and a larger-bins look-up imply it.
     pub shared_bins_only: bool,
@@ -141,7 +141,7 @@ impl PolicyCell {
     }
 }
 
-/// The bounds of each thread's cache of a pool (see the [`pool`](crate::pool) module docs), set
+/// The bounds of each thread's cache of a pool (see the [`MemoryPool`](crate::MemoryPool) docs), set
 /// with [`PoolBuilder::thread_cache`](crate::PoolBuilder::thread_cache).
 ///
 /// A returned block goes into the returning thread's cache only if its block size is at most
