@@ -17,6 +17,7 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-mem", "image_blur", ""),
     ("cl-mem", "svm", ""),
     ("cl-mem", "async_read", ""),
+    ("cl-mem", "pyopencl_demo", ""),
     ("cl-tests", "opencl3_interop", ""),
 ];
 
