@@ -18,6 +18,7 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-mem", "svm", ""),
     ("cl-mem", "async_read", ""),
     ("cl-mem", "pyopencl_demo", ""),
+    ("cl-mem", "pyopencl_transpose", ""),
     ("cl-tests", "opencl3_interop", ""),
 ];
 
