@@ -19,6 +19,7 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-mem", "async_read", ""),
     ("cl-mem", "pyopencl_demo", ""),
     ("cl-mem", "pyopencl_transpose", ""),
+    ("cl-mem", "pyopencl_svm", ""),
     ("cl-tests", "opencl3_interop", ""),
 ];
 
