@@ -70,9 +70,12 @@ fn transpose(
     w: usize,
     h: usize,
 ) -> Result<Event> {
-    assert!(w % BLOCK_SIZE == 0 && h % BLOCK_SIZE == 0);
+    assert!(w.is_multiple_of(BLOCK_SIZE) && h.is_multiple_of(BLOCK_SIZE));
     let (global, local) = (&[w, h][..], Some(&[BLOCK_SIZE, BLOCK_SIZE][..]));
-    let (wu, hu) = (w as u32, h as u32);
+    let (wu, hu) = (
+        u32::try_from(w).expect("w fits u32"),
+        u32::try_from(h).expect("h fits u32"),
+    );
     match m {
         Method::Silly => k[0].call(q, global, None, (tgt, src, &wu, &hu)),
         Method::Naive => k[0].call(q, global, local, (tgt, src, &wu, &hu)),
@@ -93,9 +96,8 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         prg.kernel("transpose_naive")?,
         prg.kernel("transpose_local")?,
     ];
-    let sizes: Vec<usize> = (0..5)
-        .map(|j| (2f64.powf(6.0 + 0.5 * j as f64) as usize / 32) * 32)
-        .collect();
+    // The Python's `(2**i // 32) * 32` for `i` in `np.arange(6, 8.5, 0.5)`.
+    let sizes = [64, 64, 128, 160, 256];
 
     for method in [Method::Silly, Method::Naive, Method::WithLocal] {
         for &size in &sizes {
