@@ -17,6 +17,9 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-mem", "image_blur", ""),
     ("cl-mem", "svm", ""),
     ("cl-mem", "async_read", ""),
+    ("cl-mem", "pyopencl_demo", ""),
+    ("cl-mem", "pyopencl_transpose", ""),
+    ("cl-mem", "pyopencl_svm", ""),
     ("cl-tests", "opencl3_interop", ""),
 ];
 

@@ -39,8 +39,9 @@
 //! # }
 //! ```
 //!
-//! More: `examples/` (`image_blur`, `svm` with its fallback, `async_read` with tokio), and
-//! cl-pool's quick start for pooled buffers.
+//! More: `examples/` (`image_blur`, `svm` with its fallback, `async_read` with tokio, and ports of
+//! PyOpenCL's own examples: `pyopencl_demo`, `pyopencl_transpose`, `pyopencl_svm`), and cl-pool's
+//! quick start for pooled buffers.
 //!
 //! # Layers
 //!
