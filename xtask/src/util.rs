@@ -356,8 +356,16 @@ mod tests {
             .args(["-c", "sleep 30 & sleep 30; wait"])
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        let d = descendants(child.id());
+        // The shell starts its two sleeps when the scheduler lets it: poll (a loaded CI machine
+        // took longer than a fixed 200 ms).
+        let mut d = descendants(child.id());
+        for _ in 0..250 {
+            if d.len() == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            d = descendants(child.id());
+        }
         assert_eq!(d.len(), 2, "two sleeps under the shell: {d:?}");
         for pid in d.iter().rev() {
             let _ = Command::new("kill")

@@ -101,8 +101,16 @@ fn settle(p: &MemoryPool<TA>, done: impl Fn(&MemoryPool<TA>) -> bool) {
 }
 
 fn quiescent(p: &MemoryPool<TA>, what: &str) {
+    // Every figure below at rest: an exiting thread's cache may still be moving or freeing blocks
+    // between two snapshots (`stats` and `bin_stats` are each consistent, not together).
     settle(p, |p| {
-        p.stats().managed_bytes == p.allocator().0.in_use.load(SeqCst)
+        let s = p.stats();
+        let held: usize = p.bin_stats().iter().map(|b| b.held_blocks).sum();
+        s.managed_bytes == p.allocator().0.in_use.load(SeqCst)
+            && s.active_blocks == 0
+            && held == s.held_blocks
+            && s.held_blocks as u64 == s.upstream_allocations - s.upstream_frees
+            && held == p.stats().held_blocks
     });
     let s = p.stats();
     assert_eq!(s.active_blocks, 0, "{what} {s:?}");
