@@ -566,6 +566,15 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
     let back = img.read_array::<f32>(&q, &[], &img.extent(), &[])?;
     assert_eq!(back.shape(), &[4, 6]);
     assert_eq!(back.as_slice(), a.as_slice());
+    // The same from a flat slice and its shape, no ndarray.
+    let flat: Vec<f32> = (0..24u8).map(f32::from).collect();
+    let img = Image::from_slice(ctx, &flat, &[4, 6], ArrayImageOptions::default())?;
+    assert_eq!(img.shape(), vec![6, 4]);
+    assert_eq!(img.read_to_vec::<f32>(&q, &[])?, flat);
+    assert!(matches!(
+        Image::from_slice(ctx, &flat, &[5, 6], ArrayImageOptions::default()),
+        Err(Error::InvalidArgument(m)) if m.contains("holds 30 values, the slice 24")
+    ));
     // (2, 3, 5, 4) u8 with 4 channels, normalized: a 5 x 3 x 2 RGBA/UNORM_INT8 3-D image.
     let b = ndarray::Array4::from_shape_fn((2, 3, 5, 4), |(z, y, x, c)| {
         (z * 60 + y * 20 + x * 4 + c) as u8

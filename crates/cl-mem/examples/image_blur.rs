@@ -5,8 +5,8 @@
 //! Run: `cargo run -p cl-mem --example image_blur` (`CL_CTX=intel` or any selector picks a device).
 
 use cl_mem::{
-    create_some_context, AddressingMode, Buffer, ChannelOrder, ChannelType, Error, FilterMode,
-    Image, ImageDesc, ImageFormat, MemFlags, Program, Queue, Sampler,
+    create_some_context, AddressingMode, ArrayImageOptions, Buffer, Error, FilterMode, Image,
+    MemFlags, Program, Queue, Sampler,
 };
 
 const SRC: &str = "
@@ -27,8 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (w, h) = (64usize, 48usize);
     let pixels: Vec<f32> = (0..w * h).map(|i| ((i * 7) % 13) as f32).collect();
 
-    let format = ImageFormat::new(ChannelOrder::R, ChannelType::Float);
-    let image = match Image::new(&context, MemFlags::READ_ONLY, format, &ImageDesc::d2(w, h)) {
+    // An R/FLOAT image `w` wide and `h` high, from the pixels (numpy's shape order: rows first).
+    let image = match Image::from_slice(&context, &pixels, &[h, w], ArrayImageOptions::default()) {
         Ok(image) => image,
         Err(e @ Error::Unsupported { .. }) => {
             println!("no images on this device: {e}");
@@ -36,7 +36,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Err(e) => return Err(e.into()),
     };
-    image.write_all(&queue, &pixels, &[])?;
     let sampler = Sampler::new(
         &context,
         false,

@@ -1,20 +1,20 @@
-//! ndarray in and out of images: [`image_from_array`] (PyOpenCL's `image_from_array`) and
-//! [`Image::read_array`] / [`Image::write_array`].
+//! Arrays in and out of images: [`Image::from_slice`] and, with ndarray, [`image_from_array`]
+//! (PyOpenCL's `image_from_array`) and [`Image::read_array`] / [`Image::write_array`].
 //!
 //! Axis order is PyOpenCL's: the last ndarray axis (the fastest-varying in C order) is the
 //! image's x, so an array of shape `(rows, cols)` is an image `cols` wide and `rows` high; a
 //! trailing axis may hold the channels of a pixel.
 
-use super::ChannelType;
+use super::{ChannelOrder, ChannelType, Image, ImageDesc, ImageFormat};
+use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::Pod;
+use crate::runtime::context::Context;
 
 // What the ndarray half needs (`image_from_array`, `Image::read_array` / `write_array`).
 #[cfg(feature = "ndarray")]
 use {
-    super::{ChannelOrder, Image, ImageDesc, ImageFormat, ImagePitches},
-    crate::error::{Error, Result},
-    crate::runtime::context::Context,
+    super::ImagePitches,
     crate::runtime::event::Event,
     crate::runtime::queue::Queue,
     ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn},
@@ -105,7 +105,6 @@ pub struct ArrayImageOptions {
 }
 
 /// The image dimensions (width first) and channel count of an array.
-#[cfg(feature = "ndarray")]
 fn array_layout<T: ImageElement>(
     shape: &[usize],
     num_channels: Option<usize>,
@@ -144,15 +143,13 @@ fn array_layout<T: ImageElement>(
 /// An image holding a copy of `array` (PyOpenCL's `image_from_array`): the array's dimensions
 /// (less a channel axis) reversed become width, height, depth; the channel order is R, RG, RGB
 /// or RGBA by channel count; the channel type comes from the element type
-/// ([`ImageElement`]); flags are the access flag plus `COPY_HOST_PTR`.
+/// ([`ImageElement`]); flags are the access flag plus `COPY_HOST_PTR`. Without ndarray, the same
+/// from a slice and its shape: [`Image::from_slice`].
 ///
 /// # Errors
 ///
 /// [`Error::InvalidArgument`] for a non-C-contiguous array (PyOpenCL's "array must be
-/// C-contiguous"), a channel count the shape does not carry, 0 or more than 3 image dimensions,
-/// or `norm_int` with an element type without a normalized channel type (`f32`, `i32`, ...);
-/// [`Error::Unsupported`] when the context does not support the format (RGB is rarely
-/// supported: drivers allow it only with packed types); and as [`Image::from_host`].
+/// C-contiguous"), and as [`Image::from_slice`].
 #[cfg(feature = "ndarray")]
 pub fn image_from_array<T, S, D>(
     context: &Context,
@@ -167,28 +164,66 @@ where
     let data = array
         .as_slice()
         .ok_or_else(|| Error::InvalidArgument("array must be C-contiguous".into()))?;
-    let (dims, channels) = array_layout::<T>(array.shape(), options.num_channels)?;
-    let channel_type = if options.norm_int {
-        T::NORM_CHANNEL_TYPE.ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "no normalized channel type for {}",
-                std::any::type_name::<T>()
-            ))
-        })?
-    } else {
-        T::CHANNEL_TYPE
-    };
-    let order = ChannelOrder::for_channels(channels).ok_or_else(|| {
-        Error::InvalidArgument(format!("an image has 1 to 4 channels, got {channels}"))
-    })?;
-    let desc = ImageDesc::from_shape(&dims, false, false)?;
-    Image::from_host(
-        context,
-        options.access.flags(),
-        ImageFormat::new(order, channel_type),
-        &desc,
-        data,
-    )
+    Image::from_slice(context, data, array.shape(), options)
+}
+
+impl Image {
+    /// An image holding a copy of `data`, a C-ordered array of `shape` (numpy's order: rows
+    /// last-but-one, a channel axis last when `options.num_channels` says so): PyOpenCL's
+    /// `image_from_array` without an ndarray. The image is `shape` reversed (width first); the
+    /// channel order is R, RG, RGB or RGBA by channel count, the channel type the element type's.
+    ///
+    /// ```ignore
+    /// // a 480x640 RGBA float image from a flat vector
+    /// let img = Image::from_slice(&ctx, &pixels, &[480, 640], ArrayImageOptions::default())?;
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `data` does not hold `shape`'s values, for a channel count
+    /// the shape does not carry, 0 or more than 3 image dimensions, a zero dimension, or
+    /// `norm_int` with an element type without a normalized channel type (`f32`, `i32`, ...);
+    /// [`Error::Unsupported`] when the context does not support the format (RGB is rarely
+    /// supported: drivers allow it only with packed types); and as [`Image::from_host`].
+    pub fn from_slice<T: ImageElement>(
+        context: &Context,
+        data: &[T],
+        shape: &[usize],
+        options: ArrayImageOptions,
+    ) -> Result<Image> {
+        let values = shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| Error::InvalidArgument(format!("shape {shape:?} overflows usize")))?;
+        if values != data.len() {
+            return Err(Error::InvalidArgument(format!(
+                "shape {shape:?} holds {values} values, the slice {}",
+                data.len()
+            )));
+        }
+        let (dims, channels) = array_layout::<T>(shape, options.num_channels)?;
+        let channel_type = if options.norm_int {
+            T::NORM_CHANNEL_TYPE.ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "no normalized channel type for {}",
+                    std::any::type_name::<T>()
+                ))
+            })?
+        } else {
+            T::CHANNEL_TYPE
+        };
+        let order = ChannelOrder::for_channels(channels).ok_or_else(|| {
+            Error::InvalidArgument(format!("an image has 1 to 4 channels, got {channels}"))
+        })?;
+        let desc = ImageDesc::from_shape(&dims, false, false)?;
+        Image::from_host(
+            context,
+            options.access.flags(),
+            ImageFormat::new(order, channel_type),
+            &desc,
+            data,
+        )
+    }
 }
 
 #[cfg(feature = "ndarray")]
