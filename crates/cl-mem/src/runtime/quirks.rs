@@ -25,6 +25,13 @@ pub(crate) struct Quirks {
     /// crashes; the same copy between the roots works (`repro/pocl_copy_rect_sub_buffer.c`,
     /// DEVICES.md#pocl-copy-rect-sub-buffer).
     pub(crate) copy_rect_sub_buffer_crashes: bool,
+    /// Oclgrind: not thread-safe, and it runs callbacks on the calling thread, so callbacks' work
+    /// runs where it calls them instead of on the callback worker (`runtime/worker.rs`,
+    /// DEVICES.md#oclgrind-threads-release).
+    pub(crate) callbacks_in_place: bool,
+    /// NVIDIA (580.159.04): the first `clEnqueueSVMMap` of coarse-grain SVM of a context over two
+    /// GPUs kills the process (`repro/nvidia_two_gpu_image_svm.c`, DEVICES.md#nvidia-multi-gpu-svm).
+    pub(crate) multi_gpu_svm_crashes: bool,
 }
 
 impl Quirks {
@@ -32,6 +39,8 @@ impl Quirks {
     pub(crate) fn of(name: &str, _version: &str) -> Quirks {
         let pocl = name.contains("Portable Computing Language");
         Quirks {
+            callbacks_in_place: name.contains("Oclgrind"),
+            multi_gpu_svm_crashes: name.contains("NVIDIA"),
             orders_map_commands: pocl,
             failed_events_need_polling: pocl,
             fill_image1d_buffer_crashes: pocl,
@@ -71,10 +80,9 @@ mod tests {
         // PoCL 5.0 (the GPU machine's) crashes in the same call.
         let pocl5 = Quirks::of("Portable Computing Language", "OpenCL 3.0 PoCL 5.0  Linux");
         assert!(pocl5.copy_rect_sub_buffer_crashes && pocl5.orders_map_commands);
-        assert_eq!(
-            Quirks::of("NVIDIA CUDA", "OpenCL 3.0 CUDA 12.8.90"),
-            Quirks::default()
-        );
+        let nvidia = Quirks::of("NVIDIA CUDA", "OpenCL 3.0 CUDA 12.8.90");
+        assert!(nvidia.multi_gpu_svm_crashes && !nvidia.copy_rect_sub_buffer_crashes);
+        assert!(Quirks::of("Oclgrind", "OpenCL 1.2 (Oclgrind 21.10)").callbacks_in_place);
         assert_eq!(
             Quirks::of("Intel(R) OpenCL", "OpenCL 3.1 LINUX"),
             Quirks::default()

@@ -21,7 +21,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 
 use cl_raw::sys;
 
@@ -63,21 +63,13 @@ pub(crate) enum Place {
 }
 
 impl Place {
-    /// Where callbacks of objects of `platform` run their work. Read once per platform.
+    /// Where callbacks of objects of `platform` run their work (its quirks, read once).
     pub(crate) fn for_platform(platform: Platform) -> Place {
-        static KNOWN: Mutex<Vec<(usize, Place)>> = Mutex::new(Vec::new());
-        let key = platform.as_raw() as usize;
-        let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&(_, place)) = known.iter().find(|(k, _)| *k == key) {
-            return place;
-        }
-        let place = if platform.name().is_ok_and(|n| n.contains("Oclgrind")) {
+        if crate::runtime::quirks::quirks(&platform).callbacks_in_place {
             Place::InPlace
         } else {
             Place::Worker
-        };
-        known.push((key, place));
-        place
+        }
     }
 
     /// As [`Place::for_platform`] for the platform of a raw context; the worker when the

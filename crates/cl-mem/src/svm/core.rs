@@ -293,7 +293,7 @@ pub(crate) fn require_svm(
     let distinct = (0..devices.len())
         .filter(|&i| !devices[..i].contains(&devices[i]))
         .count();
-    if distinct > 1 && context.platform().name()?.contains("NVIDIA") {
+    if distinct > 1 && crate::runtime::quirks::quirks(&context.platform()).multi_gpu_svm_crashes {
         // NVIDIA 580.159.04 kills the process (SIGSEGV) in the first clEnqueueSVMMap of a
         // coarse-grain allocation of a context over two GPUs: repro/nvidia_two_gpu_image_svm.c,
         // docs/DEVICES.md#nvidia-multi-gpu-svm.
