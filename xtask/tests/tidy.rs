@@ -158,3 +158,47 @@ fn cl_pool_forbids_unsafe_code() {
         }
     }
 }
+
+/// Driver quirks are decided in one place (docs/ARCHITECTURE.md; issue 33): no code line of
+/// cl-mem or cl-pool outside `runtime/quirks.rs` compares a platform name.
+#[test]
+fn platform_names_are_read_only_in_the_quirks_module() {
+    let names = [
+        "\"Portable Computing Language",
+        "\"NVIDIA",
+        "\"Oclgrind",
+        "\"Intel",
+    ];
+    let mut offenders = Vec::new();
+    let mut stack = vec![
+        root().join("crates/cl-mem/src"),
+        root().join("crates/cl-pool/src"),
+    ];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.ends_with("runtime/quirks.rs") || path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("source readable");
+            for (n, line) in text.lines().enumerate() {
+                let code = line.trim_start();
+                if code.starts_with("//") {
+                    continue;
+                }
+                if names.iter().any(|name| code.contains(name)) {
+                    offenders.push(format!("{}:{}: {}", path.display(), n + 1, code));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "platform names outside runtime/quirks.rs:\n{}",
+        offenders.join("\n")
+    );
+}
