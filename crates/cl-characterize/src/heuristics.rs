@@ -420,6 +420,34 @@ pub fn has_fine_grain_system_svm_atomics(dev: &DeviceProfile) -> Result<bool, Ch
 mod tests {
     use super::*;
 
+    fn platform(name: &str, version: &str) -> DeviceProfile {
+        let mut dev = DeviceProfile::default();
+        dev.platform.name = name.to_owned();
+        dev.platform.version = version.to_owned();
+        dev
+    }
+
+    /// The version gates at their boundaries: PoCL's SVM from 1.0 (whatever the OpenCL version it
+    /// reports), other platforms' from OpenCL 2.0; PoCL's struct-argument bug through 0.13 for
+    /// sure, at 0.14 by probe, not from 0.15.
+    #[test]
+    fn version_gates_hold_at_their_boundaries() {
+        let pocl = |v: &str| platform(POCL_PLATFORM_NAME, &format!("OpenCL 1.2 pocl {v}"));
+        assert!(!may_have_svm(&pocl("0.99")).unwrap());
+        assert!(may_have_svm(&pocl("1.0")).unwrap());
+        assert!(may_have_svm(&pocl("1.1")).unwrap());
+        let other = |v: &str| platform("Other", &format!("OpenCL {v} vendor"));
+        assert!(!may_have_svm(&other("1.2")).unwrap());
+        assert!(may_have_svm(&other("2.0")).unwrap());
+        let bug = |v: &str| has_struct_arg_count_bug(&pocl(v)).map(|e| e.value);
+        assert_eq!(bug("0.13").unwrap(), StructArgCountBug::Pocl);
+        assert!(matches!(
+            bug("0.14"),
+            Err(CharacterizeError::ProbeRequired { .. })
+        ));
+        assert_eq!(bug("0.15").unwrap(), StructArgCountBug::None);
+    }
+
     #[test]
     fn pocl_version_regex_cases() {
         let cases = [
