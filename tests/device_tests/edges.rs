@@ -64,6 +64,10 @@ pub(crate) fn tests() -> Vec<DeviceTest> {
             run: a_replaced_sampler_outlives_its_pending_command,
         },
         DeviceTest {
+            name: "a_call_reads_each_argument_once",
+            run: a_call_reads_each_argument_once,
+        },
+        DeviceTest {
             name: "errors_name_the_kernel_and_argument",
             run: errors_name_the_kernel_and_argument,
         },
@@ -515,6 +519,44 @@ fn a_replaced_sampler_outlives_its_pending_command(dev: &TestDevice) -> TestResu
     eventually("the completed commands released the sampler", || {
         Ok(probe.reference_count()? == 1)
     })?;
+    Ok(())
+}
+
+/// A hostile `AsKernelArg` (safe to implement) that answers with this context's buffer the first
+/// time and another context's the next: `Kernel::call` must set what it checked.
+struct Flip {
+    ours: Buffer,
+    theirs: Buffer,
+    asked: std::cell::Cell<u32>,
+}
+
+impl cl_mem::AsKernelArg for Flip {
+    type Arg = Buffer;
+
+    fn as_kernel_arg(&self) -> &Buffer {
+        self.asked.set(self.asked.get() + 1);
+        if self.asked.get() == 1 {
+            &self.ours
+        } else {
+            &self.theirs
+        }
+    }
+}
+
+fn a_call_reads_each_argument_once(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let ctx = q.context();
+    let other = dev.context();
+    let program = Program::build_from_source(ctx, SRC, "")?;
+    let k = program.kernel("sneaky")?;
+    let flip = Flip {
+        ours: Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1u32; 16])?,
+        theirs: Buffer::from_slice(&other, MemFlags::READ_WRITE, &[1u32; 16])?,
+        asked: std::cell::Cell::new(0),
+    };
+    k.call(&q, &[16], None, (&flip,))?;
+    assert_eq!(flip.asked.get(), 1, "the argument was read more than once");
+    assert_eq!(flip.ours.to_vec::<u32>(&q)?, vec![7u32; 16]);
     Ok(())
 }
 

@@ -119,54 +119,42 @@ impl<T: KernelArg + ?Sized> AsKernelArg for T {
 /// [`AsKernelArg`] values, one per parameter in order (`(&a, &b, &0.5f32)`), up to 16; `()` for a
 /// kernel without parameters.
 pub trait KernelArgs {
-    /// How many arguments.
-    const LEN: usize;
-
-    /// Calls `f` with each argument's position and value, in order, stopping at the first error.
-    ///
-    /// # Errors
-    ///
-    /// The first error `f` returns.
-    fn try_each(&self, f: &mut dyn FnMut(u32, ArgValue<'_>) -> Result<()>) -> Result<()>;
+    /// Each argument's value, in order. Read once per call: what is checked is what is set.
+    fn values(&self) -> SmallVec<[ArgValue<'_>; 8]>;
 }
 
 impl KernelArgs for () {
-    const LEN: usize = 0;
-
-    fn try_each(&self, _: &mut dyn FnMut(u32, ArgValue<'_>) -> Result<()>) -> Result<()> {
-        Ok(())
+    fn values(&self) -> SmallVec<[ArgValue<'_>; 8]> {
+        SmallVec::new()
     }
 }
 
 macro_rules! kernel_args {
-    ($len:expr; $($i:tt $t:ident),+) => {
+    ($($i:tt $t:ident),+) => {
         impl<$($t: AsKernelArg + ?Sized),+> KernelArgs for ($(&$t,)+) {
-            const LEN: usize = $len;
-
-            fn try_each(&self, f: &mut dyn FnMut(u32, ArgValue<'_>) -> Result<()>) -> Result<()> {
-                $( f($i, self.$i.as_kernel_arg().arg_value())?; )+
-                Ok(())
+            fn values(&self) -> SmallVec<[ArgValue<'_>; 8]> {
+                smallvec::smallvec![$(self.$i.as_kernel_arg().arg_value()),+]
             }
         }
     };
 }
 
-kernel_args!(1; 0 A);
-kernel_args!(2; 0 A, 1 B);
-kernel_args!(3; 0 A, 1 B, 2 C);
-kernel_args!(4; 0 A, 1 B, 2 C, 3 D);
-kernel_args!(5; 0 A, 1 B, 2 C, 3 D, 4 E);
-kernel_args!(6; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
-kernel_args!(7; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
-kernel_args!(8; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
-kernel_args!(9; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
-kernel_args!(10; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
-kernel_args!(11; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
-kernel_args!(12; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);
-kernel_args!(13; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M);
-kernel_args!(14; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N);
-kernel_args!(15; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O);
-kernel_args!(16; 0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O, 15 P);
+kernel_args!(0 A);
+kernel_args!(0 A, 1 B);
+kernel_args!(0 A, 1 B, 2 C);
+kernel_args!(0 A, 1 B, 2 C, 3 D);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O);
+kernel_args!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O, 15 P);
 
 // SAFETY: `Bytes` carries no handle.
 unsafe impl<T: Pod> KernelArg for T {
@@ -1407,23 +1395,23 @@ impl Kernel {
         local: Option<&[usize]>,
         args: A,
     ) -> Result<Event> {
-        if A::LEN != self.n_args {
+        let values = args.values();
+        if values.len() != self.n_args {
             return Err(Error::InvalidArgument(format!(
                 "kernel '{}' takes {} arguments, got {}",
                 self.name,
                 self.n_args,
-                A::LEN
+                values.len()
             )));
         }
-        let mut bytes: SmallVec<[u64; 16]> = SmallVec::from_elem(0, A::LEN);
-        args.try_each(&mut |i, value| {
-            bytes[i as usize] = self.check_arg(i, &value)?;
-            Ok(())
-        })?;
+        let bytes = (0u32..)
+            .zip(&values)
+            .map(|(i, v)| self.check_arg(i, v))
+            .collect::<Result<SmallVec<[u64; 8]>>>()?;
         let mut state = self.args();
-        args.try_each(&mut |i, value| {
-            self.set_value(&mut state, i as usize, i, value, bytes[i as usize])
-        })?;
+        for ((i, value), b) in (0u32..).zip(values).zip(bytes) {
+            self.set_value(&mut state, i as usize, i, value, b)?;
+        }
         self.enqueue_locked(&mut state, queue, global, local, &[])
     }
 
