@@ -1035,11 +1035,24 @@ fn rects_overlap(region: [usize; 3], a: (usize, [usize; 2]), b: (usize, [usize; 
         return false;
     }
     let (b_row, b_slice) = (b.1[0], b.1[1]);
+    // The slices of `b` whose byte span meets a row `[s, s + w)`: a range found in O(1), so the
+    // check costs one step per row of `a` (a whole 3-D region within one buffer stays cheap).
+    let b_span = (rows - 1) * b_row + w;
+    let slices_meeting = |s: usize| {
+        let first = (s + 1)
+            .checked_sub(b.0 + b_span)
+            .map_or(0, |d| d.div_ceil(b_slice.max(1)));
+        let last = (s + w - 1)
+            .checked_sub(b.0)
+            .map_or(0, |d| d / b_slice.max(1) + 1)
+            .min(slices);
+        first..last
+    };
     for az in 0..slices {
         for ay in 0..rows {
-            // Row [s, s + w) of `a` against the rows of each slice of `b`.
+            // Row [s, s + w) of `a` against the rows of each slice of `b` it can meet.
             let s = a.0 + az * a.1[1] + ay * a.1[0];
-            for bz in 0..slices {
+            for bz in slices_meeting(s) {
                 let base = b.0 + bz * b_slice;
                 if base >= s + w {
                     continue;
@@ -1329,6 +1342,54 @@ mod tests {
         assert!(!rects_overlap([4, 2, 1], (0, [8, 16]), (100, [8, 16])));
         assert!(rects_overlap([4, 2, 2], (0, [8, 64]), (64, [8, 64])));
         assert!(!rects_overlap([4, 2, 2], (0, [8, 64]), (32, [8, 64])));
+        // The second slice of `b` meets the last row of `a`'s first slice only.
+        assert!(rects_overlap([4, 4, 3], (0, [16, 256]), (40, [16, 8])));
+        assert!(!rects_overlap([4, 4, 3], (0, [16, 256]), (36, [16, 4])));
+        // A whole 512^3-row region moved by one byte within one buffer: found at once.
+        assert!(rects_overlap(
+            [512, 512, 512],
+            (0, [512, 512 * 512]),
+            (1, [512, 512 * 512])
+        ));
+        // Interleaved rows that never meet: every row checked, each against its one slice.
+        assert!(!rects_overlap(
+            [4, 256, 256],
+            (0, [8, 2048]),
+            (4, [8, 2048])
+        ));
+    }
+
+    /// Against a byte-by-byte check of small rectangles with pseudo-random layouts.
+    #[test]
+    fn rectangles_overlap_as_bytes_do() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            usize::try_from(x % m as u64).unwrap_or(0)
+        };
+        let bytes = |region: [usize; 3], (base, p): (usize, [usize; 2])| {
+            let mut v = Vec::new();
+            for z in 0..region[2] {
+                for y in 0..region[1] {
+                    v.extend((0..region[0]).map(|i| base + z * p[1] + y * p[0] + i));
+                }
+            }
+            v
+        };
+        for _ in 0..3000 {
+            let region = [1 + next(5), 1 + next(4), 1 + next(3)];
+            let side = |next: &mut dyn FnMut(usize) -> usize| {
+                let row = region[0] + next(6);
+                let slice = row * (region[1] + next(3));
+                (next(64), [row, slice])
+            };
+            let (a, b) = (side(&mut next), side(&mut next));
+            let (ba, bb) = (bytes(region, a), bytes(region, b));
+            let want = ba.iter().any(|i| bb.contains(i));
+            assert_eq!(rects_overlap(region, a, b), want, "{region:?} {a:?} {b:?}");
+        }
     }
 
     #[test]
