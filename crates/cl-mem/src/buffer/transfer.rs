@@ -668,17 +668,7 @@ impl Buffer {
         self.check_range("copy destination", dst_offset, count)?;
         self.check_queue(queue)?;
         src.check_queue(queue)?;
-        if same_memory(src, self) {
-            let (a, b) = (
-                src.origin_bytes() + src_offset,
-                self.origin_bytes() + dst_offset,
-            );
-            if a < b + count && b < a + count && count > 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "copy ranges overlap in one buffer (source at {a}, destination at {b}, {count} bytes)"
-                )));
-            }
-        }
+        check_no_overlap(src, src_offset, self, dst_offset, count)?;
         if count == 0 {
             return queue.enqueue_marker(wait);
         }
@@ -1072,6 +1062,27 @@ fn rects_overlap(region: [usize; 3], a: (usize, [usize; 2]), b: (usize, [usize; 
     false
 }
 
+/// Refuses `count` bytes copied from `src` at `src_offset` into `dst` at `dst_offset` when they
+/// share a byte of one allocation (the spec's `CL_MEM_COPY_OVERLAP`).
+fn check_no_overlap(
+    src: &Buffer,
+    src_offset: usize,
+    dst: &Buffer,
+    dst_offset: usize,
+    count: usize,
+) -> Result<()> {
+    let (a, b) = (
+        src.origin_bytes() + src_offset,
+        dst.origin_bytes() + dst_offset,
+    );
+    if count > 0 && same_memory(src, dst) && a < b + count && b < a + count {
+        return Err(Error::InvalidArgument(format!(
+            "copy ranges overlap in one buffer (source at {a}, destination at {b}, {count} bytes)"
+        )));
+    }
+    Ok(())
+}
+
 /// True when both buffers are views of the same root memory.
 fn same_memory(a: &Buffer, b: &Buffer) -> bool {
     let root = |x: &Buffer| x.parent().map_or(x.as_raw(), Buffer::as_raw);
@@ -1256,14 +1267,7 @@ pub fn enqueue_copy_buffer_p2p_amd(
     src.check_range("p2p copy source", 0, count)?;
     dst.check_range("p2p copy destination", 0, count)?;
     src.check_queue(queue)?;
-    if same_memory(src, dst) && count > 0 {
-        let (a, b) = (src.origin_bytes(), dst.origin_bytes());
-        if a < b + count && b < a + count {
-            return Err(Error::InvalidArgument(format!(
-                "p2p copy ranges overlap in one buffer (source at {a}, destination at {b}, {count} bytes)"
-            )));
-        }
-    }
+    check_no_overlap(src, 0, dst, 0, count)?;
     let name: &CStr = c"clEnqueueCopyBufferP2PAMD";
     // SAFETY: a platform id of a 1.2+ platform; the address is only transmuted to the
     // signature `cl_amd_copy_buffer_p2p` specifies.
