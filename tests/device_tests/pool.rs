@@ -316,6 +316,19 @@ fn buffer_is_unique_until_cloned_sliced_imaged_or_set_as_an_argument(
     assert!(!b.is_unique(), "a Memory of a clone");
     drop(m);
     assert!(b.is_unique(), "the Memory dropped");
+    // Conversions through raw handles inside the crate count nothing for good: a sub-buffer's
+    // parent read back, a Memory released, a Memory adopted from the handle and dropped.
+    let part = b.sub_buffer(0, 16, MemFlags::empty())?;
+    drop(part.mem_associated_object()?);
+    drop(part);
+    assert!(b.is_unique(), "a sub-buffer's parent read back and dropped");
+    cl_mem::Memory::from(b.clone()).release()?;
+    assert!(b.is_unique(), "a Memory released");
+    // SAFETY: a live buffer of this crate; nothing outside it uses the handle.
+    let adopted = unsafe { cl_mem::Memory::from_raw_retained(b.as_raw()) }?;
+    assert!(!b.is_unique(), "an adopted Memory can start work");
+    drop(adopted);
+    assert!(b.is_unique(), "the adopted Memory dropped");
     // A 2-D image (a 1-D buffer image would keep PoCL's context: DEVICES.md
     // #pocl-image1d-buffer-keeps-context), where the device makes them.
     let format =

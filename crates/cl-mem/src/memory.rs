@@ -204,7 +204,9 @@ pub unsafe trait MemObject {
             return Ok(None);
         }
         // SAFETY: the driver returned a live object (the parent outlives its children).
-        let mem = unsafe { Memory::from_raw_retained(m) }?;
+        unsafe { raw::retain(m) }.map_err(Error::cl("clRetainMemObject"))?;
+        // SAFETY: the reference just taken; a buffer finds its record in `into_buffer`.
+        let mem = unsafe { Memory::adopt_untracked(m) };
         // A buffer keeps to its record (maps, other queues) as a kernel argument too.
         Ok(Some(match mem.into_buffer() {
             Ok(b) => Memory::from(b),
@@ -305,6 +307,20 @@ impl Memory {
         }
     }
 
+    /// Adopts one reference with no command record: for this crate's own conversions, which give
+    /// the handle to a wrapper that finds its record itself (a `Buffer`, an `Image`).
+    ///
+    /// # Safety
+    ///
+    /// As [`Memory::from_raw`].
+    pub(crate) unsafe fn adopt_untracked(raw: sys::cl_mem) -> Memory {
+        Memory {
+            raw,
+            tracked: None,
+            live: crate::runtime::live::Live::new(),
+        }
+    }
+
     /// Retains and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
     ///
     /// # Errors
@@ -375,7 +391,13 @@ impl Memory {
     ///
     /// [`Error::Cl`] from `clReleaseMemObject`.
     pub fn release(self) -> Result<()> {
-        let raw = self.into_raw();
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // The reference is released, not given away: the record's handle count goes down as in
+        // `Drop`.
+        drop(this.tracked.take());
+        // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
+        drop(unsafe { std::ptr::read(&this.live) });
+        let raw = this.raw;
         // SAFETY: we owned this reference.
         unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
     }

@@ -279,7 +279,7 @@ impl Buffer {
     ///    outside this crate.
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Buffer> {
         // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
-        let mem = unsafe { crate::memory::Memory::from_raw(raw) };
+        let mem = unsafe { crate::memory::Memory::adopt_untracked(raw) };
         if mem.mem_type()? != MemObjectType::Buffer {
             return Err(Error::InvalidArgument(
                 "the memory object is not a buffer".into(),

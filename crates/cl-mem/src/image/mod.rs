@@ -700,7 +700,7 @@ impl From<Image> for crate::memory::Memory {
     fn from(image: Image) -> crate::memory::Memory {
         let tracked = Arc::clone(&image.tracked);
         // SAFETY: we give the image's one reference to the new `Memory`.
-        let mut mem = unsafe { crate::memory::Memory::from_raw(image.into_raw_only()) };
+        let mut mem = unsafe { crate::memory::Memory::adopt_untracked(image.into_raw_only()) };
         mem.set_tracked(tracked);
         mem
     }
