@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -540,6 +540,9 @@ impl<A: Allocator> Inner<A> {
                     .checked_add(bytes)
                     .is_some_and(|n| n <= cap));
         let mut shard = self.shard(bin);
+        // Read again under the shard's lock: a `stop_holding` (or close) that freed this shard
+        // before we took it is seen here, so no block stays held after it.
+        let hold = hold && !self.stop_holding.load(SeqCst) && !self.closed.load(SeqCst);
         Self::count_in(st, Some(&mut shard), bin, size);
         let to_free = if hold {
             self.push_shared(st, &mut shard, bin, vec![block]);

@@ -39,8 +39,9 @@ impl<A: Allocator> CounterScope<A> {
             let pm = i.scope_peak_managed.load(Relaxed);
             let (sa, sm) = stack.pop().unwrap_or((0, 0));
             // The enclosing scope saw everything this one saw.
-            i.scope_peak_active.store(sa.max(pa), Relaxed);
-            i.scope_peak_managed.store(sm.max(pm), Relaxed);
+            // `fetch_max`: a thread raising the peak meanwhile is not lost for the enclosing scope.
+            i.scope_peak_active.fetch_max(sa.max(pa), Relaxed);
+            i.scope_peak_managed.fetch_max(sm.max(pm), Relaxed);
             i.hot.scopes_open.fetch_sub(1, SeqCst);
             (pa, pm)
         };
