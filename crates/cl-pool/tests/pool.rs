@@ -1351,3 +1351,43 @@ fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
     drop(block);
     assert_eq!(frees.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// `ThreadCacheLimits`: a block above `max_block_bytes` never sits in a thread's cache, so another
+/// thread's `free_held` frees it at once; under the default limits the same block stays in the
+/// (live) returning thread's cache until that thread's next pool call.
+#[test]
+fn thread_cache_limits_keep_large_blocks_in_the_shared_bins() {
+    let freed_by_another_thread = |limits: cl_pool::ThreadCacheLimits| {
+        let pool = MemoryPool::builder(TestAllocator::new())
+            .thread_cache(limits)
+            .build()
+            .unwrap();
+        let (returned, done) = (Barrier::new(2), Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                drop(pool.allocate(8192).unwrap());
+                returned.wait();
+                done.wait(); // alive, and away from the pool, while the other thread frees
+            });
+            returned.wait();
+            pool.free_held();
+            let frees = pool.stats().upstream_frees;
+            done.wait();
+            frees
+        })
+    };
+    let small_blocks_only = cl_pool::ThreadCacheLimits {
+        max_block_bytes: 4096,
+        ..cl_pool::ThreadCacheLimits::default()
+    };
+    assert_eq!(freed_by_another_thread(small_blocks_only), 1);
+    assert_eq!(
+        freed_by_another_thread(cl_pool::ThreadCacheLimits::default()),
+        0
+    );
+    let off = cl_pool::ThreadCacheLimits {
+        max_blocks: 0,
+        ..cl_pool::ThreadCacheLimits::default()
+    };
+    assert_eq!(freed_by_another_thread(off), 1);
+}
