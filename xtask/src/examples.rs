@@ -20,6 +20,7 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-mem", "pyopencl_demo", ""),
     ("cl-mem", "pyopencl_transpose", ""),
     ("cl-mem", "pyopencl_svm", ""),
+    ("cl-mem", "pyopencl_image_filters", ""),
     ("cl-tests", "opencl3_interop", ""),
 ];
 
