@@ -503,6 +503,22 @@ fn a_cached_kernel_with_a_fresh_block_per_call_reuses_two_buffers(dev: &TestDevi
     );
     assert_eq!(seen.len(), 2, "memories used over 20 calls");
     assert_eq!(pool.stats().upstream_allocations, 1);
+    // `Kernel::call` keeps no argument: each call's block goes back at once and the next call,
+    // ordered after it on the in-order queue, gets the same memory.
+    let pool = immediate_pool(&q)?;
+    let mut used = Vec::new();
+    for v in 0..20u32 {
+        let b = pool.allocate(n * 4)?;
+        used.push(b.as_raw());
+        k.call(&q, &[n], None, (&b, &v))?;
+    }
+    let b = pool.allocate(n * 4)?;
+    q.finish()?;
+    let want: Vec<u32> = (19..19 + n as u32).collect();
+    assert_eq!(b.to_vec::<u32>(&q)?, want, "the last call's values");
+    used.dedup();
+    assert_eq!(used.len(), 1, "memories used over 20 calls");
+    assert_eq!(pool.stats().upstream_allocations, 1);
     Ok(())
 }
 

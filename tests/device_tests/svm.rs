@@ -473,6 +473,19 @@ fn fine_grain_is_host_accessible_between_kernels(dev: &TestDevice) -> TestResult
         v[[0, 1]] = -1.0;
     }
     assert_eq!(a.as_slice()?[32], -1.0);
+    // `call` keeps no argument: host access right after it (the call's command waited for), and
+    // the same kernel called again, with no drop in between.
+    let k = kernel(&q, "twice")?;
+    k.call(&q, &[N], None, (&a,))?;
+    assert_eq!(a.as_slice()?[32], -2.0);
+    a.as_mut_slice()?[32] = 5.0;
+    k.call(&q, &[N], None, (&a,))?;
+    assert_eq!(a.as_slice()?[32], 10.0);
+    assert_eq!(a.as_slice()?[1], 8.0);
+    assert!(matches!(
+        k.enqueue_nd_range(&q, &[N], None, &[]),
+        Err(Error::InvalidArgument(m)) if m.contains("argument 0") && m.contains("not set")
+    ));
     assert!(matches!(
         a.as_array((33, 32)),
         Err(Error::InvalidArgument(_))

@@ -58,9 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut ary = fsvm_empty::<f32>(&queue, 10)?;
         ary.as_mut_slice()?.fill(17.0);
         let orig_ary = ary.as_slice()?.to_vec();
-        // A kernel keeps its arguments, so direct host access (unlike a map) waits until that
-        // kernel is gone (`Error::SvmInUse`): a temporary one here.
-        prg.kernel("twice")?.call(&queue, &[10], None, (&ary,))?;
+        twice.call(&queue, &[10], None, (&ary,))?;
         queue.finish()?;
         let doubled: Vec<f32> = orig_ary.iter().map(|x| 2.0 * x).collect();
         assert_eq!(ary.as_slice()?, doubled);
@@ -70,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if system {
         print!("Testing fine-grained system SVM...");
         let ary = svm_from_vec(&queue, vec![17.0f32; 10])?;
-        prg.kernel("twice")?.call(&queue, &[10], None, (&ary,))?; // a temporary: as above
+        twice.call(&queue, &[10], None, (&ary,))?;
         queue.finish()?;
         assert_eq!(ary.into_vec()?, vec![34.0f32; 10]);
         println!(" done.");

@@ -1381,8 +1381,10 @@ impl Kernel {
     /// add.call(&queue, &[n], None, (&a, &b, &c, &0.5f32))?;
     /// ```
     ///
-    /// For a wait list, set the arguments with [`Kernel::set_arg`] and use
-    /// [`Kernel::enqueue_nd_range`].
+    /// A call keeps none of its arguments once it returns (the command holds them until it
+    /// completes): the next call passes them all again, and memory it used is free for host
+    /// access and for a pool's next owner as soon as the command is done. For a wait list, set
+    /// the arguments with [`Kernel::set_arg`] and use [`Kernel::enqueue_nd_range`].
     ///
     /// # Errors
     ///
@@ -1409,10 +1411,20 @@ impl Kernel {
             .map(|(i, v)| self.check_arg(i, v))
             .collect::<Result<SmallVec<[u64; 8]>>>()?;
         let mut state = self.args();
+        let mut result = Ok(());
         for ((i, value), b) in (0u32..).zip(values).zip(bytes) {
-            self.set_value(&mut state, i as usize, i, value, b)?;
+            result = self.set_value(&mut state, i as usize, i, value, b);
+            if result.is_err() {
+                break;
+            }
         }
-        self.enqueue_locked(&mut state, queue, global, local, &[])
+        let result =
+            result.and_then(|()| self.enqueue_locked(&mut state, queue, global, local, &[]));
+        // A call keeps none of its arguments: the command holds them until it completes, and
+        // nothing can start another command with them, so the memory is free for host access
+        // (fine-grain SVM) and for the pool's next owner once the command is done.
+        clear(&mut state);
+        result
     }
 
     fn enqueue_locked(
@@ -1636,6 +1648,16 @@ impl Args {
     }
 }
 
+/// Unsets every argument slot; an SVM allocation is told its slot is gone (the commands that used
+/// an argument keep their own `Arc`).
+fn clear(args: &mut Args) {
+    for held in args.held.iter_mut().filter_map(Option::take) {
+        if let Some(m) = held.keep_alive().and_then(|k| arg_memory(k)) {
+            m.slot(false);
+        }
+    }
+}
+
 impl Drop for Kernel {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid kernel.
@@ -1643,13 +1665,7 @@ impl Drop for Kernel {
             crate::error::drop_status("clReleaseKernel", e);
         }
         let args = self.args.get_mut().unwrap_or_else(PoisonError::into_inner);
-        for held in args.held.iter().flatten() {
-            if let Some(k) = held.keep_alive() {
-                if let Some(m) = arg_memory(k) {
-                    m.slot(false);
-                }
-            }
-        }
+        clear(args);
         // Commands still pending keep their arguments until they complete: the callback drops
         // the snapshot, on the callback worker (its drops may block: pinned storage, SVM).
         let records: Vec<(Event, Snapshot)> = args.in_flight.drain().collect();
