@@ -7,6 +7,9 @@
 //!
 //! Run: `cargo run -p cl-mem --example pyopencl_image_filters` (`CL_CTX=intel` or any selector).
 
+// The Python's `astype` truncates; so do these casts.
+#![allow(clippy::cast_possible_truncation)]
+
 use cl_mem::AddressingMode::ClampToEdge;
 use cl_mem::{create_some_context, Buffer, ChannelOrder, ChannelType, Error, FilterMode, Image};
 use cl_mem::{ImageDesc, ImageFormat, LocalMemory, MemFlags, Program, Queue, Sampler};
