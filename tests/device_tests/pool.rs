@@ -514,7 +514,7 @@ fn a_cached_kernel_with_a_fresh_block_per_call_reuses_two_buffers(dev: &TestDevi
     }
     let b = pool.allocate(n * 4)?;
     q.finish()?;
-    let want: Vec<u32> = (19..19 + n as u32).collect();
+    let want: Vec<u32> = (19..).take(n).collect();
     assert_eq!(b.to_vec::<u32>(&q)?, want, "the last call's values");
     used.dedup();
     assert_eq!(used.len(), 1, "memories used over 20 calls");
