@@ -176,8 +176,9 @@ impl<H: HostMemory> IntoFuture for Pending<H> {
     /// [`Error::CommandFailed`] (the memory is then dropped, as by [`Pending::wait`]).
     fn into_future(self) -> PendingFuture<H> {
         PendingFuture {
-            event: self.event.wait_async_flushing(&self.queue),
+            event: self.event.wait_async(),
             pending: Some(self),
+            flushed: false,
         }
     }
 }
@@ -192,6 +193,9 @@ impl<H: HostMemory> IntoFuture for Pending<H> {
 pub struct PendingFuture<H: HostMemory> {
     event: EventFuture,
     pending: Option<Pending<H>>,
+    /// The transfer's queue was flushed (at the first poll that had to wait): a callback, unlike
+    /// a blocking wait, does not submit the command, and a driver may keep it on the host.
+    flushed: bool,
 }
 
 // Nothing in a `PendingFuture` is pinned: `poll` moves the `Pending` out whole, never a pinned
@@ -207,7 +211,14 @@ impl<H: HostMemory> Future for PendingFuture<H> {
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<H>> {
         let this = self.get_mut();
         let done = match Pin::new(&mut this.event).poll(cx) {
-            Poll::Pending => return Poll::Pending,
+            Poll::Pending if this.flushed => return Poll::Pending,
+            Poll::Pending => {
+                this.flushed = true;
+                match this.pending.as_ref().map(|p| p.queue.flush()) {
+                    Some(Err(e)) => Err(e),
+                    _ => return Poll::Pending,
+                }
+            }
             Poll::Ready(done) => done,
         };
         let pending = this

@@ -171,8 +171,8 @@ fn watch_loop() {
 /// and costs no callback. Otherwise the future stores the task's [`Waker`] in a small shared state
 /// (a `Mutex<Option<Waker>>` and a "finished" flag: the std form of an `AtomicWaker`), registers
 /// *one* `CL_COMPLETE` callback through [`Event::on_complete`]. A future of a non-blocking
-/// transfer ([`crate::Pending`]) holds the transfer's queue and flushes it if the command is
-/// still `CL_QUEUED` (`clWaitForEvents` flushes implicitly; a callback does not, and a driver may
+/// transfer ([`crate::Pending`]) holds the transfer's queue and flushes it at the first poll
+/// that has to wait (`clWaitForEvents` flushes implicitly; a callback does not, and a driver may
 /// keep an unflushed command on the host forever). A plain [`Event::wait_async`] knows no queue
 /// it may safely touch (the event's `CL_EVENT_COMMAND_QUEUE` handle may belong to a queue the
 /// caller already dropped): flush the queue ([`crate::Queue::flush`]) before awaiting a command
@@ -214,9 +214,6 @@ pub struct EventFuture {
     event: Event,
     shared: Option<Arc<Shared>>,
     waiters: Option<Arc<Waiters>>,
-    /// The command's queue, held (so flushing it is sound) where the future was made from a
-    /// transfer that knows it.
-    flush: Option<crate::runtime::queue::Queue>,
 }
 
 impl EventFuture {
@@ -225,7 +222,6 @@ impl EventFuture {
             event,
             shared: None,
             waiters,
-            flush: None,
         }
     }
 
@@ -309,13 +305,6 @@ impl Future for EventFuture {
             watch(&this.event, &shared);
         }
         this.shared = Some(shared);
-        if status == EventStatus::Queued {
-            if let Some(q) = &this.flush {
-                if let Err(e) = q.flush() {
-                    return Poll::Ready(Err(e));
-                }
-            }
-        }
         Poll::Pending
     }
 }
@@ -352,14 +341,5 @@ impl Event {
     /// ```
     pub fn wait_async(&self) -> EventFuture {
         EventFuture::new(self.clone(), None)
-    }
-
-    /// As [`Event::wait_async`], flushing `queue` (the command's queue, held by the future) at
-    /// the first poll that finds the command still queued: a callback, unlike a blocking wait,
-    /// does not submit it. Used by non-blocking transfers, which know their queue.
-    pub(crate) fn wait_async_flushing(&self, queue: &crate::runtime::queue::Queue) -> EventFuture {
-        let mut f = EventFuture::new(self.clone(), None);
-        f.flush = Some(queue.clone());
-        f
     }
 }
