@@ -134,7 +134,6 @@ mod pod;
 mod runtime;
 mod sampler;
 pub mod svm;
-mod track;
 
 pub use runtime::select;
 

@@ -273,7 +273,7 @@ pub struct Memory {
     raw: sys::cl_mem,
     /// The command record, when the handle came from a [`crate::Buffer`] (kernels then keep to
     /// its maps and queues as they do for the buffer).
-    tracked: Option<std::sync::Arc<crate::track::Tracked>>,
+    tracked: Option<std::sync::Arc<crate::runtime::track::Tracked>>,
     /// Counts this wrapper in [`crate::live_objects`].
     live: crate::runtime::live::Live<{ crate::runtime::live::MEM }>,
 }
@@ -302,7 +302,7 @@ impl Memory {
     pub unsafe fn from_raw(raw: sys::cl_mem) -> Memory {
         Memory {
             raw,
-            tracked: crate::track::Tracked::of_raw(raw),
+            tracked: crate::runtime::track::Tracked::of_raw(raw),
             live: crate::runtime::live::Live::new(),
         }
     }
@@ -336,7 +336,7 @@ impl Memory {
         unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
         Ok(Memory {
             raw,
-            tracked: crate::track::Tracked::of_raw(raw),
+            tracked: crate::runtime::track::Tracked::of_raw(raw),
             live: crate::runtime::live::Live::new(),
         })
     }
@@ -359,29 +359,20 @@ impl Memory {
         this.raw
     }
 
-    pub(crate) fn set_tracked(&mut self, tracked: std::sync::Arc<crate::track::Tracked>) {
-        self.tracked = Some(tracked);
+    /// A `Memory` owning one reference to `raw`, in the command record through `tracked`.
+    pub(crate) fn with_record(
+        raw: sys::cl_mem,
+        tracked: std::sync::Arc<crate::runtime::track::Tracked>,
+    ) -> Memory {
+        Memory {
+            live: crate::runtime::live::Live::new(),
+            raw,
+            tracked: Some(tracked),
+        }
     }
 
-    /// Narrows to a [`crate::Buffer`] when `CL_MEM_TYPE` says it is one; otherwise gives `self`
-    /// back (no reference is lost either way).
-    ///
-    /// # Errors
-    ///
-    /// `Err(self)` when the object is not a buffer or its type cannot be read.
-    pub fn into_buffer(self) -> std::result::Result<crate::Buffer, Memory> {
-        match self.mem_type() {
-            Ok(MemObjectType::Buffer) => {
-                let raw = self.as_raw();
-                // SAFETY: a valid buffer; we take one more reference for the buffer and drop
-                // `self`'s when this function returns, so the count is unchanged.
-                match unsafe { crate::Buffer::from_raw_retained(raw) } {
-                    Ok(b) => Ok(b),
-                    Err(_) => Err(self),
-                }
-            }
-            _ => Err(self),
-        }
+    pub(crate) fn set_tracked(&mut self, tracked: std::sync::Arc<crate::runtime::track::Tracked>) {
+        self.tracked = Some(tracked);
     }
 
     /// Releases the reference now, reporting failure (`Drop` only logs it). Consuming `self`
@@ -422,20 +413,9 @@ unsafe impl crate::runtime::kernel::KernelArg for Memory {
         match &self.tracked {
             Some(t) => crate::runtime::kernel::ArgValue::MemKeepAlive {
                 mem: self.raw,
-                keep_alive: crate::track::ArgHold::keep_alive(t),
+                keep_alive: crate::runtime::track::ArgHold::keep_alive(t),
             },
             None => crate::runtime::kernel::ArgValue::Mem(self.raw),
-        }
-    }
-}
-
-impl From<crate::Buffer> for Memory {
-    fn from(b: crate::Buffer) -> Memory {
-        let tracked = Some(b.tracked_arc());
-        Memory {
-            live: crate::runtime::live::Live::new(),
-            raw: b.into_raw_only(),
-            tracked,
         }
     }
 }

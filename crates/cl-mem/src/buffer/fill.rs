@@ -17,7 +17,7 @@ use crate::pod::{bytes_of, Pod};
 use crate::runtime::event::Event;
 use crate::runtime::live::{Live, KEPT};
 use crate::runtime::queue::Queue;
-use crate::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
+use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
 
 impl Buffer {
     /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's

@@ -32,7 +32,7 @@ use crate::memory::MemFlags;
 use crate::pod::Pod;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
-use crate::track::{Access, MapClaim};
+use crate::runtime::track::{Access, MapClaim};
 
 bitflags! {
     /// `cl_map_flags` (PyOpenCL's `map_flags`).

@@ -43,7 +43,7 @@ use crate::runtime::event::Event;
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
-use crate::track::{enqueue_tracked, Access, Tracked, Use};
+use crate::runtime::track::{enqueue_tracked, Access, Tracked, Use};
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
 /// when the value is moved, until it is dropped.

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::pod::Pod;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
-use crate::track::{Access, MapClaim};
+use crate::runtime::track::{Access, MapClaim};
 
 /// How a region is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

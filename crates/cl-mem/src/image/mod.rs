@@ -52,7 +52,7 @@ use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
-use crate::track::Tracked;
+use crate::runtime::track::Tracked;
 
 #[cfg(feature = "ndarray")]
 pub use array::image_from_array;
@@ -373,7 +373,7 @@ impl Image {
     }
 
     /// Shares `buffer`'s command record: an image made from a buffer is the buffer's bytes.
-    pub(crate) fn share_record_of(&mut self, buffer: &crate::Buffer) {
+    pub(crate) fn share_record_of(&mut self, buffer: &crate::buffer::Buffer) {
         self.tracked = buffer
             .tracked()
             .view(buffer.origin_bytes(), buffer.size_bytes());
@@ -737,7 +737,7 @@ unsafe impl KernelArg for Image {
         // The keep-alive is how the kernel finds the image's command record.
         ArgValue::MemKeepAlive {
             mem: self.raw,
-            keep_alive: crate::track::ArgHold::keep_alive(&self.tracked),
+            keep_alive: crate::runtime::track::ArgHold::keep_alive(&self.tracked),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
-use crate::track::{enqueue_tracked, Access};
+use crate::runtime::track::{enqueue_tracked, Access};
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
@@ -709,7 +709,7 @@ impl<T: Pod> CopyPair for (&mut [T], &Image) {
     }
 }
 
-impl<B: crate::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
+impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         whole_image_options(&o, o.src_offset, "buffer from image")?;
         self.1.copy_to_buffer(
@@ -723,7 +723,7 @@ impl<B: crate::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
     }
 }
 
-impl<B: crate::AsBuffer + ?Sized> CopyPair for (&Image, &B) {
+impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&Image, &B) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         whole_image_options(&o, o.dst_offset, "image from buffer")?;
         self.0.copy_from_buffer(

@@ -15,7 +15,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::program::Program;
 use crate::runtime::queue::Queue;
-use crate::track::{arg_memory, enqueue_tracked, is_done, Access, ArgMemory, Use};
+use crate::runtime::track::{arg_memory, enqueue_tracked, is_done, Access, ArgMemory, Use};
 use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.

@@ -1,6 +1,6 @@
 //! The OpenCL runtime: platforms, devices, contexts, queues, events, programs, kernels and device
 //! selection. Nothing here knows a memory object's type: kernels reach the memory behind their
-//! arguments only through [`crate::track`]'s `ArgMemory` seam (checked by `xtask/tests/module_graph.rs`).
+//! arguments only through [`crate::runtime::track`]'s `ArgMemory` seam (checked by `xtask/tests/module_graph.rs`).
 
 pub(crate) mod context;
 pub(crate) mod device;
@@ -14,4 +14,5 @@ pub(crate) mod queue;
 pub(crate) mod quirks;
 pub mod select;
 pub(crate) mod staging;
+pub(crate) mod track;
 pub(crate) mod worker;

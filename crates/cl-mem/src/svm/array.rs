@@ -15,7 +15,7 @@ use crate::pod::Pod;
 use crate::runtime::event::{Event, EventStatus};
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::track::Hold;
+use crate::runtime::track::Hold;
 
 use super::core::{exclusive, require_in_order, require_svm, sealed, Core};
 use super::SvmPointer;
@@ -272,7 +272,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     }
 
     /// The context it belongs to.
-    pub fn context(&self) -> &crate::Context {
+    pub fn context(&self) -> &crate::runtime::context::Context {
         self.core.context()
     }
 

@@ -238,8 +238,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-// Kernels reach an SVM allocation only through this seam (crate::track::ArgMemory).
-impl crate::track::ArgMemory for Core {
+// Kernels reach an SVM allocation only through this seam (crate::runtime::track::ArgMemory).
+impl crate::runtime::track::ArgMemory for Core {
     fn arg_context(&self) -> Option<sys::cl_context> {
         Some(self.context.as_raw())
     }

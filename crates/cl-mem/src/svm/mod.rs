@@ -41,7 +41,7 @@
 //!
 //! Host references into SVM must never overlap device writes (that is a data race). So every
 //! host access takes `&mut self`, refuses while a kernel still holds the allocation as an
-//! argument ([`crate::Error::SvmInUse`]), and first waits for every queue that used it.
+//! argument ([`crate::error::Error::SvmInUse`]), and first waits for every queue that used it.
 //! Coarse-grain memory is reachable only through a map ([`SvmMap`], [`SvmMapMut`], or the
 //! `with_map_*` scopes); fine-grain and system memory also give `as_slice` / `as_mut_slice`
 //! directly (between kernel runs). A map guard borrows the array, so forgetting it
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn svm_errors_read_well() {
-        let e = crate::Error::SvmAllocFailed {
+        let e = crate::error::Error::SvmAllocFailed {
             size: 16,
             alignment: 8,
         };
@@ -214,7 +214,7 @@ mod tests {
             "clSVMAlloc returned NULL for 16 bytes with alignment 8"
         );
         assert!(e.is_out_of_memory());
-        let e = crate::Error::SvmInUse("mapping: 1 kernel argument(s) still hold it".into());
+        let e = crate::error::Error::SvmInUse("mapping: 1 kernel argument(s) still hold it".into());
         assert!(!e.is_out_of_memory());
         assert!(e.to_string().starts_with("SVM in use: mapping"));
     }

@@ -472,7 +472,7 @@ impl<T: Pod, G: Grain, G2: Grain> CopyPair for (&SvmArray<T, G>, &SvmArray<T, G2
 // SVM <-> buffer, through a map of the buffer (so on every device, whatever its SVM grain): the
 // buffer's bytes are mapped, then copied with clEnqueueSVMMemcpy, then unmapped; the map is a
 // claim on the buffer's record like any other.
-impl<T: Pod, G: Grain, B: crate::AsBuffer + ?Sized> CopyPair for (&SvmArray<T, G>, &B) {
+impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&SvmArray<T, G>, &B) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         let (src, dst, count) = in_elements::<T>(o)?;
         let buffer = self.1.as_buffer();
@@ -485,13 +485,13 @@ impl<T: Pod, G: Grain, B: crate::AsBuffer + ?Sized> CopyPair for (&SvmArray<T, G
     }
 }
 
-impl<T: Pod, G: Grain, B: crate::AsBuffer + ?Sized> CopyPair for (&B, &SvmArray<T, G>) {
+impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &SvmArray<T, G>) {
     fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
         let (src, dst, count) = in_elements::<T>(o)?;
         let buffer = self.0.as_buffer();
         let len = buffer.len_of::<T>();
         let part = host_part(len, dst, count)?;
-        let mut map = buffer.map_mut::<T>(queue, crate::MapFlags::WRITE, part, wait)?;
+        let mut map = buffer.map_mut::<T>(queue, crate::buffer::map::MapFlags::WRITE, part, wait)?;
         let ev = self.1.read(queue, src, &mut map, &[])?;
         map.unmap(&[])?.wait()?;
         Ok(ev)

@@ -14,7 +14,7 @@ use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::track::Hold;
+use crate::runtime::track::Hold;
 
 use super::core::Core;
 use super::{Grain, SvmArray};
