@@ -1056,6 +1056,38 @@ impl fmt::Debug for Buffer {
     }
 }
 
+// A `Memory` narrows to a buffer and a buffer widens to one here, where buffers are known:
+// memory.rs sits below the memory kinds and names none of them.
+impl Memory {
+    /// Narrows to a [`Buffer`] when `CL_MEM_TYPE` says it is one; otherwise gives `self`
+    /// back (no reference is lost either way).
+    ///
+    /// # Errors
+    ///
+    /// `Err(self)` when the object is not a buffer or its type cannot be read.
+    pub fn into_buffer(self) -> std::result::Result<Buffer, Memory> {
+        match self.mem_type() {
+            Ok(MemObjectType::Buffer) => {
+                let raw = self.as_raw();
+                // SAFETY: a valid buffer; we take one more reference for the buffer and drop
+                // `self`'s when this function returns, so the count is unchanged.
+                match unsafe { Buffer::from_raw_retained(raw) } {
+                    Ok(b) => Ok(b),
+                    Err(_) => Err(self),
+                }
+            }
+            _ => Err(self),
+        }
+    }
+}
+
+impl From<Buffer> for Memory {
+    fn from(b: Buffer) -> Memory {
+        let tracked = b.tracked_arc();
+        Memory::with_record(b.into_raw_only(), tracked)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1107,37 +1139,5 @@ mod tests {
             check_sub_buffer_flags(MemFlags::HOST_WRITE_ONLY, MemFlags::HOST_READ_ONLY).is_err()
         );
         assert!(check_sub_buffer_flags(rw, MemFlags::KERNEL_READ_AND_WRITE).is_err());
-    }
-}
-
-// A `Memory` narrows to a buffer and a buffer widens to one here, where buffers are known:
-// memory.rs sits below the memory kinds and names none of them.
-impl Memory {
-    /// Narrows to a [`Buffer`] when `CL_MEM_TYPE` says it is one; otherwise gives `self`
-    /// back (no reference is lost either way).
-    ///
-    /// # Errors
-    ///
-    /// `Err(self)` when the object is not a buffer or its type cannot be read.
-    pub fn into_buffer(self) -> std::result::Result<Buffer, Memory> {
-        match self.mem_type() {
-            Ok(MemObjectType::Buffer) => {
-                let raw = self.as_raw();
-                // SAFETY: a valid buffer; we take one more reference for the buffer and drop
-                // `self`'s when this function returns, so the count is unchanged.
-                match unsafe { Buffer::from_raw_retained(raw) } {
-                    Ok(b) => Ok(b),
-                    Err(_) => Err(self),
-                }
-            }
-            _ => Err(self),
-        }
-    }
-}
-
-impl From<Buffer> for Memory {
-    fn from(b: Buffer) -> Memory {
-        let tracked = b.tracked_arc();
-        Memory::with_record(b.into_raw_only(), tracked)
     }
 }

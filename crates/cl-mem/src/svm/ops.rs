@@ -491,7 +491,8 @@ impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &S
         let buffer = self.0.as_buffer();
         let len = buffer.len_of::<T>();
         let part = host_part(len, dst, count)?;
-        let mut map = buffer.map_mut::<T>(queue, crate::buffer::map::MapFlags::WRITE, part, wait)?;
+        let mut map =
+            buffer.map_mut::<T>(queue, crate::buffer::map::MapFlags::WRITE, part, wait)?;
         let ev = self.1.read(queue, src, &mut map, &[])?;
         map.unmap(&[])?.wait()?;
         Ok(ev)
