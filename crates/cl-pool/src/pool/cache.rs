@@ -72,7 +72,9 @@ impl Drop for Caches {
     }
 }
 
-/// One thread's cache of one pool.
+/// One thread's cache of one pool. Aligned as [`Stripe`]: its thread writes it on every hit and
+/// return, and no other thread's data shares its lines.
+#[repr(align(128))]
 pub(super) struct ThreadCache<A: Allocator> {
     /// Holds the pool while this cache may hold its blocks; `None` once the pool closed.
     pool: Option<Arc<Inner<A>>>,
@@ -83,15 +85,23 @@ pub(super) struct ThreadCache<A: Allocator> {
     seen: u64,
     seen_free: u64,
     caching: bool,
-    /// Held blocks by bin, newest last.
+    /// Held blocks by bin.
     /// Grown to a bin when the first block of it is kept, emptied when caching stops: a bin
     /// present here may take blocks.
-    bins: Vec<Vec<A::Block>>,
+    bins: Vec<CacheBin<A::Block>>,
     /// Blocks held (their bytes are the stripe's `held_bytes`: this cache is its one writer).
     blocks: usize,
     /// At most its capacity: [`SPARES`] while the cache holds its pool, none once it let it go
     /// (a spare is kept only where there is room, so the push never grows it).
     spares: Vec<Arc<Inner<A>>>,
+}
+
+/// One bin of a thread's cache.
+struct CacheBin<B> {
+    /// Newest last.
+    blocks: Vec<B>,
+    /// The bin's block size (`alloc_size`), kept so that a hit and a return do not compute it.
+    bytes: usize,
 }
 
 /// Runs `f` on the calling thread's cache of the pool `p` names (made on first use), handing
@@ -239,14 +249,15 @@ impl<A: Allocator> ThreadCache<A> {
             if self.blocks == 0 {
                 return;
             }
-            for (i, v) in self.bins.iter_mut().enumerate() {
+            for (i, cb) in self.bins.iter_mut().enumerate() {
                 let (Ok(bin), Some(c)) = (BinNumber::try_from(i), self.stripe.bins.get(i)) else {
                     continue;
                 };
+                let v = &mut cb.blocks;
                 if v.is_empty() {
                     continue;
                 }
-                let bytes = v.len() * inner.layout.alloc_size(bin);
+                let bytes = v.len() * cb.bytes;
                 sub(&c.held, v.len());
                 sub(&self.stripe.held_bytes, bytes);
                 let mut shard = inner.shard(bin);
@@ -285,11 +296,12 @@ impl<A: Allocator> ThreadCache<A> {
         size: usize,
     ) -> Option<A::Block> {
         let i = usize::try_from(bin).ok()?;
-        let block = self.bins.get_mut(i)?.pop()?;
+        let cb = self.bins.get_mut(i)?;
+        let block = cb.blocks.pop()?;
+        let bytes = cb.bytes;
         let st = &*self.stripe;
         let tick = st.next_tick();
         let c = &st.bins[i];
-        let bytes = c.block_bytes;
         self.blocks -= 1;
         sub(&c.held, 1);
         let a = add(&c.active, 1);
@@ -333,8 +345,13 @@ impl<A: Allocator> ThreadCache<A> {
     ) -> Option<A::Block> {
         match usize::try_from(bin) {
             Ok(i) if self.caching && i < inner.cache_bins => {
-                if self.bins.len() <= i {
-                    self.bins.resize_with(i + 1, Vec::new);
+                while self.bins.len() <= i {
+                    let bytes = BinNumber::try_from(self.bins.len())
+                        .map_or(0, |b| inner.layout.alloc_size(b));
+                    self.bins.push(CacheBin {
+                        blocks: Vec::new(),
+                        bytes,
+                    });
                 }
                 self.keep(inner, block, i, bin, size);
                 None
@@ -347,11 +364,12 @@ impl<A: Allocator> ThreadCache<A> {
     fn keep(&mut self, inner: &Inner<A>, block: A::Block, i: usize, bin: BinNumber, size: usize) {
         let st = &*self.stripe;
         let c = &st.bins[i];
-        let bytes = c.block_bytes;
+        let cb = &mut self.bins[i];
+        let bytes = cb.bytes;
+        cb.blocks.push(block);
         sub(&st.active_bytes, size);
         sub(&c.active, 1);
         sub(&c.requested, size);
-        self.bins[i].push(block);
         self.blocks += 1;
         raise(&c.peak_held, add(&c.held, 1) + c.shared_seen.load(Relaxed));
         let held = add(&st.held_bytes, bytes);
@@ -366,7 +384,7 @@ impl<A: Allocator> ThreadCache<A> {
     #[cold]
     #[inline(never)]
     fn overflow(&mut self, inner: &Inner<A>, i: usize, bin: BinNumber) {
-        let v = &mut self.bins[i];
+        let v = &mut self.bins[i].blocks;
         let n = (v.len() / 2).max(1);
         let moved: Vec<A::Block> = v.drain(..n).collect();
         let bytes = n * inner.layout.alloc_size(bin);

@@ -111,11 +111,12 @@ pub(super) fn clamp(v: usize) -> usize {
     }
 }
 
-/// One bin's figures as one stripe counts them.
+/// One bin's figures as one stripe counts them: one cache line of its own (its owner writes it on
+/// every hit and return of the bin; a neighbour on the line written by another thread would
+/// bounce it between their cores).
 #[derive(Default)]
+#[repr(align(64))]
 pub(super) struct BinCounters {
-    /// The bin's block size (`alloc_size`), kept so that a hit and a return do not compute it.
-    pub(super) block_bytes: usize,
     /// Blocks of the bin in the owner's cache.
     pub(super) held: AtomicUsize,
     pub(super) active: AtomicUsize,
@@ -132,6 +133,10 @@ pub(super) struct BinCounters {
 /// The figures one thread (or one borrower at a time, see [`Inner::lend_stripe`]) counts for a
 /// pool, published for the readers of statistics: the pool-wide gauges of all its requests and
 /// the per-bin figures of the bins below [`Inner::cache_bins`]. Its writer is its only writer.
+/// Aligned to two cache lines (the pair an x86 core prefetches together), as crossbeam's
+/// `CachePadded`: a stripe outlives its thread and passes to the next one, and its neighbour in
+/// memory may be another thread's data.
+#[repr(align(128))]
 pub(super) struct Stripe {
     pub(super) requests: AtomicU64,
     pub(super) active_bytes: AtomicUsize,
@@ -141,18 +146,12 @@ pub(super) struct Stripe {
 }
 
 impl Stripe {
-    fn new(bins: usize, layout: BinLayout) -> Self {
+    fn new(bins: usize) -> Self {
         Stripe {
             requests: AtomicU64::new(0),
             active_bytes: AtomicUsize::new(0),
             held_bytes: AtomicUsize::new(0),
-            bins: (0..bins)
-                .zip(0..)
-                .map(|(_, bin)| BinCounters {
-                    block_bytes: layout.alloc_size(bin),
-                    ..BinCounters::default()
-                })
-                .collect(),
+            bins: (0..bins).map(|_| BinCounters::default()).collect(),
         }
     }
 
@@ -319,7 +318,7 @@ impl<A: Allocator> Inner<A> {
         if let Some(st) = s.free.pop() {
             return st;
         }
-        let st = Arc::new(Stripe::new(self.cache_bins, self.layout));
+        let st = Arc::new(Stripe::new(self.cache_bins));
         s.all.push(Arc::clone(&st));
         st
     }
