@@ -146,7 +146,7 @@ bitflags! {
 ///
 /// Between devices of one context, a buffer whose bytes live on another device moves through
 /// pinned host memory where that is faster than the driver's migration
-/// ([`enqueue_migrate_mem_objects_with`] chooses the path; `crate::buffer::between`).
+/// ([`enqueue_migrate_mem_objects_with`](crate::enqueue_migrate_mem_objects_with) chooses the path; `crate::buffer::between`).
 pub fn enqueue_migrate_mem_objects(
     queue: &Queue,
     objects: &[&dyn MemObject],
