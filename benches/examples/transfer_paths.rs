@@ -11,6 +11,8 @@
 //! buffer's creation to its release, per transfer (the `Vec`s are filled before timing).
 //! `--rect` adds 2-D rectangles (rows of 16 KiB, host rows 64 bytes apart from each other's
 //! ends, packed device rows) on the plain, staged and `Auto` paths.
+//! `--rows` prints only `Auto` / plain / staged at 64 and 256 MiB in both directions, three
+//! rounds in one process (issue 32: is `Auto` the better of the two on this machine?), and stops.
 
 use std::time::Instant;
 
@@ -79,6 +81,9 @@ fn main() -> Res<()> {
         path: cl_mem::TransferPath::Staged,
         ..TransferOptions::default()
     };
+    if args.iter().any(|a| a == "--rows") {
+        return rows(reps, &ctx, &q, staged);
+    }
     for mib in [1usize, 2, 4, 8, 16, 32, 64, 256, 1024] {
         if mib > max_mib {
             break;
@@ -198,6 +203,30 @@ fn main() -> Res<()> {
                     let r = measure(reps.min(5), &buf, &q, &mut host, false, o)?;
                     println!("| {chunk} | {threads} | {depth} | {w:.2} | {r:.2} |");
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--rows`: `Auto` against the better of plain and staged, three rounds.
+fn rows(reps: usize, ctx: &Context, q: &Queue, staged: TransferOptions) -> Res<()> {
+    println!("\n| round | MiB | dir | auto | plain | staged | auto / best |");
+    println!("| ---: | ---: | --- | ---: | ---: | ---: | ---: |");
+    for round in 1..=3 {
+        for mib in [64usize, 256] {
+            let bytes = mib << 20;
+            let buf = Buffer::new(ctx, MemFlags::READ_WRITE, bytes)?;
+            let mut host = vec![1u8; bytes];
+            for write in [true, false] {
+                let auto = measure(reps, &buf, q, &mut host, write, TransferOptions::default())?;
+                let plain = measure(reps, &buf, q, &mut host, write, TransferOptions::plain())?;
+                let st = measure(reps, &buf, q, &mut host, write, staged)?;
+                println!(
+                    "| {round} | {mib} | {} | {auto:.2} | {plain:.2} | {st:.2} | {:.2} |",
+                    if write { "h2d" } else { "d2h" },
+                    auto / plain.max(st)
+                );
             }
         }
     }

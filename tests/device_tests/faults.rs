@@ -172,6 +172,11 @@ const SCENARIOS: &[Scenario] = &[
         sites: &["clEnqueueWriteBuffer", "clEnqueueReadBuffer"],
         run: staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole,
     },
+    Scenario {
+        name: "staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whole",
+        sites: &["clEnqueueWriteBuffer", "clEnqueueReadBuffer"],
+        run: staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whole,
+    },
 ];
 
 /// Sites no public cl-mem / cl-pool call reaches, with the reason; `every_site_is_injected`
@@ -1031,6 +1036,68 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
             );
         }
         a.write(&q, 0, &vec![0u8; n], &[])?;
+    }
+    Ok(())
+}
+
+/// A copy through pinned chunks (forced: on one device the source is read on the context's own
+/// second queue) whose third chunk write or second chunk read fails: the typed error, no event
+/// leaked once the chunks enqueued before it ran, later commands and maps ordered after them,
+/// and the retry copies every byte.
+fn staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whole(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let n = 16 * 4096 + 3;
+    let data: Vec<u8> = (0..n).map(|i| u8::try_from(i % 249).unwrap()).collect();
+    let opts = TransferOptions {
+        path: cl_mem::TransferPath::Staged,
+        chunk_bytes: 4096,
+        threads: 2,
+        depth: 2,
+    };
+    let live_events = || vec![Event::live_count() as u64];
+    for status in STATUSES {
+        for (site, nth) in [("clEnqueueWriteBuffer", 3), ("clEnqueueReadBuffer", 2)] {
+            // The records of two queues are pruned in phases, so events are counted with no
+            // buffer alive: what is left over after both are dropped is a leak.
+            let events = stable(&live_events);
+            {
+                let src = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
+                let dst = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
+                src.write(&q, 0, &data, &[])?;
+                dst.write(&q, 0, &vec![0u8; n], &[])?;
+                let armed = fault::arm(Plan::next(site, status).nth(nth));
+                let r = dst.copy_from_range_with(&q, &src, 0, 0, None, &[], opts);
+                assert_eq!(armed.fired(), 1, "{site}");
+                drop(armed);
+                *SEEN.lock().unwrap().entry(site).or_default() += 1;
+                match r {
+                    Err(e) => assert_eq!(e.cl_status(), Some(status), "{site}: {e}"),
+                    Ok(_) => {
+                        return Err(fail(format!(
+                            "a staged copy whose {site} failed reported success"
+                        )))
+                    }
+                }
+                // A map after the failure waits for the chunks that were enqueued: it sees
+                // whole chunks of the source and zeros, nothing else.
+                let seen = dst.map_read::<u8>(&q, .., &[])?.to_vec();
+                for (i, (x, y)) in seen.iter().zip(&data).enumerate() {
+                    assert!(*x == 0 || x == y, "{site}: byte {i} is neither old nor new");
+                }
+                dst.copy_from_range_with(&q, &src, 0, 0, None, &[], opts)?;
+                assert!(
+                    dst.read_vec_of::<u8>(&q, n)? == data,
+                    "{status}: the staged copy's retry did not copy every byte ({site})"
+                );
+            }
+            assert_eq!(
+                settled(&live_events, &events),
+                events,
+                "{status}: events leaked by a failed staged copy ({site})"
+            );
+        }
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use cl_mem::svm::{Coarse, SvmArray};
 use cl_mem::{
     AffinityDomain, Buffer, ChannelOrder, ChannelType, Context, Device, Error, Event, EventStatus,
     Image, ImageDesc, ImageFormat, ImagePitches, MemFlags, MigrationFlags, Partition, Program,
-    Queue, UserEvent,
+    Queue, TransferOptions, TransferPath, UserEvent,
 };
 use cl_pool::{DevicePools, ImmediateAllocator, MemoryPool};
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestError, TestResult};
@@ -42,6 +42,22 @@ pub fn tests() -> Vec<DeviceTest> {
         DeviceTest {
             name: "pools_serve_every_device",
             run: pools_serve_every_device,
+        },
+        DeviceTest {
+            name: "staged_copies_between_devices_are_byte_exact",
+            run: staged_copies_between_devices_are_byte_exact,
+        },
+        DeviceTest {
+            name: "staged_copies_between_devices_wait_for_gated_commands_on_both",
+            run: staged_copies_between_devices_wait_for_gated_commands_on_both,
+        },
+        DeviceTest {
+            name: "staged_copies_between_devices_are_refused_under_a_map",
+            run: staged_copies_between_devices_are_refused_under_a_map,
+        },
+        DeviceTest {
+            name: "staged_migration_between_devices_keeps_data_and_order",
+            run: staged_migration_between_devices_keeps_data_and_order,
         },
     ]
 }
@@ -476,5 +492,210 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
         return Err(fail("a queue of another context was served"));
     }
     assert_eq!(one.stats()[0].1.upstream_allocations, before);
+    Ok(())
+}
+
+/// The staged path between devices with small chunks, so that sizes and offsets fall on and
+/// beside chunk edges (4 KiB chunks, 3 pinned chunks in flight: slots are reused).
+fn staged_between() -> TransferOptions {
+    TransferOptions {
+        path: TransferPath::Staged,
+        chunk_bytes: 4096,
+        threads: 1,
+        depth: 3,
+    }
+}
+
+fn pattern(n: usize, seed: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| u8::try_from((i * 7 + seed) % 251).unwrap_or(0))
+        .collect()
+}
+
+/// Copies from a buffer written on device A into one on device B's queue, through pinned chunks:
+/// odd sizes, offsets on both sides and sizes at chunk edges, sub-buffers; every byte lands once
+/// and the bytes around the range are untouched.
+fn staged_copies_between_devices_are_byte_exact(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let n = 5 * 4096 + 123;
+    let data = pattern(n, 1);
+    let src = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
+    let dst = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
+    for (count, so, d_o) in [
+        (1usize, 0usize, 0usize),
+        (4095, 1, 3),
+        (4096, 0, 0),
+        (4097, 4095, 1),
+        (3 * 4096 + 17, 5, 4096),
+        (n, 0, 0),
+        (n - 4099, 4099, 2),
+    ] {
+        src.write(a, 0, &data, &[])?;
+        dst.write(b, 0, &vec![0xEEu8; n], &[])?;
+        dst.copy_from_range_with(b, &src, so, d_o, Some(count), &[], staged_between())?
+            .wait()?;
+        let out = dst.read_vec_of::<u8>(a, n)?;
+        let mut want = vec![0xEEu8; n];
+        want[d_o..d_o + count].copy_from_slice(&data[so..so + count]);
+        if out != want {
+            let at = out.iter().zip(&want).position(|(x, y)| x != y);
+            return Err(fail(format!(
+                "{count} bytes from {so} to {d_o}: first wrong byte at {at:?}"
+            )));
+        }
+    }
+    // The default `count` (the smaller remaining size), and the same through `Auto`, which
+    // takes the driver's path on the CPU runtimes, for comparison.
+    let half = Buffer::new(&m.context, MemFlags::READ_WRITE, n / 2)?;
+    half.copy_from_range_with(b, &src, 7, 0, None, &[], staged_between())?
+        .wait()?;
+    assert_eq!(half.read_vec_of::<u8>(b, n / 2)?, data[7..7 + n / 2]);
+    half.copy_from_range_with(a, &src, 9, 0, None, &[], TransferOptions::default())?
+        .wait()?;
+    assert_eq!(half.read_vec_of::<u8>(b, n / 2)?, data[9..9 + n / 2]);
+    // A sub-buffer on either side (its origin aligned for every device).
+    let align = m
+        .queues
+        .iter()
+        .map(|q| q.device().base_addr_align())
+        .max()
+        .unwrap_or(128);
+    if align + 8192 <= n {
+        let sub_src = src.sub_buffer(align, 8192, MemFlags::READ_WRITE)?;
+        let sub_dst = dst.sub_buffer(align, 8192, MemFlags::READ_WRITE)?;
+        sub_dst
+            .copy_from_range_with(b, &sub_src, 3, 1, Some(8000), &[], staged_between())?
+            .wait()?;
+        let out = dst.read_vec_of::<u8>(a, n)?;
+        assert_eq!(out[align + 1..align + 8001], data[align + 3..align + 8003]);
+    }
+    Ok(())
+}
+
+/// A staged copy returns at once, like the driver's: with the source's writer held back on
+/// device A and an earlier command on the destination held back on device B, the copy waits for
+/// both, and the data is the held-back write's.
+fn staged_copies_between_devices_wait_for_gated_commands_on_both(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let n = 3 * 4096 + 5;
+    let src = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
+    let dst = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
+    src.write(a, 0, &vec![1u8; n], &[])?;
+    dst.write(b, 0, &vec![2u8; n], &[])?;
+    let data = pattern(n, 3);
+    for gated in ["source", "destination", "both"] {
+        let gate_a = UserEvent::new(&m.context)?;
+        let gate_b = UserEvent::new(&m.context)?;
+        let on_a = src.enqueue_write(a, 0, data.clone(), &[gate_a.event()])?;
+        let on_b = dst.fill(b, &9u8, 0, n, &[gate_b.event()])?;
+        a.flush()?;
+        b.flush()?;
+        // The user events are set after the call: a copy that blocked would never return.
+        let copy = dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between())?;
+        b.flush()?;
+        let open_first = |g: &str| -> Result<(), Error> {
+            match g {
+                "source" => gate_b.set_complete(),
+                "destination" => gate_a.set_complete(),
+                _ => Ok(()),
+            }
+        };
+        open_first(gated)?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let held = copy.status()? != EventStatus::Complete;
+        if gated != "destination" {
+            gate_a.set_complete()?;
+        }
+        if gated != "source" {
+            gate_b.set_complete()?;
+        }
+        copy.wait()?;
+        on_b.wait()?;
+        on_a.wait()?;
+        if !held {
+            return Err(fail(format!(
+                "the staged copy completed while the {gated} side's command was held back"
+            )));
+        }
+        let out = dst.read_vec_of::<u8>(a, n)?;
+        if out != data {
+            return Err(fail(format!(
+                "{gated}: the copy did not carry the held-back write"
+            )));
+        }
+        dst.write(b, 0, &vec![2u8; n], &[])?;
+    }
+    Ok(())
+}
+
+/// A live writable map of the destination or a live map of the source's bytes refuses a staged
+/// copy before any command (`Error::Mapped`), and a map taken after the copy sees all of it.
+fn staged_copies_between_devices_are_refused_under_a_map(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let n = 4 * 4096;
+    let src = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
+    let dst = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
+    let data = pattern(n, 5);
+    src.write(a, 0, &data, &[])?;
+    dst.write(b, 0, &vec![0u8; n], &[])?;
+    {
+        let _map = dst.map_read::<u8>(a, 4096..8192, &[])?;
+        match dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between()) {
+            Err(Error::Mapped(_)) => {}
+            other => return Err(fail(format!("copy into mapped bytes: {other:?}"))),
+        }
+    }
+    {
+        let _map = src.map_mut::<u8>(a, cl_mem::MapFlags::WRITE, n - 1.., &[])?;
+        match dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between()) {
+            Err(Error::Mapped(_)) => {}
+            other => return Err(fail(format!("copy from writably mapped bytes: {other:?}"))),
+        }
+    }
+    // Nothing was enqueued by the refused copies: the destination is unchanged.
+    assert_eq!(dst.read_vec_of::<u8>(b, n)?, vec![0u8; n]);
+    dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between())?;
+    // No wait: the map waits for the last chunk on its own.
+    let seen = dst.map_read::<u8>(a, .., &[])?.to_vec();
+    assert_eq!(seen, data, "a map after the copy saw part of it");
+    Ok(())
+}
+
+/// A buffer written on device A and migrated to device B through pinned chunks arrives whole,
+/// and commands on B after the migration (no wait list) see it; back to A the same way.
+fn staged_migration_between_devices_keeps_data_and_order(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let n = 3 * 1024 + 7;
+    let buf = Buffer::new(&m.context, MemFlags::READ_WRITE, n * 4)?;
+    kernel_on(a, "fill", &buf, 3, n, &[])?;
+    cl_mem::enqueue_migrate_mem_objects_with(
+        b,
+        &[&buf],
+        MigrationFlags::empty(),
+        &[],
+        staged_between(),
+    )?;
+    kernel_on(b, "add", &buf, 1, n, &[])?;
+    let mut out = vec![0u32; n];
+    buf.read(b, 0, &mut out, &[])?;
+    assert_eq!(out, filled(4, n), "A's fill, migrated, then B's add");
+    let other = Buffer::new(&m.context, MemFlags::READ_WRITE, 64)?;
+    other.write(a, 0, &[5u8; 64], &[])?;
+    // Two objects, one on each side of the move; then the first back to A.
+    cl_mem::enqueue_migrate_mem_objects_with(
+        a,
+        &[&buf, &other],
+        MigrationFlags::empty(),
+        &[],
+        staged_between(),
+    )?;
+    kernel_on(a, "add", &buf, 2, n, &[])?;
+    buf.read(a, 0, &mut out, &[])?;
+    assert_eq!(out, filled(6, n));
+    assert_eq!(other.read_vec_of::<u8>(b, 64)?, vec![5u8; 64]);
     Ok(())
 }

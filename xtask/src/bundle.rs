@@ -1,7 +1,7 @@
 //! `cargo xtask device-bundle`: a self-contained `.devrun/` for a machine with a GPU but no Rust toolchain.
 //!
 //! Contents: the release `device_tests` binary, `cl-devices`, `cl-report` (when cl-characterize has it),
-//! the `multi_device_bandwidth` example (two GPUs), the user-facing examples (`examples/`, run on the GPU),
+//! the `multi_device_bandwidth` example (two GPUs), `transfer_paths` (`--rows`), the user-facing examples (`examples/`, run on the GPU),
 //! the `ocl-icd-libopencl1` .deb (that machine may have the NVIDIA driver but no ICD loader), and
 //! `run.sh`, which unpacks the loader into /tmp/ocl, registers the NVIDIA ICD, runs everything and writes
 //! logs to `$OUT`. Ship it with the device runner's `carry: [".devrun"]` and run `bash .devrun/run.sh`.
@@ -66,7 +66,11 @@ if [ -x "$here/cl-report" ]; then
 fi
 if [ -x "$here/multi_device_bandwidth" ] && [ -z "${SKIP_MULTI_BENCH:-}" ]; then
   echo "== multi_device_bandwidth (two GPUs of one platform; one GPU: says so)"
-  timeout 300 "$here/multi_device_bandwidth" NVIDIA 2>&1 | tee "$OUT/multi_device_bandwidth.log"
+  timeout 600 "$here/multi_device_bandwidth" NVIDIA 2>&1 | tee "$OUT/multi_device_bandwidth.log"
+fi
+if [ -x "$here/transfer_paths" ] && [ -z "${SKIP_ROWS_BENCH:-}" ]; then
+  echo "== transfer_paths --rows (pageable Auto / plain / staged, 64 and 256 MiB, 3 rounds; issue 32)"
+  timeout 600 "$here/transfer_paths" NVIDIA --rows 2>&1 | tee "$OUT/transfer_paths_rows.log"
 fi
 if [ -d "$here/examples" ]; then
   echo "== examples (the user-facing ones, on the first device CL_TEST selects: nvidia)"
@@ -187,6 +191,21 @@ pub(crate) fn run() -> Result {
     bins.push((
         matrix::executable(&mut cmd, "multi_device_bandwidth")?,
         "multi_device_bandwidth",
+    ));
+    // Pageable transfers on the plain, staged and `Auto` paths (issues 13 and 32: `--rows`).
+    let mut cmd = util::cargo();
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        "cl-benches",
+        "--example",
+        "transfer_paths",
+        "--message-format=json-render-diagnostics",
+    ]);
+    bins.push((
+        matrix::executable(&mut cmd, "transfer_paths")?,
+        "transfer_paths",
     ));
     // The examples CI runs on every device (`cargo xtask examples`), to run on the GPU too.
     let mut examples = Vec::new();

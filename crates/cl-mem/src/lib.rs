@@ -139,6 +139,7 @@ pub use runtime::select;
 
 pub use cl_raw::{ClError, Version};
 
+pub use buffer::between::enqueue_migrate_mem_objects_with;
 pub use buffer::fill::{enqueue_migrate_mem_objects, MigrationFlags};
 pub use buffer::host::PinnedMemory;
 pub use buffer::map::{MapFlags, MapMut, MapRead, PendingMap};

@@ -143,12 +143,31 @@ bitflags! {
 /// Checked first: [`Error::Unsupported`] below OpenCL 1.2; [`Error::InvalidArgument`] for an
 /// empty list or an object of another context; [`Error::Mapped`] while the host has one mapped.
 /// Then [`Error::Cl`] from `clEnqueueMigrateMemObjects`.
+///
+/// Between devices of one context, a buffer whose bytes live on another device moves through
+/// pinned host memory where that is faster than the driver's migration
+/// ([`enqueue_migrate_mem_objects_with`](crate::enqueue_migrate_mem_objects_with) chooses the path; `crate::buffer::between`).
 pub fn enqueue_migrate_mem_objects(
     queue: &Queue,
     objects: &[&dyn MemObject],
     flags: MigrationFlags,
     wait: &[&Event],
 ) -> Result<Event> {
+    super::between::enqueue_migrate_mem_objects_with(
+        queue,
+        objects,
+        flags,
+        wait,
+        super::staged::TransferOptions::default(),
+    )
+}
+
+/// The checks of a migration (version, a non-empty list, every object of the queue's context)
+/// and the objects' handles.
+pub(crate) fn migration_handles(
+    queue: &Queue,
+    objects: &[&dyn MemObject],
+) -> Result<Vec<sys::cl_mem>> {
     queue
         .context()
         .require_platform_version(Version::V1_2, "clEnqueueMigrateMemObjects")?;
@@ -171,6 +190,17 @@ pub fn enqueue_migrate_mem_objects(
         }
         raws.push(m);
     }
+    Ok(raws)
+}
+
+/// [`enqueue_migrate_mem_objects`] as the driver's one command.
+pub(crate) fn migrate_plain(
+    queue: &Queue,
+    objects: &[&dyn MemObject],
+    flags: MigrationFlags,
+    wait: &[&Event],
+) -> Result<Event> {
+    let raws = migration_handles(queue, objects)?;
     let access = if flags.contains(MigrationFlags::CONTENT_UNDEFINED) {
         Access::Write
     } else {
@@ -189,7 +219,7 @@ pub fn enqueue_migrate_mem_objects(
     // docs/DEVICES.md#nvidia-migrate-list-late). Done on every platform, so that one mechanism,
     // tested on every device, covers the driver that needs it.
     let kept = Arc::new(ObjectList(raws, Live::new()));
-    enqueue_tracked(queue, wait, &uses, |list| {
+    let ev = enqueue_tracked(queue, wait, &uses, |list| {
         // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty
         // and kept until the command completed (below); we own the event.
         let ev = unsafe {
@@ -200,7 +230,13 @@ pub fn enqueue_migrate_mem_objects(
         let ev = unsafe { Event::from_raw(ev) };
         keep_until_complete(&ev, Arc::clone(&kept));
         Ok(ev)
-    })
+    })?;
+    if !flags.contains(MigrationFlags::HOST) {
+        for (t, _, _) in &uses {
+            t.moved_to(*queue.device());
+        }
+    }
+    Ok(ev)
 }
 
 /// A migration's object list on the heap, counted in [`crate::live_objects`] (`kept_lists`).

@@ -27,6 +27,7 @@
 
 #[cfg(feature = "ndarray")]
 pub(crate) mod array;
+pub(crate) mod between;
 pub(crate) mod fill;
 pub(crate) mod host;
 pub(crate) mod map;

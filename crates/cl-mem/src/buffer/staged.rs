@@ -108,7 +108,7 @@ impl TransferOptions {
         }
     }
 
-    fn check(&self) -> Result<()> {
+    pub(super) fn check(&self) -> Result<()> {
         if self.chunk_bytes == 0 || self.threads == 0 || self.depth == 0 || self.depth > 8 {
             return Err(Error::InvalidArgument(format!(
                 "staged transfers need positive chunk bytes and threads and a depth of 1..=8, got \
@@ -125,15 +125,7 @@ impl TransferOptions {
 /// `rect`: the region of a rectangle transfer, which `Auto` stages only in a shape where pieces of
 /// whole rows pay ([`rect_worth_staging`]); a forced [`TransferPath::Staged`] stages any shape.
 fn staged(queue: &Queue, bytes: usize, opts: &TransferOptions, rect: Option<[usize; 3]>) -> bool {
-    let path = match opts.path {
-        TransferPath::Auto => match std::env::var("CL_TRANSFER_PATH").as_deref() {
-            Ok("plain") => TransferPath::Plain,
-            Ok("staged") => TransferPath::Staged,
-            _ => TransferPath::Auto,
-        },
-        p => p,
-    };
-    match path {
+    match resolve(opts.path) {
         TransferPath::Plain => false,
         TransferPath::Staged => bytes > 0,
         TransferPath::Auto => {
@@ -146,6 +138,18 @@ fn staged(queue: &Queue, bytes: usize, opts: &TransferOptions, rect: Option<[usi
                         && d.host_unified_memory().is_ok_and(|u| !u)
                 }
         }
+    }
+}
+
+/// `path`, with `Auto` overridden by `CL_TRANSFER_PATH=plain|staged` for the whole process.
+pub(super) fn resolve(path: TransferPath) -> TransferPath {
+    match path {
+        TransferPath::Auto => match std::env::var("CL_TRANSFER_PATH").as_deref() {
+            Ok("plain") => TransferPath::Plain,
+            Ok("staged") => TransferPath::Staged,
+            _ => TransferPath::Auto,
+        },
+        p => p,
     }
 }
 

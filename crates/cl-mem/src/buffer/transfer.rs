@@ -659,6 +659,9 @@ impl Buffer {
     /// queue of another context or overlapping ranges of one buffer (the driver's
     /// `CL_MEM_COPY_OVERLAP`). Then [`Error::Cl`] from `clEnqueueCopyBuffer`. A zero count
     /// returns a marker event.
+    ///
+    /// A source whose bytes live on another device of the context is copied through pinned host
+    /// memory where that is faster than the driver's path ([`Buffer::copy_from_range_with`]).
     pub fn copy_from_range(
         &self,
         queue: &Queue,
@@ -667,6 +670,42 @@ impl Buffer {
         dst_offset: usize,
         byte_count: Option<usize>,
         wait: &[&Event],
+    ) -> Result<Event> {
+        self.copy_from_range_with(
+            queue,
+            src,
+            src_offset,
+            dst_offset,
+            byte_count,
+            wait,
+            TransferOptions::default(),
+        )
+    }
+
+    /// As [`Buffer::copy_from_range`], on the path `opts` chooses: [`TransferPath::Plain`](crate::TransferPath::Plain) is
+    /// the driver's one `clEnqueueCopyBuffer`; [`TransferPath::Staged`](crate::TransferPath::Staged) reads the source into
+    /// pinned chunks on a queue of the device its bytes live on (the device of its last write or
+    /// migration) and writes them on `queue`, pipelined (`crate::buffer::between`);
+    /// [`TransferPath::Auto`](crate::TransferPath::Auto) stages between two devices where the platform's own path is slow.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::copy_from_range`], and [`Error::InvalidArgument`] for options the path
+    /// cannot take. A staged copy that fails mid-way returns the first error; the chunk commands
+    /// already enqueued stay recorded (later commands and maps wait for them).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "copy_from_range's arguments and the options"
+    )]
+    pub fn copy_from_range_with(
+        &self,
+        queue: &Queue,
+        src: &Buffer,
+        src_offset: usize,
+        dst_offset: usize,
+        byte_count: Option<usize>,
+        wait: &[&Event],
+        opts: TransferOptions,
     ) -> Result<Event> {
         let count = match byte_count {
             Some(n) => n,
@@ -682,6 +721,11 @@ impl Buffer {
         check_no_overlap(src, src_offset, self, dst_offset, count)?;
         if count == 0 {
             return queue.enqueue_marker(wait);
+        }
+        if let Some(ev) = super::between::copy_staged(
+            queue, src, src_offset, self, dst_offset, count, wait, &opts,
+        )? {
+            return Ok(ev);
         }
         let uses = [
             (src.tracked(), Some((src_offset, count)), Access::Read),

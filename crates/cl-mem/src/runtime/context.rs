@@ -110,6 +110,11 @@ impl Context {
         &self.staging
     }
 
+    /// The staging cache itself, for work that gives chunks back after this call returned.
+    pub(crate) fn staging_shared(&self) -> Arc<crate::runtime::staging::StagingCache> {
+        Arc::clone(&self.staging)
+    }
+
     /// A context over one device.
     ///
     /// # Errors

@@ -149,6 +149,27 @@ impl Queue {
         })
     }
 
+    /// The context's own in-order queue on `device` (`StagingCache::queue_for`), wrapped with a
+    /// reference of its own; what copies between devices read the source on.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::new`] (first use only), [`Error::Cl`] from `clRetainCommandQueue`.
+    pub(crate) fn staging_queue(context: &Context, device: &Device) -> Result<Queue> {
+        let raw = context.staging().queue_for(device.as_raw(), || {
+            Ok(Queue::new(context, device)?.into_raw())
+        })?;
+        // SAFETY: a live queue the cache holds a reference to; the wrapper takes its own.
+        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainCommandQueue"))?;
+        Ok(Queue {
+            _live: crate::runtime::live::Live::new(),
+            raw,
+            context: context.clone(),
+            device: *device,
+            properties: QueueProperties::empty(),
+        })
+    }
+
     /// Adopts one reference to a raw host queue (no retain), reading its context
     /// (`CL_QUEUE_CONTEXT`, retained by the new `Queue`), device and properties: PyOpenCL's
     /// `CommandQueue.from_int_ptr(ptr, retain=False)`.

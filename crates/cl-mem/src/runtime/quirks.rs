@@ -32,6 +32,11 @@ pub(crate) struct Quirks {
     /// NVIDIA (580.159.04): the first `clEnqueueSVMMap` of coarse-grain SVM of a context over two
     /// GPUs kills the process (`repro/nvidia_two_gpu_image_svm.c`, DEVICES.md#nvidia-multi-gpu-svm).
     pub(crate) multi_gpu_svm_crashes: bool,
+    /// NVIDIA (580.159.04): a copy or migration of a buffer between two GPUs of one context moves
+    /// at 1-4 GB/s, a round trip through pinned host memory at 15-25 GB/s, so `TransferPath::Auto`
+    /// sends such copies through pinned chunks (`buffer/between.rs`; "cross-device copy slow",
+    /// docs/PERFORMANCE.md#between-two-gpus-cl-mem-issue-17-2026-11-26, `multi_device_bandwidth`).
+    pub(crate) cross_device_copy_slow: bool,
 }
 
 impl Quirks {
@@ -42,6 +47,7 @@ impl Quirks {
         Quirks {
             callbacks_in_place: name.contains("Oclgrind"),
             multi_gpu_svm_crashes: name.contains("NVIDIA"),
+            cross_device_copy_slow: name.contains("NVIDIA"),
             orders_map_commands: pocl,
             failed_events_need_polling: pocl,
             fill_image1d_buffer_crashes: pocl,
@@ -75,6 +81,7 @@ mod tests {
         assert!(!pocl.callbacks_in_place && !pocl.multi_gpu_svm_crashes);
         let nvidia = Quirks::of("NVIDIA CUDA");
         assert!(nvidia.multi_gpu_svm_crashes && !nvidia.copy_rect_sub_buffer_crashes);
+        assert!(nvidia.cross_device_copy_slow && !pocl.cross_device_copy_slow);
         assert!(Quirks::of("Oclgrind").callbacks_in_place);
         assert_eq!(Quirks::of("Intel(R) OpenCL"), Quirks::default());
     }

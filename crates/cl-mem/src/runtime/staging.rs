@@ -127,10 +127,34 @@ impl Drop for PinnedChunk {
     }
 }
 
-/// A context's idle pinned chunks.
+/// A context's idle pinned chunks, and the in-order queues copies between devices read from
+/// (`crate::buffer::between`): one per device, created at first use, released with the cache.
 #[derive(Default)]
 pub(crate) struct StagingCache {
     chunks: Mutex<Vec<PinnedChunk>>,
+    queues: Mutex<Vec<(sys::cl_device_id, sys::cl_command_queue)>>,
+}
+
+// SAFETY: the queue handles are thread-safe OpenCL objects, only used under the mutex or by the
+// driver; the chunks are `Send` and kept under their mutex.
+unsafe impl Send for StagingCache {}
+// SAFETY: as for `Send`: every field is behind a mutex.
+unsafe impl Sync for StagingCache {}
+
+impl Drop for StagingCache {
+    fn drop(&mut self) {
+        let queues = std::mem::take(
+            self.queues
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for (_, q) in queues {
+            // SAFETY: the reference `queue_for` stored; chunks mapped on it hold their own.
+            if let Err(e) = unsafe { raw_queue::release(q) } {
+                crate::error::drop_status("clReleaseCommandQueue", e);
+            }
+        }
+    }
 }
 
 impl StagingCache {
@@ -176,6 +200,26 @@ impl StagingCache {
             c.drain(..extra).collect()
         };
         drop(excess);
+    }
+
+    /// The cache's own queue on `device` (created by `create` on first use; the cache keeps the
+    /// reference). Raw, like the chunks: a `Queue` holds its context, which holds this cache.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `create` returns.
+    pub(crate) fn queue_for(
+        &self,
+        device: sys::cl_device_id,
+        create: impl FnOnce() -> Result<sys::cl_command_queue>,
+    ) -> Result<sys::cl_command_queue> {
+        let mut qs = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&(_, q)) = qs.iter().find(|(d, _)| *d == device) {
+            return Ok(q);
+        }
+        let q = create()?;
+        qs.push((device, q));
+        Ok(q)
     }
 
     /// Chunks kept now (tests).

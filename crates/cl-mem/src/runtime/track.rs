@@ -74,6 +74,9 @@ struct State {
     next_id: u64,
     /// Records since other queues' completed commands were last forgotten.
     since_prune: u32,
+    /// The device of the last command that wrote or migrated the allocation: where its bytes
+    /// live in a context of several devices (`buffer/between.rs` copies from there).
+    home: Option<crate::runtime::device::Device>,
 }
 
 /// The command and map record of one allocation; see the module documentation.
@@ -586,6 +589,9 @@ fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
                 s.queues.len() - 1
             }
         };
+        if access == Access::Write {
+            s.home = Some(*queue.device());
+        }
         let rec = &mut s.queues[i];
         let list = match access {
             Access::Write => &mut rec.writes,
@@ -731,6 +737,16 @@ impl Tracked {
         let (out, event) = enqueue(&list)?;
         *last = Some((queue.clone(), event.clone()));
         Ok((out, event))
+    }
+
+    /// The device of the last command that wrote or migrated the allocation (`None`: none yet).
+    pub(crate) fn home(&self) -> Option<crate::runtime::device::Device> {
+        self.tracker.lock().home
+    }
+
+    /// A migration moved the allocation's bytes to `device`.
+    pub(crate) fn moved_to(&self, device: crate::runtime::device::Device) {
+        self.tracker.lock().home = Some(device);
     }
 
     /// Live maps of the allocation (for tests and diagnostics).
