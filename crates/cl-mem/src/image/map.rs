@@ -20,6 +20,7 @@ use crate::pod::Pod;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
 use crate::track::{Access, MapClaim};
+use crate::RawHandle;
 
 /// How a region is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

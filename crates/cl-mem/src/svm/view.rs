@@ -15,6 +15,7 @@ use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::track::Hold;
+use crate::RawHandle;
 
 use super::core::Core;
 use super::{Grain, SvmArray};
