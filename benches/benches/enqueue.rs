@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 
+use cl_mem::RawHandle;
 use cl_mem::{Buffer, MemFlags, Program, Queue};
 use cl_raw::sys;
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 
+use cl_mem::RawHandle;
 use cl_mem::{enqueue_copy, Buffer, MapFlags, MemFlags, PinnedMemory, Queue, Rect};
 use cl_raw::sys;
 

@@ -15,6 +15,7 @@
 
 use std::collections::HashSet;
 
+use cl_mem::RawHandle;
 use cl_mem::{
     enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, enqueue_migrate_mem_objects,
     Buffer, ClError, CopyOptions, Error, Event, Kernel, MapFlags, MemFlags, MemObject,

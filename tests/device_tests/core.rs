@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use cl_mem::select::{select_devices, Selector};
+use cl_mem::RawHandle;
 use cl_mem::{
     ClError, Context, DeviceType, Error, Event, EventStatus, Kernel, LocalMemType, LocalMemory,
     MemFlags, MemObject, MemObjectType, Program, Queue, QueueProperties, SvmCapabilities,

@@ -2,6 +2,7 @@
 //! checking, each tried as a hostile caller would. Every case is a typed error before the driver
 //! (or a correct result where the driver needed a detour), on every device.
 
+use cl_mem::RawHandle;
 use cl_mem::{
     AddressingMode, Buffer, ChannelOrder, ChannelType, Error, FilterMode, Image, ImageDesc,
     ImageFormat, LocalMemory, MemFlags, Pipe, Program, Rect, Sampler, Version,

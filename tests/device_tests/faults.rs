@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use cl_mem::svm::{csvm_empty, SvmMigrateFlags};
+use cl_mem::RawHandle;
 use cl_mem::{
     enqueue_migrate_mem_objects, AddressingMode, Buffer, ChannelOrder, ChannelType, ClError,
     Context, Error, Event, FillColor, FilterMode, Image, ImageDesc, ImageFormat, ImagePitches,
@@ -182,18 +183,6 @@ const SCENARIOS: &[Scenario] = &[
 /// Sites no public cl-mem / cl-pool call reaches, with the reason; `every_site_is_injected`
 /// requires every other site to have been injected.
 const UNREACHABLE: &[(&str, &str)] = &[
-    (
-        "clCreateBufferWithProperties",
-        "cl-mem creates buffers with clCreateBuffer only (no buffer properties are defined before 3.0 extensions)",
-    ),
-    (
-        "clCreateImageWithProperties",
-        "cl-mem creates images with clCreateImage (docs/ARCHITECTURE.md: no clCreateImageWithProperties)",
-    ),
-    (
-        "clEnqueueBarrier",
-        "Queue::enqueue_barrier needs OpenCL 1.2 (Error::Unsupported before it); the deprecated clEnqueueBarrier is never called",
-    ),
     (
         "clCreateSubDevices",
         "reached through Device::create_sub_devices, interned for the process (runtime/partition.rs): a second partition returns the cached sub-devices without a driver call, so an injection would depend on test order",

@@ -1,5 +1,6 @@
 //! Tests of the harness's own device plumbing: what every other suite relies on.
 
+use cl_mem::RawHandle;
 use cl_tests::{DeviceTest, TestDevice, TestResult};
 
 /// The suite's tests, in the order they run.

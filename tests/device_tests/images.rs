@@ -9,6 +9,7 @@
     reason = "test patterns are small indices cast to pixel values"
 )]
 
+use cl_mem::RawHandle;
 use cl_mem::{
     enqueue_copy, enqueue_copy_with, image_from_array, supported_image_formats, AddressingMode,
     ArrayImageOptions, Buffer, ChannelOrder, ChannelType, Context, CopyOptions, Error, FillColor,

@@ -2,6 +2,7 @@
 //! PyOpenCL users write it, on every device that has the feature.
 
 use cl_mem::svm::{Coarse, SvmAllocation, SvmOptions, SvmPointer};
+use cl_mem::RawHandle;
 use cl_mem::{Buffer, Error, MemFlags, Program, SvmCapabilities};
 use cl_pool::{MemoryPool, SvmAllocator};
 use cl_tests::{skip, DeviceTest, TestDevice, TestResult};

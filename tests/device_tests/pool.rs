@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use cl_mem::RawHandle;
 use cl_mem::{Buffer, ClError, Error, EventStatus, MemFlags, MemObject, Program, Queue, UserEvent};
 use cl_pool::{
     Allocator, BufferBlock, DeferredAllocator, ImmediateAllocator, MemoryPool, PoolError,
@@ -198,7 +199,8 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     assert_eq!(out[..4], [100, 101, 102, 103]);
     // As a memory object.
     assert_eq!(a.mem_size_bytes()?, a.allocated_bytes());
-    assert_eq!(a.buffer().as_raw(), MemObject::as_raw(a.buffer()));
+    let as_mem: &dyn MemObject = a.buffer();
+    assert_eq!(a.buffer().as_raw(), as_mem.as_raw());
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use cl_mem::svm::{Coarse, SvmArray};
+use cl_mem::RawHandle;
 use cl_mem::{
     AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, ImageFormat, Kernel,
     LocalMemory, MapFlags, MemFlags, MemObject, NullMem, ParamKind, PinnedMemory, Program, Queue,

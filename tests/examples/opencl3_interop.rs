@@ -16,6 +16,7 @@
 
 use std::ptr;
 
+use cl_mem::RawHandle;
 use cl_mem::{Device, MemFlags};
 use cl_pool::{ImmediateAllocator, MemoryPool};
 use opencl3::command_queue::CommandQueue;

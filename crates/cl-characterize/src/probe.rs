@@ -30,6 +30,7 @@
 
 use std::ffi::CStr;
 
+use cl_raw::object::{self, Object};
 use cl_raw::sys;
 use cl_raw::ClError;
 
@@ -522,23 +523,23 @@ pub unsafe fn profile_device(
 }
 
 /// Releases a context, program or kernel when dropped (errors are logged: nothing can be done).
-struct Owned<H: Copy> {
+struct Owned<H: Copy + Into<*mut std::ffi::c_void>> {
     handle: H,
-    release: unsafe fn(H) -> Result<(), ClError>,
+    object: cl_raw::object::Object,
     what: &'static str,
 }
 
-impl<H: Copy> Drop for Owned<H> {
+impl<H: Copy + Into<*mut std::ffi::c_void>> Drop for Owned<H> {
     fn drop(&mut self) {
         // SAFETY: `handle` was created by this module, is owned by this guard (one reference) and
         // is released exactly once, here.
-        if let Err(e) = unsafe { (self.release)(self.handle) } {
+        if let Err(e) = unsafe { cl_raw::object::release(self.object, self.handle.into()) } {
             tracing::warn!(target: "cl_characterize", "releasing the probe {} failed: {e}", self.what);
         }
     }
 }
 
-impl<H: Copy> std::fmt::Debug for Owned<H> {
+impl<H: Copy + Into<*mut std::ffi::c_void>> std::fmt::Debug for Owned<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Owned({})", self.what)
     }
@@ -563,14 +564,14 @@ unsafe fn build(device: sys::cl_device_id, source: &str, name: &CStr) -> Result<
     let context = unsafe { cl_raw::context::create(&[], &[device], None, std::ptr::null_mut()) }?;
     let context = Owned {
         handle: context,
-        release: cl_raw::context::release,
+        object: cl_raw::object::Object::Context,
         what: "context",
     };
     // SAFETY: `context` is valid; we own the program.
     let program = unsafe { cl_raw::program::create_with_source(context.handle, &[source]) }?;
     let program = Owned {
         handle: program,
-        release: cl_raw::program::release,
+        object: cl_raw::object::Object::Program,
         what: "program",
     };
     // SAFETY: valid program whose context holds `device`; blocking build (no callback).
@@ -580,7 +581,7 @@ unsafe fn build(device: sys::cl_device_id, source: &str, name: &CStr) -> Result<
     Ok(Built {
         kernel: Owned {
             handle: kernel,
-            release: cl_raw::kernel::release,
+            object: cl_raw::object::Object::Kernel,
             what: "kernel",
         },
         _program: program,
@@ -629,6 +630,6 @@ pub unsafe fn pocl_struct_arg_count_bug(device: sys::cl_device_id) -> Result<boo
     let built = unsafe { build(device, STRUCT_ARG_COUNT_KERNEL, c"test_knl") }?;
     // SAFETY: valid kernel; an OpenCL 1.0 query.
     let n: sys::cl_uint =
-        unsafe { cl_raw::kernel::get_info(built.kernel.handle, sys::CL_KERNEL_NUM_ARGS) }?;
+        unsafe { object::get_info(Object::Kernel, built.kernel.handle, sys::CL_KERNEL_NUM_ARGS) }?;
     Ok(n == 2)
 }

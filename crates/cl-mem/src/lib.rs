@@ -80,9 +80,11 @@
 //!
 //! Each wrapper owns exactly one OpenCL reference: `Clone` retains, `Drop` releases. `Drop` never
 //! panics; a failed release is logged through `tracing`, and `release(self)` reports it to callers
-//! who care. Raw-handle vocabulary: `as_raw`, `into_raw`, `unsafe fn from_raw` (adopts a
-//! reference), `unsafe fn from_raw_retained` (retains first). [`Platform`] and [`Device`] are
-//! `Copy` ids (root devices have no reference count).
+//! who care. Raw-handle vocabulary, one trait for every wrapper ([`RawHandle`]; `use
+//! cl_mem::RawHandle`): `as_raw`, `into_raw`, `unsafe fn from_raw` (adopts a reference),
+//! `unsafe fn from_raw_retained` (retains first), `release`, `reference_count`. [`Platform`] and
+//! [`Device`] are `Copy` ids (root devices have no reference count) with their own `from_raw`
+//! and `as_raw`.
 //!
 //! # Thread safety
 //!
@@ -131,6 +133,7 @@ mod mem_type;
 mod memory;
 mod pipe;
 mod pod;
+mod raw_handle;
 mod runtime;
 mod sampler;
 pub mod svm;
@@ -154,6 +157,7 @@ pub use buffer::{AsBuffer, Buffer};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
+pub use raw_handle::RawHandle;
 pub use runtime::context::Context;
 pub use runtime::device::QueueProperties;
 pub use runtime::device::{

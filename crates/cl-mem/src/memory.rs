@@ -6,10 +6,12 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use bitflags::bitflags;
-use cl_raw::{extra, mem as raw, sys, Version};
+use cl_raw::object::{self, Object};
+use cl_raw::{extra, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
+use crate::raw_handle::RawHandle;
 
 bitflags! {
     /// `cl_mem_flags` for buffers and images (SVM has its own flags).
@@ -89,12 +91,9 @@ pub use crate::mem_type::MemObjectType;
 ///
 /// # Safety
 ///
-/// 1. [`MemObject::as_raw`] returns a valid `cl_mem` that stays valid (a reference is owned) as
-///    long as `self` is alive.
-pub unsafe trait MemObject {
-    /// The raw handle, owned by `self`.
-    fn as_raw(&self) -> sys::cl_mem;
-
+/// 1. [`RawHandle::as_raw`](crate::raw_handle::RawHandle::as_raw) returns a valid `cl_mem` that stays valid
+///    (a reference is owned) as long as `self` is alive.
+pub unsafe trait MemObject: crate::raw_handle::RawHandle<Raw = sys::cl_mem> {
     /// The command record this object's commands go through, when this crate keeps one
     /// (buffers, sub-buffers, images and [`Memory`] made from them): how a migration orders
     /// itself after the commands other queues have pending on the object. Not for implementors
@@ -111,7 +110,7 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo`.
     fn mem_type(&self) -> Result<MemObjectType> {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        let t = unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_TYPE) }
+        let t = unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_TYPE) }
             .map_err(Error::cl("clGetMemObjectInfo"))?;
         Ok(MemObjectType::from_raw(t))
     }
@@ -123,7 +122,7 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo`.
     fn mem_flags(&self) -> Result<MemFlags> {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        let f = unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_FLAGS) }
+        let f = unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_FLAGS) }
             .map_err(Error::cl("clGetMemObjectInfo"))?;
         Ok(MemFlags::from_bits_retain(f))
     }
@@ -135,7 +134,7 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo`.
     fn mem_size_bytes(&self) -> Result<usize> {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_SIZE) }
+        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_SIZE) }
             .map_err(Error::cl("clGetMemObjectInfo"))
     }
 
@@ -146,8 +145,9 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo` or `clRetainContext`.
     fn mem_context(&self) -> Result<Context> {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        let ctx: sys::cl_context = unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_CONTEXT) }
-            .map_err(Error::cl("clGetMemObjectInfo"))?;
+        let ctx: sys::cl_context =
+            unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_CONTEXT) }
+                .map_err(Error::cl("clGetMemObjectInfo"))?;
         // SAFETY: the driver returned the object's live context.
         unsafe { Context::from_raw_retained(ctx) }
     }
@@ -159,7 +159,7 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo`.
     fn mem_reference_count(&self) -> Result<u32> {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_REFERENCE_COUNT) }
+        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_REFERENCE_COUNT) }
             .map_err(Error::cl("clGetMemObjectInfo"))
     }
 
@@ -170,7 +170,7 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo`.
     fn mem_map_count(&self) -> Result<u32> {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_MAP_COUNT) }
+        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_MAP_COUNT) }
             .map_err(Error::cl("clGetMemObjectInfo"))
     }
 
@@ -184,7 +184,7 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo`.
     fn mem_host_ptr(&self) -> Result<*mut c_void> {
         // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_HOST_PTR) }
+        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_HOST_PTR) }
             .map_err(Error::cl("clGetMemObjectInfo"))
     }
 
@@ -197,14 +197,15 @@ pub unsafe trait MemObject {
     fn mem_associated_object(&self) -> Result<Option<Memory>> {
         // SAFETY: a valid object (trait contract); a 1.1 parameter (every platform the crate
         // accepts is 1.2+, and 1.1 platforms know it).
-        let m: sys::cl_mem =
-            unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_ASSOCIATED_MEMOBJECT) }
-                .map_err(Error::cl("clGetMemObjectInfo"))?;
+        let m: sys::cl_mem = unsafe {
+            object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_ASSOCIATED_MEMOBJECT)
+        }
+        .map_err(Error::cl("clGetMemObjectInfo"))?;
         if m.is_null() {
             return Ok(None);
         }
         // SAFETY: the driver returned a live object (the parent outlives its children).
-        unsafe { raw::retain(m) }.map_err(Error::cl("clRetainMemObject"))?;
+        unsafe { object::retain(Object::Mem, m) }.map_err(Error::cl("clRetainMemObject"))?;
         // SAFETY: the reference just taken; a buffer finds its record in `into_buffer`.
         let mem = unsafe { Memory::adopt_untracked(m) };
         // A buffer keeps to its record (maps, other queues) as a kernel argument too.
@@ -221,7 +222,7 @@ pub unsafe trait MemObject {
     /// [`Error::Cl`] from `clGetMemObjectInfo`.
     fn mem_offset_bytes(&self) -> Result<usize> {
         // SAFETY: a valid object (trait contract); a 1.1 parameter.
-        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_OFFSET) }
+        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_OFFSET) }
             .map_err(Error::cl("clGetMemObjectInfo"))
     }
 
@@ -234,7 +235,7 @@ pub unsafe trait MemObject {
     fn mem_uses_svm_pointer(&self) -> Result<bool> {
         require_mem_version(self.as_raw(), Version::V2_0, "CL_MEM_USES_SVM_POINTER")?;
         // SAFETY: a valid object (trait contract) of a 2.0+ platform.
-        unsafe { raw::get_info(self.as_raw(), sys::CL_MEM_USES_SVM_POINTER) }
+        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_USES_SVM_POINTER) }
             .map_err(Error::cl("clGetMemObjectInfo"))
     }
 
@@ -247,7 +248,7 @@ pub unsafe trait MemObject {
     fn mem_properties(&self) -> Result<Vec<u64>> {
         require_mem_version(self.as_raw(), Version::V3_0, "CL_MEM_PROPERTIES")?;
         // SAFETY: a valid object (trait contract) of a 3.0+ platform.
-        unsafe { raw::get_info(self.as_raw(), extra::CL_MEM_PROPERTIES) }
+        unsafe { object::get_info(Object::Mem, self.as_raw(), extra::CL_MEM_PROPERTIES) }
             .map_err(Error::cl("clGetMemObjectInfo"))
     }
 }
@@ -255,7 +256,7 @@ pub unsafe trait MemObject {
 /// The platform version of a memory object's context, for gating queries.
 fn require_mem_version(mem: sys::cl_mem, needed: Version, feature: &'static str) -> Result<()> {
     // SAFETY: callers pass a valid object.
-    let ctx: sys::cl_context = unsafe { raw::get_info(mem, sys::CL_MEM_CONTEXT) }
+    let ctx: sys::cl_context = unsafe { object::get_info(Object::Mem, mem, sys::CL_MEM_CONTEXT) }
         .map_err(Error::cl("clGetMemObjectInfo"))?;
     // SAFETY: the driver returned the object's live context; we retain it for the wrapper.
     let ctx = unsafe { Context::from_raw_retained(ctx) }?;
@@ -285,28 +286,6 @@ unsafe impl Send for Memory {}
 unsafe impl Sync for Memory {}
 
 impl Memory {
-    /// Adopts one reference (no retain): `from_int_ptr(ptr, retain=False)`.
-    ///
-    /// When another wrapper of this crate (a [`crate::Buffer`], sub-buffer or image) holds the
-    /// same memory, the new `Memory` keeps to its command record: kernels given it are refused
-    /// under that wrapper's maps and ordered after its other queues' commands.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object.
-    /// 2. The caller gives one reference it owns to the new `Memory`.
-    /// 3. The record covers only what goes through this crate's wrappers: commands and maps of
-    ///    the same memory made outside them (raw calls, another library) are ordered against
-    ///    the ones made through this `Memory` by the caller, and none writes bytes that a live
-    ///    map of this crate exposes as a slice.
-    pub unsafe fn from_raw(raw: sys::cl_mem) -> Memory {
-        Memory {
-            raw,
-            tracked: crate::runtime::track::Tracked::of_raw(raw),
-            live: crate::runtime::live::Live::new(),
-        }
-    }
-
     /// Adopts one reference with no command record: for this crate's own conversions, which give
     /// the handle to a wrapper that finds its record itself (a `Buffer`, an `Image`).
     ///
@@ -319,44 +298,6 @@ impl Memory {
             tracked: None,
             live: crate::runtime::live::Live::new(),
         }
-    }
-
-    /// Retains and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clRetainMemObject`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object.
-    /// 2. As obligation 3 of [`Memory::from_raw`].
-    pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Memory> {
-        // SAFETY: obligation 1.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
-        Ok(Memory {
-            raw,
-            tracked: crate::runtime::track::Tracked::of_raw(raw),
-            live: crate::runtime::live::Live::new(),
-        })
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    pub fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it.
-    pub fn into_raw(self) -> sys::cl_mem {
-        let mut this = std::mem::ManuallyDrop::new(self);
-        // The command record goes; the OpenCL reference stays with the caller, counted as a
-        // handle of the allocation for good (`Buffer::is_unique`).
-        if let Some(t) = this.tracked.take() {
-            t.given_away();
-        }
-        // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
-        drop(unsafe { std::ptr::read(&this.live) });
-        this.raw
     }
 
     /// A `Memory` owning one reference to `raw`, in the command record through `tracked`.
@@ -374,32 +315,70 @@ impl Memory {
     pub(crate) fn set_tracked(&mut self, tracked: std::sync::Arc<crate::runtime::track::Tracked>) {
         self.tracked = Some(tracked);
     }
+}
 
-    /// Releases the reference now, reporting failure (`Drop` only logs it). Consuming `self`
-    /// makes a double release impossible by construction.
+impl crate::raw_handle::RawHandle for Memory {
+    type Raw = sys::cl_mem;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Mem
+    }
+
+    /// Adopts one reference (no retain): `from_int_ptr(ptr, retain=False)`.
     ///
-    /// # Errors
+    /// When another wrapper of this crate (a [`crate::Buffer`], sub-buffer or image) holds the
+    /// same memory, the new `Memory` keeps to its command record: kernels given it are refused
+    /// under that wrapper's maps and ordered after its other queues' commands.
     ///
-    /// [`Error::Cl`] from `clReleaseMemObject`.
-    pub fn release(self) -> Result<()> {
+    /// Never fails.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object.
+    /// 2. The caller gives one reference it owns to the new `Memory`.
+    /// 3. The record covers only what goes through this crate's wrappers: commands and maps of
+    ///    the same memory made outside them (raw calls, another library) are ordered against
+    ///    the ones made through this `Memory` by the caller, and none writes bytes that a live
+    ///    map of this crate exposes as a slice.
+    unsafe fn from_raw(raw: sys::cl_mem) -> Result<Memory> {
+        Ok(Memory {
+            raw,
+            tracked: crate::runtime::track::Tracked::of_raw(raw),
+            live: crate::runtime::live::Live::new(),
+        })
+    }
+
+    /// The reference is released, not given away: the record's handle count goes down as in
+    /// `Drop`.
+    fn into_raw_for_release(self) -> sys::cl_mem {
         let mut this = std::mem::ManuallyDrop::new(self);
-        // The reference is released, not given away: the record's handle count goes down as in
-        // `Drop`.
         drop(this.tracked.take());
         // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
         drop(unsafe { std::ptr::read(&this.live) });
-        let raw = this.raw;
-        // SAFETY: we owned this reference.
-        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
+        this.raw
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
+    #[inline]
+    fn as_raw(&self) -> sys::cl_mem {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    fn into_raw(self) -> sys::cl_mem {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // The command record goes; the OpenCL reference stays with the caller, counted as a
+        // handle of the allocation for good (`Buffer::is_unique`).
+        if let Some(t) = this.tracked.take() {
+            t.given_away();
+        }
+        // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
+        drop(unsafe { std::ptr::read(&this.live) });
+        this.raw
     }
 }
 
 // SAFETY: `raw` is a valid object we hold a reference to while `self` lives.
 unsafe impl MemObject for Memory {
-    fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
     fn command_record(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
         self.tracked
             .as_ref()
@@ -459,7 +438,7 @@ impl fmt::Debug for Memory {
 /// Releases one reference to a memory object from a `Drop`, logging failure.
 pub(crate) fn release_in_drop(mem: sys::cl_mem) {
     // SAFETY: callers own one reference to `mem` and give it up here.
-    if let Err(e) = unsafe { raw::release(mem) } {
+    if let Err(e) = unsafe { object::release(Object::Mem, mem) } {
         crate::error::drop_status("clReleaseMemObject", e);
     }
 }
@@ -467,7 +446,7 @@ pub(crate) fn release_in_drop(mem: sys::cl_mem) {
 /// Retains one more reference to a memory object for a `Clone`, logging failure.
 pub(crate) fn retain_for_clone(mem: sys::cl_mem) {
     // SAFETY: callers hold a valid `mem`.
-    if let Err(e) = unsafe { raw::retain(mem) } {
+    if let Err(e) = unsafe { object::retain(Object::Mem, mem) } {
         tracing::error!(status = %e, "clRetainMemObject failed");
     }
 }

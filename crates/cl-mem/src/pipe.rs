@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::raw_handle::RawHandle;
 
 /// A pipe object. Owns one reference: `Clone` retains, `Drop` releases (never panics).
 pub struct Pipe {
@@ -116,72 +117,6 @@ impl Pipe {
         })
     }
 
-    /// Adopts one reference to a raw pipe (no retain), reading its packet size and count.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when it is not a pipe; [`Error::Cl`] from the queries. The
-    /// reference is released on error.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Pipe`.
-    pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Pipe> {
-        // `max_packets`/`packet_size` are filled below; dropping `p` on error releases `raw`.
-        let mut p = Pipe {
-            raw,
-            packet_size: 0,
-            max_packets: 0,
-        };
-        if p.mem_type()? != crate::memory::MemObjectType::Pipe {
-            return Err(Error::InvalidArgument(
-                "the memory object is not a pipe".into(),
-            ));
-        }
-        p.packet_size = p.query_packet_size()?;
-        p.max_packets = p.query_max_packets()?;
-        Ok(p)
-    }
-
-    /// Retains a raw pipe and wraps the new reference.
-    ///
-    /// # Errors
-    ///
-    /// As [`Pipe::from_raw`], plus [`Error::Cl`] from `clRetainMemObject`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object.
-    pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Pipe> {
-        // SAFETY: obligation 1.
-        unsafe { cl_raw::mem::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
-        // SAFETY: we own the reference just taken.
-        unsafe { Pipe::from_raw(raw) }
-    }
-
-    /// The raw handle (still owned by `self`).
-    pub fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it.
-    pub fn into_raw(self) -> sys::cl_mem {
-        let raw = self.raw;
-        std::mem::forget(self);
-        raw
-    }
-
-    /// Releases the reference now, reporting failure (`Drop` only logs it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clReleaseMemObject`.
-    pub fn release(self) -> Result<()> {
-        let raw = self.into_raw();
-        // SAFETY: we owned this reference.
-        unsafe { cl_raw::mem::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
-    }
-
     /// The packet size given at creation, in bytes.
     pub fn packet_size(&self) -> u32 {
         self.packet_size
@@ -229,12 +164,55 @@ impl Pipe {
     }
 }
 
-// SAFETY: `raw` is a valid pipe we hold a reference to for as long as `self` lives.
-unsafe impl MemObject for Pipe {
+impl crate::raw_handle::RawHandle for Pipe {
+    type Raw = sys::cl_mem;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Mem
+    }
+
+    /// Adopts one reference to a raw pipe (no retain), reading its packet size and count.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when it is not a pipe; [`Error::Cl`] from the queries. The
+    /// reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Pipe`.
+    unsafe fn from_raw(raw: sys::cl_mem) -> Result<Pipe> {
+        // `max_packets`/`packet_size` are filled below; dropping `p` on error releases `raw`.
+        let mut p = Pipe {
+            raw,
+            packet_size: 0,
+            max_packets: 0,
+        };
+        if p.mem_type()? != crate::memory::MemObjectType::Pipe {
+            return Err(Error::InvalidArgument(
+                "the memory object is not a pipe".into(),
+            ));
+        }
+        p.packet_size = p.query_packet_size()?;
+        p.max_packets = p.query_max_packets()?;
+        Ok(p)
+    }
+
+    /// The raw handle (still owned by `self`).
+    #[inline]
     fn as_raw(&self) -> sys::cl_mem {
         self.raw
     }
+
+    /// Gives the reference away without releasing it.
+    fn into_raw(self) -> sys::cl_mem {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
 }
+
+// SAFETY: `raw` is a valid pipe we hold a reference to for as long as `self` lives.
+unsafe impl MemObject for Pipe {}
 
 // SAFETY: a valid pipe handle, kept alive by the kernel (it retains memory arguments).
 unsafe impl KernelArg for Pipe {

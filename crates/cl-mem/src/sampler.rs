@@ -8,11 +8,13 @@
 
 use std::fmt;
 
+use cl_raw::object::{self, Object};
 use cl_raw::{extra, sampler as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::raw_handle::RawHandle;
 
 /// `cl_addressing_mode`: what reads outside the image return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -231,57 +233,10 @@ impl Sampler {
         Ok(Sampler { raw })
     }
 
-    /// Adopts one reference to a raw sampler (no retain).
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid sampler and the caller gives its reference to the new `Sampler`.
-    pub unsafe fn from_raw(raw: sys::cl_sampler) -> Sampler {
-        Sampler { raw }
-    }
-
-    /// Retains a raw sampler and wraps the new reference (PyOpenCL's
-    /// `from_int_ptr(..., retain=True)`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clRetainSampler`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid sampler.
-    pub unsafe fn from_raw_retained(raw: sys::cl_sampler) -> Result<Sampler> {
-        // SAFETY: obligation 1.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainSampler"))?;
-        Ok(Sampler { raw })
-    }
-
-    /// The raw handle (still owned by `self`).
-    pub fn as_raw(&self) -> sys::cl_sampler {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it.
-    pub fn into_raw(self) -> sys::cl_sampler {
-        let raw = self.raw;
-        std::mem::forget(self);
-        raw
-    }
-
-    /// Releases the reference now, reporting failure (`Drop` only logs it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clReleaseSampler`.
-    pub fn release(self) -> Result<()> {
-        let raw = self.into_raw();
-        // SAFETY: we owned this reference.
-        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseSampler"))
-    }
-
     fn info<T: cl_raw::InfoValue>(&self, param: sys::cl_sampler_info) -> Result<T> {
         // SAFETY: a valid sampler; callers pass 1.0 parameters or gate newer ones.
-        unsafe { raw::get_info(self.raw, param) }.map_err(Error::cl("clGetSamplerInfo"))
+        unsafe { object::get_info(Object::Sampler, self.raw, param) }
+            .map_err(Error::cl("clGetSamplerInfo"))
     }
 
     /// `CL_SAMPLER_NORMALIZED_COORDS`.
@@ -313,15 +268,6 @@ impl Sampler {
             .map(FilterMode::from_raw)
     }
 
-    /// `CL_SAMPLER_REFERENCE_COUNT` (racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetSamplerInfo`.
-    pub fn reference_count(&self) -> Result<u32> {
-        self.info(sys::CL_SAMPLER_REFERENCE_COUNT)
-    }
-
     /// `CL_SAMPLER_CONTEXT`, as a new owning [`Context`].
     ///
     /// # Errors
@@ -346,6 +292,35 @@ impl Sampler {
     }
 }
 
+impl crate::raw_handle::RawHandle for Sampler {
+    type Raw = sys::cl_sampler;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Sampler
+    }
+
+    /// Adopts one reference to a raw sampler (no retain); never fails.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid sampler and the caller gives its reference to the new `Sampler`.
+    unsafe fn from_raw(raw: sys::cl_sampler) -> Result<Sampler> {
+        Ok(Sampler { raw })
+    }
+
+    /// The raw handle (still owned by `self`).
+    #[inline]
+    fn as_raw(&self) -> sys::cl_sampler {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    fn into_raw(self) -> sys::cl_sampler {
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+}
+
 // SAFETY: a valid sampler handle, kept alive by the kernel (it retains sampler arguments).
 unsafe impl KernelArg for Sampler {
     fn arg_value(&self) -> ArgValue<'_> {
@@ -356,7 +331,7 @@ unsafe impl KernelArg for Sampler {
 /// Releases one reference to a sampler from a `Drop`, logging failure.
 pub(crate) fn release_in_drop(sampler: sys::cl_sampler) {
     // SAFETY: callers own one reference to `sampler` and give it up here.
-    if let Err(e) = unsafe { raw::release(sampler) } {
+    if let Err(e) = unsafe { object::release(Object::Sampler, sampler) } {
         crate::error::drop_status("clReleaseSampler", e);
     }
 }
@@ -364,7 +339,7 @@ pub(crate) fn release_in_drop(sampler: sys::cl_sampler) {
 impl Clone for Sampler {
     fn clone(&self) -> Sampler {
         // SAFETY: a valid sampler.
-        if let Err(e) = unsafe { raw::retain(self.raw) } {
+        if let Err(e) = unsafe { object::retain(Object::Sampler, self.raw) } {
             tracing::error!(status = %e, "clRetainSampler failed");
         }
         Sampler { raw: self.raw }

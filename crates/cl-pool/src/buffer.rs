@@ -44,6 +44,7 @@ use cl_mem::{
 
 use crate::allocator::{Allocator, AllocatorError};
 use crate::pool::{LocalBlock, PoolBlock};
+use cl_mem::RawHandle;
 
 impl AllocatorError for Error {
     fn is_out_of_memory(&self) -> bool {

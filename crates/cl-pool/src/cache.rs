@@ -13,6 +13,7 @@
 //! context until `clear_first_arg_caches()`); on older platforms its entries hold the context, as
 //! in PyOpenCL. See [`ContextCache`] for the rules.
 
+use cl_mem::RawHandle;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::Hash;

@@ -25,6 +25,7 @@ use crate::buffer::{ImmediateAllocator, PooledBuffer};
 use crate::error::PoolError;
 use crate::pool::MemoryPool;
 use crate::stats::PoolStats;
+use cl_mem::RawHandle;
 
 /// One [`MemoryPool`] per device of a context, each over an [`ImmediateAllocator`] on that
 /// device's queue; see the module documentation.

@@ -4,11 +4,10 @@ use std::ffi::{c_char, c_void};
 
 use crate::error::{check, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
 use crate::{count, sys};
 
 /// Callback type of `clCreateContext`'s `pfn_notify` (error reports from the driver).
-pub type NotifyCallback = extern "C" fn(
+pub(crate) type NotifyCallback = extern "C" fn(
     errinfo: *const c_char,
     private_info: *const c_void,
     cb: usize,
@@ -57,51 +56,6 @@ pub unsafe fn create(
         )
     };
     check(err).map(|()| ctx)
-}
-
-/// [`clGetContextInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetContextInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `context` is a valid context.
-pub unsafe fn get_info<T: InfoValue>(
-    context: sys::cl_context,
-    param: sys::cl_context_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetContextInfo with the caller's valid handle.
-    unsafe { query(|size, value, ret| sys::clGetContextInfo(context, param, size, value, ret)) }
-}
-
-/// [`clRetainContext`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainContext.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `context` is a valid context.
-pub unsafe fn retain(context: sys::cl_context) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clRetainContext(context) })
-}
-
-/// [`clReleaseContext`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseContext.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `context` is a valid context and the caller gives up one reference it owns.
-pub unsafe fn release(context: sys::cl_context) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clReleaseContext(context) })
 }
 
 /// [`clSetContextDestructorCallback`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetContextDestructorCallback.html)

@@ -58,37 +58,6 @@ pub unsafe fn get_info<T: InfoValue>(
     unsafe { query(|size, value, ret| sys::clGetDeviceInfo(device, param, size, value, ret)) }
 }
 
-/// [`clRetainDevice`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainDevice.html)
-/// (OpenCL 1.2): a no-op for root devices, a reference for sub-devices.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `device` is a valid device id of an OpenCL 1.2 or newer platform.
-pub unsafe fn retain(device: sys::cl_device_id) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clRetainDevice(device) })
-}
-
-/// [`clReleaseDevice`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseDevice.html)
-/// (OpenCL 1.2).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `device` is a valid device id of an OpenCL 1.2 or newer platform; the caller gives up one
-///    reference it owns (root devices have none to give up and ignore the call).
-pub unsafe fn release(device: sys::cl_device_id) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clReleaseDevice(device) })
-}
-
 /// [`clCreateSubDevices`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSubDevices.html)
 /// (OpenCL 1.2): partitions `device`; `properties` must end with 0.
 ///

@@ -4,11 +4,11 @@ use std::ffi::c_void;
 
 use crate::error::{check, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
+use crate::info::query;
 use crate::{count, sys};
 
 /// Callback type of [`set_callback`]: `(event, execution_status, user_data)`.
-pub type EventCallback =
+pub(crate) type EventCallback =
     extern "C" fn(event: sys::cl_event, status: sys::cl_int, user_data: *mut c_void);
 
 /// [`clWaitForEvents`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clWaitForEvents.html):
@@ -28,23 +28,6 @@ pub unsafe fn wait_for_events(events: &[sys::cl_event]) -> Result<(), ClError> {
     }
     // SAFETY: obligation 1; the list is non-empty.
     check(unsafe { sys::clWaitForEvents(count(events.len())?, events.as_ptr()) })
-}
-
-/// [`clGetEventInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetEventInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `event` is a valid event.
-pub unsafe fn get_info<T: InfoValue>(
-    event: sys::cl_event,
-    param: sys::cl_event_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetEventInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetEventInfo(event, param, size, value, ret)) }
 }
 
 /// [`clGetEventProfilingInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetEventProfilingInfo.html):
@@ -128,32 +111,4 @@ pub unsafe fn set_callback(
     fault::check("clSetEventCallback")?;
     // SAFETY: obligations 1 and 2.
     check(unsafe { sys::clSetEventCallback(event, callback_type, Some(pfn_notify), user_data) })
-}
-
-/// [`clRetainEvent`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainEvent.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `event` is a valid event.
-pub unsafe fn retain(event: sys::cl_event) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clRetainEvent(event) })
-}
-
-/// [`clReleaseEvent`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseEvent.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `event` is a valid event and the caller gives up one reference it owns.
-pub unsafe fn release(event: sys::cl_event) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clReleaseEvent(event) })
 }

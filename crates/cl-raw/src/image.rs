@@ -4,7 +4,6 @@
 use std::ffi::c_void;
 
 use crate::error::{check, ClError};
-use crate::extra;
 use crate::fault;
 use crate::info::{query, InfoValue};
 use crate::sys;
@@ -114,42 +113,6 @@ pub unsafe fn create_3d(
             host_ptr,
             &mut err,
         )
-    };
-    check(err).map(|()| m)
-}
-
-/// [`clCreateImageWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImageWithProperties.html)
-/// (OpenCL 3.0): as [`create`] with a 0-terminated property list (empty = none).
-///
-/// # Errors
-///
-/// The driver's status; `CL_INVALID_VALUE` for a non-terminated list (checked first).
-///
-/// # Safety
-///
-/// 1. `context` is valid and its platform is OpenCL 3.0 or newer (older platforms may hang).
-/// 2. to 4. as [`create`].
-pub unsafe fn create_with_properties(
-    context: sys::cl_context,
-    properties: &[extra::cl_mem_properties],
-    flags: sys::cl_mem_flags,
-    format: &sys::cl_image_format,
-    desc: &sys::cl_image_desc,
-    host_ptr: *mut c_void,
-) -> Result<sys::cl_mem, ClError> {
-    fault::check("clCreateImageWithProperties")?;
-    if properties.last().is_some_and(|&p| p != 0) {
-        return Err(ClError::InvalidValue);
-    }
-    let props = if properties.is_empty() {
-        std::ptr::null()
-    } else {
-        properties.as_ptr()
-    };
-    let mut err = 0;
-    // SAFETY: obligations 1-4; `props` is null or 0-terminated.
-    let m = unsafe {
-        extra::clCreateImageWithProperties(context, props, flags, format, desc, host_ptr, &mut err)
     };
     check(err).map(|()| m)
 }

@@ -71,45 +71,6 @@ pub unsafe fn set_arg_svm_pointer(
     check(unsafe { sys::clSetKernelArgSVMPointer(kernel, index, ptr) })
 }
 
-/// [`clSetKernelExecInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetKernelExecInfo.html)
-/// (OpenCL 2.0): e.g. `CL_KERNEL_EXEC_INFO_SVM_PTRS`, the SVM pointers a kernel reaches
-/// indirectly.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `kernel` is valid, of an OpenCL 2.0 or newer platform, and no other thread uses it meanwhile.
-/// 2. `value` is readable for `size` bytes and holds what `param` prescribes.
-pub unsafe fn set_exec_info(
-    kernel: sys::cl_kernel,
-    param: sys::cl_kernel_exec_info,
-    size: usize,
-    value: *const c_void,
-) -> Result<(), ClError> {
-    // SAFETY: obligations 1 and 2.
-    check(unsafe { sys::clSetKernelExecInfo(kernel, param, size, value) })
-}
-
-/// [`clGetKernelInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `kernel` is valid.
-pub unsafe fn get_info<T: InfoValue>(
-    kernel: sys::cl_kernel,
-    param: sys::cl_kernel_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetKernelInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetKernelInfo(kernel, param, size, value, ret)) }
-}
-
 /// [`clGetKernelWorkGroupInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelWorkGroupInfo.html).
 ///
 /// # Errors
@@ -152,32 +113,4 @@ pub unsafe fn get_arg_info<T: InfoValue>(
     unsafe {
         query(|size, value, ret| sys::clGetKernelArgInfo(kernel, index, param, size, value, ret))
     }
-}
-
-/// [`clRetainKernel`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainKernel.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `kernel` is valid.
-pub unsafe fn retain(kernel: sys::cl_kernel) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clRetainKernel(kernel) })
-}
-
-/// [`clReleaseKernel`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseKernel.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `kernel` is valid and the caller gives up one reference it owns.
-pub unsafe fn release(kernel: sys::cl_kernel) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clReleaseKernel(kernel) })
 }

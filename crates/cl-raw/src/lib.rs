@@ -22,10 +22,11 @@
 //! | [`ClError`], [`check`] | `cl_int` status codes (`CL_INVALID_VALUE`, ...) |
 //! | [`Version`] | `"OpenCL X.Y ..."` strings, `cl_version` (3.0) |
 //! | [`info::query`], [`info::InfoValue`] | the `clGet*Info` size-then-fill pattern |
+//! | [`object`] | `clRetain*`, `clRelease*`, `clGet*Info` of every reference-counted object, written once |
 //! | [`platform`], [`device`], [`context`], [`queue`], [`event`], [`program`], [`kernel`] | `clGetPlatformIDs`, `clCreateContext`, `clEnqueue*`, ... |
 //! | [`mem`], [`image`], [`pipe`], [`sampler`], [`svm`] | memory objects, `clSVMAlloc` |
 //! | [`fault`] | (feature `fault-injection`) a chosen call failing with a chosen status |
-//! | [`extra`] | 2.2/3.0 and vendor items `cl-sys` 0.4 lacks |
+//! | [`extra`] | the 3.0 and vendor items `cl-sys` 0.4 lacks that the workspace uses |
 //! | [`select::Selector`] | the `CL_TEST` / `PYOPENCL_TEST` device-selector grammar (pure; no OpenCL call) |
 //!
 //! # Naming
@@ -34,7 +35,13 @@
 //! in the module of the object it acts on. `clEnqueueReadBuffer` -> [`queue::enqueue_read_buffer`],
 //! `clGetDeviceInfo` -> [`device::get_info`], `clCreateBuffer` -> [`mem::create_buffer`],
 //! `clCreateImage` -> [`image::create`], `clSVMAlloc` -> [`svm::alloc`]. Every `clEnqueue*`
-//! lives in [`queue`]. The first doc line of each wrapper links the Khronos reference page.
+//! lives in [`queue`]. The first doc line of each wrapper links the Khronos reference page. The
+//! exception: retain, release and info of the reference-counted objects are one function each in
+//! [`object`], which takes the kind of object (`clReleaseEvent` -> `object::release(Object::Event,
+//! e)`, `clGetMemObjectInfo` -> [`object::get_info`] with [`object::Object::Mem`]).
+//!
+//! Only what `cl-mem` and `cl-characterize` call is wrapped; other entry points are reached
+//! through [`sys`].
 //!
 //! # Safety model
 //!
@@ -73,6 +80,7 @@ pub mod event;
 pub mod image;
 pub mod kernel;
 pub mod mem;
+pub mod object;
 pub mod pipe;
 pub mod platform;
 pub mod program;
@@ -133,7 +141,7 @@ mod tests {
                 Err(ClError::InvalidValue)
             );
             assert_eq!(
-                mem::create_buffer_with_properties(null, &[5], 0, 1, null),
+                pipe::create(null, 0, 1, 1, &[5]),
                 Err(ClError::InvalidValue)
             );
             assert_eq!(

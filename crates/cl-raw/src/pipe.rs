@@ -1,5 +1,5 @@
 //! Pipe entry points (OpenCL 2.0; optional in 3.0, see `CL_DEVICE_PIPE_SUPPORT`). Retain/release
-//! are the memory-object ones in [`crate::mem`].
+//! are the memory-object ones ([`crate::object`] with `Object::Mem`).
 
 use crate::error::{check, ClError};
 use crate::fault;
@@ -18,7 +18,7 @@ use crate::sys;
 /// # Safety
 ///
 /// 1. `context` is valid, of an OpenCL 2.0 or newer platform.
-/// 2. The caller owns (and must release, with [`crate::mem::release`]) the returned pipe.
+/// 2. The caller owns (and must release, with [`crate::object::release`] and `Object::Mem`) the returned pipe.
 pub unsafe fn create(
     context: sys::cl_context,
     flags: sys::cl_mem_flags,

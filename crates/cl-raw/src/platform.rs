@@ -64,18 +64,3 @@ pub unsafe fn get_extension_function_address(
     let p = unsafe { sys::clGetExtensionFunctionAddressForPlatform(platform, name.as_ptr()) };
     (!p.is_null()).then_some(p)
 }
-
-/// [`clUnloadPlatformCompiler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clUnloadPlatformCompiler.html)
-/// (OpenCL 1.2): a hint that the compiler may be unloaded.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `platform` is a platform id returned by [`get_ids`], of an OpenCL 1.2 or newer platform.
-pub unsafe fn unload_compiler(platform: sys::cl_platform_id) -> Result<(), ClError> {
-    // SAFETY: valid 1.2+ platform (obligation 1).
-    check(unsafe { crate::extra::clUnloadPlatformCompiler(platform) })
-}

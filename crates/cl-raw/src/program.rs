@@ -8,7 +8,7 @@ use crate::info::{query, InfoValue};
 use crate::{count, sys};
 
 /// Callback type of [`build`]'s `pfn_notify`.
-pub type BuildCallback = extern "C" fn(program: sys::cl_program, user_data: *mut c_void);
+pub(crate) type BuildCallback = extern "C" fn(program: sys::cl_program, user_data: *mut c_void);
 
 /// [`clCreateProgramWithSource`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateProgramWithSource.html):
 /// a program from OpenCL C source (the strings are concatenated; lengths are passed, so no NUL is
@@ -84,24 +84,6 @@ pub unsafe fn build(
     })
 }
 
-/// [`clGetProgramInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `program` is valid. (`CL_PROGRAM_BINARIES` needs caller-provided buffers: do not query it
-///    through this function.)
-pub unsafe fn get_info<T: InfoValue>(
-    program: sys::cl_program,
-    param: sys::cl_program_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetProgramInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetProgramInfo(program, param, size, value, ret)) }
-}
-
 /// [`clGetProgramInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramInfo.html)
 /// with `CL_PROGRAM_BINARIES`: each device's binary, into buffers of the given sizes (the
 /// program's `CL_PROGRAM_BINARY_SIZES`, in its device order; a size of 0 gives an empty binary).
@@ -163,32 +145,4 @@ pub unsafe fn get_build_info<T: InfoValue>(
             sys::clGetProgramBuildInfo(program, device, param, size, value, ret)
         })
     }
-}
-
-/// [`clRetainProgram`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainProgram.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `program` is valid.
-pub unsafe fn retain(program: sys::cl_program) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clRetainProgram(program) })
-}
-
-/// [`clReleaseProgram`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseProgram.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `program` is valid and the caller gives up one reference it owns.
-pub unsafe fn release(program: sys::cl_program) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clReleaseProgram(program) })
 }

@@ -9,7 +9,6 @@ use std::ffi::c_void;
 
 use crate::error::{check, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
 use crate::{cl_bool, count, sys};
 
 /// Runs one `clEnqueue*` call with `wait` as its wait list and returns the event it produced.
@@ -86,51 +85,6 @@ pub unsafe fn create_with_properties(
     // SAFETY: obligations 1 and 2; `props` is null or 0-terminated.
     let q = unsafe { sys::clCreateCommandQueueWithProperties(context, device, props, &mut err) };
     check(err).map(|()| q)
-}
-
-/// [`clGetCommandQueueInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetCommandQueueInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `queue` is a valid command queue.
-pub unsafe fn get_info<T: InfoValue>(
-    queue: sys::cl_command_queue,
-    param: sys::cl_command_queue_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetCommandQueueInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetCommandQueueInfo(queue, param, size, value, ret)) }
-}
-
-/// [`clRetainCommandQueue`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainCommandQueue.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` is a valid command queue.
-pub unsafe fn retain(queue: sys::cl_command_queue) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clRetainCommandQueue(queue) })
-}
-
-/// [`clReleaseCommandQueue`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseCommandQueue.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` is a valid command queue and the caller gives up one reference it owns.
-pub unsafe fn release(queue: sys::cl_command_queue) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clReleaseCommandQueue(queue) })
 }
 
 /// [`clFlush`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clFlush.html).
@@ -1004,24 +958,8 @@ pub unsafe fn enqueue_marker(queue: sys::cl_command_queue) -> Result<sys::cl_eve
     Ok(event)
 }
 
-/// [`clEnqueueBarrier`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueBarrier.html)
-/// (OpenCL 1.0/1.1; deprecated by 1.2).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` is a valid command queue.
-pub unsafe fn enqueue_barrier(queue: sys::cl_command_queue) -> Result<(), ClError> {
-    fault::check("clEnqueueBarrier")?;
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clEnqueueBarrier(queue) })
-}
-
 /// Callback type of [`enqueue_svm_free`]: frees the pointers instead of the driver.
-pub type SvmFreeCallback = extern "C" fn(
+pub(crate) type SvmFreeCallback = extern "C" fn(
     queue: sys::cl_command_queue,
     num_svm_pointers: sys::cl_uint,
     svm_pointers: *const *const c_void,

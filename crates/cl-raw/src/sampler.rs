@@ -2,7 +2,6 @@
 
 use crate::error::{check, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
 use crate::{cl_bool, sys};
 
 /// [`clCreateSampler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSampler.html)
@@ -65,49 +64,4 @@ pub unsafe fn create_with_properties(
     // SAFETY: obligations 1-2; `props` is null or 0-terminated.
     let s = unsafe { sys::clCreateSamplerWithProperties(context, props, &mut err) };
     check(err).map(|()| s)
-}
-
-/// [`clGetSamplerInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetSamplerInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `sampler` is valid.
-pub unsafe fn get_info<T: InfoValue>(
-    sampler: sys::cl_sampler,
-    param: sys::cl_sampler_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetSamplerInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetSamplerInfo(sampler, param, size, value, ret)) }
-}
-
-/// [`clRetainSampler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clRetainSampler.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `sampler` is valid.
-pub unsafe fn retain(sampler: sys::cl_sampler) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clRetainSampler(sampler) })
-}
-
-/// [`clReleaseSampler`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clReleaseSampler.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `sampler` is valid and the caller gives up one reference it owns.
-pub unsafe fn release(sampler: sys::cl_sampler) -> Result<(), ClError> {
-    // SAFETY: obligation 1.
-    check(unsafe { sys::clReleaseSampler(sampler) })
 }

@@ -54,6 +54,7 @@ use smallvec::SmallVec;
 use crate::buffer::staged::{resolve, TransferOptions, TransferPath};
 use crate::buffer::transfer::{enqueue_read_tracked, enqueue_write_tracked};
 use crate::buffer::Buffer;
+use crate::raw_handle::RawHandle;
 use crate::error::{Error, Result};
 use crate::memory::MemObject;
 use crate::runtime::device::Device;
@@ -337,10 +338,10 @@ fn root_buffer_size(mem: sys::cl_mem) -> Option<usize> {
     // SAFETY: a valid memory object of the queue's context (checked by `migration_handles`);
     // 1.0 and 1.1 parameters.
     unsafe {
-        let ty: sys::cl_mem_object_type = cl_raw::mem::get_info(mem, sys::CL_MEM_TYPE).ok()?;
+        let ty: sys::cl_mem_object_type = cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_TYPE).ok()?;
         let parent: sys::cl_mem =
-            cl_raw::mem::get_info(mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT).ok()?;
-        let size: usize = cl_raw::mem::get_info(mem, sys::CL_MEM_SIZE).ok()?;
+            cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT).ok()?;
+        let size: usize = cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_SIZE).ok()?;
         (ty == sys::CL_MEM_OBJECT_BUFFER && parent.is_null() && size > 0).then_some(size)
     }
 }

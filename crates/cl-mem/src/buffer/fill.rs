@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use bitflags::bitflags;
+use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw_queue, sys, Version};
 
 use crate::buffer::Buffer;
@@ -18,6 +19,7 @@ use crate::runtime::event::Event;
 use crate::runtime::live::{Live, KEPT};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
+use crate::raw_handle::RawHandle;
 
 impl Buffer {
     /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
@@ -181,7 +183,7 @@ pub(crate) fn migration_handles(
         let m = o.as_raw();
         // SAFETY: a valid object (MemObject contract); a 1.0 parameter; the handle is compared,
         // not retained.
-        let ctx: sys::cl_context = unsafe { cl_raw::mem::get_info(m, sys::CL_MEM_CONTEXT) }
+        let ctx: sys::cl_context = unsafe { object::get_info(Object::Mem, m, sys::CL_MEM_CONTEXT) }
             .map_err(Error::cl("clGetMemObjectInfo"))?;
         if ctx != queue.context().as_raw() {
             return Err(Error::InvalidArgument(

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::queue::Queue;
+use crate::raw_handle::RawHandle;
 
 /// Pinned host memory holding `len` values of `T`, zero-initialised; see the module
 /// documentation.

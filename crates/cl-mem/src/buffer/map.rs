@@ -33,6 +33,7 @@ use crate::pod::Pod;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{Access, MapClaim};
+use crate::raw_handle::RawHandle;
 
 bitflags! {
     /// `cl_map_flags` (PyOpenCL's `map_flags`).

@@ -41,6 +41,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use cl_raw::object::{self, Object};
 use cl_raw::{mem as raw, sys, Version};
 
 use self::transfer::HostMemory;
@@ -55,6 +56,7 @@ use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{ArgHold, Tracked};
 use crate::runtime::worker::Place;
+use crate::raw_handle::RawHandle;
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
 /// `Drop` releases (never panics). Equality and hashing are by handle (PyOpenCL's `__eq__` and
@@ -261,91 +263,6 @@ impl Buffer {
             }),
             tracked: Tracked::new_root(raw, size),
         }
-    }
-
-    /// Adopts one reference to a raw buffer (no retain), reading its size, flags, context and,
-    /// for a sub-buffer, its parent and offset: `Buffer.from_int_ptr(ptr, retain=False)`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`; [`Error::InvalidArgument`] when it is not a
-    /// buffer. The reference is released on error.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Buffer`.
-    /// 2. Whatever backs the object stays valid while it lives: the host memory of a
-    ///    `CL_MEM_USE_HOST_PTR` buffer, the SVM allocation of a buffer made over SVM (the
-    ///    `Buffer` may outlive the wrapper it came from).
-    /// 3. As obligation 3 of [`crate::Memory::from_raw`]: the command record (shared with this
-    ///    crate's other wrappers of the same memory) does not see commands and maps made
-    ///    outside this crate.
-    pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Buffer> {
-        // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
-        let mem = unsafe { crate::memory::Memory::adopt_untracked(raw) };
-        if mem.mem_type()? != MemObjectType::Buffer {
-            return Err(Error::InvalidArgument(
-                "the memory object is not a buffer".into(),
-            ));
-        }
-        let size = mem.mem_size_bytes()?;
-        let flags = mem.mem_flags()?;
-        let context = mem.mem_context()?;
-        let host_ptr = mem.mem_host_ptr()?.cast::<u8>();
-        let (parent, origin, tracked) = match mem.mem_associated_object()? {
-            Some(p) => {
-                let origin = mem.mem_offset_bytes()?;
-                let parent = p.into_buffer().map_err(|_| {
-                    Error::InvalidArgument("a sub-buffer's parent is not a buffer".into())
-                })?;
-                let tracked = parent.tracked.view(origin, size);
-                (Some(Arc::new(parent)), origin, tracked)
-            }
-            None => (None, 0, Tracked::adopt_root(raw, size)),
-        };
-        Ok(Buffer {
-            live: crate::runtime::live::Live::new(),
-            raw: mem.into_raw(),
-            size,
-            info: Arc::new(BufferInfo {
-                flags,
-                context,
-                parent,
-                origin,
-                host_ptr,
-            }),
-            tracked,
-        })
-    }
-
-    /// Retains a raw buffer and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::from_raw`], plus [`Error::Cl`] from `clRetainMemObject`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object.
-    /// 2. As obligations 2 and 3 of [`Buffer::from_raw`].
-    pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Buffer> {
-        // SAFETY: obligations 1 and 2.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
-        // SAFETY: we own the reference just taken; obligation 2 is the caller's.
-        unsafe { Buffer::from_raw(raw) }
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    pub fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it. The allocation's command record stays
-    /// alive until the commands it lists have finished, so a [`Buffer::from_raw`] of the handle
-    /// meanwhile still waits for them.
-    pub fn into_raw(self) -> sys::cl_mem {
-        self.tracked.keep_until_idle();
-        self.into_raw_only()
     }
 
     /// As [`Buffer::into_raw`] without keeping the record (for `release` and conversions that
@@ -568,9 +485,10 @@ impl Buffer {
         let raw = unsafe { raw::create_sub_buffer(root.raw, flags.bits(), origin, size_bytes) }
             .map_err(Error::cl("clCreateSubBuffer"))?;
         // SAFETY: a valid object we own; its flags are what the driver derived.
-        let real_flags = unsafe { raw::get_info::<sys::cl_mem_flags>(raw, sys::CL_MEM_FLAGS) }
-            .map(MemFlags::from_bits_retain)
-            .unwrap_or(self.info.flags);
+        let real_flags =
+            unsafe { object::get_info::<sys::cl_mem_flags>(Object::Mem, raw, sys::CL_MEM_FLAGS) }
+                .map(MemFlags::from_bits_retain)
+                .unwrap_or(self.info.flags);
         let host_ptr = if root.info.host_ptr.is_null() {
             std::ptr::null_mut()
         } else {
@@ -849,17 +767,86 @@ impl Buffer {
             )
         }
     }
+}
 
-    /// Releases the reference now, reporting failure (`Drop` only logs it). Consuming `self`
-    /// makes a double release impossible by construction (PyOpenCL checks it at run time).
+impl crate::raw_handle::RawHandle for Buffer {
+    type Raw = sys::cl_mem;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Mem
+    }
+
+    /// Without keeping the command record alive (the reference is released, not given away).
+    fn into_raw_for_release(self) -> sys::cl_mem {
+        self.into_raw_only()
+    }
+
+    /// Adopts one reference to a raw buffer (no retain), reading its size, flags, context and,
+    /// for a sub-buffer, its parent and offset: `Buffer.from_int_ptr(ptr, retain=False)`.
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clReleaseMemObject`.
-    pub fn release(self) -> Result<()> {
-        let raw = self.into_raw_only();
-        // SAFETY: we owned this reference.
-        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
+    /// [`Error::Cl`] from `clGetMemObjectInfo`; [`Error::InvalidArgument`] when it is not a
+    /// buffer. The reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Buffer`.
+    /// 2. Whatever backs the object stays valid while it lives: the host memory of a
+    ///    `CL_MEM_USE_HOST_PTR` buffer, the SVM allocation of a buffer made over SVM (the
+    ///    `Buffer` may outlive the wrapper it came from).
+    /// 3. As obligation 3 of [`crate::Memory::from_raw`]: the command record (shared with this
+    ///    crate's other wrappers of the same memory) does not see commands and maps made
+    ///    outside this crate.
+    unsafe fn from_raw(raw: sys::cl_mem) -> Result<Buffer> {
+        // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
+        let mem = unsafe { crate::memory::Memory::adopt_untracked(raw) };
+        if mem.mem_type()? != MemObjectType::Buffer {
+            return Err(Error::InvalidArgument(
+                "the memory object is not a buffer".into(),
+            ));
+        }
+        let size = mem.mem_size_bytes()?;
+        let flags = mem.mem_flags()?;
+        let context = mem.mem_context()?;
+        let host_ptr = mem.mem_host_ptr()?.cast::<u8>();
+        let (parent, origin, tracked) = match mem.mem_associated_object()? {
+            Some(p) => {
+                let origin = mem.mem_offset_bytes()?;
+                let parent = p.into_buffer().map_err(|_| {
+                    Error::InvalidArgument("a sub-buffer's parent is not a buffer".into())
+                })?;
+                let tracked = parent.tracked.view(origin, size);
+                (Some(Arc::new(parent)), origin, tracked)
+            }
+            None => (None, 0, Tracked::adopt_root(raw, size)),
+        };
+        Ok(Buffer {
+            live: crate::runtime::live::Live::new(),
+            raw: mem.into_raw(),
+            size,
+            info: Arc::new(BufferInfo {
+                flags,
+                context,
+                parent,
+                origin,
+                host_ptr,
+            }),
+            tracked,
+        })
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
+    #[inline]
+    fn as_raw(&self) -> sys::cl_mem {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it. The allocation's command record stays
+    /// alive until the commands it lists have finished, so a [`Buffer::from_raw`] of the handle
+    /// meanwhile still waits for them.
+    fn into_raw(self) -> sys::cl_mem {
+        self.tracked.keep_until_idle();
+        self.into_raw_only()
     }
 }
 
@@ -991,10 +978,6 @@ fn check_size(context: &Context, size: usize) -> Result<()> {
 
 // SAFETY: `raw` is a valid buffer we hold a reference to for as long as `self` lives.
 unsafe impl MemObject for Buffer {
-    fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
     fn command_record(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         Some(Arc::clone(&self.tracked) as Arc<dyn Any + Send + Sync>)
     }

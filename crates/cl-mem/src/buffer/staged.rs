@@ -40,6 +40,7 @@ use crate::runtime::device::DeviceType;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::staging::PinnedChunk;
+use crate::raw_handle::RawHandle;
 use cl_raw::ClError;
 
 /// The most copying threads one staged transfer starts, whatever [`TransferOptions::threads`]

@@ -44,6 +44,7 @@ use crate::runtime::platform::Platform;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
 use crate::runtime::track::{enqueue_tracked, Access, Tracked, Use};
+use crate::raw_handle::RawHandle;
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
 /// when the value is moved, until it is dropped.

@@ -20,6 +20,7 @@ use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, Pod};
 use crate::runtime::context::Context;
 use crate::runtime::worker::Place;
+use crate::raw_handle::RawHandle;
 
 /// Where the image's memory comes from.
 enum Source<'a> {

@@ -45,6 +45,7 @@ pub(crate) mod transfer;
 use std::fmt;
 use std::sync::Arc;
 
+use cl_raw::object::{self, Object};
 use cl_raw::{image as raw, sys, Version};
 
 use crate::buffer::Buffer;
@@ -53,6 +54,7 @@ use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemO
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::track::Tracked;
+use crate::raw_handle::RawHandle;
 
 #[cfg(feature = "ndarray")]
 pub use array::image_from_array;
@@ -411,110 +413,6 @@ impl Image {
         Ok(img)
     }
 
-    /// Adopts one reference to a raw image (no retain), reading its type, format, size and flags.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`/`clGetImageInfo`; [`Error::InvalidArgument`] when
-    /// it is not an image. The reference is released on error.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Image`.
-    /// 2. As obligation 3 of [`crate::Memory::from_raw`] (the command record does not see
-    ///    commands and maps made outside this crate).
-    pub unsafe fn from_raw(raw: sys::cl_mem) -> Result<Image> {
-        struct Guard(sys::cl_mem);
-        impl Drop for Guard {
-            fn drop(&mut self) {
-                release_in_drop(self.0);
-            }
-        }
-        let guard = Guard(raw);
-        // SAFETY: obligation 1: a valid memory object; 1.0 parameters.
-        let mem_type: sys::cl_mem_object_type =
-            unsafe { cl_raw::mem::get_info(raw, sys::CL_MEM_TYPE) }
-                .map_err(Error::cl("clGetMemObjectInfo"))?;
-        let image_type = ImageType::from_mem_type(MemObjectType::from_raw(mem_type))
-            .ok_or_else(|| Error::InvalidArgument("the memory object is not an image".into()))?;
-        // SAFETY: as above.
-        let flags: sys::cl_mem_flags = unsafe { cl_raw::mem::get_info(raw, sys::CL_MEM_FLAGS) }
-            .map_err(Error::cl("clGetMemObjectInfo"))?;
-        let q = |param| {
-            // SAFETY: `raw` is a valid image (its type was just checked); 1.0/1.2 parameters
-            // that every image-capable platform of 1.2 or newer answers.
-            unsafe { raw::get_info::<usize>(raw, param) }.map_err(Error::cl("clGetImageInfo"))
-        };
-        // SAFETY: as above.
-        let format: sys::cl_image_format = unsafe { raw::get_info(raw, sys::CL_IMAGE_FORMAT) }
-            .map_err(Error::cl("clGetImageInfo"))?;
-        let array_size = if image_type.is_array() {
-            q(sys::CL_IMAGE_ARRAY_SIZE)?
-        } else {
-            1
-        };
-        let desc = ImageDesc {
-            image_type,
-            width: q(sys::CL_IMAGE_WIDTH)?,
-            height: q(sys::CL_IMAGE_HEIGHT)?.max(1),
-            depth: q(sys::CL_IMAGE_DEPTH)?.max(1),
-            array_size,
-            pitches: ImagePitches::PACKED,
-            // CL_IMAGE_NUM_MIP_LEVELS is a 1.2 query; adopted images are taken as one level.
-            mip_levels: 0,
-        };
-        // SAFETY: as above.
-        let ctx: sys::cl_context = unsafe { cl_raw::mem::get_info(raw, sys::CL_MEM_CONTEXT) }
-            .map_err(Error::cl("clGetMemObjectInfo"))?;
-        // SAFETY: the driver returned the object's live context.
-        let context = unsafe { Context::from_raw_retained(ctx) }?;
-        std::mem::forget(guard);
-        let mut img = Image::from_parts(
-            raw,
-            &context,
-            desc,
-            ImageFormat::from_raw(format),
-            MemFlags::from_bits_retain(flags),
-        )?;
-        // An image made from a buffer is the buffer's bytes: share the buffer's record.
-        if let Some(Ok(buffer)) = img
-            .mem_associated_object()?
-            .map(crate::memory::Memory::into_buffer)
-        {
-            img.share_record_of(&buffer);
-        }
-        Ok(img)
-    }
-
-    /// Retains a raw image and wraps the new reference.
-    ///
-    /// # Errors
-    ///
-    /// As [`Image::from_raw`], plus [`Error::Cl`] from `clRetainMemObject`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid memory object.
-    /// 2. As obligation 2 of [`Image::from_raw`].
-    pub unsafe fn from_raw_retained(raw: sys::cl_mem) -> Result<Image> {
-        // SAFETY: obligation 1.
-        unsafe { cl_raw::mem::retain(raw) }.map_err(Error::cl("clRetainMemObject"))?;
-        // SAFETY: we own the reference just taken.
-        unsafe { Image::from_raw(raw) }
-    }
-
-    /// The raw handle (still owned by `self`).
-    pub fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it.
-    pub fn into_raw(self) -> sys::cl_mem {
-        // As `Buffer::into_raw`: the record outlives the commands it lists.
-        self.tracked.keep_until_idle();
-        self.into_raw_only()
-    }
-
     /// As [`Image::into_raw`] without keeping the record (for `release` and conversions that
     /// carry the record themselves).
     pub(crate) fn into_raw_only(self) -> sys::cl_mem {
@@ -529,17 +427,6 @@ impl Image {
             drop(std::ptr::read(&this.live));
         }
         raw
-    }
-
-    /// Releases the reference now, reporting failure (`Drop` only logs it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clReleaseMemObject`.
-    pub fn release(self) -> Result<()> {
-        let raw = self.into_raw_only();
-        // SAFETY: we owned this reference.
-        unsafe { cl_raw::mem::release(raw) }.map_err(Error::cl("clReleaseMemObject"))
     }
 
     /// The context it belongs to.
@@ -675,6 +562,108 @@ impl Image {
     }
 }
 
+impl crate::raw_handle::RawHandle for Image {
+    type Raw = sys::cl_mem;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Mem
+    }
+
+    /// Without keeping the command record alive (the reference is released, not given away).
+    fn into_raw_for_release(self) -> sys::cl_mem {
+        self.into_raw_only()
+    }
+
+    /// Adopts one reference to a raw image (no retain), reading its type, format, size and flags.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetMemObjectInfo`/`clGetImageInfo`; [`Error::InvalidArgument`] when
+    /// it is not an image. The reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid memory object and the caller gives its reference to the new `Image`.
+    /// 2. As obligation 3 of [`crate::Memory::from_raw`] (the command record does not see
+    ///    commands and maps made outside this crate).
+    unsafe fn from_raw(raw: sys::cl_mem) -> Result<Image> {
+        struct Guard(sys::cl_mem);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                release_in_drop(self.0);
+            }
+        }
+        let guard = Guard(raw);
+        // SAFETY: obligation 1: a valid memory object; 1.0 parameters.
+        let mem_type: sys::cl_mem_object_type =
+            unsafe { object::get_info(Object::Mem, raw, sys::CL_MEM_TYPE) }
+                .map_err(Error::cl("clGetMemObjectInfo"))?;
+        let image_type = ImageType::from_mem_type(MemObjectType::from_raw(mem_type))
+            .ok_or_else(|| Error::InvalidArgument("the memory object is not an image".into()))?;
+        // SAFETY: as above.
+        let flags: sys::cl_mem_flags =
+            unsafe { object::get_info(Object::Mem, raw, sys::CL_MEM_FLAGS) }
+                .map_err(Error::cl("clGetMemObjectInfo"))?;
+        let q = |param| {
+            // SAFETY: `raw` is a valid image (its type was just checked); 1.0/1.2 parameters
+            // that every image-capable platform of 1.2 or newer answers.
+            unsafe { raw::get_info::<usize>(raw, param) }.map_err(Error::cl("clGetImageInfo"))
+        };
+        // SAFETY: as above.
+        let format: sys::cl_image_format = unsafe { raw::get_info(raw, sys::CL_IMAGE_FORMAT) }
+            .map_err(Error::cl("clGetImageInfo"))?;
+        let array_size = if image_type.is_array() {
+            q(sys::CL_IMAGE_ARRAY_SIZE)?
+        } else {
+            1
+        };
+        let desc = ImageDesc {
+            image_type,
+            width: q(sys::CL_IMAGE_WIDTH)?,
+            height: q(sys::CL_IMAGE_HEIGHT)?.max(1),
+            depth: q(sys::CL_IMAGE_DEPTH)?.max(1),
+            array_size,
+            pitches: ImagePitches::PACKED,
+            // CL_IMAGE_NUM_MIP_LEVELS is a 1.2 query; adopted images are taken as one level.
+            mip_levels: 0,
+        };
+        // SAFETY: as above.
+        let ctx: sys::cl_context =
+            unsafe { object::get_info(Object::Mem, raw, sys::CL_MEM_CONTEXT) }
+                .map_err(Error::cl("clGetMemObjectInfo"))?;
+        // SAFETY: the driver returned the object's live context.
+        let context = unsafe { Context::from_raw_retained(ctx) }?;
+        std::mem::forget(guard);
+        let mut img = Image::from_parts(
+            raw,
+            &context,
+            desc,
+            ImageFormat::from_raw(format),
+            MemFlags::from_bits_retain(flags),
+        )?;
+        // An image made from a buffer is the buffer's bytes: share the buffer's record.
+        if let Some(Ok(buffer)) = img
+            .mem_associated_object()?
+            .map(crate::memory::Memory::into_buffer)
+        {
+            img.share_record_of(&buffer);
+        }
+        Ok(img)
+    }
+
+    /// The raw handle (still owned by `self`).
+    #[inline]
+    fn as_raw(&self) -> sys::cl_mem {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    fn into_raw(self) -> sys::cl_mem {
+        // As `Buffer::into_raw`: the record outlives the commands it lists.
+        self.tracked.keep_until_idle();
+        self.into_raw_only()
+    }
+}
+
 /// The formats every device of `context` supports for `flags` and `image_type` (PyOpenCL's
 /// `get_supported_image_formats`), in the driver's order.
 ///
@@ -722,10 +711,6 @@ impl TryFrom<crate::memory::Memory> for Image {
 
 // SAFETY: `raw` is a valid image we hold a reference to for as long as `self` lives.
 unsafe impl MemObject for Image {
-    fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
     fn command_record(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
         Some(Arc::clone(&self.tracked) as Arc<dyn std::any::Any + Send + Sync>)
     }

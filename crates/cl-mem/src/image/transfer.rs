@@ -13,6 +13,7 @@ use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{enqueue_tracked, Access};
+use crate::raw_handle::RawHandle;
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for

@@ -5,6 +5,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use cl_raw::object::{self, Object};
 use cl_raw::{context as raw, sys, Version};
 
 use crate::error::{Error, Result};
@@ -124,87 +125,6 @@ impl Context {
         Context::new(std::slice::from_ref(device))
     }
 
-    /// Adopts one reference to a raw context (no retain).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] when its devices cannot be queried, [`Error::InvalidArgument`] when it reports
-    /// none; the reference is then released.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid context and the caller gives its reference to the new `Context`.
-    pub unsafe fn from_raw(raw: sys::cl_context) -> Result<Context> {
-        // SAFETY: obligation 1.
-        let ids: Result<Vec<sys::cl_device_id>> =
-            unsafe { raw::get_info(raw, sys::CL_CONTEXT_DEVICES) }
-                .map_err(Error::cl("clGetContextInfo"));
-        let devices: Result<Vec<Device>> = ids.and_then(|ids| {
-            // SAFETY: ids of the context's (root) devices.
-            ids.into_iter()
-                .map(|id| unsafe { Device::from_raw(id) })
-                .collect()
-        });
-        let devices = devices.and_then(|d| {
-            if d.is_empty() {
-                Err(Error::InvalidArgument(
-                    "the context reports no devices".into(),
-                ))
-            } else {
-                Ok(d)
-            }
-        });
-        match devices {
-            Ok(devices) => Ok(Context {
-                _live: crate::runtime::live::Live::new(),
-                raw,
-                devices: devices.into(),
-                staging: Arc::default(),
-            }),
-            Err(e) => {
-                // SAFETY: we own the reference (obligation 1) and give it up here.
-                if let Err(r) = unsafe { raw::release(raw) } {
-                    tracing::warn!(status = %r, "clReleaseContext failed");
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Retains a raw context and wraps the new reference.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clRetainContext` or the device queries.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid context.
-    pub unsafe fn from_raw_retained(raw: sys::cl_context) -> Result<Context> {
-        // SAFETY: obligation 1.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainContext"))?;
-        // SAFETY: we now own the reference just taken.
-        unsafe { Context::from_raw(raw) }
-    }
-
-    /// The raw handle (still owned by `self`).
-    pub fn as_raw(&self) -> sys::cl_context {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it.
-    pub fn into_raw(self) -> sys::cl_context {
-        let raw = self.raw;
-        // One reference more for the caller, then `self` drops normally (its reference and its
-        // staging cache go): forgetting `self` would leak the cache.
-        // SAFETY: `raw` is valid while `self` lives.
-        if let Err(e) = unsafe { raw::retain(raw) } {
-            tracing::error!(status = %e, "clRetainContext failed");
-        }
-        drop(self);
-        raw
-    }
-
     /// The context's devices, in creation order.
     pub fn devices(&self) -> &[Device] {
         &self.devices
@@ -280,27 +200,78 @@ impl Context {
             }
         }
     }
+}
 
-    /// `CL_CONTEXT_REFERENCE_COUNT` (for tests and leak hunting; racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetContextInfo`.
-    pub fn reference_count(&self) -> Result<u32> {
-        // SAFETY: valid handle; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_CONTEXT_REFERENCE_COUNT) }
-            .map_err(Error::cl("clGetContextInfo"))
+impl crate::raw_handle::RawHandle for Context {
+    type Raw = sys::cl_context;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Context
     }
 
-    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    /// Adopts one reference to a raw context (no retain).
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clReleaseContext`.
-    pub fn release(self) -> Result<()> {
-        let raw = self.into_raw();
-        // SAFETY: we owned this reference.
-        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseContext"))
+    /// [`Error::Cl`] when its devices cannot be queried, [`Error::InvalidArgument`] when it reports
+    /// none; the reference is then released.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid context and the caller gives its reference to the new `Context`.
+    unsafe fn from_raw(raw: sys::cl_context) -> Result<Context> {
+        // SAFETY: obligation 1.
+        let ids: Result<Vec<sys::cl_device_id>> =
+            unsafe { object::get_info(Object::Context, raw, sys::CL_CONTEXT_DEVICES) }
+                .map_err(Error::cl("clGetContextInfo"));
+        let devices: Result<Vec<Device>> = ids.and_then(|ids| {
+            // SAFETY: ids of the context's (root) devices.
+            ids.into_iter()
+                .map(|id| unsafe { Device::from_raw(id) })
+                .collect()
+        });
+        let devices = devices.and_then(|d| {
+            if d.is_empty() {
+                Err(Error::InvalidArgument(
+                    "the context reports no devices".into(),
+                ))
+            } else {
+                Ok(d)
+            }
+        });
+        match devices {
+            Ok(devices) => Ok(Context {
+                _live: crate::runtime::live::Live::new(),
+                raw,
+                devices: devices.into(),
+                staging: Arc::default(),
+            }),
+            Err(e) => {
+                // SAFETY: we own the reference (obligation 1) and give it up here.
+                if let Err(r) = unsafe { object::release(Object::Context, raw) } {
+                    tracing::warn!(status = %r, "clReleaseContext failed");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The raw handle (still owned by `self`).
+    #[inline]
+    fn as_raw(&self) -> sys::cl_context {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    fn into_raw(self) -> sys::cl_context {
+        let raw = self.raw;
+        // One reference more for the caller, then `self` drops normally (its reference and its
+        // staging cache go): forgetting `self` would leak the cache.
+        // SAFETY: `raw` is valid while `self` lives.
+        if let Err(e) = unsafe { object::retain(Object::Context, raw) } {
+            tracing::error!(status = %e, "clRetainContext failed");
+        }
+        drop(self);
+        raw
     }
 }
 
@@ -308,7 +279,7 @@ impl Clone for Context {
     fn clone(&self) -> Context {
         // SAFETY: `self.raw` is valid while `self` lives. A failing retain on a valid handle means
         // the driver is broken; the clone still owns nothing extra then, so log loudly.
-        if let Err(e) = unsafe { raw::retain(self.raw) } {
+        if let Err(e) = unsafe { object::retain(Object::Context, self.raw) } {
             tracing::error!(status = %e, "clRetainContext failed");
         }
         Context {
@@ -323,7 +294,7 @@ impl Clone for Context {
 impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid context.
-        if let Err(e) = unsafe { raw::release(self.raw) } {
+        if let Err(e) = unsafe { object::release(Object::Context, self.raw) } {
             crate::error::drop_status("clReleaseContext", e);
         }
     }

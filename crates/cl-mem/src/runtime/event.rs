@@ -5,12 +5,14 @@ use std::fmt;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
+use cl_raw::object::{self, Object};
 use cl_raw::{event as raw, sys, ClError};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
 use crate::runtime::worker::Place;
+use crate::raw_handle::RawHandle;
 pub(crate) mod future;
 
 use self::future::{EventFuture, Waiters};
@@ -141,12 +143,13 @@ extern "C" fn trampoline(_event: sys::cl_event, status: sys::cl_int, user_data: 
 }
 
 impl Event {
-    /// Adopts one reference to a raw event (no retain).
+    /// Adopts one reference to a raw event (no retain): [`RawHandle::from_raw`] without the
+    /// `Result` (it cannot fail), for this crate's enqueues. Outside the crate that is the form.
     ///
     /// # Safety
     ///
     /// 1. `raw` is a valid event and the caller gives its reference to the new `Event`.
-    pub unsafe fn from_raw(raw: sys::cl_event) -> Event {
+    pub(crate) unsafe fn from_raw(raw: sys::cl_event) -> Event {
         crate::runtime::live::event_added();
         Event {
             raw,
@@ -154,30 +157,11 @@ impl Event {
         }
     }
 
-    /// Retains a raw event and wraps the new reference.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clRetainEvent`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid event.
-    pub unsafe fn from_raw_retained(raw: sys::cl_event) -> Result<Event> {
-        // SAFETY: obligation 1.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainEvent"))?;
-        crate::runtime::live::event_added();
-        Ok(Event {
-            raw,
-            context: AtomicPtr::new(std::ptr::null_mut()),
-        })
-    }
-
     /// How many `Event` wrappers (each owning one event reference) are alive in this process now:
-    /// incremented when a wrapper takes a reference ([`from_raw`](Self::from_raw),
-    /// [`from_raw_retained`](Self::from_raw_retained), `Clone`, every enqueue that returns an
-    /// `Event`), decremented when it gives it up (`Drop`, [`release`](Self::release),
-    /// [`into_raw`](Self::into_raw)).
+    /// incremented when a wrapper takes a reference ([`from_raw`](crate::raw_handle::RawHandle::from_raw),
+    /// [`from_raw_retained`](crate::raw_handle::RawHandle::from_raw_retained), `Clone`, every enqueue that returns an
+    /// `Event`), decremented when it gives it up (`Drop`, [`release`](crate::raw_handle::RawHandle::release),
+    /// [`into_raw`](crate::raw_handle::RawHandle::into_raw)).
     ///
     /// A diagnostic for leak tests (a loop that should keep no event must leave this where it
     /// found it); not a driver reference count: references taken through raw handles, by the
@@ -185,11 +169,6 @@ impl Event {
     /// a snapshot (one relaxed atomic, a few nanoseconds per event).
     pub fn live_count() -> usize {
         crate::runtime::live::events()
-    }
-
-    /// The raw handle (still owned by `self`).
-    pub fn as_raw(&self) -> sys::cl_event {
-        self.raw
     }
 
     /// `CL_EVENT_CONTEXT` as a raw handle (not retained), cached after the first query.
@@ -203,18 +182,11 @@ impl Event {
             return Ok(cached.cast());
         }
         // SAFETY: a valid event; a 1.1 parameter.
-        let ctx: sys::cl_context = unsafe { raw::get_info(self.raw, sys::CL_EVENT_CONTEXT) }
-            .map_err(Error::cl("clGetEventInfo"))?;
+        let ctx: sys::cl_context =
+            unsafe { object::get_info(Object::Event, self.raw, sys::CL_EVENT_CONTEXT) }
+                .map_err(Error::cl("clGetEventInfo"))?;
         self.context.store(ctx.cast(), Ordering::Relaxed);
         Ok(ctx)
-    }
-
-    /// Gives the reference away without releasing it.
-    pub fn into_raw(self) -> sys::cl_event {
-        crate::runtime::live::event_removed();
-        let raw = self.raw;
-        std::mem::forget(self);
-        raw
     }
 
     /// Blocks until the command completed.
@@ -257,21 +229,15 @@ impl Event {
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn status(&self) -> Result<EventStatus> {
         // SAFETY: a valid event; a 1.0 parameter.
-        let s: sys::cl_int =
-            unsafe { raw::get_info(self.raw, sys::CL_EVENT_COMMAND_EXECUTION_STATUS) }
-                .map_err(Error::cl("clGetEventInfo"))?;
+        let s: sys::cl_int = unsafe {
+            object::get_info(
+                Object::Event,
+                self.raw,
+                sys::CL_EVENT_COMMAND_EXECUTION_STATUS,
+            )
+        }
+        .map_err(Error::cl("clGetEventInfo"))?;
         Ok(EventStatus::from_raw(s))
-    }
-
-    /// `CL_EVENT_REFERENCE_COUNT` (for leak hunting; racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetEventInfo`.
-    pub fn reference_count(&self) -> Result<u32> {
-        // SAFETY: a valid event; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_EVENT_REFERENCE_COUNT) }
-            .map_err(Error::cl("clGetEventInfo"))
     }
 
     /// `CL_EVENT_COMMAND_QUEUE` as a raw handle (null for a user event); compare with
@@ -282,7 +248,7 @@ impl Event {
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn command_queue_raw(&self) -> Result<sys::cl_command_queue> {
         // SAFETY: a valid event; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_EVENT_COMMAND_QUEUE) }
+        unsafe { object::get_info(Object::Event, self.raw, sys::CL_EVENT_COMMAND_QUEUE) }
             .map_err(Error::cl("clGetEventInfo"))
     }
 
@@ -304,7 +270,7 @@ impl Event {
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn command_type(&self) -> Result<sys::cl_command_type> {
         // SAFETY: a valid event; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_EVENT_COMMAND_TYPE) }
+        unsafe { object::get_info(Object::Event, self.raw, sys::CL_EVENT_COMMAND_TYPE) }
             .map_err(Error::cl("clGetEventInfo"))
     }
 
@@ -386,23 +352,43 @@ impl Event {
     pub fn on_complete(&self, callback: impl FnOnce(EventStatus) + Send + 'static) -> Result<()> {
         self.on(CallbackOn::Complete, callback)
     }
+}
 
-    /// Releases the reference now, reporting failure (`Drop` only logs it).
+impl crate::raw_handle::RawHandle for Event {
+    type Raw = sys::cl_event;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Event
+    }
+
+    /// The raw handle (still owned by `self`).
+    #[inline]
+    fn as_raw(&self) -> sys::cl_event {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    fn into_raw(self) -> sys::cl_event {
+        crate::runtime::live::event_removed();
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Adopts one reference to a raw event (no retain); never fails.
     ///
-    /// # Errors
+    /// # Safety
     ///
-    /// [`Error::Cl`] from `clReleaseEvent`.
-    pub fn release(self) -> Result<()> {
-        let raw = self.into_raw();
-        // SAFETY: we owned this reference.
-        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseEvent"))
+    /// 1. `raw` is a valid event and the caller gives its reference to the new `Event`.
+    unsafe fn from_raw(raw: sys::cl_event) -> Result<Event> {
+        // SAFETY: obligation 1 (the crate's infallible form of this function).
+        Ok(unsafe { Event::from_raw(raw) })
     }
 }
 
 impl Clone for Event {
     fn clone(&self) -> Event {
         // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { raw::retain(self.raw) } {
+        if let Err(e) = unsafe { object::retain(Object::Event, self.raw) } {
             tracing::error!(status = %e, "clRetainEvent failed");
         }
         crate::runtime::live::event_added();
@@ -417,7 +403,7 @@ impl Drop for Event {
     fn drop(&mut self) {
         crate::runtime::live::event_removed();
         // SAFETY: we own one reference to a valid event.
-        if let Err(e) = unsafe { raw::release(self.raw) } {
+        if let Err(e) = unsafe { object::release(Object::Event, self.raw) } {
             crate::error::drop_status("clReleaseEvent", e);
         }
     }

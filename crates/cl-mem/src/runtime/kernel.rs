@@ -6,7 +6,8 @@ use std::ffi::{c_void, CString};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use cl_raw::{kernel as raw, mem as raw_mem, queue as raw_queue, sys, ClError, Version};
+use cl_raw::object::{self, Object};
+use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, Version};
 
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
@@ -16,6 +17,7 @@ use crate::runtime::event::Event;
 use crate::runtime::program::Program;
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{arg_memory, enqueue_tracked, is_done, Access, ArgMemory, Use};
+use crate::raw_handle::RawHandle;
 use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.
@@ -241,13 +243,13 @@ impl Drop for Held {
         match self {
             Held::Mem(m, _) => {
                 // SAFETY: the held reference is ours to give up (taken in `set_value`).
-                if let Err(e) = unsafe { raw_mem::release(*m) } {
+                if let Err(e) = unsafe { object::release(Object::Mem, *m) } {
                     crate::error::drop_status("clReleaseMemObject", e);
                 }
             }
             Held::Sampler(s) => {
                 // SAFETY: the held reference is ours to give up (taken in `set_value`).
-                if let Err(e) = unsafe { cl_raw::sampler::release(*s) } {
+                if let Err(e) = unsafe { object::release(Object::Sampler, *s) } {
                     crate::error::drop_status("clReleaseSampler", e);
                 }
             }
@@ -729,101 +731,6 @@ impl Kernel {
         self.program.context()
     }
 
-    /// Adopts one reference to a raw kernel (no retain), reading its program
-    /// (`CL_KERNEL_PROGRAM`, retained by the new `Kernel`), function name, argument count and
-    /// argument descriptions (`clGetKernelArgInfo`, as [`Kernel::new`] does): PyOpenCL's
-    /// `Kernel.from_int_ptr(ptr, retain=False)`.
-    ///
-    /// The new `Kernel` holds no argument: arguments set before through the raw handle are the
-    /// caller's to keep alive (obligation 3). Without argument information (a program built
-    /// elsewhere without `-cl-kernel-arg-info`), [`Kernel::params`] is `None` and only the
-    /// `unsafe` unchecked setter takes arguments.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelInfo`, `clGetKernelArgInfo` or the program's queries. The
-    /// reference is released on error.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid kernel and the caller gives its reference to the new `Kernel`.
-    /// 2. Nothing else sets its arguments (`clSetKernelArg`, `clSetKernelArgSVMPointer`,
-    ///    `clSetKernelExecInfo`) while the `Kernel` lives: `Kernel`'s soundness rests on being the
-    ///    only one to call those (the spec's one thread-safety exception).
-    /// 3. Every argument already set on `raw` stays valid until it is set again through the
-    ///    `Kernel` or the last command using it completed.
-    pub unsafe fn from_raw(raw: sys::cl_kernel) -> Result<Kernel> {
-        let read = || -> Result<Kernel> {
-            // SAFETY: obligation 1; 1.0 parameters.
-            let program: sys::cl_program = unsafe { raw::get_info(raw, sys::CL_KERNEL_PROGRAM) }
-                .map_err(Error::cl("clGetKernelInfo"))?;
-            // SAFETY: as above.
-            let name: String = unsafe { raw::get_info(raw, sys::CL_KERNEL_FUNCTION_NAME) }
-                .map_err(Error::cl("clGetKernelInfo"))?;
-            // SAFETY: as above.
-            let n: u32 = unsafe { raw::get_info(raw, sys::CL_KERNEL_NUM_ARGS) }
-                .map_err(Error::cl("clGetKernelInfo"))?;
-            // SAFETY: the live program of a valid kernel; the wrapper takes its own reference.
-            let program = unsafe { Program::from_raw_retained(program) }?;
-            let params = read_params(raw, n, address_bytes(program.context()))?;
-            Ok(Kernel {
-                raw,
-                name: name.trim_end_matches('\0').to_owned(),
-                program,
-                n_args: n as usize,
-                params,
-                args: Mutex::new(Args::with_slots(n as usize)),
-            })
-        };
-        let kernel = read();
-        if kernel.is_err() {
-            // SAFETY: we own the reference (obligation 1) and give it up here.
-            if let Err(r) = unsafe { raw::release(raw) } {
-                tracing::warn!(status = %r, "clReleaseKernel failed");
-            }
-        }
-        kernel
-    }
-
-    /// Retains a raw kernel and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Kernel::from_raw`], plus [`Error::Cl`] from `clRetainKernel`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid kernel.
-    /// 2. and 3. As [`Kernel::from_raw`]'s.
-    pub unsafe fn from_raw_retained(raw: sys::cl_kernel) -> Result<Kernel> {
-        // SAFETY: obligation 1.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainKernel"))?;
-        // SAFETY: we own the reference just taken; obligations 2 and 3.
-        unsafe { Kernel::from_raw(raw) }
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    pub fn as_raw(&self) -> sys::cl_kernel {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it.
-    ///
-    /// The `Kernel`'s argument holds end as in `Drop`: commands already enqueued keep their
-    /// arguments until they complete, but the arguments still set on the raw kernel are no
-    /// longer kept alive by anything: set them again before enqueueing it through the raw handle.
-    pub fn into_raw(self) -> sys::cl_kernel {
-        let raw = self.raw;
-        // One reference more for the caller, then `self` drops normally (its `Drop` hands pending
-        // argument snapshots to event callbacks): forgetting `self` would leak them.
-        // SAFETY: `raw` is valid while `self` lives.
-        if let Err(e) = unsafe { raw::retain(raw) } {
-            tracing::error!(status = %e, "clRetainKernel failed");
-        }
-        drop(self);
-        raw
-    }
-
     /// `CL_KERNEL_NUM_ARGS`.
     ///
     /// # Errors
@@ -831,7 +738,7 @@ impl Kernel {
     /// [`Error::Cl`] from `clGetKernelInfo`.
     pub fn num_args(&self) -> Result<u32> {
         // SAFETY: a valid kernel; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_KERNEL_NUM_ARGS) }
+        unsafe { object::get_info(Object::Kernel, self.raw, sys::CL_KERNEL_NUM_ARGS) }
             .map_err(Error::cl("clGetKernelInfo"))
     }
 
@@ -852,17 +759,6 @@ impl Kernel {
         .map_err(Error::cl("clGetKernelWorkGroupInfo"))
     }
 
-    /// `CL_KERNEL_REFERENCE_COUNT` (for leak hunting; racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelInfo`.
-    pub fn reference_count(&self) -> Result<u32> {
-        // SAFETY: a valid kernel; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_KERNEL_REFERENCE_COUNT) }
-            .map_err(Error::cl("clGetKernelInfo"))
-    }
-
     /// `CL_KERNEL_ATTRIBUTES` (1.2): the `__attribute__` qualifiers of the kernel's declaration
     /// (empty when none).
     ///
@@ -871,8 +767,9 @@ impl Kernel {
     /// [`Error::Cl`] from `clGetKernelInfo`.
     pub fn attributes(&self) -> Result<String> {
         // SAFETY: a valid kernel of a 1.2+ platform; a 1.2 parameter.
-        let s: String = unsafe { raw::get_info(self.raw, sys::CL_KERNEL_ATTRIBUTES) }
-            .map_err(Error::cl("clGetKernelInfo"))?;
+        let s: String =
+            unsafe { object::get_info(Object::Kernel, self.raw, sys::CL_KERNEL_ATTRIBUTES) }
+                .map_err(Error::cl("clGetKernelInfo"))?;
         Ok(s.trim_end_matches('\0').to_owned())
     }
 
@@ -1112,7 +1009,7 @@ impl Kernel {
         let info = |what: sys::cl_mem_info| -> std::result::Result<u64, String> {
             // SAFETY: a valid memory object (KernelArg contract); 1.0 parameters of `u64` size
             // (`cl_mem_flags` is a bitfield, `size_t` is 64-bit on the platforms we build for).
-            unsafe { raw_mem::get_info::<u64>(mem, what) }
+            unsafe { object::get_info::<u64>(Object::Mem, mem, what) }
                 .map_err(|e| format!("a memory object whose clGetMemObjectInfo failed: {e}"))
         };
         match param.kind {
@@ -1159,17 +1056,19 @@ impl Kernel {
         let (theirs, mem_type) = match value {
             ArgValue::Mem(m) | ArgValue::MemKeepAlive { mem: m, .. } => {
                 // SAFETY: a valid memory object (KernelArg contract); 1.0 parameters.
-                let ctx: sys::cl_context = unsafe { raw_mem::get_info(*m, sys::CL_MEM_CONTEXT) }
-                    .map_err(Error::cl("clGetMemObjectInfo"))?;
+                let ctx: sys::cl_context =
+                    unsafe { object::get_info(Object::Mem, *m, sys::CL_MEM_CONTEXT) }
+                        .map_err(Error::cl("clGetMemObjectInfo"))?;
                 // SAFETY: as above.
-                let t: sys::cl_mem_object_type = unsafe { raw_mem::get_info(*m, sys::CL_MEM_TYPE) }
-                    .map_err(Error::cl("clGetMemObjectInfo"))?;
+                let t: sys::cl_mem_object_type =
+                    unsafe { object::get_info(Object::Mem, *m, sys::CL_MEM_TYPE) }
+                        .map_err(Error::cl("clGetMemObjectInfo"))?;
                 (Some(ctx), Some(MemObjectType::from_raw(t)))
             }
             ArgValue::Sampler(s) => {
                 // SAFETY: a valid sampler (KernelArg contract); a 1.0 parameter.
                 let ctx: sys::cl_context =
-                    unsafe { cl_raw::sampler::get_info(*s, sys::CL_SAMPLER_CONTEXT) }
+                    unsafe { object::get_info(Object::Sampler, *s, sys::CL_SAMPLER_CONTEXT) }
                         .map_err(Error::cl("clGetSamplerInfo"))?;
                 (Some(ctx), None)
             }
@@ -1260,7 +1159,7 @@ impl Kernel {
                 .map_err(Error::cl("clSetKernelArg"))?;
                 // SAFETY: `sampler` is valid (KernelArg contract); the reference is released when
                 // the slot changes or the kernel drops.
-                unsafe { cl_raw::sampler::retain(sampler) }
+                unsafe { object::retain(Object::Sampler, sampler) }
                     .map_err(Error::cl("clRetainSampler"))?;
                 Held::Sampler(sampler)
             }
@@ -1303,7 +1202,7 @@ impl Kernel {
         .map_err(Error::cl("clSetKernelArg"))?;
         // SAFETY: `mem` is valid (KernelArg contract); the reference is released when the slot
         // changes or the kernel drops.
-        unsafe { raw_mem::retain(mem) }.map_err(Error::cl("clRetainMemObject"))?;
+        unsafe { object::retain(Object::Mem, mem) }.map_err(Error::cl("clRetainMemObject"))?;
         Ok(Held::Mem(mem, keep_alive))
     }
 
@@ -1542,6 +1441,94 @@ impl Kernel {
     }
 }
 
+impl crate::raw_handle::RawHandle for Kernel {
+    type Raw = sys::cl_kernel;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Kernel
+    }
+
+    /// Adopts one reference to a raw kernel (no retain), reading its program
+    /// (`CL_KERNEL_PROGRAM`, retained by the new `Kernel`), function name, argument count and
+    /// argument descriptions (`clGetKernelArgInfo`, as [`Kernel::new`] does): PyOpenCL's
+    /// `Kernel.from_int_ptr(ptr, retain=False)`.
+    ///
+    /// The new `Kernel` holds no argument: arguments set before through the raw handle are the
+    /// caller's to keep alive (obligation 3). Without argument information (a program built
+    /// elsewhere without `-cl-kernel-arg-info`), [`Kernel::params`] is `None` and only the
+    /// `unsafe` unchecked setter takes arguments.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetKernelInfo`, `clGetKernelArgInfo` or the program's queries. The
+    /// reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid kernel and the caller gives its reference to the new `Kernel`.
+    /// 2. Nothing else sets its arguments (`clSetKernelArg`, `clSetKernelArgSVMPointer`,
+    ///    `clSetKernelExecInfo`) while the `Kernel` lives: `Kernel`'s soundness rests on being the
+    ///    only one to call those (the spec's one thread-safety exception).
+    /// 3. Every argument already set on `raw` stays valid until it is set again through the
+    ///    `Kernel` or the last command using it completed.
+    unsafe fn from_raw(raw: sys::cl_kernel) -> Result<Kernel> {
+        let read = || -> Result<Kernel> {
+            // SAFETY: obligation 1; 1.0 parameters.
+            let program: sys::cl_program =
+                unsafe { object::get_info(Object::Kernel, raw, sys::CL_KERNEL_PROGRAM) }
+                    .map_err(Error::cl("clGetKernelInfo"))?;
+            // SAFETY: as above.
+            let name: String =
+                unsafe { object::get_info(Object::Kernel, raw, sys::CL_KERNEL_FUNCTION_NAME) }
+                    .map_err(Error::cl("clGetKernelInfo"))?;
+            // SAFETY: as above.
+            let n: u32 = unsafe { object::get_info(Object::Kernel, raw, sys::CL_KERNEL_NUM_ARGS) }
+                .map_err(Error::cl("clGetKernelInfo"))?;
+            // SAFETY: the live program of a valid kernel; the wrapper takes its own reference.
+            let program = unsafe { Program::from_raw_retained(program) }?;
+            let params = read_params(raw, n, address_bytes(program.context()))?;
+            Ok(Kernel {
+                raw,
+                name: name.trim_end_matches('\0').to_owned(),
+                program,
+                n_args: n as usize,
+                params,
+                args: Mutex::new(Args::with_slots(n as usize)),
+            })
+        };
+        let kernel = read();
+        if kernel.is_err() {
+            // SAFETY: we own the reference (obligation 1) and give it up here.
+            if let Err(r) = unsafe { object::release(Object::Kernel, raw) } {
+                tracing::warn!(status = %r, "clReleaseKernel failed");
+            }
+        }
+        kernel
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
+    #[inline]
+    fn as_raw(&self) -> sys::cl_kernel {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it.
+    ///
+    /// The `Kernel`'s argument holds end as in `Drop`: commands already enqueued keep their
+    /// arguments until they complete, but the arguments still set on the raw kernel are no
+    /// longer kept alive by anything: set them again before enqueueing it through the raw handle.
+    fn into_raw(self) -> sys::cl_kernel {
+        let raw = self.raw;
+        // One reference more for the caller, then `self` drops normally (its `Drop` hands pending
+        // argument snapshots to event callbacks): forgetting `self` would leak them.
+        // SAFETY: `raw` is valid while `self` lives.
+        if let Err(e) = unsafe { object::retain(Object::Kernel, raw) } {
+            tracing::error!(status = %e, "clRetainKernel failed");
+        }
+        drop(self);
+        raw
+    }
+}
+
 impl Kernel {
     /// Checks a launch against the queue's device: the local size within the kernel's and the
     /// device's work-group limits and dividing the global size (unless non-uniform groups are
@@ -1661,7 +1648,7 @@ fn clear(args: &mut Args) {
 impl Drop for Kernel {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid kernel.
-        if let Err(e) = unsafe { raw::release(self.raw) } {
+        if let Err(e) = unsafe { object::release(Object::Kernel, self.raw) } {
             crate::error::drop_status("clReleaseKernel", e);
         }
         let args = self.args.get_mut().unwrap_or_else(PoisonError::into_inner);

@@ -4,12 +4,14 @@
 use std::ffi::CString;
 use std::fmt;
 
+use cl_raw::object::{self, Object};
 use cl_raw::{program as raw, sys, ClError};
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::kernel::Kernel;
+use crate::raw_handle::RawHandle;
 
 /// The build option that makes argument information available to [`Kernel`]'s checks.
 const KERNEL_ARG_INFO: &str = "-cl-kernel-arg-info";
@@ -117,23 +119,13 @@ impl Program {
     /// [`Error::Cl`] from `clGetProgramInfo` (`CL_INVALID_PROGRAM_EXECUTABLE` before a build).
     pub fn kernel_names(&self) -> Result<Vec<String>> {
         // SAFETY: a valid program; a 1.2 parameter on the 1.2+ platforms this crate supports.
-        let s: String = unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_KERNEL_NAMES) }
-            .map_err(Error::cl("clGetProgramInfo"))?;
+        let s: String =
+            unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_KERNEL_NAMES) }
+                .map_err(Error::cl("clGetProgramInfo"))?;
         Ok(s.split(';')
             .filter(|n| !n.is_empty())
             .map(str::to_owned)
             .collect())
-    }
-
-    /// `CL_PROGRAM_REFERENCE_COUNT` (for leak hunting; racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetProgramInfo`.
-    pub fn reference_count(&self) -> Result<u32> {
-        // SAFETY: a valid program; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_REFERENCE_COUNT) }
-            .map_err(Error::cl("clGetProgramInfo"))
     }
 
     /// `CL_PROGRAM_SOURCE`: the source the program was created from.
@@ -143,8 +135,9 @@ impl Program {
     /// [`Error::Cl`] from `clGetProgramInfo`.
     pub fn source(&self) -> Result<String> {
         // SAFETY: a valid program; a 1.0 parameter.
-        let s: String = unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_SOURCE) }
-            .map_err(Error::cl("clGetProgramInfo"))?;
+        let s: String =
+            unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_SOURCE) }
+                .map_err(Error::cl("clGetProgramInfo"))?;
         Ok(s.trim_end_matches('\0').to_owned())
     }
 
@@ -155,7 +148,7 @@ impl Program {
     /// [`Error::Cl`] from `clGetProgramInfo`.
     pub fn num_devices(&self) -> Result<u32> {
         // SAFETY: a valid program; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_NUM_DEVICES) }
+        unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_NUM_DEVICES) }
             .map_err(Error::cl("clGetProgramInfo"))
     }
 
@@ -167,7 +160,7 @@ impl Program {
     /// [`Error::Cl`] from `clGetProgramInfo`.
     pub fn binary_sizes(&self) -> Result<Vec<usize>> {
         // SAFETY: a valid program; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_PROGRAM_BINARY_SIZES) }
+        unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_BINARY_SIZES) }
             .map_err(Error::cl("clGetProgramInfo"))
     }
 
@@ -196,6 +189,13 @@ impl Program {
     pub fn context(&self) -> &Context {
         &self.context
     }
+}
+
+impl crate::raw_handle::RawHandle for Program {
+    type Raw = sys::cl_program;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Program
+    }
 
     /// Adopts one reference to a raw program (no retain), reading its context
     /// (`CL_PROGRAM_CONTEXT`, retained by the new `Program`): PyOpenCL's
@@ -213,11 +213,12 @@ impl Program {
     /// # Safety
     ///
     /// 1. `raw` is a valid program and the caller gives its reference to the new `Program`.
-    pub unsafe fn from_raw(raw: sys::cl_program) -> Result<Program> {
+    unsafe fn from_raw(raw: sys::cl_program) -> Result<Program> {
         let read = || -> Result<Context> {
             // SAFETY: obligation 1; a 1.0 parameter.
-            let ctx: sys::cl_context = unsafe { raw::get_info(raw, sys::CL_PROGRAM_CONTEXT) }
-                .map_err(Error::cl("clGetProgramInfo"))?;
+            let ctx: sys::cl_context =
+                unsafe { object::get_info(Object::Program, raw, sys::CL_PROGRAM_CONTEXT) }
+                    .map_err(Error::cl("clGetProgramInfo"))?;
             // SAFETY: the live context of a valid program; the wrapper takes its own reference.
             unsafe { Context::from_raw_retained(ctx) }
         };
@@ -225,7 +226,7 @@ impl Program {
             Ok(context) => Ok(Program { raw, context }),
             Err(e) => {
                 // SAFETY: we own the reference (obligation 1) and give it up here.
-                if let Err(r) = unsafe { raw::release(raw) } {
+                if let Err(r) = unsafe { object::release(Object::Program, raw) } {
                     tracing::warn!(status = %r, "clReleaseProgram failed");
                 }
                 Err(e)
@@ -233,30 +234,15 @@ impl Program {
         }
     }
 
-    /// Retains a raw program and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Program::from_raw`], plus [`Error::Cl`] from `clRetainProgram`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid program.
-    pub unsafe fn from_raw_retained(raw: sys::cl_program) -> Result<Program> {
-        // SAFETY: obligation 1.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainProgram"))?;
-        // SAFETY: we own the reference just taken.
-        unsafe { Program::from_raw(raw) }
-    }
-
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    pub fn as_raw(&self) -> sys::cl_program {
+    #[inline]
+    fn as_raw(&self) -> sys::cl_program {
         self.raw
     }
 
     /// Gives the reference away without releasing it (the `Program`'s context reference is
     /// released; the driver's program keeps its context alive itself).
-    pub fn into_raw(self) -> sys::cl_program {
+    fn into_raw(self) -> sys::cl_program {
         let raw = self.raw;
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
@@ -269,7 +255,7 @@ impl Program {
 impl Clone for Program {
     fn clone(&self) -> Program {
         // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { raw::retain(self.raw) } {
+        if let Err(e) = unsafe { object::retain(Object::Program, self.raw) } {
             tracing::error!(status = %e, "clRetainProgram failed");
         }
         Program {
@@ -282,7 +268,7 @@ impl Clone for Program {
 impl Drop for Program {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid program.
-        if let Err(e) = unsafe { raw::release(self.raw) } {
+        if let Err(e) = unsafe { object::release(Object::Program, self.raw) } {
             crate::error::drop_status("clReleaseProgram", e);
         }
     }

@@ -3,12 +3,14 @@
 
 use std::fmt;
 
+use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
 use crate::runtime::event::{checked_list, Event};
+use crate::raw_handle::RawHandle;
 
 /// Builds a [`Queue`]: `Queue::builder(&ctx, &dev).out_of_order(true).profiling(true).build()`.
 #[derive(Debug)]
@@ -160,7 +162,7 @@ impl Queue {
             Ok(Queue::new(context, device)?.into_raw())
         })?;
         // SAFETY: a live queue the cache holds a reference to; the wrapper takes its own.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainCommandQueue"))?;
+        unsafe { cl_raw::object::retain(cl_raw::object::Object::Queue, raw) }.map_err(Error::cl("clRetainCommandQueue"))?;
         Ok(Queue {
             _live: crate::runtime::live::Live::new(),
             raw,
@@ -168,98 +170,6 @@ impl Queue {
             device: *device,
             properties: QueueProperties::empty(),
         })
-    }
-
-    /// Adopts one reference to a raw host queue (no retain), reading its context
-    /// (`CL_QUEUE_CONTEXT`, retained by the new `Queue`), device and properties: PyOpenCL's
-    /// `CommandQueue.from_int_ptr(ptr, retain=False)`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetCommandQueueInfo` or the context's and device's queries;
-    /// [`Error::InvalidArgument`] for a device-side queue (`CL_QUEUE_ON_DEVICE`), which `Queue`
-    /// does not drive. The reference is released on error.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid command queue and the caller gives its reference to the new `Queue`.
-    /// 2. Its device is a root device, or a sub-device that stays valid for the process's life
-    ///    ([`Device::from_raw`]'s obligation: `Device` is `Copy` and holds no reference).
-    pub unsafe fn from_raw(raw: sys::cl_command_queue) -> Result<Queue> {
-        let read = || -> Result<Queue> {
-            // SAFETY: obligation 1; 1.0 parameters.
-            let ctx: sys::cl_context = unsafe { raw::get_info(raw, sys::CL_QUEUE_CONTEXT) }
-                .map_err(Error::cl("clGetCommandQueueInfo"))?;
-            // SAFETY: as above.
-            let dev: sys::cl_device_id = unsafe { raw::get_info(raw, sys::CL_QUEUE_DEVICE) }
-                .map_err(Error::cl("clGetCommandQueueInfo"))?;
-            // SAFETY: as above.
-            let bits: sys::cl_command_queue_properties =
-                unsafe { raw::get_info(raw, sys::CL_QUEUE_PROPERTIES) }
-                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
-            let properties = QueueProperties::from_bits_retain(bits);
-            if properties
-                .intersects(QueueProperties::ON_DEVICE | QueueProperties::ON_DEVICE_DEFAULT)
-            {
-                return Err(Error::InvalidArgument(
-                    "device-side queues are not supported by Queue".into(),
-                ));
-            }
-            // SAFETY: the live context of a valid queue; the wrapper takes its own reference.
-            let context = unsafe { Context::from_raw_retained(ctx) }?;
-            // SAFETY: the queue's device (obligation 2 for sub-devices).
-            let device = unsafe { Device::from_raw(dev) }?;
-            Ok(Queue {
-                raw,
-                context,
-                device,
-                properties,
-                _live: crate::runtime::live::Live::new(),
-            })
-        };
-        let queue = read();
-        if queue.is_err() {
-            // SAFETY: we own the reference (obligation 1) and give it up here.
-            if let Err(r) = unsafe { raw::release(raw) } {
-                tracing::warn!(status = %r, "clReleaseCommandQueue failed");
-            }
-        }
-        queue
-    }
-
-    /// Retains a raw host queue and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Queue::from_raw`], plus [`Error::Cl`] from `clRetainCommandQueue`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `raw` is a valid command queue.
-    /// 2. As [`Queue::from_raw`]'s obligation 2.
-    pub unsafe fn from_raw_retained(raw: sys::cl_command_queue) -> Result<Queue> {
-        // SAFETY: obligation 1.
-        unsafe { raw::retain(raw) }.map_err(Error::cl("clRetainCommandQueue"))?;
-        // SAFETY: we own the reference just taken; obligation 2.
-        unsafe { Queue::from_raw(raw) }
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    pub fn as_raw(&self) -> sys::cl_command_queue {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it (the context reference the `Queue` held
-    /// is released; the driver's queue keeps its context alive itself).
-    pub fn into_raw(self) -> sys::cl_command_queue {
-        let raw = self.raw;
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
-        // read (and dropped) once, the other fields are `Copy`.
-        drop(unsafe { std::ptr::read(&this.context) });
-        // SAFETY: as above, for the live-count token (the wrapper is gone; the handle lives on).
-        drop(unsafe { std::ptr::read(&this._live) });
-        raw
     }
 
     /// The queue's context.
@@ -291,7 +201,7 @@ impl Queue {
     /// [`Error::Cl`] from `clGetCommandQueueInfo`.
     pub fn queried_properties(&self) -> Result<QueueProperties> {
         // SAFETY: a valid queue; a 1.0 parameter.
-        let bits = unsafe { raw::get_info(self.raw, sys::CL_QUEUE_PROPERTIES) }
+        let bits = unsafe { object::get_info(Object::Queue, self.raw, sys::CL_QUEUE_PROPERTIES) }
             .map_err(Error::cl("clGetCommandQueueInfo"))?;
         Ok(QueueProperties::from_bits_retain(bits))
     }
@@ -392,43 +302,101 @@ impl Queue {
         }
         // SAFETY: a valid queue of a 2.1+ platform and device (checked).
         let q: sys::cl_command_queue =
-            unsafe { raw::get_info(self.raw, sys::CL_QUEUE_DEVICE_DEFAULT) }
+            unsafe { object::get_info(Object::Queue, self.raw, sys::CL_QUEUE_DEVICE_DEFAULT) }
                 .map_err(Error::cl("clGetCommandQueueInfo"))?;
         Ok((!q.is_null()).then_some(q))
     }
+}
 
-    /// `CL_QUEUE_REFERENCE_COUNT` (for leak hunting; racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetCommandQueueInfo`.
-    pub fn reference_count(&self) -> Result<u32> {
-        // SAFETY: a valid queue; a 1.0 parameter.
-        unsafe { raw::get_info(self.raw, sys::CL_QUEUE_REFERENCE_COUNT) }
-            .map_err(Error::cl("clGetCommandQueueInfo"))
+impl crate::raw_handle::RawHandle for Queue {
+    type Raw = sys::cl_command_queue;
+    fn object() -> cl_raw::object::Object {
+        cl_raw::object::Object::Queue
     }
 
-    /// Releases the reference now, reporting failure (`Drop` only logs it).
+    /// Adopts one reference to a raw host queue (no retain), reading its context
+    /// (`CL_QUEUE_CONTEXT`, retained by the new `Queue`), device and properties: PyOpenCL's
+    /// `CommandQueue.from_int_ptr(ptr, retain=False)`.
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clReleaseCommandQueue`.
-    pub fn release(self) -> Result<()> {
+    /// [`Error::Cl`] from `clGetCommandQueueInfo` or the context's and device's queries;
+    /// [`Error::InvalidArgument`] for a device-side queue (`CL_QUEUE_ON_DEVICE`), which `Queue`
+    /// does not drive. The reference is released on error.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid command queue and the caller gives its reference to the new `Queue`.
+    /// 2. Its device is a root device, or a sub-device that stays valid for the process's life
+    ///    ([`Device::from_raw`]'s obligation: `Device` is `Copy` and holds no reference).
+    unsafe fn from_raw(raw: sys::cl_command_queue) -> Result<Queue> {
+        let read = || -> Result<Queue> {
+            // SAFETY: obligation 1; 1.0 parameters.
+            let ctx: sys::cl_context =
+                unsafe { object::get_info(Object::Queue, raw, sys::CL_QUEUE_CONTEXT) }
+                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
+            // SAFETY: as above.
+            let dev: sys::cl_device_id =
+                unsafe { object::get_info(Object::Queue, raw, sys::CL_QUEUE_DEVICE) }
+                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
+            // SAFETY: as above.
+            let bits: sys::cl_command_queue_properties =
+                unsafe { object::get_info(Object::Queue, raw, sys::CL_QUEUE_PROPERTIES) }
+                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
+            let properties = QueueProperties::from_bits_retain(bits);
+            if properties
+                .intersects(QueueProperties::ON_DEVICE | QueueProperties::ON_DEVICE_DEFAULT)
+            {
+                return Err(Error::InvalidArgument(
+                    "device-side queues are not supported by Queue".into(),
+                ));
+            }
+            // SAFETY: the live context of a valid queue; the wrapper takes its own reference.
+            let context = unsafe { Context::from_raw_retained(ctx) }?;
+            // SAFETY: the queue's device (obligation 2 for sub-devices).
+            let device = unsafe { Device::from_raw(dev) }?;
+            Ok(Queue {
+                raw,
+                context,
+                device,
+                properties,
+                _live: crate::runtime::live::Live::new(),
+            })
+        };
+        let queue = read();
+        if queue.is_err() {
+            // SAFETY: we own the reference (obligation 1) and give it up here.
+            if let Err(r) = unsafe { object::release(Object::Queue, raw) } {
+                tracing::warn!(status = %r, "clReleaseCommandQueue failed");
+            }
+        }
+        queue
+    }
+
+    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
+    #[inline]
+    fn as_raw(&self) -> sys::cl_command_queue {
+        self.raw
+    }
+
+    /// Gives the reference away without releasing it (the context reference the `Queue` held
+    /// is released; the driver's queue keeps its context alive itself).
+    fn into_raw(self) -> sys::cl_command_queue {
         let raw = self.raw;
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the context clone inside is dropped normally; `this` is never used again.
+        // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
+        // read (and dropped) once, the other fields are `Copy`.
         drop(unsafe { std::ptr::read(&this.context) });
-        // SAFETY: as above, for the live-count token.
+        // SAFETY: as above, for the live-count token (the wrapper is gone; the handle lives on).
         drop(unsafe { std::ptr::read(&this._live) });
-        // SAFETY: we owned this reference.
-        unsafe { raw::release(raw) }.map_err(Error::cl("clReleaseCommandQueue"))
+        raw
     }
 }
 
 impl Clone for Queue {
     fn clone(&self) -> Queue {
         // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { raw::retain(self.raw) } {
+        if let Err(e) = unsafe { object::retain(Object::Queue, self.raw) } {
             tracing::error!(status = %e, "clRetainCommandQueue failed");
         }
         Queue {
@@ -444,7 +412,7 @@ impl Clone for Queue {
 impl Drop for Queue {
     fn drop(&mut self) {
         // SAFETY: we own one reference to a valid queue.
-        if let Err(e) = unsafe { raw::release(self.raw) } {
+        if let Err(e) = unsafe { object::release(Object::Queue, self.raw) } {
             crate::error::drop_status("clReleaseCommandQueue", e);
         }
     }

@@ -9,6 +9,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use cl_raw::object::{self, Object};
 use cl_raw::{mem as raw_mem, queue as raw_queue, sys};
 
 use crate::error::{Error, Result};
@@ -64,14 +65,14 @@ impl PinnedChunk {
             Ok(m) => m,
             Err(e) => {
                 // SAFETY: the reference created above.
-                let _ = unsafe { raw_mem::release(mem) };
+                let _ = unsafe { object::release(Object::Mem, mem) };
                 return Err(Error::cl("clEnqueueMapBuffer")(e));
             }
         };
         // SAFETY: a fresh event reference we own.
-        let _ = unsafe { cl_raw::event::release(ev) };
+        let _ = unsafe { object::release(Object::Event, ev) };
         // SAFETY: a valid queue; the reference is released in Drop.
-        if let Err(e) = unsafe { raw_queue::retain(queue) } {
+        if let Err(e) = unsafe { object::retain(Object::Queue, queue) } {
             crate::error::drop_status("clRetainCommandQueue", e);
         }
         Ok(PinnedChunk {
@@ -111,16 +112,16 @@ impl Drop for PinnedChunk {
         } {
             Ok(ev) => {
                 // SAFETY: a fresh event reference we own.
-                let _ = unsafe { cl_raw::event::release(ev) };
+                let _ = unsafe { object::release(Object::Event, ev) };
             }
             Err(e) => crate::error::drop_status("clEnqueueUnmapMemObject", e),
         }
         // SAFETY: the references this chunk owns; the driver keeps the buffer until the unmap ran.
         unsafe {
-            if let Err(e) = raw_mem::release(self.mem) {
+            if let Err(e) = object::release(Object::Mem, self.mem) {
                 crate::error::drop_status("clReleaseMemObject", e);
             }
-            if let Err(e) = raw_queue::release(self.queue) {
+            if let Err(e) = object::release(Object::Queue, self.queue) {
                 crate::error::drop_status("clReleaseCommandQueue", e);
             }
         }
@@ -150,7 +151,7 @@ impl Drop for StagingCache {
         );
         for (_, q) in queues {
             // SAFETY: the reference `queue_for` stored; chunks mapped on it hold their own.
-            if let Err(e) = unsafe { raw_queue::release(q) } {
+            if let Err(e) = unsafe { cl_raw::object::release(cl_raw::object::Object::Queue, q) } {
                 crate::error::drop_status("clReleaseCommandQueue", e);
             }
         }

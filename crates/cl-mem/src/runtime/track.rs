@@ -26,12 +26,14 @@ use std::fmt;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
+use cl_raw::object::{self, Object};
 use cl_raw::sys;
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::runtime::event::{Event, EventStatus};
 use crate::runtime::queue::Queue;
+use crate::raw_handle::RawHandle;
 
 /// How many records pass between two prunings of completed commands of other queues.
 const PRUNE_EVERY: u32 = 16;
@@ -368,14 +370,15 @@ impl Tracked {
         // SAFETY: a valid memory object (the caller's obligation); a 1.1 parameter, and this
         // crate accepts no older platform.
         let parent: sys::cl_mem =
-            unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT) }.ok()?;
+            unsafe { object::get_info(Object::Mem, mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT) }.ok()?;
         // SAFETY: as above; a 1.0 parameter.
-        let size: usize = unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_SIZE) }.ok()?;
+        let size: usize = unsafe { object::get_info(Object::Mem, mem, sys::CL_MEM_SIZE) }.ok()?;
         let (root, offset) = if parent.is_null() {
             (mem, 0)
         } else {
             // SAFETY: as above; a 1.1 parameter.
-            let offset: usize = unsafe { cl_raw::mem::get_info(mem, sys::CL_MEM_OFFSET) }.ok()?;
+            let offset: usize =
+                unsafe { object::get_info(Object::Mem, mem, sys::CL_MEM_OFFSET) }.ok()?;
             (parent, offset)
         };
         let tracker = registry().find(root as usize)?;

@@ -23,6 +23,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::OnceLock;
 
+use cl_raw::object::{self, Object};
 use cl_raw::sys;
 
 use crate::runtime::platform::Platform;
@@ -77,7 +78,7 @@ impl Place {
     pub(crate) fn for_context(context: sys::cl_context) -> Place {
         // SAFETY: a valid context (the caller's); CL_CONTEXT_DEVICES is a 1.0 parameter.
         let devices: Result<Vec<sys::cl_device_id>, _> =
-            unsafe { cl_raw::context::get_info(context, sys::CL_CONTEXT_DEVICES) };
+            unsafe { object::get_info(Object::Context, context, sys::CL_CONTEXT_DEVICES) };
         let Some(&device) = devices.ok().as_ref().and_then(|d| d.first()) else {
             return Place::Worker;
         };

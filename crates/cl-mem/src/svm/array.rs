@@ -16,6 +16,7 @@ use crate::runtime::event::{Event, EventStatus};
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::Hold;
+use crate::raw_handle::RawHandle;
 
 use super::core::{exclusive, require_in_order, require_svm, sealed, Core};
 use super::SvmPointer;

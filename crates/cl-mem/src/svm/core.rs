@@ -14,6 +14,7 @@ use crate::runtime::context::Context;
 use crate::runtime::device::SvmCapabilities;
 use crate::runtime::event::{raw_list, Event, EventStatus};
 use crate::runtime::queue::Queue;
+use crate::raw_handle::RawHandle;
 
 bitflags! {
     /// `cl_svm_mem_flags` (PyOpenCL's `svm_mem_flags`), as [`super::SvmArray::flags`] reports

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::pod::Pod;
 use crate::runtime::event::{raw_list, Event};
 use crate::runtime::queue::Queue;
+use crate::raw_handle::RawHandle;
 
 use super::core::Core;
 use super::{Grain, SvmArray};

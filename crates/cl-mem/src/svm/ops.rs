@@ -16,6 +16,7 @@ use crate::error::{check_range, Error, Result};
 use crate::pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
+use crate::raw_handle::RawHandle;
 
 use super::core::Core;
 use super::{Grain, SvmArray, SvmPointer};

@@ -15,6 +15,7 @@ use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::Hold;
+use crate::raw_handle::RawHandle;
 
 use super::core::Core;
 use super::{Grain, SvmArray};

@@ -1,0 +1,168 @@
+//! [`RawHandle`]: the raw-handle vocabulary (`as_raw`, `into_raw`, `from_raw`,
+//! `from_raw_retained`, `release`, `reference_count`), written once for every owning wrapper.
+
+use cl_raw::object::{self, Object};
+
+use crate::error::{Error, Result};
+
+/// An owning wrapper of one reference to an OpenCL object, and its raw handle (PyOpenCL's
+/// `int_ptr` / `from_int_ptr`): [`Buffer`](crate::Buffer), [`Image`](crate::Image),
+/// [`Memory`](crate::Memory), [`Pipe`](crate::Pipe), [`Sampler`](crate::Sampler),
+/// [`Context`](crate::Context), [`Queue`](crate::Queue), [`Program`](crate::Program),
+/// [`Kernel`](crate::Kernel), [`Event`](crate::Event).
+///
+/// `as_raw`, `into_raw` and `from_raw` are each type's own (what a wrapper reads from the handle,
+/// and what it gives up with it, differ); `from_raw_retained`, `release` and `reference_count` are
+/// written once here. Not here: [`Platform`](crate::Platform) and [`Device`](crate::Device), `Copy`
+/// ids that own no reference (they have `from_raw` and `as_raw` of their own), the SVM
+/// pointer of [`SvmArray`](crate::svm::SvmArray) and the borrowed buffer of an SVM view.
+pub trait RawHandle {
+    /// The `cl-sys` handle (`sys::cl_mem`, `sys::cl_event`, ...).
+    type Raw: Copy + Into<*mut std::ffi::c_void>;
+
+    /// Which retain, release and info calls the handle takes.
+    #[doc(hidden)]
+    fn object() -> Object
+    where
+        Self: Sized;
+
+    /// The raw handle, still owned by `self` (PyOpenCL's `int_ptr`).
+    fn as_raw(&self) -> Self::Raw;
+
+    /// Gives the reference away without releasing it; the caller owns it now.
+    fn into_raw(self) -> Self::Raw
+    where
+        Self: Sized;
+
+    /// Gives the handle up without releasing it and without the bookkeeping of a handle given
+    /// away (see [`Memory`](crate::Memory)'s and [`Buffer`](crate::Buffer)'s `into_raw`), for
+    /// [`RawHandle::release`].
+    #[doc(hidden)]
+    fn into_raw_for_release(self) -> Self::Raw
+    where
+        Self: Sized,
+    {
+        self.into_raw()
+    }
+
+    /// Adopts one reference to a raw handle (no retain): `from_int_ptr(ptr, retain=False)`. Each
+    /// type reads what it needs from the handle (its size, context, devices, ...).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from the type's queries, [`Error::InvalidArgument`] when the object is not
+    /// of the type; the reference is released then. Infallible for [`Event`](crate::Event),
+    /// [`Sampler`](crate::Sampler) and [`Memory`](crate::Memory).
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid object of the type and the caller gives its reference to the new
+    ///    wrapper.
+    /// 2. The type's own obligations, listed on its implementation (what backs a buffer stays
+    ///    valid, a kernel's arguments are set only through the wrapper, ...).
+    unsafe fn from_raw(raw: Self::Raw) -> Result<Self>
+    where
+        Self: Sized;
+
+    /// Retains a raw handle and wraps the new reference: `from_int_ptr(ptr, retain=True)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`RawHandle::from_raw`], plus [`Error::Cl`] from `clRetain*`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `raw` is a valid object of the type.
+    /// 2. As obligation 2 of [`RawHandle::from_raw`].
+    unsafe fn from_raw_retained(raw: Self::Raw) -> Result<Self>
+    where
+        Self: Sized,
+    {
+        // SAFETY: obligation 1.
+        unsafe { object::retain(Self::object(), raw.into()) }
+            .map_err(Error::cl(names(Self::object()).0))?;
+        // SAFETY: we own the reference just taken; obligation 2 is the caller's.
+        unsafe { Self::from_raw(raw) }
+    }
+
+    /// Releases the reference now, reporting failure (`Drop` only logs it). Consuming `self`
+    /// makes a double release impossible by construction (PyOpenCL checks it at run time).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clRelease*`.
+    fn release(self) -> Result<()>
+    where
+        Self: Sized,
+    {
+        let raw = self.into_raw_for_release();
+        // SAFETY: we owned this reference.
+        unsafe { object::release(Self::object(), raw.into()) }
+            .map_err(Error::cl(names(Self::object()).1))
+    }
+
+    /// `CL_*_REFERENCE_COUNT` (for tests and leak hunting; racy by nature).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGet*Info`.
+    fn reference_count(&self) -> Result<u32>
+    where
+        Self: Sized,
+    {
+        let (_, _, query, param) = names(Self::object());
+        // SAFETY: a valid handle while `self` lives; a 1.0 parameter of its kind.
+        unsafe { object::get_info(Self::object(), self.as_raw().into(), param) }
+            .map_err(Error::cl(query))
+    }
+}
+
+/// The C names of the retain, release and info calls of `object`, and its reference-count
+/// parameter.
+const fn names(object: Object) -> (&'static str, &'static str, &'static str, u32) {
+    use cl_raw::sys;
+    match object {
+        Object::Mem => (
+            "clRetainMemObject",
+            "clReleaseMemObject",
+            "clGetMemObjectInfo",
+            sys::CL_MEM_REFERENCE_COUNT,
+        ),
+        Object::Context => (
+            "clRetainContext",
+            "clReleaseContext",
+            "clGetContextInfo",
+            sys::CL_CONTEXT_REFERENCE_COUNT,
+        ),
+        Object::Queue => (
+            "clRetainCommandQueue",
+            "clReleaseCommandQueue",
+            "clGetCommandQueueInfo",
+            sys::CL_QUEUE_REFERENCE_COUNT,
+        ),
+        Object::Event => (
+            "clRetainEvent",
+            "clReleaseEvent",
+            "clGetEventInfo",
+            sys::CL_EVENT_REFERENCE_COUNT,
+        ),
+        Object::Program => (
+            "clRetainProgram",
+            "clReleaseProgram",
+            "clGetProgramInfo",
+            sys::CL_PROGRAM_REFERENCE_COUNT,
+        ),
+        Object::Kernel => (
+            "clRetainKernel",
+            "clReleaseKernel",
+            "clGetKernelInfo",
+            sys::CL_KERNEL_REFERENCE_COUNT,
+        ),
+        Object::Sampler => (
+            "clRetainSampler",
+            "clReleaseSampler",
+            "clGetSamplerInfo",
+            sys::CL_SAMPLER_REFERENCE_COUNT,
+        ),
+    }
+}
