@@ -65,6 +65,7 @@ pub mod info;
 mod version;
 
 pub mod extra;
+pub mod external;
 pub mod select;
 
 pub mod context;
