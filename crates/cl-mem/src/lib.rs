@@ -123,6 +123,7 @@
 
 mod buffer;
 mod error;
+mod external;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -151,6 +152,9 @@ pub use buffer::transfer::{
     HostMemory, Pending, PendingFuture, Rect,
 };
 pub use buffer::{AsBuffer, Buffer};
+#[cfg(feature = "cuda")]
+pub use external::cuda;
+pub use external::{ExternalMemory, MemoryHandleType, Semaphore, SemaphoreHandleType};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
