@@ -106,7 +106,7 @@ fn memory_opencl_allocated_is_not_external(dev: &TestDevice) -> TestResult {
 mod cuda {
     use cl_tests::{skip, TestDevice, TestResult};
 
-    fn not_built(_: &TestDevice) -> TestResult {
+    pub(super) fn not_built(_: &TestDevice) -> TestResult {
         Err(skip("cl-tests built without its `cuda` feature"))
     }
     pub(super) use not_built as round_trips_are_byte_exact_at_odd_sizes;
@@ -129,11 +129,7 @@ mod cuda {
         }
     }
 
-    fn shared(
-        c: &CudaDevice,
-        q: &Queue,
-        n: usize,
-    ) -> Result<(Buffer, CudaMemory<u32>), TestError> {
+    fn shared(c: &CudaDevice, q: &Queue, n: usize) -> Result<(Buffer, CudaMemory<u32>), TestError> {
         match c.alloc_shared::<u32>(q, n) {
             Ok(p) => Ok(p),
             Err(e @ Error::Unsupported { .. }) => Err(skip(format!("no shared memory: {e}"))),
@@ -179,7 +175,7 @@ mod cuda {
             let mut back = vec![0u32; n];
             c.stream().memcpy_dtoh(&m, &mut back)?;
             c.stream().synchronize()?;
-            let want: Vec<u32> = (0..n as u32).map(|i| 35 + i).collect();
+            let want: Vec<u32> = (0..n).map(|i| 35 + u32::try_from(i).unwrap()).collect();
             assert_eq!(back, want, "n = {n}: CUDA read");
         }
         q.finish()?;
@@ -200,7 +196,10 @@ mod cuda {
         drop(g);
         to_cuda(&b, &q)?;
         assert_eq!(b.external_acquired(), Some(false));
-        assert!(matches!(b.hand_back(&q, &[]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            b.hand_back(&q, &[]),
+            Err(Error::InvalidArgument(_))
+        ));
         for r in [
             b.to_vec::<u32>(&q).map(drop),
             sub.to_vec::<u32>(&q2).map(drop),

@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 
 use cl_mem::cuda::{CudaDevice, CudaMemory, CudaSemaphore};
 use cl_mem::{
-    create_some_context, Buffer, Context, Device, Error, Event, MemFlags, Program, Queue,
-    Semaphore,
+    create_some_context, Buffer, Context, Device, Error, Event, MemFlags, Program, Queue, Semaphore,
 };
 
 const SRC: &str = "__kernel void scale(__global uint* a, uint k) {
@@ -118,7 +117,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("CUDA device: ordinal {}", cuda.context().ordinal());
 
     // An odd element count: the buffer is a sub-buffer of the rounded-up allocation.
-    let n = 1_000_003usize;
+    let n32 = 1_000_003u32;
+    let n = n32 as usize;
     let (buffer, mut mem): (Buffer, CudaMemory<u32>) = match cuda.alloc_shared(&queue, n) {
         Ok(pair) => pair,
         Err(e @ Error::Unsupported { .. }) => {
@@ -143,19 +143,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     to_opencl(&buffer, &queue, &cuda, sems.as_ref())?;
     let program = Program::build_from_source(&context, SRC, "")?;
     let mut k = program.kernel("scale")?;
-    k.set_arg(0, &buffer)?.set_arg(1, &3u32)?.run(&queue, &[n])?;
+    k.set_arg(0, &buffer)?
+        .set_arg(1, &3u32)?
+        .run(&queue, &[n])?;
     to_cuda(&buffer, &queue, &cuda, sems.as_ref())?;
     let mut back = vec![0u32; n];
     cuda.stream().memcpy_dtoh(&mem, &mut back)?;
     cuda.stream().synchronize()?;
-    let wrong = (0..n)
-        .filter(|&i| back[i] != 7 * 3 + i as u32)
+    let wrong = (0..n32)
+        .zip(&back)
+        .filter(|&(i, &v)| v != 7 * 3 + i)
         .count();
     println!("CUDA fill -> OpenCL kernel -> CUDA read: {wrong} of {n} words wrong");
     assert_eq!(wrong, 0);
 
     // CUDA copies a pattern in, OpenCL reads it.
-    let pattern: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let pattern: Vec<u32> = (0..n32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     cuda.stream().memcpy_htod(&pattern, &mut mem)?;
     to_opencl(&buffer, &queue, &cuda, sems.as_ref())?;
     let seen: Vec<u32> = buffer.to_vec(&queue)?;

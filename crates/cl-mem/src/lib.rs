@@ -152,10 +152,10 @@ pub use buffer::transfer::{
     HostMemory, Pending, PendingFuture, Rect,
 };
 pub use buffer::{AsBuffer, Buffer};
+pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
 #[cfg(feature = "cuda")]
 pub use external::cuda;
 pub use external::{ExternalMemory, MemoryHandleType, Semaphore, SemaphoreHandleType};
-pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use runtime::context::Context;

@@ -64,8 +64,8 @@ pub mod fault;
 pub mod info;
 mod version;
 
-pub mod extra;
 pub mod external;
+pub mod extra;
 pub mod select;
 
 pub mod context;

@@ -107,7 +107,8 @@ impl CudaDevice {
             let u = cu_result::device::get_uuid(dev).map_err(cuda_error("cuDeviceGetUuid"))?;
             if u.bytes.map(|b| b as u8) == uuid {
                 let ordinal = usize::try_from(ordinal).unwrap_or_default();
-                let ctx = CudaContext::new(ordinal).map_err(cuda_error("cuDevicePrimaryCtxRetain"))?;
+                let ctx =
+                    CudaContext::new(ordinal).map_err(cuda_error("cuDevicePrimaryCtxRetain"))?;
                 let stream = ctx.new_stream().map_err(cuda_error("cuStreamCreate"))?;
                 return Ok(CudaDevice {
                     ctx,
@@ -247,12 +248,14 @@ struct VmmAllocation {
 
 impl VmmAllocation {
     fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<VmmAllocation> {
-        ctx.bind_to_thread().map_err(cuda_error("cuCtxSetCurrent"))?;
+        ctx.bind_to_thread()
+            .map_err(cuda_error("cuCtxSetCurrent"))?;
         let ordinal = i32::try_from(ctx.ordinal()).unwrap_or_default();
         // SAFETY: plain C structs for which all-zero bytes are valid; fields set below.
         let mut prop: cu::CUmemAllocationProp = unsafe { std::mem::zeroed() };
         prop.type_ = cu::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-        prop.requestedHandleTypes = cu::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        prop.requestedHandleTypes =
+            cu::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
         prop.location.type_ = cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
         prop.location.id = ordinal;
         let mut granularity = 0usize;
@@ -347,18 +350,24 @@ impl Drop for VmmAllocation {
         warn("cuCtxSynchronize", self.ctx.synchronize());
         if self.mapped {
             // SAFETY: a range this allocation mapped; no work uses it any more (above).
-            warn("cuMemUnmap", unsafe { cu::cuMemUnmap(self.ptr, self.size) }.result());
+            warn(
+                "cuMemUnmap",
+                unsafe { cu::cuMemUnmap(self.ptr, self.size) }.result(),
+            );
         }
         if self.ptr != 0 {
             // SAFETY: a range this allocation reserved, now unmapped.
-            warn("cuMemAddressFree", unsafe {
-                cu::cuMemAddressFree(self.ptr, self.size)
-            }
-            .result());
+            warn(
+                "cuMemAddressFree",
+                unsafe { cu::cuMemAddressFree(self.ptr, self.size) }.result(),
+            );
         }
         // SAFETY: the handle this allocation created; its mapping is gone. An exported
         // descriptor holds its own reference to the physical memory.
-        warn("cuMemRelease", unsafe { cu::cuMemRelease(self.handle) }.result());
+        warn(
+            "cuMemRelease",
+            unsafe { cu::cuMemRelease(self.handle) }.result(),
+        );
     }
 }
 

@@ -287,11 +287,7 @@ impl Buffer {
     /// and release entry points; [`Error::InvalidArgument`] for a zero or too large size or
     /// host-pointer flags. Then [`Error::Cl`] from `clCreateBufferWithProperties` (the descriptor
     /// closed), `clSetMemObjectDestructorCallback` or `clEnqueueAcquireExternalMemObjectsKHR`.
-    pub fn from_external(
-        queue: &Queue,
-        flags: MemFlags,
-        memory: ExternalMemory,
-    ) -> Result<Buffer> {
+    pub fn from_external(queue: &Queue, flags: MemFlags, memory: ExternalMemory) -> Result<Buffer> {
         let context = queue.context();
         let device = queue.device();
         flags.check()?;
@@ -334,7 +330,13 @@ impl Buffer {
                     .into(),
             });
         };
-        let _span = tracing::debug_span!("cl_mem::alloc", kind = "external buffer", bytes = memory.size_bytes, handle_type = memory.handle_type.0).entered();
+        let _span = tracing::debug_span!(
+            "cl_mem::alloc",
+            kind = "external buffer",
+            bytes = memory.size_bytes,
+            handle_type = memory.handle_type.0
+        )
+        .entered();
         let ExternalMemory {
             fd,
             handle_type,
@@ -448,7 +450,11 @@ unsafe impl Sync for Semaphore {}
 
 impl Semaphore {
     /// The platform's semaphore entry points after the checks every constructor makes.
-    fn checked_fns(context: &Context, device: &Device, extension: &'static str) -> Result<SemaphoreFns> {
+    fn checked_fns(
+        context: &Context,
+        device: &Device,
+        extension: &'static str,
+    ) -> Result<SemaphoreFns> {
         if !context.devices().contains(device) {
             return Err(Error::InvalidArgument(
                 "the device is not one of the context's devices".into(),
