@@ -24,6 +24,7 @@ mod buffers;
 mod characterize;
 mod core;
 mod edges;
+mod external;
 mod faults;
 mod futures;
 mod harness;
@@ -52,6 +53,7 @@ const SUITES: &[cl_tests::Suite] = &[
     ("staged", staged::tests),
     ("futures", futures::tests),
     ("faults", faults::tests),
+    ("external", external::tests),
     ("soak", soak::tests),
 ];
 

@@ -21,6 +21,8 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-mem", "pyopencl_transpose", ""),
     ("cl-mem", "pyopencl_svm", ""),
     ("cl-mem", "pyopencl_image_filters", ""),
+    // Prints the typed refusal where there is no CUDA or no external memory (every CPU runtime).
+    ("cl-mem", "cuda_interop", "cuda"),
     ("cl-tests", "opencl3_interop", ""),
 ];
 

@@ -89,6 +89,11 @@ pub(crate) fn host_tests() -> Result {
 
 /// Builds the device test binary once and returns its path.
 pub(crate) fn build_device_tests(release: bool) -> Result<PathBuf> {
+    build_device_tests_with(release, "")
+}
+
+/// As [`build_device_tests`], with cl-tests features (`"cuda"` for the GPU bundle).
+pub(crate) fn build_device_tests_with(release: bool, features: &str) -> Result<PathBuf> {
     let mut cmd = util::cargo();
     cmd.args([
         "test",
@@ -101,6 +106,9 @@ pub(crate) fn build_device_tests(release: bool) -> Result<PathBuf> {
     ]);
     if release {
         cmd.arg("--release");
+    }
+    if !features.is_empty() {
+        cmd.args(["--features", features]);
     }
     executable(&mut cmd, "device_tests")
 }

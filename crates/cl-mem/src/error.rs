@@ -97,6 +97,20 @@ pub enum Error {
     /// touches bytes the host has mapped for writing. Unmap first.
     #[error("memory is mapped: {0}")]
     Mapped(String),
+    /// External memory (a buffer imported from another API, `Buffer::from_external`) is handed
+    /// back to the API that exported it: commands and maps are refused until
+    /// `Buffer::acquire_external` takes it back.
+    #[error("external memory is handed back: {0}")]
+    HandedBack(String),
+    /// A CUDA driver call failed (feature `cuda`, `cl_mem::cuda`): the call and CUDA's own
+    /// error text.
+    #[error("{call} failed: {message}")]
+    Cuda {
+        /// The CUDA driver function (`"cuMemCreate"`).
+        call: &'static str,
+        /// CUDA's error name and text.
+        message: String,
+    },
     /// An SVM allocation is still held as a kernel argument, so host access or an explicit
     /// release could race with a later enqueue of that kernel.
     #[error("SVM in use: {0}")]

@@ -125,6 +125,7 @@
 
 mod buffer;
 mod error;
+mod external;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -155,6 +156,9 @@ pub use buffer::transfer::{
 };
 pub use buffer::{AsBuffer, Buffer};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
+#[cfg(feature = "cuda")]
+pub use external::cuda;
+pub use external::{ExternalMemory, MemoryHandleType, Semaphore, SemaphoreHandleType};
 pub use memory::{MemFlags, MemObject, MemObjectType, Memory};
 pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use raw_handle::RawHandle;

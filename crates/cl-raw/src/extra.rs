@@ -24,7 +24,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use crate::sys::{cl_bitfield, cl_context, cl_int, cl_uint};
+use crate::sys::{cl_bitfield, cl_context, cl_int, cl_mem, cl_mem_flags, cl_uint, cl_ulong};
 
 // ---------------------------------------------------------------------------------------------
 // Types (cl.h, OpenCL 3.0)
@@ -32,6 +32,9 @@ use crate::sys::{cl_bitfield, cl_context, cl_int, cl_uint};
 
 /// `cl_version` (3.0): a packed version, see [`crate::Version::from_cl_version`].
 pub type cl_version = cl_uint;
+/// `cl_mem_properties` (3.0): the 0-terminated key/value list of `clCreateBufferWithProperties`
+/// (external memory imports are its one use here).
+pub type cl_mem_properties = cl_ulong;
 /// `cl_device_atomic_capabilities` (3.0): bits `CL_DEVICE_ATOMIC_*`.
 pub type cl_device_atomic_capabilities = cl_bitfield;
 
@@ -125,6 +128,16 @@ pub const CL_DEVICE_SUB_GROUP_SIZES_INTEL: cl_uint = 0x4108;
 #[cfg_attr(target_os = "macos", link(name = "OpenCL", kind = "framework"))]
 #[cfg_attr(not(target_os = "macos"), link(name = "OpenCL"))]
 extern "system" {
+    /// `clCreateBufferWithProperties` (OpenCL 3.0). Undefined on older platforms: gate first.
+    pub fn clCreateBufferWithProperties(
+        context: cl_context,
+        properties: *const cl_mem_properties,
+        flags: cl_mem_flags,
+        size: usize,
+        host_ptr: *mut c_void,
+        errcode_ret: *mut cl_int,
+    ) -> cl_mem;
+
     /// `clSetContextDestructorCallback` (OpenCL 3.0). Undefined on older platforms: gate first.
     pub(crate) fn clSetContextDestructorCallback(
         context: cl_context,

@@ -50,6 +50,7 @@ pub const SITES: &[&str] = &[
     "clCreateCommandQueueWithProperties",
     "clCreateSubDevices",
     "clCreateBuffer",
+    "clCreateBufferWithProperties",
     "clCreateSubBuffer",
     "clCreateImage",
     "clCreateImage2D",

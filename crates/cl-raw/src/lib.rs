@@ -71,6 +71,7 @@ pub mod fault;
 pub mod info;
 mod version;
 
+pub mod external;
 pub mod extra;
 pub mod select;
 

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 
 use crate::error::{check, ClError};
 use crate::fault;
-use crate::sys;
+use crate::{extra, sys};
 
 /// Callback type of [`set_destructor_callback`].
 pub(crate) type DestructorCallback = extern "C" fn(memobj: sys::cl_mem, user_data: *mut c_void);
@@ -34,6 +34,41 @@ pub unsafe fn create_buffer(
     let mut err = 0;
     // SAFETY: obligations 1-3.
     let m = unsafe { sys::clCreateBuffer(context, flags, size, host_ptr, &mut err) };
+    check(err).map(|()| m)
+}
+
+/// [`clCreateBufferWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateBufferWithProperties.html)
+/// (OpenCL 3.0): as [`create_buffer`] with a 0-terminated property list (empty = none).
+///
+/// # Errors
+///
+/// The driver's status; `CL_INVALID_VALUE` for a non-terminated list (checked first).
+///
+/// # Safety
+///
+/// 1. `context` is valid and its platform is OpenCL 3.0 or newer (older platforms may hang).
+/// 2. and 3. as [`create_buffer`].
+pub unsafe fn create_buffer_with_properties(
+    context: sys::cl_context,
+    properties: &[extra::cl_mem_properties],
+    flags: sys::cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+) -> Result<sys::cl_mem, ClError> {
+    fault::check("clCreateBufferWithProperties")?;
+    if properties.last().is_some_and(|&p| p != 0) {
+        return Err(ClError::InvalidValue);
+    }
+    let props = if properties.is_empty() {
+        std::ptr::null()
+    } else {
+        properties.as_ptr()
+    };
+    let mut err = 0;
+    // SAFETY: obligations 1-3; `props` is null or 0-terminated.
+    let m = unsafe {
+        extra::clCreateBufferWithProperties(context, props, flags, size, host_ptr, &mut err)
+    };
     check(err).map(|()| m)
 }
 

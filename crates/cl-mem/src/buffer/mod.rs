@@ -112,6 +112,34 @@ extern "C" fn free_host_memory(_mem: sys::cl_mem, user_data: *mut c_void) {
     place.run(move || drop(owner));
 }
 
+/// Hands `owner` to the driver's destructor callback of the new memory object `raw`: it is
+/// dropped (on the callback worker, never the driver's thread) once the driver destroyed the
+/// object, which the spec defines as the point where what backs it may be reused.
+///
+/// # Errors
+///
+/// [`Error::Cl`] from `clSetMemObjectDestructorCallback`; then `raw`'s reference is released and
+/// `owner` leaked (the driver may still use what it keeps alive).
+pub(crate) fn drop_when_destroyed(
+    raw: sys::cl_mem,
+    context: &Context,
+    owner: Box<dyn Any + Send>,
+) -> Result<()> {
+    let place = Place::for_platform(context.platform());
+    let owner: Box<HostOwner> = Box::new((place, owner));
+    let user_data = Box::into_raw(owner);
+    // SAFETY: a valid buffer; `user_data` is a leaked box reclaimed exactly once by
+    // `free_host_memory`, which drops it where `place` says.
+    let registered =
+        unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) };
+    if let Err(e) = registered {
+        // The driver may still use the memory: leak it (safe) rather than free it.
+        release_in_drop(raw);
+        return Err(Error::cl("clSetMemObjectDestructorCallback")(e));
+    }
+    Ok(())
+}
+
 impl Buffer {
     /// An uninitialised buffer of `size_bytes` bytes.
     ///
@@ -228,18 +256,7 @@ impl Buffer {
         // its bytes); nothing else accesses it (we own `host`); we own the result.
         let raw = unsafe { raw::create_buffer(context.as_raw(), flags.bits(), len, ptr.cast()) }
             .map_err(Error::cl("clCreateBuffer"))?;
-        let place = Place::for_platform(context.platform());
-        let owner: Box<HostOwner> = Box::new((place, Box::new(host)));
-        let user_data = Box::into_raw(owner);
-        // SAFETY: a valid buffer; `user_data` is a leaked box reclaimed exactly once by
-        // `free_host_memory`, which drops it where `place` says.
-        let registered =
-            unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) };
-        if let Err(e) = registered {
-            // The driver may still use the memory: leak it (safe) rather than free it.
-            release_in_drop(raw);
-            return Err(Error::cl("clSetMemObjectDestructorCallback")(e));
-        }
+        drop_when_destroyed(raw, context, Box::new(host))?;
         Ok(Buffer::root(raw, len, flags, context, ptr))
     }
 
@@ -249,6 +266,25 @@ impl Buffer {
         flags: MemFlags,
         context: &Context,
         host_ptr: *mut u8,
+    ) -> Buffer {
+        Buffer::root_tracked(
+            raw,
+            size,
+            flags,
+            context,
+            host_ptr,
+            Tracked::new_root(raw, size),
+        )
+    }
+
+    /// A new root buffer with its command record made by the caller (external memory).
+    pub(crate) fn root_tracked(
+        raw: sys::cl_mem,
+        size: usize,
+        flags: MemFlags,
+        context: &Context,
+        host_ptr: *mut u8,
+        tracked: Arc<Tracked>,
     ) -> Buffer {
         Buffer {
             live: crate::runtime::live::Live::new(),
@@ -261,7 +297,7 @@ impl Buffer {
                 origin: 0,
                 host_ptr,
             }),
-            tracked: Tracked::new_root(raw, size),
+            tracked,
         }
     }
 
@@ -958,7 +994,7 @@ fn inherit_sub_buffer_flags(parent: MemFlags, wanted: MemFlags) -> MemFlags {
 }
 
 /// Rejects sizes the driver would refuse with `CL_INVALID_BUFFER_SIZE`.
-fn check_size(context: &Context, size: usize) -> Result<()> {
+pub(crate) fn check_size(context: &Context, size: usize) -> Result<()> {
     if size == 0 {
         return Err(Error::InvalidArgument(
             "buffer size must be positive".into(),

@@ -79,6 +79,57 @@ struct State {
     /// The device of the last command that wrote or migrated the allocation: where its bytes
     /// live in a context of several devices (`buffer/between.rs` copies from there).
     home: Option<crate::runtime::device::Device>,
+    /// Memory another API exported (`external.rs`): usable only while acquired.
+    external: Option<ExternalState>,
+}
+
+/// The OpenCL side of memory another API exported (`crate::external`): commands and maps are
+/// refused unless OpenCL holds it (acquired), and the switch between the two sides is a command
+/// ordered after everything recorded here ([`Tracked::switch_external`]).
+pub(crate) struct ExternalState {
+    /// OpenCL holds the memory: between an acquire and a release.
+    acquired: bool,
+    /// The queue of the last acquire: where the release at the end goes.
+    queue: Queue,
+    /// Enqueues the acquire and release commands. It owns its own reference to the memory
+    /// object, so the release at the end can run after the last wrapper released its reference.
+    handover: Box<dyn Handover>,
+}
+
+/// The acquire and release commands of one external memory object (`crate::external`).
+pub(crate) trait Handover: Send + Sync {
+    /// Enqueues an acquire (`true`) or a release of the memory on `queue` after `wait`.
+    fn enqueue(&self, queue: &Queue, acquire: bool, wait: &[sys::cl_event]) -> Result<Event>;
+}
+
+impl ExternalState {
+    /// Memory acquired by a command on `queue` (recorded with [`Tracked::record`] by the caller).
+    pub(crate) fn acquired_on(queue: &Queue, handover: Box<dyn Handover>) -> ExternalState {
+        ExternalState {
+            acquired: true,
+            queue: queue.clone(),
+            handover,
+        }
+    }
+}
+
+fn not_external() -> Error {
+    Error::InvalidArgument(
+        "not external memory: only a buffer imported from another API is acquired and handed back"
+            .into(),
+    )
+}
+
+/// [`Error::HandedBack`] unless the memory is OpenCL's (plain memory always is).
+fn check_acquired(s: &State) -> Result<()> {
+    match &s.external {
+        Some(x) if !x.acquired => Err(Error::HandedBack(
+            "the memory was handed back to the API that exported it; acquire it again \
+             (Buffer::acquire_external) before an OpenCL command or map uses it"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The command and map record of one allocation; see the module documentation.
@@ -226,6 +277,47 @@ impl Tracker {
     }
 }
 
+impl Drop for Tracker {
+    /// External memory still acquired is handed back after every command recorded for it, so
+    /// the exporting API may use what OpenCL wrote once the release completes.
+    fn drop(&mut self) {
+        let s = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let Some(x) = s.external.take() else {
+            return;
+        };
+        if !x.acquired {
+            return;
+        }
+        let pending: SmallVec<[Event; 4]> = s
+            .queues
+            .iter()
+            .flat_map(|r| r.writes.iter().chain(r.reads.iter()))
+            .filter(|e| !is_done(e))
+            .cloned()
+            .collect();
+        let raw: SmallVec<[sys::cl_event; 4]> = pending.iter().map(Event::as_raw).collect();
+        for r in &s.queues {
+            if r.queue.as_raw() != x.queue.as_raw() {
+                if let Err(e) = r.queue.flush() {
+                    tracing::warn!(error = %e, "flushing a queue before an external release failed");
+                }
+            }
+        }
+        match x
+            .handover
+            .enqueue(&x.queue, false, &raw)
+            .and_then(|_| x.queue.flush())
+        {
+            Ok(()) => {}
+            Err(e) => crate::error::drop_failed(
+                "clEnqueueReleaseExternalMemObjectsKHR",
+                e.cl_status(),
+                e.to_string(),
+            ),
+        }
+    }
+}
+
 /// Root memory objects with a live tracker, so a handle adopted again (`Buffer::from_raw`,
 /// `Memory::into_buffer`) shares the tracker of the wrappers that already exist. An entry that
 /// outlives its object (the address reused by a new object before the old tracker dropped) can
@@ -333,6 +425,83 @@ impl Tracked {
         let tracker: Arc<Tracker> = Arc::default();
         registry().insert(mem as usize, &tracker);
         Tracked::counted(tracker, 0, size)
+    }
+
+    /// The tracker of a new root memory object `mem` imported from another API and acquired
+    /// (`crate::external`).
+    pub(crate) fn new_external_root(
+        mem: sys::cl_mem,
+        size: usize,
+        external: ExternalState,
+    ) -> Arc<Tracked> {
+        let tracker = Arc::new(Tracker::default());
+        tracker.lock().external = Some(external);
+        registry().insert(mem as usize, &tracker);
+        Tracked::counted(tracker, 0, size)
+    }
+
+    /// Whether the allocation is external memory (`Some`) and OpenCL holds it (`Some(true)`).
+    pub(crate) fn external_acquired(&self) -> Option<bool> {
+        self.tracker.lock().external.as_ref().map(|x| x.acquired)
+    }
+
+    /// Hands external memory to the other API (`acquire == false`: a release ordered after every
+    /// recorded command on every queue) or takes it back (`acquire == true`: later commands on
+    /// any queue wait for the acquire). The tracker stays locked across the driver call, so no
+    /// command or map passes [`check_acquired`] on the wrong side of the switch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the memory is not external or already on that side;
+    /// [`Error::Mapped`] when handing back mapped memory; [`Error::Cl`] from the command.
+    pub(crate) fn switch_external(
+        &self,
+        queue: &Queue,
+        wait: &[&Event],
+        acquire: bool,
+    ) -> Result<Event> {
+        let mut list = crate::runtime::event::checked_list(queue, wait)?;
+        let mut s = self.tracker.lock();
+        // Commands between their check and their record finish their driver call first.
+        while !s.enqueuing.is_empty() {
+            drop(s);
+            std::thread::yield_now();
+            s = self.tracker.lock();
+        }
+        match &s.external {
+            None => return Err(not_external()),
+            Some(x) if x.acquired == acquire => {
+                return Err(Error::InvalidArgument(
+                    if acquire {
+                        "the external memory is already acquired"
+                    } else {
+                        "the external memory is already handed back"
+                    }
+                    .into(),
+                ))
+            }
+            Some(_) => {}
+        }
+        if !acquire && !s.maps.is_empty() {
+            return Err(Error::Mapped(
+                "external memory cannot be handed back while the host has it mapped; unmap first"
+                    .into(),
+            ));
+        }
+        let (waits, flush) = pending_for(&s, queue, Access::Write);
+        flush_all(&flush)?;
+        list.extend(waits.iter().map(Event::as_raw));
+        let Some(x) = s.external.as_mut() else {
+            return Err(not_external());
+        };
+        let event = x.handover.enqueue(queue, acquire, &list)?;
+        drop(waits);
+        x.acquired = acquire;
+        if acquire {
+            x.queue = queue.clone();
+        }
+        record(&mut s, queue, Access::Write, &event);
+        Ok(event)
     }
 
     /// True when `this` (shared by one handle and its clones) is the only handle of its
@@ -446,6 +615,7 @@ impl Tracked {
         self.check_origin(queue)?;
         let span = self.span(range);
         let mut s = self.tracker.lock();
+        check_acquired(&s)?;
         if let Some(m) = conflicting(&s.maps, span, access == Access::Write) {
             return Err(Error::Mapped(format!(
                 "a command that {} bytes {}..{} of an allocation while the host has bytes \
@@ -514,6 +684,7 @@ impl Tracked {
     pub(crate) fn hold(&self, range: (usize, usize), write: bool) -> Result<TransferHold> {
         let span = self.span(Some(range));
         let mut s = self.tracker.lock();
+        check_acquired(&s)?;
         if let Some(m) = conflicting(&s.maps, span, write) {
             return Err(Error::Mapped(format!(
                 "a transfer that {} bytes {}..{} while the host has bytes {}..{} mapped for {}; \
@@ -647,6 +818,7 @@ impl Tracked {
             std::thread::yield_now();
             s = self.tracker.lock();
         }
+        check_acquired(&s)?;
         if let Some(m) = conflicting(&s.maps, span, write) {
             return Err(Error::Mapped(format!(
                 "bytes {}..{} are already mapped for {}; a second {} map of bytes {}..{} would \
