@@ -7,6 +7,7 @@
 //! when it can, which measures the driver's bookkeeping rather than a link). Medians of
 //! `CL_BENCH_REPS` (default 15) timed runs per size, after one warm-up, each waited for.
 
+use cl_mem::{enqueue_copy, Transfer};
 use std::time::Instant;
 
 use cl_benches::{gbps, median};
@@ -65,20 +66,24 @@ fn main() -> Res<()> {
         let a = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
         let b = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
         // Make each buffer resident on its device.
-        a.fill(&q0, &1u32, 0, bytes, &[])?.wait()?;
-        b.fill(&q1, &2u32, 0, bytes, &[])?.wait()?;
+        a.fill(&q0, &[1u32], Transfer::default().byte_count(bytes))?
+            .wait()?;
+        b.fill(&q1, &[2u32], Transfer::default().byte_count(bytes))?
+            .wait()?;
         let mut copy = Vec::new();
         for i in 0..=reps {
             // Touch the source on device 0 again so that each copy starts from there.
-            a.fill(&q0, &u32::try_from(i)?, 0, 4, &[])?.wait()?;
+            a.fill(&q0, &[u32::try_from(i)?], Transfer::default().byte_count(4))?
+                .wait()?;
             let t = Instant::now();
-            b.copy_from(&q1, &a, &[])?.wait()?;
+            enqueue_copy(&q1, &b, &a, &[])?.wait()?;
             if i > 0 {
                 copy.push(t.elapsed().as_secs_f64());
             }
         }
         let m = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
-        m.fill(&q0, &3u32, 0, bytes, &[])?.wait()?;
+        m.fill(&q0, &[3u32], Transfer::default().byte_count(bytes))?
+            .wait()?;
         let mut migrate = Vec::new();
         for i in 0..=reps {
             let t = Instant::now();
@@ -92,8 +97,8 @@ fn main() -> Res<()> {
         let mut round = Vec::new();
         for i in 0..=reps {
             let t = Instant::now();
-            a.read(&q0, 0, &mut host[..], &[])?;
-            b.write(&q1, 0, &host[..], &[])?;
+            a.read(&q0, &mut host[..], &[])?;
+            b.write(&q1, &host[..], &[])?;
             if i > 0 {
                 round.push(t.elapsed().as_secs_f64());
             }
@@ -109,8 +114,8 @@ fn main() -> Res<()> {
         // Byte-exact: b holds a's bytes.
         let mut x = vec![0u8; 64];
         let mut y = vec![0u8; 64];
-        a.read(&q1, bytes - 64, &mut x, &[])?;
-        b.read(&q0, bytes - 64, &mut y, &[])?;
+        a.read(&q1, &mut x, Transfer::default().src_offset(bytes - 64))?;
+        b.read(&q0, &mut y, Transfer::default().src_offset(bytes - 64))?;
         if x != y {
             return Err("the copied bytes differ".into());
         }

@@ -4,10 +4,10 @@
 //! sub-buffers, images, SVM and pools across the devices.
 
 use cl_mem::svm::{Coarse, SvmArray};
+use cl_mem::{enqueue_copy, Rect, Transfer};
 use cl_mem::{
     AffinityDomain, Buffer, ChannelOrder, ChannelType, Context, Device, Error, Event, EventStatus,
-    Image, ImageDesc, ImageFormat, ImagePitches, MemFlags, MigrationFlags, Partition, Program,
-    Queue, UserEvent,
+    Image, ImageDesc, ImageFormat, MemFlags, MigrationFlags, Partition, Program, Queue, UserEvent,
 };
 use cl_pool::{DevicePools, ImmediateAllocator, MemoryPool};
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestError, TestResult};
@@ -190,7 +190,7 @@ fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> Test
         kernel_on(q, "add", &buf, 1, n, &[])?;
     }
     let mut out = vec![0u32; n];
-    buf.read(a, 0, &mut out, &[])?;
+    buf.read(a, &mut out, &[])?;
     if out != filled(10 + rounds, n) {
         return Err(fail(format!(
             "after {rounds} alternating updates: {:?}..",
@@ -199,12 +199,12 @@ fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> Test
     }
     // Host writes through one device's queue, kernels on every device, read on the last.
     let data: Vec<u32> = (0..u32::try_from(n)?).collect();
-    buf.write(a, 0, &data, &[])?;
+    buf.write(a, &data, &[])?;
     for q in &m.queues {
         kernel_on(q, "add", &buf, 2, n, &[])?;
     }
     let last = m.queues.last().ok_or_else(|| fail("no queue"))?;
-    buf.read(last, 0, &mut out, &[])?;
+    buf.read(last, &mut out, &[])?;
     let k = 2 * u32::try_from(m.queues.len())?;
     assert_eq!(out, data.iter().map(|x| x + k).collect::<Vec<_>>());
     Ok(())
@@ -229,7 +229,7 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
     ] {
         let gate = UserEvent::new(&m.context)?;
         let on_a = if case.contains("after a read") {
-            other.copy_from(a, &buf, &[gate.event()])?
+            enqueue_copy(a, &other, &buf, &[gate.event()])?
         } else {
             let mut k = program.kernel("fill")?;
             k.set_arg(0, &buf)?.set_arg(1, &5u32)?;
@@ -246,7 +246,7 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
                 MigrationFlags::CONTENT_UNDEFINED,
                 &[],
             )?,
-            "copy after a kernel" => other.copy_from(b, &buf, &[])?,
+            "copy after a kernel" => enqueue_copy(b, &other, &buf, &[])?,
             _ => {
                 let mut k = program.kernel("add")?;
                 k.set_arg(0, &buf)?.set_arg(1, &1u32)?;
@@ -266,7 +266,7 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
         }
     }
     let mut out = vec![0u32; n];
-    buf.read(b, 0, &mut out, &[])?;
+    buf.read(b, &mut out, &[])?;
     assert_eq!(out, filled(6, n), "fill(5) on A, then add(1) on B");
     Ok(())
 }
@@ -283,20 +283,20 @@ fn migration_between_devices_keeps_data_and_order(dev: &TestDevice) -> TestResul
     cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::empty(), &[])?;
     kernel_on(b, "add", &buf, 1, n, &[])?;
     let mut out = vec![0u32; n];
-    buf.read(b, 0, &mut out, &[])?;
+    buf.read(b, &mut out, &[])?;
     assert_eq!(out, filled(4, n));
     // Back to A, then to the host.
     cl_mem::enqueue_migrate_mem_objects(a, &[&buf], MigrationFlags::empty(), &[])?.wait()?;
     cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::HOST, &[])?.wait()?;
-    buf.read(a, 0, &mut out, &[])?;
+    buf.read(a, &mut out, &[])?;
     assert_eq!(out, filled(4, n));
     // Undefined contents: then the data is whatever the next write makes it.
     cl_mem::enqueue_migrate_mem_objects(a, &[&buf], MigrationFlags::CONTENT_UNDEFINED, &[])?;
     kernel_on(a, "fill", &buf, 9, n, &[])?;
-    buf.read(b, 0, &mut out, &[])?;
+    buf.read(b, &mut out, &[])?;
     assert_eq!(out, filled(9, n));
     // Refused while mapped.
-    let map = buf.map_read::<u32>(a, ..16, &[])?;
+    let map = buf.map::<u32, _>(a, cl_mem::ReadOnly, ..16, &[])?;
     match cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::CONTENT_UNDEFINED, &[]) {
         Err(Error::Mapped(_)) => {}
         other => return Err(fail(format!("migration of a mapped buffer: {other:?}"))),
@@ -328,7 +328,7 @@ fn sub_buffers_work_on_every_device(dev: &TestDevice) -> TestResult {
     for (i, q) in m.queues.iter().enumerate() {
         kernel_on(q, "fill", &sub, u32::try_from(i * 1000)?, n, &[])?;
         let mut out = vec![0u32; n];
-        buf.read(q, align, &mut out, &[])?;
+        buf.read(q, &mut out, Transfer::default().src_offset(align))?;
         assert_eq!(out, filled(u32::try_from(i * 1000)?, n));
     }
     // An origin no device accepts is refused before the driver.
@@ -363,8 +363,8 @@ fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
         Ok(img) => {
             let data: Vec<u32> = (0..32).collect();
             println!("    image: written on A, read on B");
-            img.write(a, &[], &[8, 4], &data, ImagePitches::default(), &[])?;
-            assert_eq!(img.read_to_vec::<u32>(b, &[])?, data);
+            img.write(a, &data, Transfer::default().rect(Rect::new([8, 4, 1])))?;
+            assert_eq!(img.to_vec::<u32>(b)?, data);
             ran.push("images");
         }
         // PoCL aborts on images of a context of sub-devices: refused (docs/DEVICES.md).
@@ -374,11 +374,16 @@ fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
     match SvmArray::<u32, Coarse>::new(a, 64) {
         Ok(mut s) => {
             println!("    coarse-grain SVM: mapped on A");
-            s.with_map_rw(a, |v| {
-                for (i, x) in v.iter_mut().enumerate() {
-                    *x = u32::try_from(i).unwrap_or(0);
-                }
-            })?;
+            s.with_map(
+                a,
+                cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+                ..,
+                |v| {
+                    for (i, x) in v.iter_mut().enumerate() {
+                        *x = u32::try_from(i).unwrap_or(0);
+                    }
+                },
+            )?;
             let program = Program::build_from_source(&m.context, SRC, "")?;
             let mut k = program.kernel("add")?;
             k.set_arg(0, &s)?.set_arg(1, &5u32)?;
@@ -386,7 +391,7 @@ fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
             k.enqueue_nd_range(b, &[64], None, &[])?.wait()?;
             drop(k);
             println!("    coarse-grain SVM: mapped on A again");
-            let back = s.with_map_ro(a, <[u32]>::to_vec)?;
+            let back = s.with_map(a, cl_mem::ReadOnly, .., <[u32]>::to_vec)?;
             assert_eq!(back, (5..69).collect::<Vec<u32>>());
             ran.push("svm");
         }
@@ -418,12 +423,12 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     let blk = shared.allocate(n * 4)?;
     kernel_on(b, "fill", blk.buffer(), 5, n, &[])?;
     let mut out = vec![0u32; n];
-    blk.read(a, 0, &mut out, &[])?;
+    blk.read(a, &mut out, &[])?;
     assert_eq!(out, filled(5, n));
     drop(blk);
     let again = shared.allocate(n * 4)?;
     kernel_on(b, "add", again.buffer(), 1, n, &[])?;
-    again.read(b, 0, &mut out, &[])?;
+    again.read(b, &mut out, &[])?;
     assert_eq!(out, filled(6, n));
     assert_eq!((shared.stats().hits, shared.stats().misses), (1, 1));
     drop(again);
@@ -435,7 +440,7 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     kernel_on(b, "fill", y.buffer(), 2, 3 * n, &[])?;
     // Cross use: A's block updated on B.
     kernel_on(b, "add", x.buffer(), 10, n, &[])?;
-    x.read(a, 0, &mut out, &[])?;
+    x.read(a, &mut out, &[])?;
     assert_eq!(out, filled(11, n));
     drop((x, y));
     let _x2 = pools.allocate(a, n * 4)?;

@@ -10,59 +10,52 @@ use std::sync::Arc;
 use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
+use crate::buffer::transfer::{HostData, Transfer};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemObject;
-use crate::pod::{bytes_of, Pod};
 use crate::runtime::event::Event;
 use crate::runtime::live::{Live, KEPT};
 use crate::runtime::queue::Queue;
 use crate::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
 
 impl Buffer {
-    /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
-    /// `enqueue_fill_buffer(queue, mem, pattern, offset, size)`. The pattern is copied by the
-    /// driver before the call returns. A zero size returns a marker event.
+    /// Fills with copies of `pattern` (its bytes: `&[value]`, an array, a byte slice) after
+    /// `o`'s events: the whole buffer by default, or `o.byte_count` bytes (default: the rest) at
+    /// `o.dst_offset`. PyOpenCL's `enqueue_fill_buffer(queue, mem, pattern, offset, size)`. The
+    /// pattern is copied by the driver before the call returns. A zero size returns a marker
+    /// event.
     ///
-    /// # Errors
-    ///
-    /// As [`Buffer::fill_bytes`].
-    pub fn fill<T: Pod>(
-        &self,
-        queue: &Queue,
-        pattern: &T,
-        offset_bytes: usize,
-        size_bytes: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.fill_bytes(queue, bytes_of(pattern), offset_bytes, size_bytes, wait)
-    }
-
-    /// Fills the whole buffer with copies of `pattern`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::fill_bytes`] (the buffer's size must be a multiple of the pattern's).
-    pub fn fill_all<T: Pod>(&self, queue: &Queue, pattern: &T, wait: &[&Event]) -> Result<Event> {
-        self.fill(queue, pattern, 0, self.size_bytes(), wait)
-    }
-
-    /// Fills with a pattern given as bytes; see [`Buffer::fill`].
+    /// ```ignore
+    /// buf.fill(&queue, &[0f32], &[])?;
+    /// buf.fill(&queue, &[7u32], Transfer::default().dst_offset(16).byte_count(64))?;
+    /// ```
     ///
     /// # Errors
     ///
     /// Checked first: [`Error::InvalidArgument`] for a pattern whose size is not a power of two
-    /// from 1 to 128, or a queue of another context; [`Error::Misaligned`] for an offset or
-    /// size that is not a multiple of the pattern size; [`Error::OutOfBounds`] past the end;
-    /// [`Error::Unsupported`] below OpenCL 1.2. Then [`Error::Cl`] from `clEnqueueFillBuffer`.
-    pub fn fill_bytes(
+    /// from 1 to 128, a queue of another context, or a rectangle or source offset in `o`;
+    /// [`Error::Misaligned`] for an offset or size that is not a multiple of the pattern size;
+    /// [`Error::OutOfBounds`] past the end; [`Error::Unsupported`] below OpenCL 1.2. Then
+    /// [`Error::Cl`] from `clEnqueueFillBuffer`.
+    pub fn fill<'a, P: HostData + ?Sized>(
         &self,
         queue: &Queue,
-        pattern: &[u8],
-        offset_bytes: usize,
-        size_bytes: usize,
-        wait: &[&Event],
+        pattern: &P,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
+        let o = o.into();
+        o.no_rect("a fill")?;
+        if o.src_offset != 0 {
+            return Err(Error::InvalidArgument(
+                "a fill has no source offset (the pattern is the source)".into(),
+            ));
+        }
+        let pattern = pattern.host_slice()?;
+        let (offset_bytes, wait) = (o.dst_offset, o.wait);
+        let size_bytes = o
+            .byte_count
+            .unwrap_or_else(|| self.size_bytes().saturating_sub(offset_bytes));
         check_pattern(pattern.len(), offset_bytes, size_bytes)?;
         self.check_range("buffer fill", offset_bytes, size_bytes)?;
         self.check_queue(queue)?;

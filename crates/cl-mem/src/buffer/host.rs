@@ -189,25 +189,3 @@ impl<T: Pod> fmt::Debug for PinnedMemory<T> {
             .finish()
     }
 }
-
-impl<T: Pod> crate::buffer::transfer::CopyPair for (&Buffer, &PinnedMemory<T>) {
-    fn enqueue(
-        self,
-        queue: &Queue,
-        o: crate::buffer::transfer::CopyOptions,
-        wait: &[&crate::runtime::event::Event],
-    ) -> Result<crate::runtime::event::Event> {
-        (self.0, &self.1[..]).enqueue(queue, o, wait)
-    }
-}
-
-impl<T: Pod> crate::buffer::transfer::CopyPair for (&mut PinnedMemory<T>, &Buffer) {
-    fn enqueue(
-        self,
-        queue: &Queue,
-        o: crate::buffer::transfer::CopyOptions,
-        wait: &[&crate::runtime::event::Event],
-    ) -> Result<crate::runtime::event::Event> {
-        (&mut self.0[..], self.1).enqueue(queue, o, wait)
-    }
-}

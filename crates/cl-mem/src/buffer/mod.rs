@@ -45,7 +45,7 @@ use cl_raw::{mem as raw, sys, Version};
 use self::transfer::HostMemory;
 use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
-use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::pod::{slice_as_bytes, Pod};
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
@@ -675,47 +675,7 @@ impl Buffer {
         self.sub_buffer(start * n, (end - start) * n, MemFlags::empty())
     }
 
-    /// Blocking host-to-device copy of `data` to `offset_bytes`, after `wait`. Empty data is a
-    /// no-op returning a marker event.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
-    /// context (checked first); [`Error::Cl`] from `clEnqueueWriteBuffer`.
-    pub fn write<T: Pod>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        data: &[T],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.write_bytes(queue, offset_bytes, slice_as_bytes(data), wait)
-    }
-
-    /// Blocking host-to-device copy of raw bytes; see [`Buffer::write`]. Large transfers to a
-    /// discrete GPU go through pinned chunks ([`TransferPath::Auto`](crate::TransferPath); choose
-    /// with [`Buffer::write_bytes_with`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::write`].
-    pub(crate) fn write_bytes(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        data: &[u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.write_bytes_with(
-            queue,
-            offset_bytes,
-            data,
-            wait,
-            staged::TransferOptions::default(),
-        )
-    }
-
-    /// The plain path of [`Buffer::write_bytes`]: one blocking `clEnqueueWriteBuffer`.
+    /// The plain path of a blocking write: one `clEnqueueWriteBuffer`.
     pub(crate) fn write_bytes_plain(
         &self,
         queue: &Queue,
@@ -758,7 +718,7 @@ impl Buffer {
     }
 
     /// The first `len` values of type `T` read into a new vector (no wait list); see
-    /// [`Buffer::to_vec`].
+    /// [`Buffer::to_vec`]. (A pooled block reads its requested bytes with it, not its bin's.)
     ///
     /// # Errors
     ///
@@ -775,51 +735,11 @@ impl Buffer {
         // SAFETY: `Pod` promises every bit pattern, all-zero included, is a valid `T`.
         let zero: T = unsafe { std::mem::zeroed() };
         let mut out = vec![zero; len];
-        self.read(queue, 0, &mut out, &[])?;
+        self.read(queue, &mut out[..], &[])?;
         Ok(out)
     }
 
-    /// Blocking device-to-host copy into `out` from `offset_bytes`, after `wait`. Empty `out` is a
-    /// no-op returning a marker event.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
-    /// context (checked first); [`Error::Cl`] from `clEnqueueReadBuffer`.
-    pub fn read<T: Pod>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [T],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.read_bytes(queue, offset_bytes, slice_as_bytes_mut(out), wait)
-    }
-
-    /// Blocking device-to-host copy into raw bytes; see [`Buffer::read`]. Large transfers from a
-    /// discrete GPU go through pinned chunks ([`TransferPath::Auto`](crate::TransferPath); choose
-    /// with [`Buffer::read_bytes_with`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::read`].
-    pub(crate) fn read_bytes(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.read_bytes_with(
-            queue,
-            offset_bytes,
-            out,
-            wait,
-            staged::TransferOptions::default(),
-        )
-    }
-
-    /// The plain path of [`Buffer::read_bytes`]: one blocking `clEnqueueReadBuffer`.
+    /// The plain path of a blocking read: one `clEnqueueReadBuffer`.
     pub(crate) fn read_bytes_plain(
         &self,
         queue: &Queue,
@@ -862,7 +782,7 @@ impl Buffer {
 
 /// Something that is a buffer for transfers and copies: [`Buffer`] itself (sub-buffers too), and
 /// types that own or borrow one (a pool's blocks and slices). [`enqueue_copy`](crate::enqueue_copy)
-/// and [`Buffer::copy_from`] take any of them; methods of [`Buffer`] reach them through `Deref`.
+/// take any of them; methods of [`Buffer`] reach them through `Deref`.
 /// Kernel arguments take them through [`AsKernelArg`](crate::AsKernelArg).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a buffer",

@@ -29,7 +29,7 @@ use super::{Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmMemFlags, SvmOp
 /// argument keeps the memory alive (the free waits until the kernel drops or the argument is
 /// replaced).
 ///
-/// Host access: maps for every grain ([`SvmArray::map_rw`], [`SvmArray::with_map_ro`], ...),
+/// Host access: maps for every grain ([`SvmArray::map`], [`SvmArray::with_map`]),
 /// plus [`SvmArray::as_slice`] / [`SvmArray::as_mut_slice`] for [`Fine`] and [`System`].
 pub struct SvmArray<T: Pod, G: Grain = Coarse> {
     pub(crate) core: Arc<Core>,
