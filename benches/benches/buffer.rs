@@ -28,7 +28,7 @@ pub fn benches(c: &mut Criterion) {
         let buf = Buffer::new(&context, MemFlags::READ_WRITE, size).expect("buffer create");
         g.throughput(Throughput::Bytes(size as u64));
         g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
-            b.iter(|| buf.write(&queue, 0, &host, &[]).expect("buffer write"));
+            b.iter(|| buf.write(&queue, &host, &[]).expect("buffer write"));
         });
     }
     g.finish();

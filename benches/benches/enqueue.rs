@@ -8,6 +8,7 @@
 //! Groups (`<group>/<depth>`): `enqueue_kernel`, `enqueue_kernel_raw` (a kernel over two buffers and a
 //! scalar: one read-only and one written argument), `enqueue_fill`, `enqueue_fill_raw` (4 bytes).
 
+use cl_mem::Transfer;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
@@ -133,7 +134,10 @@ pub(crate) fn benches(c: &mut Criterion) {
         g.bench_function(id.clone(), |b| {
             b.iter_custom(|iters| {
                 per_command(iters, depth, &q, || {
-                    drop(y.fill(&q, &0u32, 0, 4, &[]).unwrap());
+                    drop(
+                        y.fill(&q, &[0u32], Transfer::default().byte_count(4))
+                            .unwrap(),
+                    );
                 })
             });
         });

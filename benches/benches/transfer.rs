@@ -13,6 +13,7 @@
 //!
 //! `CL_BENCH_MAX_BYTES` caps the sizes (default 256 MiB) for quick runs on shared machines.
 
+use cl_mem::Transfer;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
@@ -66,9 +67,11 @@ fn path_groups(
         g.bench_function(BenchmarkId::from_parameter(size), |b| {
             b.iter(|| {
                 if write {
-                    buf.write_with(q, 0, host, &[], opts).expect("write")
+                    buf.write(q, host, Transfer::default().options(opts))
+                        .expect("write")
                 } else {
-                    buf.read_with(q, 0, out, &[], opts).expect("read")
+                    buf.read(q, out, Transfer::default().options(opts))
+                        .expect("read")
                 }
             })
         });
@@ -114,7 +117,7 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     let mut g = group(c, "write");
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {
-        b.iter(|| buf.write(q, 0, &host, &[]).expect("write"))
+        b.iter(|| buf.write(q, &host, &[]).expect("write"))
     });
     g.finish();
     let mut g = group(c, "write_raw");
@@ -147,7 +150,7 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     let mut g = group(c, "read");
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {
-        b.iter(|| buf.read(q, 0, &mut out, &[]).expect("read"))
+        b.iter(|| buf.read(q, &mut out, &[]).expect("read"))
     });
     g.finish();
     path_groups(c, q, &buf, &host, &mut out, size, false);
@@ -195,7 +198,7 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {
         b.iter(|| {
-            buf2.copy_from(q, &buf, &[]).expect("copy");
+            enqueue_copy(q, &buf2, &buf, &[]).expect("copy");
             q.finish().expect("finish");
         });
     });
@@ -232,7 +235,8 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {
         b.iter(|| {
-            buf.fill(q, &pattern, 0, size, &[]).expect("fill");
+            buf.fill(q, &[pattern], Transfer::default().byte_count(size))
+                .expect("fill");
             q.finish().expect("finish");
         });
     });
@@ -271,7 +275,10 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     let mut g = group(c, "rect");
     g.throughput(bytes.clone());
     g.bench_function(id.clone(), |b| {
-        b.iter(|| buf.write_rect(q, &rect, &host, &[]).expect("rect"))
+        b.iter(|| {
+            buf.write(q, &host, Transfer::default().rect(rect))
+                .expect("rect")
+        })
     });
     g.finish();
     let mut g = group(c, "rect_raw");
@@ -311,7 +318,7 @@ fn one_size(c: &mut Criterion, q: &Queue, size: usize) {
     g.bench_function(id.clone(), |b| {
         b.iter(|| {
             let mut m = buf
-                .map_mut::<u8>(q, MapFlags::WRITE_INVALIDATE_REGION, .., &[])
+                .map::<u8, _>(q, MapFlags::WRITE_INVALIDATE_REGION, .., &[])
                 .expect("map");
             m[0] = 1;
             m.unmap(&[]).expect("unmap").wait().expect("wait");

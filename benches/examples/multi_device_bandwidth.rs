@@ -9,13 +9,14 @@
 //! `CL_BENCH_REPS` (default 7) timed runs per size and path, after one warm-up, each waited for;
 //! sizes 64, 256 and 1024 MiB (`CL_BENCH_SIZES_MIB=1,16` to change them).
 
+use cl_mem::{enqueue_copy, Transfer};
 use std::time::Instant;
 
 use cl_benches::{gbps, median};
 
 use cl_mem::{
-    enqueue_migrate_mem_objects_with, Buffer, Context, Device, DeviceType, MemFlags,
-    MigrationFlags, Partition, PinnedMemory, Platform, Queue, TransferOptions, TransferPath,
+    enqueue_migrate_mem_objects, Buffer, Context, Device, DeviceType, MemFlags, MigrationFlags,
+    Partition, PinnedMemory, Platform, Queue, TransferOptions, TransferPath,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -82,17 +83,19 @@ fn main() -> Res<()> {
         let a = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
         let b = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
         // Make each buffer resident on its device.
-        a.fill(&q0, &1u32, 0, bytes, &[])?.wait()?;
-        b.fill(&q1, &2u32, 0, bytes, &[])?.wait()?;
+        a.fill(&q0, &[1u32], Transfer::default().byte_count(bytes))?
+            .wait()?;
+        b.fill(&q1, &[2u32], Transfer::default().byte_count(bytes))?
+            .wait()?;
         let mut copy = Vec::new();
-        for opts in paths {
+        for options in paths {
             let mut t_all = Vec::new();
             for i in 0..=reps {
                 // Touch the source on device 0 again so that each copy starts from there.
-                a.fill(&q0, &u32::try_from(i)?, 0, 4, &[])?.wait()?;
-                let t = Instant::now();
-                b.copy_from_range_with(&q1, &a, 0, 0, None, &[], opts)?
+                a.fill(&q0, &[u32::try_from(i)?], Transfer::default().byte_count(4))?
                     .wait()?;
+                let t = Instant::now();
+                enqueue_copy(&q1, &b, &a, Transfer::default().options(options))?.wait()?;
                 if i > 0 {
                     t_all.push(t.elapsed().as_secs_f64());
                 }
@@ -101,11 +104,11 @@ fn main() -> Res<()> {
             // Byte-exact: b holds a's bytes (the first word and the last 64 bytes).
             let mut x = vec![0u8; 64];
             let mut y = vec![0u8; 64];
-            a.read(&q1, bytes - 64, &mut x, &[])?;
-            b.read(&q0, bytes - 64, &mut y, &[])?;
+            a.read(&q1, &mut x, Transfer::default().src_offset(bytes - 64))?;
+            b.read(&q0, &mut y, Transfer::default().src_offset(bytes - 64))?;
             let head = b.read_vec_of::<u32>(&q0, 1)?;
             if x != y || head != [u32::try_from(reps)?] {
-                return Err(format!("{opts:?}: the copied bytes differ").into());
+                return Err(format!("{options:?}: the copied bytes differ").into());
             }
         }
         let m = Buffer::new(&ctx, MemFlags::READ_WRITE, bytes)?;
@@ -114,10 +117,15 @@ fn main() -> Res<()> {
             let mut t_all = Vec::new();
             for i in 0..=reps {
                 // Written on device 0 each time, so that each migration moves bytes.
-                m.fill(&q0, &u32::try_from(i)?, 0, bytes, &[])?.wait()?;
+                m.fill(
+                    &q0,
+                    &[u32::try_from(i)?],
+                    Transfer::default().byte_count(bytes),
+                )?
+                .wait()?;
                 let t = Instant::now();
-                enqueue_migrate_mem_objects_with(&q1, &[&m], MigrationFlags::empty(), &[], opts)?
-                    .wait()?;
+                let o = Transfer::default().options(opts);
+                enqueue_migrate_mem_objects(&q1, &[&m], MigrationFlags::empty(), o)?.wait()?;
                 if i > 0 {
                     t_all.push(t.elapsed().as_secs_f64());
                 }
@@ -125,7 +133,7 @@ fn main() -> Res<()> {
             migrate.push(median(t_all));
             let tail = {
                 let mut x = vec![0u32; 1];
-                m.read(&q1, bytes - 4, &mut x, &[])?;
+                m.read(&q1, &mut x, Transfer::default().src_offset(bytes - 4))?;
                 x[0]
             };
             if tail != u32::try_from(reps)? {
@@ -136,8 +144,8 @@ fn main() -> Res<()> {
         let mut round = Vec::new();
         for i in 0..=reps {
             let t = Instant::now();
-            a.read(&q0, 0, &mut host[..], &[])?;
-            b.write(&q1, 0, &host[..], &[])?;
+            a.read(&q0, &mut host[..], &[])?;
+            b.write(&q1, &host[..], &[])?;
             if i > 0 {
                 round.push(t.elapsed().as_secs_f64());
             }

@@ -14,6 +14,7 @@
 //! `--rows` prints only `Auto` / plain / staged at 64 and 256 MiB in both directions, three
 //! rounds in one process (issue 32: is `Auto` the better of the two on this machine?), and stops.
 
+use cl_mem::{enqueue_copy, Transfer};
 use std::time::Instant;
 
 use cl_benches::{gbps, median};
@@ -34,9 +35,9 @@ fn measure(
     for i in 0..=reps {
         let t0 = Instant::now();
         if write {
-            buf.write_with(q, 0, host, &[], opts)?;
+            buf.write(q, host, Transfer::default().options(opts))?;
         } else {
-            buf.read_with(q, 0, host, &[], opts)?;
+            buf.read(q, host, Transfer::default().options(opts))?;
         }
         if i > 0 {
             t.push(t0.elapsed().as_secs_f64());
@@ -127,9 +128,9 @@ fn main() -> Res<()> {
                     for i in 0..=reps {
                         let t0 = Instant::now();
                         if write {
-                            buf.write_rect_with(&q, &region, &host, &[], opts)?;
+                            buf.write(&q, &host, Transfer::default().rect(region).options(opts))?;
                         } else {
-                            buf.read_rect_with(&q, &read, &mut host, &[], opts)?;
+                            buf.read(&q, &mut host, Transfer::default().rect(read).options(opts))?;
                         }
                         if i > 0 {
                             t.push(t0.elapsed().as_secs_f64());
@@ -162,14 +163,14 @@ fn main() -> Res<()> {
                 let host = vec![1u8; bytes];
                 let t0 = Instant::now();
                 let hb = Buffer::use_host_memory(&ctx, MemFlags::READ_ONLY, host)?;
-                dev.copy_from(&q, &hb, &[])?.wait()?;
+                enqueue_copy(&q, &dev, &hb, &[])?.wait()?;
                 drop(hb);
                 let w = t0.elapsed().as_secs_f64();
                 let host = vec![0u8; bytes];
                 let t0 = Instant::now();
                 let hb = Buffer::use_host_memory(&ctx, MemFlags::READ_WRITE, host)?;
-                hb.copy_from(&q, &dev, &[])?.wait()?;
-                let first = hb.map_read::<u8>(&q, .., &[])?[0];
+                enqueue_copy(&q, &hb, &dev, &[])?.wait()?;
+                let first = hb.map::<u8, _>(&q, cl_mem::ReadOnly, .., &[])?[0];
                 drop(hb);
                 let r = t0.elapsed().as_secs_f64();
                 assert_eq!(first, 1, "the device's bytes reached the host memory");

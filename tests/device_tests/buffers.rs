@@ -17,9 +17,9 @@ use std::collections::HashSet;
 
 use cl_mem::RawHandle;
 use cl_mem::{
-    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, enqueue_migrate_mem_objects,
-    Buffer, ClError, CopyOptions, Error, Event, Kernel, MapFlags, MemFlags, MemObject,
-    MemObjectType, Memory, MigrationFlags, PinnedMemory, Program, Queue, Rect, UserEvent, Version,
+    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_migrate_mem_objects, Buffer, ClError, Error,
+    Event, Kernel, MapFlags, MemFlags, MemObject, MemObjectType, Memory, MigrationFlags,
+    PinnedMemory, Program, Queue, Rect, Transfer, UserEvent, Version,
 };
 use cl_tests::{eventually, fail, skip, DeviceTest, TestDevice, TestResult};
 
@@ -194,12 +194,12 @@ fn creation_forms_hold_their_data(dev: &TestDevice) -> TestResult {
     assert!(copied.flags().contains(MemFlags::COPY_HOST_PTR));
 
     let empty = Buffer::new(ctx, MemFlags::READ_WRITE, 1024)?;
-    empty.write(&q, 0, &data, &[])?;
+    empty.write(&q, &data, &[])?;
     assert_eq!(empty.to_vec::<i32>(&q)?, data);
 
     let pinned = Buffer::alloc_host(ctx, MemFlags::READ_WRITE, 1024)?;
     assert!(pinned.mem_flags()?.contains(MemFlags::ALLOC_HOST_PTR));
-    pinned.write(&q, 0, &data, &[])?;
+    pinned.write(&q, &data, &[])?;
     assert_eq!(pinned.to_vec::<i32>(&q)?, data);
 
     let with_copy_and_alloc = Buffer::from_slice(ctx, MemFlags::ALLOC_HOST_PTR, &data)?;
@@ -232,7 +232,7 @@ fn use_host_memory_is_the_buffer_storage(dev: &TestDevice) -> TestResult {
     let want: Vec<i32> = (100..100 + n as i32).collect();
     assert_eq!(out, want);
     // Mapping and unmapping also synchronises; then the host array is current.
-    buf.with_map::<i32, _>(&q, .., |s| assert_eq!(s, &want[..]))?;
+    buf.with_map::<i32, _, _>(&q, cl_mem::ReadOnly, .., |s| assert_eq!(s, &want[..]))?;
     // SAFETY: no command runs on `buf` while the slice lives; the map above synchronised it.
     let host = unsafe { buf.host_slice::<i32>() }?;
     assert_eq!(host, &want[..]);
@@ -417,9 +417,9 @@ fn sub_buffers_are_used_by_kernels(dev: &TestDevice) -> TestResult {
             .map(|x| x + 1000)
             .collect::<Vec<_>>()
     );
-    b.write(&q, 0, &[42i32], &[])?;
+    b.write(&q, &[42i32], &[])?;
     let mut first = [0i32];
-    parent.read(&q, 2 * align, &mut first, &[])?;
+    parent.read(&q, &mut first, Transfer::default().src_offset(2 * align))?;
     assert_eq!(first, [42]);
     Ok(())
 }
@@ -447,7 +447,7 @@ fn sub_buffer_of_sub_buffer_and_of_host_buffers(dev: &TestDevice) -> TestResult 
     );
     let pinned = Buffer::alloc_host(q.context(), MemFlags::READ_WRITE, align * 2)?;
     let ps = pinned.sub_buffer_range(align..)?;
-    ps.write(&q, 0, &bytes[..align], &[])?;
+    ps.write(&q, &bytes[..align], &[])?;
     assert_eq!(ps.to_vec::<u8>(&q)?, &bytes[..align]);
     Ok(())
 }
@@ -535,10 +535,14 @@ fn fill_every_pattern_size(dev: &TestDevice) -> TestResult {
     let size = 128 * 10;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, size)?;
     for p in [1usize, 2, 4, 8, 16, 32, 64, 128] {
-        buf.fill(&q, &0xEEu8, 0, size, &[])?;
+        buf.fill(&q, &[0xEEu8], Transfer::default().byte_count(size))?;
         let pattern: Vec<u8> = (0..p).map(|i| (i * 7 + p) as u8).collect();
         let (offset, len) = (2 * p, 5 * p);
-        buf.fill_bytes(&q, &pattern, offset, len, &[])?;
+        buf.fill(
+            &q,
+            &pattern,
+            Transfer::default().dst_offset(offset).byte_count(len),
+        )?;
         let out = buf.to_vec::<u8>(&q)?;
         for (i, &v) in out.iter().enumerate() {
             let want = if (offset..offset + len).contains(&i) {
@@ -550,22 +554,23 @@ fn fill_every_pattern_size(dev: &TestDevice) -> TestResult {
         }
     }
     // Typed patterns: a float, a 16-byte vector, over the whole buffer.
-    buf.fill_all(&q, &1.5f32, &[])?;
+    buf.fill(&q, &[1.5f32], &[])?;
     assert!(buf.to_vec::<f32>(&q)?.iter().all(|&x| x == 1.5));
-    buf.fill_all(&q, &[1u32, 2, 3, 4], &[])?;
+    buf.fill(&q, &[[1u32, 2, 3, 4]], &[])?;
     let v = buf.to_vec::<[u32; 4]>(&q)?;
     assert!(v.iter().all(|x| *x == [1, 2, 3, 4]));
     // A fill of a sub-buffer stays inside it, and a kernel sees it.
     let align = base_align(dev)?;
     let big = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &vec![0i32; align / 2])?;
     let sub = big.sub_buffer_range(align..)?;
-    sub.fill_all(&q, &9i32, &[])?;
+    sub.fill(&q, &[9i32], &[])?;
     let p = program(&q)?;
     add(&q, &p, &sub, 1, align / 4)?;
     let out = big.to_vec::<i32>(&q)?;
     assert!(out[..align / 4].iter().all(|&x| x == 0) && out[align / 4..].iter().all(|&x| x == 10));
     // A zero-size fill is a no-op.
-    buf.fill(&q, &0u8, 0, 0, &[])?.wait()?;
+    buf.fill(&q, &[0u8], Transfer::default().byte_count(0))?
+        .wait()?;
     Ok(())
 }
 
@@ -573,19 +578,20 @@ fn fill_rejects_bad_patterns_and_ranges(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 256)?;
     assert!(matches!(
-        buf.fill_bytes(&q, &[1, 2, 3], 0, 3, &[]),
+        buf.fill(&q, &[1u8, 2, 3], Transfer::default().byte_count(3)),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        buf.fill_bytes(&q, &[0; 256], 0, 256, &[]),
+        buf.fill(&q, &[0u8; 256], Transfer::default().byte_count(256)),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        buf.fill_bytes(&q, &[], 0, 0, &[]),
+        buf.fill(&q, &[0u8; 0], Transfer::default().byte_count(0)),
         Err(Error::InvalidArgument(_))
     ));
     assert_eq!(
-        buf.fill(&q, &1u32, 2, 8, &[]).unwrap_err(),
+        buf.fill(&q, &[1u32], Transfer::default().dst_offset(2).byte_count(8))
+            .unwrap_err(),
         Error::Misaligned {
             what: "fill offset",
             value: 2,
@@ -593,7 +599,8 @@ fn fill_rejects_bad_patterns_and_ranges(dev: &TestDevice) -> TestResult {
         }
     );
     assert_eq!(
-        buf.fill(&q, &1u32, 4, 6, &[]).unwrap_err(),
+        buf.fill(&q, &[1u32], Transfer::default().dst_offset(4).byte_count(6))
+            .unwrap_err(),
         Error::Misaligned {
             what: "fill size",
             value: 6,
@@ -601,16 +608,24 @@ fn fill_rejects_bad_patterns_and_ranges(dev: &TestDevice) -> TestResult {
         }
     );
     assert!(matches!(
-        buf.fill(&q, &1u32, 252, 8, &[]),
+        buf.fill(
+            &q,
+            &[1u32],
+            Transfer::default().dst_offset(252).byte_count(8)
+        ),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
-        buf.fill(&q, &1u8, usize::MAX, 2, &[]),
+        buf.fill(
+            &q,
+            &[1u8],
+            Transfer::default().dst_offset(usize::MAX).byte_count(2)
+        ),
         Err(Error::OutOfBounds { .. })
     ));
     let other = dev.queue();
     assert!(matches!(
-        buf.fill(&other, &1u8, 0, 1, &[]),
+        buf.fill(&other, &[1u8], Transfer::default().byte_count(1)),
         Err(Error::InvalidArgument(_))
     ));
     Ok(())
@@ -629,7 +644,7 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
     assert_eq!(b.to_vec::<u8>(&q)?, vec![5u8; 100]);
     // Content-undefined migration is legal; then the buffer is rewritten.
     enqueue_migrate_mem_objects(&q, &[&b], MigrationFlags::CONTENT_UNDEFINED, &[])?.wait()?;
-    b.write(&q, 0, &[6u8; 100], &[])?;
+    b.write(&q, &[6u8; 100], &[])?;
     assert_eq!(b.to_vec::<u8>(&q)?, vec![6u8; 100]);
     Ok(())
 }
@@ -673,7 +688,7 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
             &q,
             &[b],
             MigrationFlags::CONTENT_UNDEFINED,
-            &[&gate],
+            &[gate.event()],
         )?);
         scribble_stack();
     }
@@ -682,7 +697,7 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
         &q,
         &[&bufs[0], &bufs[1]],
         MigrationFlags::empty(),
-        &[&gate],
+        &[gate.event()],
     )?);
     scribble_stack();
     // A careless caller: the only wrapper of a migrated buffer dropped while its migration waits.
@@ -691,7 +706,7 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
         &q,
         &[&doomed],
         MigrationFlags::CONTENT_UNDEFINED,
-        &[&gate],
+        &[gate.event()],
     )?);
     drop(doomed);
     scribble_stack();
@@ -711,7 +726,7 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
     )?;
     for (i, b) in bufs.iter().enumerate() {
         let v = [u8::try_from(i)?; 64];
-        b.write(&q, 0, &v, &[])?;
+        b.write(&q, &v, &[])?;
         assert_eq!(b.read_vec_of::<u8>(&q, 64)?, v.to_vec());
     }
     Ok(())
@@ -736,18 +751,18 @@ fn kernel_reads_host_writes_and_host_reads_kernel_writes(dev: &TestDevice) -> Te
     let src = Buffer::new(q.context(), MemFlags::READ_ONLY, n * 4)?;
     let dst = Buffer::new(q.context(), MemFlags::WRITE_ONLY, n * 4)?;
     let data: Vec<i32> = (0..n as i32).map(|i| i * 3 - 700).collect();
-    src.write(&q, 0, &data, &[])?;
+    src.write(&q, &data, &[])?;
     let mut k = Kernel::new(&p, "scale_into")?;
     k.set_arg(0, &src)?.set_arg(1, &dst)?.set_arg(2, &-2i32)?;
     let done = k.enqueue_nd_range(&q, &[n], None, &[])?;
     let mut out = vec![0i32; n];
-    dst.read(&q, 0, &mut out, &[&done])?;
+    dst.read(&q, &mut out, &[&done])?;
     for i in 0..n {
         assert_eq!(out[i], data[i] * -2, "element {i}");
     }
     // Partial read at an offset.
     let mut tail = [0i32; 10];
-    dst.read(&q, (n - 10) * 4, &mut tail, &[])?;
+    dst.read(&q, &mut tail, Transfer::default().src_offset((n - 10) * 4))?;
     assert_eq!(&tail[..], &out[n - 10..]);
     Ok(())
 }
@@ -758,26 +773,44 @@ fn copy_default_count_is_the_smaller_size(dev: &TestDevice) -> TestResult {
     let big = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1u8; 16])?;
     let small = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[2u8; 8])?;
     // PyOpenCL's default reads the source size twice: 16 -> 8 fails there; here it copies 8.
-    small.copy_from(&q, &big, &[])?;
+    enqueue_copy(&q, &small, &big, &[])?;
     assert_eq!(small.to_vec::<u8>(&q)?, vec![1u8; 8]);
-    small.fill_all(&q, &3u8, &[])?;
-    big.copy_from(&q, &small, &[])?;
+    small.fill(&q, &[3u8], &[])?;
+    enqueue_copy(&q, &big, &small, &[])?;
     assert_eq!(big.to_vec::<u8>(&q)?, [[3u8; 8], [1u8; 8]].concat());
     // Offsets: the remaining sizes decide.
-    big.copy_from_range(&q, &small, 4, 12, None, &[])?;
-    big.copy_from_range(&q, &small, 0, 0, Some(2), &[])?;
-    small.fill_all(&q, &9u8, &[])?;
-    big.copy_from_range(&q, &small, 7, 9, Some(1), &[])?;
+    enqueue_copy(
+        &q,
+        &big,
+        &small,
+        Transfer::default().src_offset(4).dst_offset(12),
+    )?;
+    enqueue_copy(&q, &big, &small, Transfer::default().byte_count(2))?;
+    small.fill(&q, &[9u8], &[])?;
+    enqueue_copy(
+        &q,
+        &big,
+        &small,
+        Transfer::default()
+            .src_offset(7)
+            .dst_offset(9)
+            .byte_count(1),
+    )?;
     let want = [3, 3, 3, 3, 3, 3, 3, 3, 1, 9, 1, 1, 3, 3, 3, 3];
     assert_eq!(big.to_vec::<u8>(&q)?, want);
     // Non-overlapping ranges of one buffer are fine.
-    big.copy_from_range(&q, &big, 0, 8, Some(8), &[])?;
+    enqueue_copy(
+        &q,
+        &big,
+        &big,
+        Transfer::default().dst_offset(8).byte_count(8),
+    )?;
     assert_eq!(big.to_vec::<u8>(&q)?, [[3u8; 8], [3u8; 8]].concat());
     // A kernel reads what a copy wrote.
     let p = program(&q)?;
     let a = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &iota(32))?;
     let b = Buffer::new(ctx, MemFlags::READ_WRITE, 32 * 4)?;
-    b.copy_from(&q, &a, &[])?;
+    enqueue_copy(&q, &b, &a, &[])?;
     add(&q, &p, &b, 1, 32)?;
     assert_eq!(b.to_vec::<i32>(&q)?, (1..33).collect::<Vec<_>>());
     Ok(())
@@ -788,25 +821,30 @@ fn copy_rejects_overlap_and_out_of_range(dev: &TestDevice) -> TestResult {
     let a = Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
     let b = Buffer::new(q.context(), MemFlags::READ_WRITE, 32)?;
     assert!(matches!(
-        a.copy_from_range(&q, &a, 0, 8, Some(16), &[]),
+        enqueue_copy(&q, &a, &a, Transfer::default().dst_offset(8).byte_count(16)),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        b.copy_from_range(&q, &a, 0, 0, Some(33), &[]),
+        enqueue_copy(&q, &b, &a, Transfer::default().byte_count(33)),
         Err(Error::OutOfBounds {
             what: "copy destination",
             ..
         })
     ));
     assert!(matches!(
-        b.copy_from_range(&q, &a, 60, 0, Some(8), &[]),
+        enqueue_copy(&q, &b, &a, Transfer::default().src_offset(60).byte_count(8)),
         Err(Error::OutOfBounds {
             what: "copy source",
             ..
         })
     ));
     assert!(matches!(
-        b.copy_from_range(&q, &a, usize::MAX, 0, Some(8), &[]),
+        enqueue_copy(
+            &q,
+            &b,
+            &a,
+            Transfer::default().src_offset(usize::MAX).byte_count(8)
+        ),
         Err(Error::OutOfBounds { .. })
     ));
     // Overlap through sub-buffers of one parent is caught too.
@@ -815,12 +853,12 @@ fn copy_rejects_overlap_and_out_of_range(dev: &TestDevice) -> TestResult {
     let s1 = parent.sub_buffer(0, align * 2, MemFlags::empty())?;
     let s2 = parent.sub_buffer(align, align * 2, MemFlags::empty())?;
     assert!(matches!(
-        s2.copy_from(&q, &s1, &[]),
+        enqueue_copy(&q, &s2, &s1, &[]),
         Err(Error::InvalidArgument(_))
     ));
     let foreign = Buffer::new(&dev.context(), MemFlags::READ_WRITE, 32)?;
     assert!(matches!(
-        b.copy_from(&q, &foreign, &[]),
+        enqueue_copy(&q, &b, &foreign, &[]),
         Err(Error::InvalidArgument(_))
     ));
     Ok(())
@@ -839,7 +877,7 @@ fn rect_write_read_copy_move_the_right_bytes(dev: &TestDevice) -> TestResult {
         .src_pitches(6, 0)
         .dst_origin([1, 2, 0])
         .dst_pitches(8, 0);
-    buf.write_rect(&q, &rect, &host, &[])?;
+    buf.write(&q, &host, Transfer::default().rect(rect))?;
     let out = buf.to_vec::<u8>(&q)?;
     for y in 0..4 {
         for x in 0..8 {
@@ -853,53 +891,55 @@ fn rect_write_read_copy_move_the_right_bytes(dev: &TestDevice) -> TestResult {
     }
     // Read the block back, tightly packed.
     let mut block = [0u8; 6];
-    buf.read_rect(
+    buf.read(
         &q,
-        &Rect::new([3, 2, 1]).src_origin([1, 2, 0]).src_pitches(8, 0),
         &mut block,
-        &[],
+        Transfer::default().rect(Rect::new([3, 2, 1]).src_origin([1, 2, 0]).src_pitches(8, 0)),
     )?;
     assert_eq!(block, [12, 13, 14, 22, 23, 24]);
     // 3-D: a 2x2x2 cube of a 4x4x4 volume, through buffer-to-buffer rect copy.
     let vol: Vec<u8> = (0..64).collect();
     let src = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &vol)?;
     let dst = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[0u8; 8])?;
-    dst.copy_rect_from(
+    enqueue_copy(
         &q,
+        &dst,
         &src,
-        &Rect::new([2, 2, 2])
-            .src_origin([1, 1, 1])
-            .src_pitches(4, 16),
-        &[],
+        Transfer::default().rect(
+            Rect::new([2, 2, 2])
+                .src_origin([1, 1, 1])
+                .src_pitches(4, 16),
+        ),
     )?;
     assert_eq!(dst.to_vec::<u8>(&q)?, [21, 22, 25, 26, 37, 38, 41, 42]);
     // Non-blocking rectangles own their host memory.
-    let w = buf.enqueue_write_rect(
+    let w = buf.enqueue_write(
         &q,
-        &Rect::new([2, 2, 1]).dst_origin([6, 0, 0]).dst_pitches(8, 0),
         vec![7u8, 8, 9, 10],
-        &[],
+        Transfer::default().rect(Rect::new([2, 2, 1]).dst_origin([6, 0, 0]).dst_pitches(8, 0)),
     )?;
     assert_eq!(w.wait()?, [7, 8, 9, 10]);
-    let r = buf.enqueue_read_rect(
+    let r = buf.enqueue_read(
         &q,
-        &Rect::new([2, 2, 1]).src_origin([6, 0, 0]).src_pitches(8, 0),
         vec![0u8; 4],
-        &[],
+        Transfer::default().rect(Rect::new([2, 2, 1]).src_origin([6, 0, 0]).src_pitches(8, 0)),
     )?;
     assert_eq!(r.wait()?, [7, 8, 9, 10]);
-    let r = buf.enqueue_read_rect(
+    let r = buf.enqueue_read(
         &q,
-        &Rect::new([2, 2, 1]).src_origin([7, 3, 0]).src_pitches(8, 0),
         vec![0u8; 4],
-        &[],
+        Transfer::default().rect(Rect::new([2, 2, 1]).src_origin([7, 3, 0]).src_pitches(8, 0)),
     );
     assert!(matches!(r, Err(Error::OutOfBounds { .. })));
     // A kernel reads what a rect write wrote.
     let p = program(&q)?;
     let ints = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[0i32; 8])?;
     let rows = [1i32, 2, 3, 4];
-    ints.write_rect(&q, &Rect::new([8, 2, 1]).dst_pitches(16, 0), &rows, &[])?;
+    ints.write(
+        &q,
+        &rows,
+        Transfer::default().rect(Rect::new([8, 2, 1]).dst_pitches(16, 0)),
+    )?;
     add(&q, &p, &ints, 10, 8)?;
     assert_eq!(ints.to_vec::<i32>(&q)?, [11, 12, 10, 10, 13, 14, 10, 10]);
     Ok(())
@@ -913,7 +953,7 @@ fn rect_rejects_bad_regions_and_pitches(dev: &TestDevice) -> TestResult {
     // Past the buffer: 8 rows of 8 from row 1.
     let r = Rect::new([8, 8, 1]).dst_origin([0, 1, 0]);
     assert!(matches!(
-        buf.write_rect(&q, &r, &host, &[]),
+        buf.write(&q, &host, Transfer::default().rect(r)),
         Err(Error::OutOfBounds {
             what: "buffer rectangle",
             ..
@@ -922,7 +962,7 @@ fn rect_rejects_bad_regions_and_pitches(dev: &TestDevice) -> TestResult {
     // Past the host slice.
     let r = Rect::new([8, 8, 1]).src_origin([1, 0, 0]);
     assert!(matches!(
-        buf.write_rect(&q, &r, &host, &[]),
+        buf.write(&q, &host, Transfer::default().rect(r)),
         Err(Error::OutOfBounds {
             what: "host rectangle",
             ..
@@ -930,7 +970,7 @@ fn rect_rejects_bad_regions_and_pitches(dev: &TestDevice) -> TestResult {
     ));
     let r = Rect::new([4, 4, 1]).dst_origin([0, 0, 0]).dst_pitches(8, 0);
     assert!(matches!(
-        buf.read_rect(&q, &r, &mut out[..20], &[]),
+        buf.read(&q, &mut out[..20], Transfer::default().rect(r)),
         Err(Error::OutOfBounds {
             what: "host rectangle",
             ..
@@ -938,23 +978,30 @@ fn rect_rejects_bad_regions_and_pitches(dev: &TestDevice) -> TestResult {
     ));
     // Zero region, short row pitch, bad slice pitch.
     assert!(matches!(
-        buf.write_rect(&q, &Rect::new([0, 1, 1]), &host, &[]),
+        buf.write(&q, &host, Transfer::default().rect(Rect::new([0, 1, 1]))),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        buf.write_rect(&q, &Rect::new([8, 2, 1]).dst_pitches(4, 0), &host, &[]),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        buf.write_rect(&q, &Rect::new([4, 2, 2]).dst_pitches(4, 6), &host, &[]),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        buf.write_rect(
+        buf.write(
             &q,
-            &Rect::new([1, 1, 1]).dst_origin([usize::MAX, 0, 0]),
             &host,
-            &[]
+            Transfer::default().rect(Rect::new([8, 2, 1]).dst_pitches(4, 0))
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.write(
+            &q,
+            &host,
+            Transfer::default().rect(Rect::new([4, 2, 2]).dst_pitches(4, 6))
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.write(
+            &q,
+            &host,
+            Transfer::default().rect(Rect::new([1, 1, 1]).dst_origin([usize::MAX, 0, 0])),
         ),
         Err(Error::InvalidArgument(_) | Error::OutOfBounds { .. })
     ));
@@ -964,7 +1011,7 @@ fn rect_rejects_bad_regions_and_pitches(dev: &TestDevice) -> TestResult {
         .dst_pitches(8, 0)
         .dst_origin([0, 4, 0]);
     assert!(matches!(
-        buf.copy_rect_from(&q, &buf, &r, &[]),
+        enqueue_copy(&q, &buf, &buf, Transfer::default().rect(r)),
         Err(Error::InvalidArgument(_))
     ));
     Ok(())
@@ -986,36 +1033,35 @@ fn enqueue_copy_covers_every_pair(dev: &TestDevice) -> TestResult {
     enqueue_copy(&q, &a, &[9u32, 9], &[])?;
     enqueue_copy(&q, &a, &host, &[])?;
     // Offsets and counts on each side.
-    let opts = CopyOptions {
+    let opts = Transfer {
         src_offset: 4,
         dst_offset: 8,
         byte_count: Some(8),
+        ..Transfer::default()
     };
-    enqueue_copy_with(&q, &b, &host[..], opts, &[])?;
+    enqueue_copy(&q, &b, &host[..], opts)?;
     enqueue_copy(&q, &mut out[..], &b, &[])?;
     assert_eq!(out, [1, 2, 2, 3]);
     let mut two = [0u32; 2];
-    enqueue_copy_with(
+    enqueue_copy(
         &q,
         &mut two[..],
         &b,
-        CopyOptions {
+        Transfer {
             src_offset: 8,
-            ..CopyOptions::default()
+            ..Transfer::default()
         },
-        &[],
     )?;
     assert_eq!(two, [2, 3]);
     // With a host side the host slice decides the count: 8 bytes from offset 12 do not fit.
-    let r = enqueue_copy_with(
+    let r = enqueue_copy(
         &q,
         &mut two[..],
         &b,
-        CopyOptions {
+        Transfer {
             src_offset: 12,
-            ..CopyOptions::default()
+            ..Transfer::default()
         },
-        &[],
     );
     assert!(matches!(
         r,
@@ -1026,12 +1072,13 @@ fn enqueue_copy_covers_every_pair(dev: &TestDevice) -> TestResult {
             size: 16
         })
     ));
-    let opts = CopyOptions {
+    let opts = Transfer {
         src_offset: 4,
         dst_offset: 0,
         byte_count: Some(4),
+        ..Transfer::default()
     };
-    enqueue_copy_with(&q, &b, &a, opts, &[])?;
+    enqueue_copy(&q, &b, &a, opts)?;
     enqueue_copy(&q, &mut out[..], &b, &[])?;
     assert_eq!(out, [2, 2, 2, 3]);
     // Host slice longer than the buffer: a typed error, nothing reaches the driver.
@@ -1040,15 +1087,14 @@ fn enqueue_copy_covers_every_pair(dev: &TestDevice) -> TestResult {
         enqueue_copy(&q, &a, &long[..], &[]),
         Err(Error::OutOfBounds { .. })
     ));
-    let r = enqueue_copy_with(
+    let r = enqueue_copy(
         &q,
         &a,
         &host[..],
-        CopyOptions {
+        Transfer {
             src_offset: 20,
-            ..CopyOptions::default()
+            ..Transfer::default()
         },
-        &[],
     );
     assert!(matches!(
         r,
@@ -1065,7 +1111,7 @@ fn non_blocking_transfers_return_their_memory(dev: &TestDevice) -> TestResult {
     let p = program(&q)?;
     let n = 4096;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n * 4)?;
-    let w = buf.enqueue_write(&q, 0, iota(n), &[])?;
+    let w = buf.enqueue_write(&q, iota(n), &[])?;
     let k_done = {
         let mut k = Kernel::new(&p, "add")?;
         k.set_arg(0, &buf)?.set_arg(1, &7i32)?;
@@ -1073,25 +1119,25 @@ fn non_blocking_transfers_return_their_memory(dev: &TestDevice) -> TestResult {
     };
     let back = w.wait()?;
     assert_eq!(back, iota(n));
-    let r = buf.enqueue_read(&q, 0, vec![0i32; n].into_boxed_slice(), &[&k_done])?;
+    let r = buf.enqueue_read(&q, vec![0i32; n].into_boxed_slice(), &[&k_done])?;
     let out = r.wait()?;
     assert!(out.iter().enumerate().all(|(i, &v)| v == i as i32 + 7));
     // Dropping a pending transfer waits for it; the data still arrives.
-    drop(buf.enqueue_write(&q, 0, vec![5i32; n], &[])?);
+    drop(buf.enqueue_write(&q, vec![5i32; n], &[])?);
     assert!(buf.to_vec::<i32>(&q)?.iter().all(|&v| v == 5));
     // A leaked `'static` slice works too, and is_complete settles.
     let leaked: &'static mut [i32] = Box::leak(vec![0i32; 16].into_boxed_slice());
-    let r = buf.enqueue_read(&q, 64, leaked, &[])?;
+    let r = buf.enqueue_read(&q, leaked, Transfer::default().src_offset(64))?;
     q.finish()?;
     assert!(r.is_complete()?);
     assert!(r.wait()?.iter().all(|&v| v == 5));
     // Checked first, memory dropped.
     assert!(matches!(
-        buf.enqueue_write(&q, n * 4 - 4, vec![1i32; 2], &[]),
+        buf.enqueue_write(&q, vec![1i32; 2], Transfer::default().dst_offset(n * 4 - 4)),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
-        buf.enqueue_read(&q, 0, Vec::<i32>::new(), &[]),
+        buf.enqueue_read(&q, Vec::<i32>::new(), &[]),
         Err(Error::InvalidArgument(_))
     ));
     Ok(())
@@ -1116,34 +1162,34 @@ fn host_access_flags_are_enforced_first(dev: &TestDevice) -> TestResult {
     )?;
     let mut out = [0u8; 16];
     assert!(matches!(
-        no.read(&q, 0, &mut out, &[]),
+        no.read(&q, &mut out, &[]),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        no.write(&q, 0, &out, &[]),
+        no.write(&q, &out, &[]),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        wo.read(&q, 0, &mut out, &[]),
+        wo.read(&q, &mut out, &[]),
         Err(Error::InvalidArgument(_))
     ));
-    wo.write(&q, 0, &[1u8; 16], &[])?;
+    wo.write(&q, &[1u8; 16], &[])?;
     assert!(matches!(
-        ro.write(&q, 0, &out, &[]),
+        ro.write(&q, &out, &[]),
         Err(Error::InvalidArgument(_))
     ));
-    ro.read(&q, 0, &mut out, &[])?;
+    ro.read(&q, &mut out, &[])?;
     assert_eq!(out, [4u8; 16]);
     assert!(matches!(
-        wo.map_read::<u8>(&q, .., &[]),
+        wo.map::<u8, _>(&q, cl_mem::ReadOnly, .., &[]),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        ro.map_mut::<u8>(&q, MapFlags::WRITE, .., &[]),
+        ro.map::<u8, _>(&q, MapFlags::WRITE, .., &[]),
         Err(Error::InvalidArgument(_))
     ));
     // A device copy is not host access.
-    wo.copy_from(&q, &ro, &[])?;
+    enqueue_copy(&q, &wo, &ro, &[])?;
     Ok(())
 }
 
@@ -1153,32 +1199,37 @@ fn maps_see_kernel_results_and_feed_kernels(dev: &TestDevice) -> TestResult {
     let n = 256;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n * 4)?;
     // Host writes through a scope, a kernel reads them.
-    buf.with_map_mut::<i32, _>(&q, .., |s| {
-        for (i, x) in s.iter_mut().enumerate() {
-            *x = 2 * i as i32;
-        }
-    })?;
+    buf.with_map::<i32, _, _>(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| {
+            for (i, x) in s.iter_mut().enumerate() {
+                *x = 2 * i as i32;
+            }
+        },
+    )?;
     add(&q, &p, &buf, 1, n)?;
     // A kernel writes, the host reads through a scope over a typed sub-range.
-    let sum: i64 = buf.with_map::<i32, _>(&q, 10..20, |s| {
+    let sum: i64 = buf.with_map::<i32, _, _>(&q, cl_mem::ReadOnly, 10..20, |s| {
         assert_eq!(s.len(), 10);
         s.iter().map(|&x| i64::from(x)).sum()
     })?;
     assert_eq!(sum, (10..20).map(|i| 2 * i + 1).sum::<i64>());
     // Write-invalidate: the old contents are not needed.
     if dev.device.platform_version() >= Version::V1_2 {
-        let mut m = buf.map_mut::<i32>(&q, MapFlags::WRITE_INVALIDATE_REGION, ..8, &[])?;
+        let mut m = buf.map::<i32, _>(&q, MapFlags::WRITE_INVALIDATE_REGION, ..8, &[])?;
         m.copy_from_slice(&[-1; 8]);
         let e = m.unmap(&[])?;
         let mut k = Kernel::new(&p, "add")?;
         k.set_arg(0, &buf)?.set_arg(1, &1i32)?;
         k.enqueue_nd_range(&q, &[8], None, &[&e])?.wait()?;
         let mut head = [0i32; 9];
-        buf.read(&q, 0, &mut head, &[])?;
+        buf.read(&q, &mut head, &[])?;
         assert_eq!(head, [0, 0, 0, 0, 0, 0, 0, 0, 17]);
     }
     // Non-blocking map through PendingMap.
-    let pending = buf.enqueue_map_read::<i32>(&q, 8..9, &[])?;
+    let pending = buf.enqueue_map::<i32, _>(&q, cl_mem::ReadOnly, 8..9, &[])?;
     let g = pending.wait()?;
     assert_eq!(&g[..], &[17]);
     drop(g);
@@ -1186,9 +1237,9 @@ fn maps_see_kernel_results_and_feed_kernels(dev: &TestDevice) -> TestResult {
     let align = base_align(dev)?;
     if align / 4 < n {
         let sub = buf.sub_buffer_range(align..)?;
-        let first = sub.map_read::<i32>(&q, ..1, &[])?[0];
+        let first = sub.map::<i32, _>(&q, cl_mem::ReadOnly, ..1, &[])?[0];
         let mut want = [0i32];
-        buf.read(&q, align, &mut want, &[])?;
+        buf.read(&q, &mut want, Transfer::default().src_offset(align))?;
         assert_eq!(first, want[0]);
     }
     Ok(())
@@ -1220,8 +1271,8 @@ fn map_guards_unmap_and_count(dev: &TestDevice) -> TestResult {
         }
     };
     {
-        let a = buf.map_read::<u16>(&q, .., &[])?;
-        let b = buf.map_read::<u16>(&q, 4..8, &[])?;
+        let a = buf.map::<u16, _>(&q, cl_mem::ReadOnly, .., &[])?;
+        let b = buf.map::<u16, _>(&q, cl_mem::ReadOnly, 4..8, &[])?;
         assert_eq!(buf.mem_map_count()?, map_count(2)?);
         assert_eq!(a.len(), 64);
         assert_eq!(&b[..], &[3; 4]);
@@ -1232,13 +1283,13 @@ fn map_guards_unmap_and_count(dev: &TestDevice) -> TestResult {
     settles_at(map_count(0)?)?;
     // A panic inside the scope still unmaps.
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = buf.with_map::<u16, ()>(&q, .., |_| panic!("inside the map"));
+        let _ = buf.with_map::<u16, _, ()>(&q, cl_mem::ReadOnly, .., |_| panic!("inside the map"));
     }));
     assert!(r.is_err());
     settles_at(map_count(0)?)?;
     // Forgetting a guard leaves the region mapped (sound: no slice survives); unmapping it
     // properly is then impossible, which is the documented cost of `mem::forget`.
-    let g = buf.map_read::<u16>(&q, ..1, &[])?;
+    let g = buf.map::<u16, _>(&q, cl_mem::ReadOnly, ..1, &[])?;
     cl_tests::leaks_deliberately(
         "the forgotten guard keeps its map claim, its map event and (through the buffer's record) \
          the queue and context",
@@ -1252,19 +1303,19 @@ fn map_rejects_bad_ranges_and_flags(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
     assert!(matches!(
-        buf.map_read::<u32>(&q, 10..17, &[]),
+        buf.map::<u32, _>(&q, cl_mem::ReadOnly, 10..17, &[]),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
-        buf.map_read::<u32>(&q, 4..4, &[]),
+        buf.map::<u32, _>(&q, cl_mem::ReadOnly, 4..4, &[]),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        buf.map_mut::<u32>(&q, MapFlags::READ, .., &[]),
+        buf.map::<u32, _>(&q, MapFlags::READ, .., &[]),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        buf.map_mut::<u32>(
+        buf.map::<u32, _>(
             &q,
             MapFlags::WRITE_INVALIDATE_REGION | MapFlags::WRITE,
             ..,
@@ -1274,7 +1325,7 @@ fn map_rejects_bad_ranges_and_flags(dev: &TestDevice) -> TestResult {
     ));
     let other = dev.queue();
     assert!(matches!(
-        buf.map_read::<u8>(&other, .., &[]),
+        buf.map::<u8, _>(&other, cl_mem::ReadOnly, .., &[]),
         Err(Error::InvalidArgument(_))
     ));
     assert_eq!(buf.mem_map_count()?, 0);
@@ -1296,10 +1347,10 @@ fn pinned_memory_is_a_transfer_endpoint(dev: &TestDevice) -> TestResult {
     enqueue_copy(&q, &mut pinned, &buf, &[])?;
     assert!(pinned.iter().enumerate().all(|(i, &x)| x == i as i32 + 3));
     // Non-blocking, owning the pinned memory.
-    let w = buf.enqueue_write(&q, 0, PinnedMemory::from_slice(&q, &vec![8i32; n])?, &[])?;
+    let w = buf.enqueue_write(&q, PinnedMemory::from_slice(&q, &vec![8i32; n])?, &[])?;
     let back = w.wait()?;
     assert_eq!(back.len(), n);
-    let r = buf.enqueue_read(&q, 0, pinned, &[])?;
+    let r = buf.enqueue_read(&q, pinned, &[])?;
     let pinned = r.wait()?;
     assert!(pinned.iter().all(|&x| x == 8));
     assert!(matches!(
@@ -1360,51 +1411,73 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
     let align = base_align(dev)?;
     let fq = dev.queue();
     let errors: Vec<Result<Event, Error>> = vec![
-        buf.read(&q, 200, &mut host[..100], &[]),
-        buf.write(&q, 257, &host[..0], &[]),
-        buf.fill(&q, &[0u8; 3], 0, 3, &[]),
-        buf.fill(&q, &0u32, 1, 4, &[]),
-        buf.copy_from_range(&q, &other, 0, 0, Some(65), &[]),
-        buf.copy_from_range(&q, &buf, 0, 1, Some(8), &[]),
-        buf.write_rect(&q, &Rect::new([16, 17, 1]), &host, &[]),
-        buf.read_rect(&q, &Rect::new([16, 2, 1]).dst_pitches(8, 0), &mut host, &[]),
+        buf.read(&q, &mut host[..100], Transfer::default().src_offset(200)),
+        buf.write(&q, &host[..0], Transfer::default().dst_offset(257)),
+        buf.fill(&q, &[[0u8; 3]], Transfer::default().byte_count(3)),
+        buf.fill(&q, &[0u32], Transfer::default().dst_offset(1).byte_count(4)),
+        enqueue_copy(&q, &buf, &other, Transfer::default().byte_count(65)),
+        enqueue_copy(
+            &q,
+            &buf,
+            &buf,
+            Transfer::default().dst_offset(1).byte_count(8),
+        ),
+        buf.write(&q, &host, Transfer::default().rect(Rect::new([16, 17, 1]))),
+        buf.read(
+            &q,
+            &mut host,
+            Transfer::default().rect(Rect::new([16, 2, 1]).dst_pitches(8, 0)),
+        ),
         enqueue_migrate_mem_objects(&q, &[], MigrationFlags::HOST, &[]),
         enqueue_copy(&q, &buf, &host[..], &[]),
-        buf.enqueue_write(&q, 255, vec![0u8; 2], &[])
+        buf.enqueue_write(&q, vec![0u8; 2], Transfer::default().dst_offset(255))
             .map(|p| p.event().clone()),
-        buf.map_read::<u8>(&q, 0..300, &[]).map(|_| unreachable!()),
+        buf.map::<u8, _>(&q, cl_mem::ReadOnly, 0..300, &[])
+            .map(|_| unreachable!()),
         buf.sub_buffer(1 % align.max(2), 8, MemFlags::empty())
             .map(|_| unreachable!()),
         buf.sub_buffer(0, 300, MemFlags::empty())
             .map(|_| unreachable!()),
         Buffer::new(&ctx, MemFlags::READ_WRITE, 0).map(|_| unreachable!()),
         // A queue of another context, for each operation.
-        buf.read(&fq, 0, &mut host[..4], &[]),
-        buf.write(&fq, 0, &host[..4], &[]),
-        buf.fill(&fq, &0u8, 0, 4, &[]),
-        buf.copy_from(&fq, &other, &[]),
-        buf.write_rect(&fq, &Rect::new([4, 1, 1]), &host, &[]),
-        buf.read_rect(&fq, &Rect::new([4, 1, 1]), &mut host, &[]),
-        buf.copy_rect_from(&fq, &other, &Rect::new([4, 1, 1]), &[]),
+        buf.read(&fq, &mut host[..4], &[]),
+        buf.write(&fq, &host[..4], &[]),
+        buf.fill(&fq, &[0u8], Transfer::default().byte_count(4)),
+        enqueue_copy(&fq, &buf, &other, &[]),
+        buf.write(&fq, &host, Transfer::default().rect(Rect::new([4, 1, 1]))),
+        buf.read(
+            &fq,
+            &mut host,
+            Transfer::default().rect(Rect::new([4, 1, 1])),
+        ),
+        enqueue_copy(
+            &fq,
+            &buf,
+            &other,
+            Transfer::default().rect(Rect::new([4, 1, 1])),
+        ),
         enqueue_migrate_mem_objects(&fq, &[&buf], MigrationFlags::empty(), &[]),
-        buf.enqueue_read(&fq, 0, vec![0u8; 4], &[])
+        buf.enqueue_read(&fq, vec![0u8; 4], &[])
             .map(|p| p.event().clone()),
-        buf.map_read::<u8>(&fq, .., &[]).map(|_| unreachable!()),
+        buf.map::<u8, _>(&fq, cl_mem::ReadOnly, .., &[])
+            .map(|_| unreachable!()),
         // Patterns, pitches, flags, offsets, sizes.
-        buf.fill_bytes(&q, &[0u8; 256], 0, 256, &[]),
-        buf.fill_bytes(&q, &[0u8; 2], 0, 255, &[]),
-        buf.copy_rect_from(
+        buf.fill(&q, &[0u8; 256], Transfer::default().byte_count(256)),
+        buf.fill(&q, &[0u8; 2], Transfer::default().byte_count(255)),
+        enqueue_copy(
             &q,
             &buf,
-            &Rect::new([2, 2, 1])
-                .src_pitches(4, 0)
-                .dst_pitches(8, 0)
-                .dst_origin([0, 8, 0]),
-            &[],
+            &buf,
+            Transfer::default().rect(
+                Rect::new([2, 2, 1])
+                    .src_pitches(4, 0)
+                    .dst_pitches(8, 0)
+                    .dst_origin([0, 8, 0]),
+            ),
         ),
-        buf.map_mut::<u8>(&q, MapFlags::READ, .., &[])
+        buf.map::<u8, _>(&q, MapFlags::READ, .., &[])
             .map(|_| unreachable!()),
-        buf.map_mut::<u8>(
+        buf.map::<u8, _>(
             &q,
             MapFlags::WRITE_INVALIDATE_REGION | MapFlags::READ,
             ..,
@@ -1417,25 +1490,23 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
             .map(|_| unreachable!()),
         Buffer::use_host_memory(&ctx, MemFlags::ALLOC_HOST_PTR, vec![0u8; 4])
             .map(|_| unreachable!()),
-        enqueue_copy_with(
+        enqueue_copy(
             &q,
             &buf,
             &host[..],
-            CopyOptions {
+            Transfer {
                 src_offset: 600,
-                ..CopyOptions::default()
+                ..Transfer::default()
             },
-            &[],
         ),
-        enqueue_copy_with(
+        enqueue_copy(
             &q,
             &buf,
             &other,
-            CopyOptions {
+            Transfer {
                 byte_count: Some(65),
-                ..CopyOptions::default()
+                ..Transfer::default()
             },
-            &[],
         ),
         PinnedMemory::<u8>::new(&q, 0).map(|_| unreachable!()),
     ];
@@ -1472,38 +1543,38 @@ fn ndarrays_in_and_out_in_c_and_fortran_order(dev: &TestDevice) -> TestResult {
     let p = program(&q)?;
     let c = Array2::from_shape_fn((3, 4), |(i, j)| (10 * i + j) as i32);
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 12 * 4)?;
-    buf.write_array(&q, 0, &c, &[])?;
+    buf.write(&q, &c, &[])?;
     add(&q, &p, &buf, 1, 12)?;
-    let back: Array2<i32> = buf.to_array(&q, (3, 4), &[])?;
+    let back: Array2<i32> = buf.to_array(&q, (3, 4))?;
     assert_eq!(back, c.mapv(|x| x + 1));
     // Fortran order: memory order is column-major, so the buffer holds the transpose's rows.
     let f = Array2::from_shape_vec((3, 4).f(), (0..12).collect::<Vec<i32>>())?;
-    buf.write_array(&q, 0, &f, &[])?;
+    buf.write(&q, &f, &[])?;
     assert_eq!(buf.to_vec::<i32>(&q)?, (0..12).collect::<Vec<_>>());
     let mut g = Array2::<i32>::zeros((3, 4).f());
-    buf.read_array(&q, 0, &mut g, &[])?;
+    buf.read(&q, &mut g, &[])?;
     assert_eq!(g, f);
-    let fb: Array2<i32> = buf.to_array(&q, (3, 4).f(), &[])?;
+    let fb: Array2<i32> = buf.to_array(&q, (3, 4).f())?;
     assert_eq!(fb, f);
     // A strided view is refused before the driver; so is a shape larger than the buffer.
     let strided = c.slice(s![.., ..2]);
     assert!(matches!(
-        buf.write_array(&q, 0, &strided, &[]),
+        buf.write(&q, &strided, &[]),
         Err(Error::InvalidArgument(_))
     ));
     let mut big = Array2::<i32>::zeros((4, 4));
     assert!(matches!(
-        buf.read_array(&q, 0, &mut big, &[]),
+        buf.read(&q, &mut big, &[]),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
-        buf.to_array::<i32, _>(&q, (5, 4), &[]),
+        buf.to_array::<i32, _>(&q, (5, 4)),
         Err(Error::OutOfBounds { .. })
     ));
     // Map views: shape and order, checked against the mapped elements.
-    buf.write(&q, 0, &(0..12).collect::<Vec<i32>>(), &[])?;
+    buf.write(&q, &(0..12).collect::<Vec<i32>>(), &[])?;
     {
-        let m = buf.map_read::<i32>(&q, .., &[])?;
+        let m = buf.map::<i32, _>(&q, cl_mem::ReadOnly, .., &[])?;
         let v = m.as_array((3, 4))?;
         assert_eq!(v[[1, 2]], 6);
         let vf = m.as_array((3, 4).f())?;
@@ -1517,7 +1588,7 @@ fn ndarrays_in_and_out_in_c_and_fortran_order(dev: &TestDevice) -> TestResult {
         assert_eq!(m.as_array((3, 2).strides((4, 1)))?[[2, 1]], 9);
     }
     {
-        let mut m = buf.map_mut::<i32>(&q, MapFlags::READ | MapFlags::WRITE, .., &[])?;
+        let mut m = buf.map::<i32, _>(&q, MapFlags::READ | MapFlags::WRITE, .., &[])?;
         let mut v = m.as_array_mut((2, 6))?;
         v.row_mut(1).fill(-1);
     }

@@ -2,6 +2,7 @@
 //! barriers, events (user events, callbacks, profiling), programs and kernels, buffers, version
 //! gating and device selection, on every selected device.
 
+use cl_mem::Transfer;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -443,10 +444,10 @@ fn barrier_orders_later_commands(dev: &TestDevice) -> TestResult {
     assert_ne!(barrier.status()?, EventStatus::Complete);
     gate.set_complete()?;
     // The blocking write is after the barrier, so it can only finish once the gate opened.
-    buf.write(&q, 0, &[7u32; 16], &[])?;
+    buf.write(&q, &[7u32; 16], &[])?;
     assert_eq!(barrier.status()?, EventStatus::Complete);
     let mut out = [0u32; 16];
-    buf.read(&q, 0, &mut out, &[])?;
+    buf.read(&q, &mut out, &[])?;
     assert_eq!(out, [7u32; 16]);
     Ok(())
 }
@@ -514,7 +515,7 @@ fn profiling_times_are_ordered(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let q = Queue::builder(&ctx, &dev.device).profiling(true).build()?;
     let buf = cl_mem::Buffer::new(&ctx, MemFlags::READ_WRITE, 1 << 16)?;
-    let ev = buf.write(&q, 0, &vec![3u8; 1 << 16], &[])?;
+    let ev = buf.write(&q, &vec![3u8; 1 << 16], &[])?;
     ev.wait()?;
     let t = ev.profiling()?;
     assert!(t.queued <= t.submitted, "{t:?}");
@@ -527,7 +528,7 @@ fn profiling_times_are_ordered(dev: &TestDevice) -> TestResult {
 fn profiling_needs_a_profiling_queue(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = cl_mem::Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
-    let ev = buf.write(&q, 0, &[1u8; 64], &[])?;
+    let ev = buf.write(&q, &[1u8; 64], &[])?;
     let r = ev.profiling();
     assert!(
         matches!(
@@ -713,7 +714,7 @@ fn kernel_scales_buffer_roundtrip(dev: &TestDevice) -> TestResult {
         .set_arg(3, &u32::try_from(n)?)?;
     let done = k.enqueue_nd_range(&q, &[1024], None, &[])?;
     let mut out = vec![0f32; n];
-    b.read(&q, 0, &mut out, &[&done])?;
+    b.read(&q, &mut out, &[&done])?;
     for (i, (&x, &y)) in input.iter().zip(&out).enumerate() {
         assert_eq!(y, x * 3.0 + i as f32, "element {i}");
     }
@@ -739,7 +740,7 @@ fn kernel_local_memory_reverses_groups(dev: &TestDevice) -> TestResult {
         .set_arg(2, &LocalMemory::of::<i32>(wg))?;
     k.enqueue_nd_range(&q, &[n], Some(&[wg]), &[])?;
     let mut out = vec![0i32; n];
-    b.read(&q, 0, &mut out, &[])?;
+    b.read(&q, &mut out, &[])?;
     for g in 0..n / wg {
         for l in 0..wg {
             assert_eq!(
@@ -771,7 +772,7 @@ fn kernel_keeps_dropped_buffer_alive(dev: &TestDevice) -> TestResult {
         .set_arg(3, &16u32)?;
     k.enqueue_nd_range(&q, &[16], None, &[])?;
     let mut got = [0f32; 16];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     for (i, v) in got.iter().enumerate() {
         assert_eq!(*v, 4.0 + i as f32);
     }
@@ -788,20 +789,25 @@ fn buffer_read_after_write_roundtrips(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = cl_mem::Buffer::new(q.context(), MemFlags::READ_WRITE, 256)?;
     let data: Vec<u8> = (0..=255).collect();
-    buf.write(&q, 0, &data, &[])?;
+    buf.write(&q, &data, &[])?;
     let mut out = vec![0u8; 256];
-    buf.read(&q, 0, &mut out, &[])?;
+    buf.read(&q, &mut out, &[])?;
     assert_eq!(out, data);
     // Offsets address bytes; Pod slices of u64.
-    buf.write(&q, 8, &[0x1122_3344_5566_7788u64], &[])?;
+    buf.write(
+        &q,
+        &[0x1122_3344_5566_7788u64],
+        Transfer::default().dst_offset(8),
+    )?;
     let mut word = [0u64; 1];
-    buf.read(&q, 8, &mut word, &[])?;
+    buf.read(&q, &mut word, Transfer::default().src_offset(8))?;
     assert_eq!(word[0], 0x1122_3344_5566_7788);
     let mut head = [0u8; 8];
-    buf.read(&q, 0, &mut head, &[])?;
+    buf.read(&q, &mut head, &[])?;
     assert_eq!(head, [0, 1, 2, 3, 4, 5, 6, 7]);
     // Empty transfers touch nothing and still give an event.
-    buf.write::<u8>(&q, 256, &[], &[])?.wait()?;
+    buf.write(&q, &[0u8; 0], Transfer::default().dst_offset(256))?
+        .wait()?;
     // Whole reads into new vectors; past the end (even absurdly) is a typed error before any
     // allocation, not an abort.
     assert_eq!(buf.to_vec::<u8>(&q)?, {
@@ -877,7 +883,7 @@ fn buffer_rejects_bad_sizes_and_ranges(dev: &TestDevice) -> TestResult {
     ));
     let buf = cl_mem::Buffer::new(ctx, MemFlags::READ_WRITE, 16)?;
     let mut out = [0u8; 8];
-    let r = buf.read(&q, 9, &mut out, &[]);
+    let r = buf.read(&q, &mut out, Transfer::default().src_offset(9));
     assert_eq!(
         r.unwrap_err(),
         Error::OutOfBounds {
@@ -887,9 +893,9 @@ fn buffer_rejects_bad_sizes_and_ranges(dev: &TestDevice) -> TestResult {
             size: 16
         }
     );
-    let r = buf.write(&q, usize::MAX, &[1u8], &[]);
+    let r = buf.write(&q, &[1u8], Transfer::default().dst_offset(usize::MAX));
     assert!(matches!(r, Err(Error::OutOfBounds { .. })));
-    buf.read(&q, 8, &mut out, &[])?;
+    buf.read(&q, &mut out, Transfer::default().src_offset(8))?;
     Ok(())
 }
 

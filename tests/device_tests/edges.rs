@@ -3,6 +3,7 @@
 //! (or a correct result where the driver needed a detour), on every device.
 
 use cl_mem::RawHandle;
+use cl_mem::{enqueue_copy, Transfer};
 use cl_mem::{
     AddressingMode, Buffer, ChannelOrder, ChannelType, Error, FilterMode, Image, ImageDesc,
     ImageFormat, LocalMemory, MemFlags, Pipe, Program, Rect, Sampler, Version,
@@ -122,7 +123,7 @@ fn a_const_pointer_kernel_is_a_write(dev: &TestDevice) -> TestResult {
     reads.set_arg(0, &buf)?.set_arg(1, &out)?;
     assert!(reads.params().is_some_and(|p| p[0].read_only));
     {
-        let view = buf.map_read::<u32>(&q, .., &[])?;
+        let view = buf.map::<u32, _>(&q, cl_mem::ReadOnly, .., &[])?;
         let r = sneaky.enqueue_nd_range(&q, &[16], None, &[]);
         assert!(matches!(r, Err(Error::Mapped(_))), "{r:?}");
         // A `__constant` parameter cannot be written through: it may run under the read map.
@@ -132,7 +133,7 @@ fn a_const_pointer_kernel_is_a_write(dev: &TestDevice) -> TestResult {
     }
     sneaky.enqueue_nd_range(&q, &[16], None, &[])?;
     let mut got = [0u32; 16];
-    buf.read(&q, 0, &mut got, &[])?;
+    buf.read(&q, &mut got, &[])?;
     assert_eq!(got, [7; 16]);
     Ok(())
 }
@@ -162,7 +163,7 @@ fn by_value_sizes_are_checked_against_the_declared_type(dev: &TestDevice) -> Tes
     let q = cl_mem::Queue::new(&ctx, &dev.device)?;
     k.enqueue_nd_range(&q, &[1], None, &[])?;
     let mut got = [0i32];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     assert_eq!(got, [4]);
     Ok(())
 }
@@ -188,7 +189,7 @@ fn local_memory_above_the_device_is_refused(dev: &TestDevice) -> TestResult {
         .set_arg(1, &LocalMemory::of::<i32>(16))?;
     k.enqueue_nd_range(&q, &[16], Some(&[16]), &[])?;
     let mut got = [0i32; 16];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     assert_eq!(got, [3; 16]);
     Ok(())
 }
@@ -213,7 +214,7 @@ fn constant_buffer_above_the_device_is_refused(dev: &TestDevice) -> TestResult {
     k.set_arg(0, &small)?;
     k.enqueue_nd_range(&q, &[16], None, &[])?;
     let mut got = [0u32; 16];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     assert_eq!(got, [5; 16]);
     Ok(())
 }
@@ -287,7 +288,7 @@ fn image_access_qualifiers_match_the_image_flags(dev: &TestDevice) -> TestResult
         .set_arg(1, &out)?
         .enqueue_nd_range(&q, &[8], None, &[])?;
     let mut got = [0u32; 8];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     assert_eq!(got, [9; 8]);
     Ok(())
 }
@@ -355,9 +356,9 @@ fn rect_copies_with_sub_buffers_give_the_right_bytes(dev: &TestDevice) -> TestRe
         .src_origin([2, 1, 0])
         .src_pitches(32, 0)
         .dst_pitches(16, 0);
-    dst.copy_rect_from(&q, &src, &rect, &[])?;
+    enqueue_copy(&q, &dst, &src, Transfer::default().rect(rect))?;
     let mut got = vec![0u8; 64];
-    dst.read(&q, 0, &mut got, &[])?;
+    dst.read(&q, &mut got, &[])?;
     let want: Vec<u8> = (0..4)
         .flat_map(|row| {
             let start = align + (row + 1) * 32 + 2;
@@ -366,9 +367,9 @@ fn rect_copies_with_sub_buffers_give_the_right_bytes(dev: &TestDevice) -> TestRe
         .collect();
     assert_eq!(got, want);
     // A root on one side, a sub-buffer on the other.
-    other.copy_rect_from(&q, &src, &rect, &[])?;
+    enqueue_copy(&q, &other, &src, Transfer::default().rect(rect))?;
     let mut got = vec![0u8; 64];
-    other.read(&q, 0, &mut got, &[])?;
+    other.read(&q, &mut got, &[])?;
     assert_eq!(got, want);
     Ok(())
 }
@@ -384,20 +385,28 @@ fn overlapping_rect_copies_are_refused(dev: &TestDevice) -> TestResult {
         .dst_origin([0, 1, 0])
         .src_pitches(16, 0)
         .dst_pitches(16, 0);
-    let msg = invalid(buf.copy_rect_from(&q, &buf, &down, &[]), "one row down");
+    let msg = invalid(
+        enqueue_copy(&q, &buf, &buf, Transfer::default().rect(down)),
+        "one row down",
+    );
     assert!(msg.contains("overlap"), "{msg}");
     // Side by side in one buffer: no byte shared, allowed.
     let beside = down.dst_origin([8, 0, 0]);
-    buf.copy_rect_from(&q, &buf, &beside, &[])?;
+    enqueue_copy(&q, &buf, &buf, Transfer::default().rect(beside))?;
     // Two sub-buffers of one root whose rectangles meet.
     let a = buf.sub_buffer(0, 2 * align, MemFlags::empty())?;
     let b = buf.sub_buffer(align, 2 * align, MemFlags::empty())?;
     let whole = Rect::new([align, 1, 1]);
     invalid(
-        b.copy_rect_from(&q, &a, &whole.src_origin([align, 0, 0]), &[]),
+        enqueue_copy(
+            &q,
+            &b,
+            &a,
+            Transfer::default().rect(whole.src_origin([align, 0, 0])),
+        ),
         "sub-buffers",
     );
-    b.copy_rect_from(&q, &a, &whole, &[])?;
+    enqueue_copy(&q, &b, &a, Transfer::default().rect(whole))?;
     q.finish()?;
     Ok(())
 }
@@ -448,7 +457,7 @@ fn memory_adopted_from_a_raw_handle_keeps_the_record(dev: &TestDevice) -> TestRe
     let program = Program::build_from_source(ctx, SRC, "")?;
     let mut k = program.kernel("sneaky")?;
     {
-        let view = buf.map_read::<u32>(&q, .., &[])?;
+        let view = buf.map::<u32, _>(&q, cl_mem::ReadOnly, .., &[])?;
         for (what, m) in [("the root", &whole), ("a sub-buffer", &part)] {
             k.set_arg(0, m)?;
             let r = k.enqueue_nd_range(&q, &[4], None, &[]);

@@ -97,7 +97,7 @@ fn memory_opencl_allocated_is_not_external(dev: &TestDevice) -> TestResult {
         Err(Error::InvalidArgument(_))
     ));
     // Still an ordinary buffer.
-    b.write(&q, 0, &[1u8; 256], &[])?;
+    b.write(&q, &[1u8; 256], &[])?;
     assert_eq!(b.to_vec::<u8>(&q)?, vec![1u8; 256]);
     Ok(())
 }
@@ -118,7 +118,7 @@ mod cuda {
 #[cfg(feature = "cuda")]
 mod cuda {
     use cl_mem::cuda::{CudaDevice, CudaMemory};
-    use cl_mem::{Buffer, Error, Program, Queue, Semaphore};
+    use cl_mem::{Buffer, Error, MapFlags, Program, Queue, ReadOnly, Semaphore};
     use cl_tests::{skip, TestDevice, TestError, TestResult};
 
     fn device(dev: &TestDevice) -> Result<CudaDevice, TestError> {
@@ -190,8 +190,13 @@ mod cuda {
         let sub = b.sub_buffer_range(0..64)?;
         assert_eq!(b.external_acquired(), Some(true));
         // A map refuses the hand-back; after the unmap it goes through.
-        b.with_map_mut(&q, .., |s: &mut [u32]| s.fill(9))?;
-        let g = b.map_read::<u32>(&q, .., &[])?;
+        b.with_map(
+            &q,
+            MapFlags::READ | MapFlags::WRITE,
+            ..,
+            |s: &mut [u32]| s.fill(9),
+        )?;
+        let g = b.map::<u32, _>(&q, ReadOnly, .., &[])?;
         assert!(matches!(b.hand_back(&q, &[]), Err(Error::Mapped(_))));
         drop(g);
         to_cuda(&b, &q)?;
@@ -203,8 +208,8 @@ mod cuda {
         for r in [
             b.to_vec::<u32>(&q).map(drop),
             sub.to_vec::<u32>(&q2).map(drop),
-            b.fill_all(&q, &0u32, &[]).map(drop),
-            b.with_map(&q2, .., |_: &[u32]| ()),
+            b.fill(&q, &[0u32], &[]).map(drop),
+            b.with_map(&q2, ReadOnly, .., |_: &[u32]| ()),
         ] {
             assert!(matches!(r, Err(Error::HandedBack(_))), "{r:?}");
         }
@@ -220,13 +225,13 @@ mod cuda {
         // First: CUDA's side goes, the buffer keeps the allocation.
         let (b, m) = shared(&c, &q, 100_003)?;
         drop(m);
-        b.fill_all(&q, &11u32, &[])?;
+        b.fill(&q, &[11u32], &[])?;
         assert_eq!(b.to_vec::<u32>(&q)?, vec![11u32; 100_003]);
         drop(b);
         q.finish()?;
         // Last: the buffer goes (released after its commands), CUDA reads what OpenCL wrote.
         let (b, m) = shared(&c, &q, 100_003)?;
-        b.fill_all(&q, &13u32, &[])?;
+        b.fill(&q, &[13u32], &[])?;
         drop(b);
         q.finish()?;
         let mut back = vec![0u32; 100_003];

@@ -7,6 +7,7 @@
 //! right data. `every_site_is_injected` computes the coverage: every entry of
 //! `cl_raw::fault::SITES` injected in this process, or listed as unreachable (with the reason).
 
+use cl_mem::{enqueue_copy, svm::enqueue_svm_migrate, Transfer};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -14,9 +15,9 @@ use cl_mem::svm::{csvm_empty, SvmMigrateFlags};
 use cl_mem::RawHandle;
 use cl_mem::{
     enqueue_migrate_mem_objects, AddressingMode, Buffer, ChannelOrder, ChannelType, ClError,
-    Context, Error, Event, FillColor, FilterMode, Image, ImageDesc, ImageFormat, ImagePitches,
-    MapAccess, MemFlags, MemObject, MigrationFlags, Pipe, Program, Queue, Rect, Sampler,
-    SvmCapabilities, TransferOptions, UserEvent, Version,
+    Context, Error, Event, FillColor, FilterMode, Image, ImageDesc, ImageFormat, MapAccess,
+    MemFlags, MemObject, MigrationFlags, Pipe, Program, Queue, Rect, Sampler, SvmCapabilities,
+    TransferOptions, UserEvent, Version,
 };
 use cl_pool::{ImmediateAllocator, MemoryPool, PoolError};
 use cl_raw::fault::{self, Plan, SITES};
@@ -422,7 +423,7 @@ fn buffer_transfers_fail_typed_and_leave_data_unchanged(dev: &TestDevice) -> Tes
     inject_then(
         "clEnqueueWriteBuffer",
         &counts,
-        &|| a.write(&q, 0, &seq, &[]),
+        &|| a.write(&q, &seq, &[]),
         &|| {
             assert_eq!(a.read_vec_of::<u32>(&q, 64)?, vec![1; 64]);
             Ok(())
@@ -435,7 +436,7 @@ fn buffer_transfers_fail_typed_and_leave_data_unchanged(dev: &TestDevice) -> Tes
     inject_then(
         "clEnqueueReadBuffer",
         &counts,
-        &|| a.read(&q, 0, &mut out.lock().unwrap()[..], &[]),
+        &|| a.read(&q, &mut out.lock().unwrap()[..], &[]),
         &|| {
             assert_eq!(*out.lock().unwrap(), vec![9; 64]);
             Ok(())
@@ -446,19 +447,23 @@ fn buffer_transfers_fail_typed_and_leave_data_unchanged(dev: &TestDevice) -> Tes
     let rect = Rect::new([16, 2, 1]).src_pitches(64, 0).dst_pitches(64, 0);
     let host = vec![3u8; 128];
     inject("clEnqueueWriteBufferRect", &counts, &|| {
-        b.write_rect(&q, &rect, &host, &[])
+        b.write(&q, &host, Transfer::default().rect(rect))
     })?;
     assert_eq!(b.read_vec_of::<u8>(&q, 16)?, vec![3; 16]);
     let back = Mutex::new(vec![0u8; 128]);
     inject("clEnqueueReadBufferRect", &counts, &|| {
-        b.read_rect(&q, &rect, &mut back.lock().unwrap()[..], &[])
+        b.read(
+            &q,
+            &mut back.lock().unwrap()[..],
+            Transfer::default().rect(rect),
+        )
     })?;
     assert_eq!(back.lock().unwrap()[..16], [3; 16]);
 
     inject_then(
         "clEnqueueCopyBuffer",
         &counts,
-        &|| b.copy_from(&q, &a, &[]),
+        &|| enqueue_copy(&q, &b, &a, &[]),
         &|| {
             assert_eq!(b.read_vec_of::<u32>(&q, 64)?[60..], [2; 4]);
             Ok(())
@@ -470,7 +475,7 @@ fn buffer_transfers_fail_typed_and_leave_data_unchanged(dev: &TestDevice) -> Tes
         .dst_pitches(64, 0)
         .dst_origin([128, 0, 0]);
     inject("clEnqueueCopyBufferRect", &counts, &|| {
-        b.copy_rect_from(&q, &a, &crect, &[])
+        enqueue_copy(&q, &b, &a, Transfer::default().rect(crect))
     })?;
     assert_eq!(b.to_vec::<u32>(&q)?[32..34], [0, 1]);
 
@@ -478,7 +483,7 @@ fn buffer_transfers_fail_typed_and_leave_data_unchanged(dev: &TestDevice) -> Tes
         inject_then(
             "clEnqueueFillBuffer",
             &counts,
-            &|| a.fill_all(&q, &11u32, &[]),
+            &|| a.fill(&q, &[11u32], &[]),
             &|| {
                 assert_eq!(a.read_vec_of::<u32>(&q, 64)?, seq);
                 Ok(())
@@ -503,19 +508,29 @@ fn buffer_maps_and_unmaps_fail_typed_and_leave_nothing_mapped(dev: &TestDevice) 
         v
     };
     let sum = inject("clEnqueueMapBuffer", &counts, &|| {
-        a.with_map::<u32, _>(&q, .., |s| s.iter().sum::<u32>())
+        a.with_map::<u32, _, _>(&q, cl_mem::ReadOnly, .., |s| s.iter().sum::<u32>())
     })?;
     assert_eq!(sum, 128);
     // Warm up: the buffer's command record then holds a write (the unmap of a writable map),
     // as after the retried unmap below, so the counts compare like for like.
-    a.with_map_mut::<u32, _>(&q, .., |s| s[1] = 4)?;
+    a.with_map::<u32, _, _>(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| s[1] = 4,
+    )?;
     // The unmap fails: the scope reports it, and the region must not stay mapped (the guard's
     // drop unmaps again) nor stay claimed.
     inject("clEnqueueUnmapMemObject", &counts, &|| {
-        a.with_map_mut::<u32, _>(&q, .., |s| s[0] = 5)
+        a.with_map::<u32, _, _>(
+            &q,
+            cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+            ..,
+            |s| s[0] = 5,
+        )
     })?;
     assert_eq!(a.to_vec::<u32>(&q)?[0], 5);
-    a.write(&q, 4, &[6u32], &[])?;
+    a.write(&q, &[6u32], Transfer::default().dst_offset(4))?;
     assert_eq!(a.to_vec::<u32>(&q)?[..2], [5, 6]);
     Ok(())
 }
@@ -608,8 +623,12 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
         let gate = UserEvent::new(q.context())?;
         let kept_before = cl_mem::live_objects().kept_lists;
         let armed = fault::arm(Plan::next("clSetEventCallback", ClError::OutOfHostMemory));
-        let migrated =
-            enqueue_migrate_mem_objects(&q, &[&b], MigrationFlags::CONTENT_UNDEFINED, &[&gate]);
+        let migrated = enqueue_migrate_mem_objects(
+            &q,
+            &[&b],
+            MigrationFlags::CONTENT_UNDEFINED,
+            &[gate.event()],
+        );
         let fired = armed.fired();
         drop(armed);
         let migrated = migrated?;
@@ -620,7 +639,7 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
         }
         gate.set_complete()?;
         migrated.wait()?;
-        b.write(&q, 0, &[3u8; 64], &[])?;
+        b.write(&q, &[3u8; 64], &[])?;
         assert_eq!(b.read_vec_of::<u8>(&q, 64)?, vec![3u8; 64]);
         // The list is leaked, not freed while the driver may still read it.
         assert_eq!(cl_mem::live_objects().kept_lists, kept_before + 1);
@@ -658,7 +677,7 @@ fn images_fail_typed_at_every_site(dev: &TestDevice) -> TestResult {
         )
     })?;
     let mut got = vec![0u8; 128];
-    legacy2.read(&q, &[], &[8, 4], &mut got, ImagePitches::PACKED, &[])?;
+    legacy2.read(&q, &mut got, Transfer::default().rect(Rect::new([8, 4, 1])))?;
     assert_eq!(got, px);
     let d3 = ImageDesc::d3(4, 4, 2);
     inject("clCreateImage3D", &counts, &|| {
@@ -673,42 +692,70 @@ fn images_fail_typed_at_every_site(dev: &TestDevice) -> TestResult {
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[0u8; 128])?;
     let counts = || base_counts(&q, &[&img, &legacy2, &buf]);
     inject("clEnqueueWriteImage", &counts, &|| {
-        img.write(&q, &[], &[8, 4], &px, ImagePitches::PACKED, &[])
+        img.write(&q, &px, Transfer::default().rect(Rect::new([8, 4, 1])))
     })?;
     let out = Mutex::new(vec![0u8; 128]);
     inject("clEnqueueReadImage", &counts, &|| {
         img.read(
             &q,
-            &[],
-            &[8, 4],
             &mut out.lock().unwrap()[..],
-            ImagePitches::PACKED,
-            &[],
+            Transfer::default().rect(Rect::new([8, 4, 1])),
         )
     })?;
     assert_eq!(*out.lock().unwrap(), px);
     inject("clEnqueueCopyImageToBuffer", &counts, &|| {
-        img.copy_to_buffer(&q, &buf, &[], &[8, 4], 0, &[])
+        enqueue_copy(
+            &q,
+            &buf,
+            &img,
+            Transfer::default().rect(Rect::new([8, 4, 1])),
+        )
     })?;
     assert_eq!(buf.to_vec::<u8>(&q)?, px);
     inject("clEnqueueFillImage", &counts, &|| {
-        img.fill(&q, FillColor::Uint([1, 2, 3, 4]), &[], &[8, 4], &[])
+        img.fill(
+            &q,
+            FillColor::Uint([1, 2, 3, 4]),
+            Transfer::default().rect(Rect::new([8, 4, 1])),
+        )
     })?;
     let mut filled = vec![0u8; 128];
-    img.read(&q, &[], &[8, 4], &mut filled, ImagePitches::PACKED, &[])?;
+    img.read(
+        &q,
+        &mut filled,
+        Transfer::default().rect(Rect::new([8, 4, 1])),
+    )?;
     assert_eq!(filled[..8], [1, 2, 3, 4, 1, 2, 3, 4]);
     inject("clEnqueueCopyImage", &counts, &|| {
-        legacy2.copy_to_image(&q, &img, &[], &[], &[8, 4], &[])
+        enqueue_copy(
+            &q,
+            &img,
+            &legacy2,
+            Transfer::default().rect(Rect::new([8, 4, 1])),
+        )
     })?;
-    img.read(&q, &[], &[8, 4], &mut filled, ImagePitches::PACKED, &[])?;
+    img.read(
+        &q,
+        &mut filled,
+        Transfer::default().rect(Rect::new([8, 4, 1])),
+    )?;
     assert_eq!(filled, px);
     // Waited for: an in-flight command holds a driver reference to the buffer, which would
     // make the reference counts below move by themselves.
-    buf.fill_all(&q, &9u8, &[])?.wait()?;
+    buf.fill(&q, &[9u8], &[])?.wait()?;
     inject("clEnqueueCopyBufferToImage", &counts, &|| {
-        img.copy_from_buffer(&q, &buf, 0, &[], &[8, 4], &[])
+        enqueue_copy(
+            &q,
+            &img,
+            &buf,
+            Transfer::default().rect(Rect::new([8, 4, 1])),
+        )
     })?;
-    img.read(&q, &[], &[8, 4], &mut filled, ImagePitches::PACKED, &[])?;
+    img.read(
+        &q,
+        &mut filled,
+        Transfer::default().rect(Rect::new([8, 4, 1])),
+    )?;
     assert_eq!(filled, vec![9; 128]);
     let first = inject("clEnqueueMapImage", &counts, &|| {
         img.map(&q, MapAccess::Read, &[], &[], &[], |m| m.bytes()[0])
@@ -778,21 +825,23 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     }
     let b = Mutex::new(csvm_empty::<u32>(&q, 64)?);
     inject("clEnqueueSVMMemFill", &counts, &|| {
-        a.lock().unwrap().fill(&q, 8, &[])
+        a.lock().unwrap().fill(&q, &[8], &[])
     })?
     .wait()?;
     inject("clEnqueueSVMMemcpy", &counts, &|| {
-        b.lock().unwrap().copy_from(&q, &a.lock().unwrap(), &[])
+        enqueue_copy(&q, &*b.lock().unwrap(), &*a.lock().unwrap(), &[])
     })?
     .wait()?;
     if d.platform_version() >= Version::new(2, 1) && d.version() >= Version::new(2, 1) {
         inject("clEnqueueSVMMigrateMem", &counts, &|| {
-            b.lock().unwrap().migrate(&q, SvmMigrateFlags::empty(), &[])
+            enqueue_svm_migrate(&q, &[&*b.lock().unwrap()], SvmMigrateFlags::empty(), &[])
         })?
         .wait()?;
     }
     let sum = inject("clEnqueueSVMMap", &counts, &|| {
-        b.lock().unwrap().with_map_ro(&q, |s| s.iter().sum::<u32>())
+        b.lock()
+            .unwrap()
+            .with_map(&q, cl_mem::ReadOnly, .., |s| s.iter().sum::<u32>())
     })?;
     assert_eq!(sum, 8 * 64);
     // The unmap fails: the mapping stays recorded (so it is unmapped as a leftover before the
@@ -800,14 +849,24 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     for status in STATUSES {
         let before = stable(&counts);
         let armed = fault::arm(Plan::next("clEnqueueSVMUnmap", status));
-        let r = b.lock().unwrap().with_map_rw(&q, |s| s[0] = 1);
+        let r = b.lock().unwrap().with_map(
+            &q,
+            cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+            ..,
+            |s| s[0] = 1,
+        );
         assert_eq!(armed.fired(), 1);
         drop(armed);
         match r {
             Err(e) => assert_eq!(e.cl_status(), Some(status), "{e}"),
             Ok(()) => return Err(fail("an injected SVM unmap failure was not reported")),
         }
-        assert_eq!(b.lock().unwrap().with_map_ro(&q, |s| s[0])?, 1);
+        assert_eq!(
+            b.lock()
+                .unwrap()
+                .with_map(&q, cl_mem::ReadOnly, .., |s| s[0])?,
+            1
+        );
         assert_eq!(
             settled(&counts, &before),
             before,
@@ -824,7 +883,7 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     assert_eq!(fired, 1, "the SVM free did not reach clEnqueueSVMFree");
     *SEEN.lock().unwrap().entry("clEnqueueSVMFree").or_default() += 1;
     let c = csvm_empty::<u32>(&q, 64)?;
-    c.fill(&q, 2, &[])?.wait()?;
+    c.fill(&q, &[2], &[])?.wait()?;
     Ok(())
 }
 
@@ -854,7 +913,7 @@ fn pool_reclaims_on_injected_upstream_failures_and_stays_balanced(dev: &TestDevi
         );
         assert_eq!(s.held_blocks, 1);
         assert_eq!(s.managed_bytes, s.held_bytes + s.active_rounded_bytes);
-        b.write(&q, 0, &[1u32, 2, 3], &[])?;
+        b.write(&q, &[1u32, 2, 3], &[])?;
         assert_eq!(b.read_vec_of::<u32>(&q, 3)?, [1, 2, 3]);
         drop(b);
         // Every try fails: a typed out-of-memory error, nothing held, counters balanced.
@@ -904,7 +963,7 @@ fn pool_reclaims_on_injected_upstream_failures_and_stays_balanced(dev: &TestDevi
             assert_eq!((s.held_blocks, s.active_blocks, s.managed_bytes), (0, 0, 0));
         }
         let b = pool.allocate(256)?;
-        b.write(&q, 0, &[7u8; 4], &[])?;
+        b.write(&q, &[7u8; 4], &[])?;
         assert_eq!(b.read_vec_of::<u8>(&q, 4)?, [7; 4]);
     }
     Ok(())
@@ -916,8 +975,8 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
     let q = dev.queue();
     let n = 64 * 1024;
     let a = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
-    a.fill_bytes(&q, &[0], 0, n, &[])
-        .or_else(|_| a.write(&q, 0, &vec![0u8; n], &[]))?;
+    a.fill(&q, &[0u8], Transfer::default().byte_count(n))
+        .or_else(|_| a.write(&q, &vec![0u8; n], &[]))?;
     let data: Vec<u8> = (0..n).map(|i| u8::try_from(i % 251).unwrap()).collect();
     // One copying thread on Oclgrind: it crashes under concurrent API calls from several host
     // threads (docs/DEVICES.md), as the staged suite already knows.
@@ -929,8 +988,8 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
     let opts = TransferOptions::staged(4096, threads);
     // Warm up: the buffer's command record then holds its last write and read, and the pinned
     // chunks are cached, so the live-event count before and after a failure compare like for like.
-    a.write_with(&q, 0, &data, &[], opts)?;
-    a.read_with(&q, 0, &mut vec![0u8; n], &[], opts)?;
+    a.write(&q, &data, Transfer::default().options(opts))?;
+    a.read(&q, &mut vec![0u8; n], Transfer::default().options(opts))?;
     let live_events = || vec![Event::live_count() as u64];
     for status in STATUSES {
         // Worker threads release their chunk events asynchronously: compare settled counts.
@@ -941,7 +1000,7 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
                 .nth(5)
                 .any_thread(),
         );
-        let r = a.write_with(&q, 0, &data, &[], opts);
+        let r = a.write(&q, &data, Transfer::default().options(opts));
         assert_eq!(armed.fired(), 1);
         drop(armed);
         *SEEN
@@ -959,7 +1018,7 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
                 .nth(3)
                 .any_thread(),
         );
-        let r = a.read_with(&q, 0, &mut out, &[], opts);
+        let r = a.read(&q, &mut out, Transfer::default().options(opts));
         assert_eq!(armed.fired(), 1);
         drop(armed);
         *SEEN
@@ -976,14 +1035,14 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
             events,
             "{status}: events leaked"
         );
-        a.write_with(&q, 0, &data, &[], opts)?;
+        a.write(&q, &data, Transfer::default().options(opts))?;
         let mut out = vec![0u8; n];
-        a.read_with(&q, 0, &mut out, &[], opts)?;
+        a.read(&q, &mut out, Transfer::default().options(opts))?;
         assert!(
             out == data,
             "{status}: the staged retry did not write every byte"
         );
-        a.write(&q, 0, &vec![0u8; n], &[])?;
+        a.write(&q, &vec![0u8; n], &[])?;
         // The same for a staged rectangle: 64 rows of 256 bytes (host rows 300 bytes apart) in
         // pieces of 16 rows; the third piece's write fails, then the second piece's read.
         let rect = Rect::new([256, 64, 1]).src_pitches(300, 0);
@@ -998,9 +1057,13 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
         ] {
             let armed = fault::arm(Plan::next(site, status).nth(nth).any_thread());
             let r = if site == "clEnqueueWriteBufferRect" {
-                a.write_rect_with(&q, &rect, &host, &[], opts)
+                a.write(&q, &host, Transfer::default().rect(rect).options(opts))
             } else {
-                a.read_rect_with(&q, &back, &mut vec![0u8; 300 * 64], &[], opts)
+                a.read(
+                    &q,
+                    &mut vec![0u8; 300 * 64],
+                    Transfer::default().rect(back).options(opts),
+                )
             };
             assert_eq!(armed.fired(), 1, "{site}");
             drop(armed);
@@ -1019,16 +1082,16 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
             events,
             "{status}: events leaked by a failed staged rectangle"
         );
-        a.write_rect_with(&q, &rect, &host, &[], opts)?;
+        a.write(&q, &host, Transfer::default().rect(rect).options(opts))?;
         let mut out = vec![0u8; 300 * 64];
-        a.read_rect_with(&q, &back, &mut out, &[], opts)?;
+        a.read(&q, &mut out, Transfer::default().rect(back).options(opts))?;
         for r in 0..64 {
             assert!(
                 out[r * 300..r * 300 + 256] == host[r * 300..r * 300 + 256],
                 "{status}: the staged rectangle retry did not move row {r}"
             );
         }
-        a.write(&q, 0, &vec![0u8; n], &[])?;
+        a.write(&q, &vec![0u8; n], &[])?;
     }
     Ok(())
 }
@@ -1058,10 +1121,10 @@ fn staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whol
             {
                 let src = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
                 let dst = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
-                src.write(&q, 0, &data, &[])?;
-                dst.write(&q, 0, &vec![0u8; n], &[])?;
+                src.write(&q, &data, &[])?;
+                dst.write(&q, &vec![0u8; n], &[])?;
                 let armed = fault::arm(Plan::next(site, status).nth(nth));
-                let r = dst.copy_from_range_with(&q, &src, 0, 0, None, &[], opts);
+                let r = enqueue_copy(&q, &dst, &src, Transfer::default().options(opts));
                 assert_eq!(armed.fired(), 1, "{site}");
                 drop(armed);
                 *SEEN.lock().unwrap().entry(site).or_default() += 1;
@@ -1075,11 +1138,11 @@ fn staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whol
                 }
                 // A map after the failure waits for the chunks that were enqueued: it sees
                 // whole chunks of the source and zeros, nothing else.
-                let seen = dst.map_read::<u8>(&q, .., &[])?.to_vec();
+                let seen = dst.map::<u8, _>(&q, cl_mem::ReadOnly, .., &[])?.to_vec();
                 for (i, (x, y)) in seen.iter().zip(&data).enumerate() {
                     assert!(*x == 0 || x == y, "{site}: byte {i} is neither old nor new");
                 }
-                dst.copy_from_range_with(&q, &src, 0, 0, None, &[], opts)?;
+                enqueue_copy(&q, &dst, &src, Transfer::default().options(opts))?;
                 assert!(
                     dst.read_vec_of::<u8>(&q, n)? == data,
                     "{status}: the staged copy's retry did not copy every byte ({site})"
@@ -1180,7 +1243,7 @@ fn pooled_block_handed_to_another_queue_keeps_its_old_queue_when_the_sync_fails(
     let qb = Queue::new(qa.context(), d)?;
     let pool = MemoryPool::new(ImmediateAllocator::new(&qa, MemFlags::READ_WRITE)?);
     let mut b = pool.allocate(256)?;
-    b.write(&qa, 0, &[7u32; 64], &[])?;
+    b.write(&qa, &[7u32; 64], &[])?;
     for site in [
         "clEnqueueMarkerWithWaitList",
         "clEnqueueBarrierWithWaitList",
@@ -1212,7 +1275,7 @@ fn pooled_block_handed_to_another_queue_keeps_its_old_queue_when_the_sync_fails(
         "after a successful hand-off the block belongs to the new queue alone"
     );
     let mut out = vec![0u32; 64];
-    b.read(&qb, 0, &mut out, &[])?;
+    b.read(&qb, &mut out, &[])?;
     assert_eq!(out, vec![7u32; 64]);
     drop(b);
     qb.finish()?;

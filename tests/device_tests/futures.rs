@@ -124,17 +124,17 @@ fn awaiting_a_nonblocking_read_yields_its_data(dev: &TestDevice) -> TestResult {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, data.len() * 4)?;
-    buf.write(&queue, 0, &data, &[])?;
-    let pending = buf.enqueue_read(&queue, 0, vec![0u32; data.len()], &[])?;
+    buf.write(&queue, &data, &[])?;
+    let pending = buf.enqueue_read(&queue, vec![0u32; data.len()], &[])?;
     let (got, _) = block_on(pending.into_future(), LIMIT).map_err(cl_tests::fail)?;
     let got = got?;
     assert_eq!(got, data, "the awaited read returned other data");
     // A non-blocking write awaited the same way hands its memory back unchanged.
-    let pending = buf.enqueue_write(&queue, 0, vec![7u32; 16], &[])?;
+    let pending = buf.enqueue_write(&queue, vec![7u32; 16], &[])?;
     let (back, _) = block_on(pending.into_future(), LIMIT).map_err(cl_tests::fail)?;
     assert_eq!(back?, vec![7u32; 16]);
     let mut check = vec![0u32; 16];
-    buf.read(&queue, 0, &mut check, &[])?;
+    buf.read(&queue, &mut check, &[])?;
     assert_eq!(
         check,
         vec![7u32; 16],
@@ -210,7 +210,7 @@ fn a_transfer_whose_dependency_fails_resolves_to_an_error(dev: &TestDevice) -> T
     let ctx = queue.context();
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 4096)?;
     let user = UserEvent::new(ctx)?;
-    let pending = buf.enqueue_read(&queue, 0, vec![0u8; 4096], &[user.event()])?;
+    let pending = buf.enqueue_read(&queue, vec![0u8; 4096], &[user.event()])?;
     let out = block_on_while_set(pending.into_future(), &user, |u| {
         u.set_error(ClError::OutOfResources)
     })?;

@@ -10,12 +10,12 @@
 )]
 
 use cl_mem::RawHandle;
+use cl_mem::Rect;
 use cl_mem::{
-    enqueue_copy, enqueue_copy_with, image_from_array, supported_image_formats, AddressingMode,
-    ArrayImageOptions, Buffer, ChannelOrder, ChannelType, Context, CopyOptions, Error, FillColor,
-    FilterMode, Image, ImageAccess, ImageDesc, ImageFormat, ImagePitches, ImageType, Kernel,
-    MapAccess, MemFlags, MemObject, MemObjectType, Pipe, Program, Queue, Sampler, SamplerProperty,
-    Version,
+    enqueue_copy, image_from_array, supported_image_formats, AddressingMode, ArrayImageOptions,
+    Buffer, ChannelOrder, ChannelType, Context, Error, FillColor, FilterMode, Image, ImageAccess,
+    ImageDesc, ImageFormat, ImagePitches, ImageType, Kernel, MapAccess, MemFlags, MemObject,
+    MemObjectType, Pipe, Program, Queue, Sampler, SamplerProperty, Transfer, Version,
 };
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
 
@@ -186,20 +186,32 @@ fn every_image_type_roundtrips(dev: &TestDevice) -> TestResult {
         let data = pattern(n, 1.0);
         let img = Image::from_host(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, &data)?;
         assert_eq!(img.image_type(), desc.image_type);
-        let back: Vec<f32> = img.read_to_vec(&q, &[])?;
+        let back: Vec<f32> = img.to_vec(&q)?;
         assert_eq!(back, data, "{}", desc.image_type);
         // Overwrite one pixel row of the last layer/slice and read it back alone.
         let e = img.extent();
         let origin = [1, e[1] - 1, e[2] - 1];
         let region = [e[0] - 1, 1, 1];
         let row = pattern((e[0] - 1) * 4, 1000.0);
-        img.write(&q, &origin, &region, &row, ImagePitches::PACKED, &[])?;
+        img.write(
+            &q,
+            &row,
+            Transfer::default().rect(Rect::new(region).dst_origin(origin)),
+        )?;
         let mut got = vec![0f32; row.len()];
-        img.read(&q, &origin, &region, &mut got, ImagePitches::PACKED, &[])?;
+        img.read(
+            &q,
+            &mut got,
+            Transfer::default().rect(Rect::new(region).src_origin(origin)),
+        )?;
         assert_eq!(got, row, "{}", desc.image_type);
         // Pixel 0 is untouched.
         let mut first = [0f32; 4];
-        img.read(&q, &[], &[], &mut first, ImagePitches::PACKED, &[])?;
+        img.read(
+            &q,
+            &mut first,
+            Transfer::default().rect(Rect::new([1, 1, 1])),
+        )?;
         assert_eq!(first, [1.0, 2.0, 3.0, 4.0]);
     }
     // 1-D buffer image: the image sees the buffer's bytes.
@@ -208,11 +220,15 @@ fn every_image_type_roundtrips(dev: &TestDevice) -> TestResult {
     let img = Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &buf, 9)?;
     assert_eq!(img.image_type(), ImageType::Image1dBuffer);
     assert_eq!(img.shape(), vec![9]);
-    assert_eq!(img.read_to_vec::<f32>(&q, &[])?, data);
+    assert_eq!(img.to_vec::<f32>(&q)?, data);
     let px = [-1f32, -2.0, -3.0, -4.0];
-    img.write(&q, &[8], &[1], &px, ImagePitches::PACKED, &[])?;
+    img.write(
+        &q,
+        &px,
+        Transfer::default().rect(Rect::new([1, 1, 1]).dst_origin([8, 0, 0])),
+    )?;
     let mut all = vec![0f32; 36];
-    buf.read(&q, 0, &mut all, &[])?;
+    buf.read(&q, &mut all, &[])?;
     assert_eq!(&all[32..], &px);
     assert_eq!(img.info()?.buffer.as_ref(), Some(&buf));
     Ok(())
@@ -227,19 +243,15 @@ fn non_blocking_transfers_own_their_host_memory(dev: &TestDevice) -> TestResult 
         let data: Vec<u32> = (0..n as u32).map(|v| v ^ 0x5a5a).collect();
         let written = img.enqueue_write(
             &q,
-            &[],
-            &desc.extent(),
             data.clone(),
-            ImagePitches::PACKED,
-            &[],
+            Transfer::default().rect(Rect::new(desc.extent())),
         )?;
         let read = img.enqueue_read(
             &q,
-            &[],
-            &desc.extent(),
             vec![0u32; n],
-            ImagePitches::PACKED,
-            &[written.event()],
+            Transfer::default()
+                .rect(Rect::new(desc.extent()))
+                .wait(&[written.event()]),
         )?;
         assert_eq!(written.wait()?, data);
         assert_eq!(read.wait()?, data, "{}", desc.image_type);
@@ -254,19 +266,13 @@ fn non_blocking_transfers_own_their_host_memory(dev: &TestDevice) -> TestResult 
     )?;
     drop(img.enqueue_read(
         &q,
-        &[],
-        &[64, 64],
         vec![0u32; 4096],
-        ImagePitches::PACKED,
-        &[],
+        Transfer::default().rect(Rect::new([64, 64, 1])),
     )?);
     let short = img.enqueue_read(
         &q,
-        &[],
-        &[64, 64],
         vec![0u32; 4095],
-        ImagePitches::PACKED,
-        &[],
+        Transfer::default().rect(Rect::new([64, 64, 1])),
     );
     assert!(matches!(short, Err(Error::OutOfBounds { .. })), "{short:?}");
     Ok(())
@@ -279,7 +285,7 @@ fn legacy_calls_create_2d_and_3d_images(dev: &TestDevice) -> TestResult {
         let data = pattern(desc.extent().iter().product::<usize>() * 4, 0.5);
         let img =
             Image::new_through_legacy_calls(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, Some(&data))?;
-        assert_eq!(img.read_to_vec::<f32>(&q, &[])?, data);
+        assert_eq!(img.to_vec::<f32>(&q)?, data);
         assert_eq!(
             img.mem_type()?,
             if desc.image_type == ImageType::Image2d {
@@ -310,22 +316,19 @@ fn owned_host_image_uses_its_memory(dev: &TestDevice) -> TestResult {
     let data: Vec<u32> = (0..32).collect();
     let img = Image::from_owned_host(ctx, MemFlags::READ_WRITE, R_U32, &desc, data.clone())?;
     assert!(img.flags().contains(MemFlags::USE_HOST_PTR));
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, data);
+    assert_eq!(img.to_vec::<u32>(&q)?, data);
     img.write(
         &q,
-        &[2, 1],
-        &[3, 1],
         &[100u32, 101, 102],
-        ImagePitches::PACKED,
-        &[],
+        Transfer::default().rect(Rect::new([3, 1, 1]).dst_origin([2, 1, 0])),
     )?;
-    let back = img.read_to_vec::<u32>(&q, &[])?;
+    let back = img.to_vec::<u32>(&q)?;
     assert_eq!(&back[10..13], &[100, 101, 102]);
     // The host memory lives as long as the OpenCL object: a clone keeps it usable after the
     // first handle is gone.
     let clone = img.clone();
     drop(img);
-    assert_eq!(clone.read_to_vec::<u32>(&q, &[])?[12], 102);
+    assert_eq!(clone.to_vec::<u32>(&q)?[12], 102);
     Ok(())
 }
 
@@ -348,7 +351,7 @@ fn host_row_pitch_is_honoured_at_creation(dev: &TestDevice) -> TestResult {
     let (padded, tight) = padded_grid(3, 4, 5);
     let desc = ImageDesc::d2(3, 4).with_pitches(ImagePitches::new(20, 0));
     let img = Image::from_host(q.context(), MemFlags::READ_WRITE, R_U32, &desc, &padded)?;
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, tight);
+    assert_eq!(img.to_vec::<u32>(&q)?, tight);
     Ok(())
 }
 
@@ -359,7 +362,7 @@ fn used_host_row_pitch_is_honoured(dev: &TestDevice) -> TestResult {
     let desc = ImageDesc::d2(3, 4).with_pitches(ImagePitches::new(20, 0));
     let img = Image::from_owned_host(q.context(), MemFlags::READ_WRITE, R_U32, &desc, padded)?;
     assert_eq!(
-        img.read_to_vec::<u32>(&q, &[])?,
+        img.to_vec::<u32>(&q)?,
         tight,
         "USE_HOST_PTR rows read with image_row_pitch 20"
     );
@@ -373,7 +376,7 @@ fn host_slice_pitch_is_honoured_at_creation(dev: &TestDevice) -> TestResult {
     let data: Vec<u32> = (0..18).collect();
     let img = Image::from_host(q.context(), MemFlags::READ_WRITE, R_U32, &desc, &data)?;
     assert_eq!(
-        img.read_to_vec::<u32>(&q, &[])?,
+        img.to_vec::<u32>(&q)?,
         vec![0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15]
     );
     Ok(())
@@ -386,10 +389,18 @@ fn pitched_transfers_roundtrip(dev: &TestDevice) -> TestResult {
     let (padded, tight) = padded_grid(w, h, 5);
     // Written with padded rows, read tight; read back padded: the padding is left alone.
     let img = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(w, h))?;
-    img.write(&q, &[], &[w, h], &padded, ImagePitches::new(20, 0), &[])?;
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, tight);
+    img.write(
+        &q,
+        &padded,
+        Transfer::default().rect(Rect::new([w, h, 1]).src_pitches(20, 0)),
+    )?;
+    assert_eq!(img.to_vec::<u32>(&q)?, tight);
     let mut out = vec![7u32; 5 * h];
-    img.read(&q, &[], &[w, h], &mut out, ImagePitches::new(20, 0), &[])?;
+    img.read(
+        &q,
+        &mut out,
+        Transfer::default().rect(Rect::new([w, h, 1]).dst_pitches(20, 0)),
+    )?;
     for y in 0..h {
         assert_eq!(&out[y * 5..y * 5 + w], &tight[y * w..y * w + w]);
         assert_eq!(&out[y * 5 + w..y * 5 + 5], &[7, 7]);
@@ -397,19 +408,20 @@ fn pitched_transfers_roundtrip(dev: &TestDevice) -> TestResult {
     // 3-D: slices 6 values apart on the host.
     let img = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d3(2, 2, 3))?;
     let data: Vec<u32> = (0..18).collect();
-    img.write(&q, &[], &[2, 2, 3], &data, ImagePitches::new(8, 24), &[])?;
+    img.write(
+        &q,
+        &data,
+        Transfer::default().rect(Rect::new([2, 2, 3]).src_pitches(8, 24)),
+    )?;
     assert_eq!(
-        img.read_to_vec::<u32>(&q, &[])?,
+        img.to_vec::<u32>(&q)?,
         vec![0, 1, 2, 3, 6, 7, 8, 9, 12, 13, 14, 15]
     );
     let mut back = vec![0u32; 18];
     img.read(
         &q,
-        &[],
-        &[2, 2, 3],
         &mut back,
-        ImagePitches::new(0, 24),
-        &[],
+        Transfer::default().rect(Rect::new([2, 2, 3]).dst_pitches(0, 24)),
     )?;
     assert_eq!(
         back,
@@ -425,7 +437,7 @@ fn one_d_array_layer_pitch_is_honoured_at_creation(dev: &TestDevice) -> TestResu
     let desc = ImageDesc::d1_array(2, 3).with_pitches(ImagePitches::new(0, 16));
     let data: Vec<u32> = (0..12).collect();
     let img = Image::from_host(q.context(), MemFlags::READ_WRITE, R_U32, &desc, &data)?;
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, vec![0, 1, 4, 5, 8, 9]);
+    assert_eq!(img.to_vec::<u32>(&q)?, vec![0, 1, 4, 5, 8, 9]);
     Ok(())
 }
 
@@ -441,7 +453,11 @@ fn one_d_array_layer_pitch_is_honoured_by_transfers(dev: &TestDevice) -> TestRes
     )?;
     // Read with layers 3 values (12 bytes) apart (clEnqueueReadImage's slice_pitch).
     let mut layers = vec![99u32; 9];
-    img.read(&q, &[], &[2, 3], &mut layers, ImagePitches::new(0, 12), &[])?;
+    img.read(
+        &q,
+        &mut layers,
+        Transfer::default().rect(Rect::new([2, 3, 1]).dst_pitches(0, 12)),
+    )?;
     assert_eq!(layers, vec![0, 1, 99, 2, 3, 99, 4, 5, 99]);
     Ok(())
 }
@@ -571,7 +587,7 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
     let flat: Vec<f32> = (0..24u8).map(f32::from).collect();
     let img = Image::from_slice(ctx, &flat, &[4, 6], ArrayImageOptions::default())?;
     assert_eq!(img.shape(), vec![6, 4]);
-    assert_eq!(img.read_to_vec::<f32>(&q, &[])?, flat);
+    assert_eq!(img.to_vec::<f32>(&q)?, flat);
     assert!(matches!(
         Image::from_slice(ctx, &flat, &[5, 6], ArrayImageOptions::default()),
         Err(Error::InvalidArgument(m)) if m.contains("holds 30 values, the slice 24")
@@ -699,7 +715,7 @@ fn kernel_samples_2d_and_3d_images_exactly(dev: &TestDevice) -> TestResult {
             let global: Vec<usize> = img.shape();
             k.enqueue_nd_range(&q, &global, None, &[])?.wait()?;
             let mut got = vec![0f32; expect.len()];
-            out.read(&q, 0, &mut got, &[])?;
+            out.read(&q, &mut got, &[])?;
             if got != expect {
                 return Err(fail(format!(
                     "{name} normalized={normalized}: first values {:?}, expected {:?}",
@@ -727,11 +743,9 @@ fn fill_sets_every_pixel_of_the_region(dev: &TestDevice) -> TestResult {
         img.fill(
             &q,
             FillColor::Float(color),
-            &[1, 0, 0],
-            &[e[0] - 1, e[1], e[2]],
-            &[],
+            Transfer::default().rect(Rect::new([e[0] - 1, e[1], e[2]]).dst_origin([1, 0, 0])),
         )?;
-        let back = img.read_to_vec::<f32>(&q, &[])?;
+        let back = img.to_vec::<f32>(&q)?;
         for (i, px) in back.chunks(4).enumerate() {
             let expect = if i % e[0] == 0 { [0.0; 4] } else { color };
             assert_eq!(px, expect, "{}: pixel {i}", desc.image_type);
@@ -742,16 +756,18 @@ fn fill_sets_every_pixel_of_the_region(dev: &TestDevice) -> TestResult {
     img.fill(
         &q,
         FillColor::Uint([0xdead_beef, 0, 0, 0]),
-        &[],
-        &[5, 3],
-        &[],
+        Transfer::default().rect(Rect::new([5, 3, 1])),
     )?;
-    assert_eq!(img.read_to_vec::<u32>(&q, &[])?, vec![0xdead_beef; 15]);
+    assert_eq!(img.to_vec::<u32>(&q)?, vec![0xdead_beef; 15]);
     // Normalized bytes: 1.0 is 255.
     let fmt = ImageFormat::new(ChannelOrder::Rgba, ChannelType::UnormInt8);
     let img = Image::new(ctx, MemFlags::READ_WRITE, fmt, &ImageDesc::d1(4))?;
-    img.fill(&q, FillColor::Float([1.0, 0.0, 1.0, 0.0]), &[], &[4], &[])?;
-    assert_eq!(img.read_to_vec::<u8>(&q, &[])?, [255, 0, 255, 0].repeat(4));
+    img.fill(
+        &q,
+        FillColor::Float([1.0, 0.0, 1.0, 0.0]),
+        Transfer::default().rect(Rect::new([4, 1, 1])),
+    )?;
+    assert_eq!(img.to_vec::<u8>(&q)?, [255, 0, 255, 0].repeat(4));
     Ok(())
 }
 
@@ -764,17 +780,27 @@ fn copy_round_trips(q: &Queue, desc: &ImageDesc) -> TestResult {
     let src = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, desc, &data)?;
     // Image to image, whole.
     let dst = Image::new(ctx, MemFlags::READ_WRITE, R_U32, desc)?;
-    src.copy_to_image(q, &dst, &[], &[], &e, &[])?;
-    assert_eq!(dst.read_to_vec::<u32>(q, &[])?, data, "{}", desc.image_type);
+    enqueue_copy(q, &dst, &src, Transfer::default().rect(Rect::new(e)))?;
+    assert_eq!(dst.to_vec::<u32>(q)?, data, "{}", desc.image_type);
     // Image to buffer at an offset, and back into a second image.
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 16 + n * 4)?;
-    src.copy_to_buffer(q, &buf, &[], &e, 16, &[])?;
+    enqueue_copy(
+        q,
+        &buf,
+        &src,
+        Transfer::default().rect(Rect::new(e)).dst_offset(16),
+    )?;
     let mut raw = vec![0u32; n];
-    buf.read(q, 16, &mut raw, &[])?;
+    buf.read(q, &mut raw, Transfer::default().src_offset(16))?;
     assert_eq!(raw, data);
     let dst2 = Image::new(ctx, MemFlags::READ_WRITE, R_U32, desc)?;
-    dst2.copy_from_buffer(q, &buf, 16, &[], &e, &[])?;
-    assert_eq!(dst2.read_to_vec::<u32>(q, &[])?, data);
+    enqueue_copy(
+        q,
+        &dst2,
+        &buf,
+        Transfer::default().rect(Rect::new(e)).src_offset(16),
+    )?;
+    assert_eq!(dst2.to_vec::<u32>(q)?, data);
     Ok(())
 }
 
@@ -808,41 +834,39 @@ fn copies_between_1d_image_arrays_and_buffers(dev: &TestDevice) -> TestResult {
     enqueue_copy(&q, &a, &data[..], &[])?;
     enqueue_copy(&q, &b, &a, &[])?;
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
-    enqueue_copy_with(
+    enqueue_copy(
         &q,
         &buf,
         &b,
-        CopyOptions {
+        Transfer {
             dst_offset: 16,
             ..Default::default()
         },
-        &[],
     )?;
     let c = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(4, 3))?;
-    enqueue_copy_with(
+    enqueue_copy(
         &q,
         &c,
         &buf,
-        CopyOptions {
+        Transfer {
             src_offset: 16,
             ..Default::default()
         },
-        &[],
     )?;
     let mut back = vec![0u32; 12];
     enqueue_copy(&q, &mut back[..], &c, &[])?;
     assert_eq!(back, data);
-    let r = enqueue_copy_with(
+    let r = enqueue_copy(
         &q,
         &a,
         &data[..],
-        CopyOptions {
+        Transfer {
             byte_count: Some(4),
             ..Default::default()
         },
-        &[],
     );
-    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    // The count picks 4 bytes of the host data: less than the whole image needs.
+    assert!(matches!(r, Err(Error::OutOfBounds { .. })), "{r:?}");
     let d = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d2(4, 2))?;
     assert!(matches!(
         enqueue_copy(&q, &a, &d, &[]),
@@ -864,8 +888,17 @@ fn copies_between_1d_image_arrays_and_buffers(dev: &TestDevice) -> TestResult {
         &ImageDesc::d3(4, 4, 3),
         &[0u32; 48],
     )?;
-    a.copy_to_image(&q, &b, &[2, 1], &[1, 2, 1], &[3, 2, 1], &[])?;
-    let got = b.read_to_vec::<u32>(&q, &[])?;
+    enqueue_copy(
+        &q,
+        &b,
+        &a,
+        Transfer::default().rect(
+            Rect::new([3, 2, 1])
+                .src_origin([2, 1, 0])
+                .dst_origin([1, 2, 1]),
+        ),
+    )?;
+    let got = b.to_vec::<u32>(&q)?;
     for (i, v) in got.iter().enumerate() {
         let (x, y, z) = (i % 4, (i / 4) % 4, i / 16);
         let expect = if z == 1 && (1..4).contains(&x) && (2..4).contains(&y) {
@@ -928,7 +961,7 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
                 Ok(())
             },
         )??;
-        let back = img.read_to_vec::<u32>(&q, &[])?;
+        let back = img.to_vec::<u32>(&q)?;
         assert!(back[n - e[0]..].iter().all(|&v| v == 77), "{t}: {back:?}");
         assert_eq!(&back[..n - e[0]], &data[..n - e[0]]);
     }
@@ -1054,53 +1087,104 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         other => Err(fail(format!("{what}: expected OutOfBounds, got {other:?}"))),
     };
     oob(
-        img.read(&q, &[1], &[4, 4], &mut out, ImagePitches::PACKED, &[]),
+        img.read(
+            &q,
+            &mut out,
+            Transfer::default().rect(Rect::new([4, 4, 1]).src_origin([1, 0, 0])),
+        ),
         "region past x",
     )?;
     oob(
-        img.read(&q, &[0, 0, 1], &[1], &mut out, ImagePitches::PACKED, &[]),
+        img.read(
+            &q,
+            &mut out,
+            Transfer::default().rect(Rect::new([1, 1, 1]).src_origin([0, 0, 1])),
+        ),
         "z origin on 2-D",
     )?;
     oob(
-        img.read(&q, &[], &[4, 4], &mut out[..63], ImagePitches::PACKED, &[]),
+        img.read(
+            &q,
+            &mut out[..63],
+            Transfer::default().rect(Rect::new([4, 4, 1])),
+        ),
         "short host slice",
     )?;
     oob(
-        img.write(&q, &[], &[4, 4], &out[..60], ImagePitches::PACKED, &[]),
+        img.write(
+            &q,
+            &out[..60],
+            Transfer::default().rect(Rect::new([4, 4, 1])),
+        ),
         "short write data",
     )?;
+    // Image reads have no host origin (the host slice is sliced instead).
     assert!(matches!(
-        img.read(&q, &[0, 0, 0, 0], &[1], &mut out, ImagePitches::PACKED, &[]),
+        img.read(
+            &q,
+            &mut out,
+            Transfer::default().rect(Rect::new([1, 1, 1]).dst_origin([1, 0, 0]))
+        ),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        img.read(&q, &[], &[0], &mut out, ImagePitches::PACKED, &[]),
+        img.read(&q, &mut out, Transfer::default().rect(Rect::new([0, 1, 1]))),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        img.fill(&q, FillColor::Uint([1; 4]), &[], &[4, 4], &[]),
+        img.fill(
+            &q,
+            FillColor::Uint([1; 4]),
+            Transfer::default().rect(Rect::new([4, 4, 1]))
+        ),
         Err(Error::InvalidArgument(_))
     ));
     oob(
-        img.fill(&q, FillColor::Float([1.0; 4]), &[3, 3], &[2, 2], &[]),
+        img.fill(
+            &q,
+            FillColor::Float([1.0; 4]),
+            Transfer::default().rect(Rect::new([2, 2, 1]).dst_origin([3, 3, 0])),
+        ),
         "fill past the edge",
     )?;
     let other = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &d2)?;
     assert!(matches!(
-        img.copy_to_image(&q, &other, &[], &[], &[4, 4], &[]),
+        enqueue_copy(
+            &q,
+            &other,
+            &img,
+            Transfer::default().rect(Rect::new([4, 4, 1]))
+        ),
         Err(Error::InvalidArgument(_))
     ));
     let same = Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d2(2, 2))?;
     oob(
-        img.copy_to_image(&q, &same, &[], &[], &[4, 4], &[]),
+        enqueue_copy(
+            &q,
+            &same,
+            &img,
+            Transfer::default().rect(Rect::new([4, 4, 1])),
+        ),
         "copy past the destination",
     )?;
     oob(
-        img.copy_to_buffer(&q, &small, &[], &[4, 4], 0, &[]),
+        enqueue_copy(
+            &q,
+            &small,
+            &img,
+            Transfer::default().rect(Rect::new([4, 4, 1])),
+        ),
         "copy past the buffer",
     )?;
     oob(
-        img.copy_from_buffer(&q, &small, 16, &[], &[4, 1], &[]),
+        enqueue_copy(
+            &q,
+            &img,
+            &small,
+            Transfer::default()
+                .rect(Rect::new([4, 1, 1]))
+                .src_offset(16),
+        ),
         "copy from past the buffer",
     )?;
     let m = img.map(&q, MapAccess::Read, &[2, 2], &[3, 3], &[], |_| ());
@@ -1145,11 +1229,19 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
     // A queue of another context; host access flags.
     let other_q = dev.queue();
     assert!(matches!(
-        img.read(&other_q, &[], &[4, 4], &mut out, ImagePitches::PACKED, &[]),
+        img.read(
+            &other_q,
+            &mut out,
+            Transfer::default().rect(Rect::new([4, 4, 1]))
+        ),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        img.fill(&other_q, FillColor::Float([0.0; 4]), &[], &[1], &[]),
+        img.fill(
+            &other_q,
+            FillColor::Float([0.0; 4]),
+            Transfer::default().rect(Rect::new([1, 1, 1]))
+        ),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
@@ -1158,7 +1250,12 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
     ));
     let other_buf = Buffer::new(other_q.context(), MemFlags::READ_WRITE, 1024)?;
     assert!(matches!(
-        img.copy_to_buffer(&q, &other_buf, &[], &[1], 0, &[]),
+        enqueue_copy(
+            &q,
+            &other_buf,
+            &img,
+            Transfer::default().rect(Rect::new([1, 1, 1]))
+        ),
         Err(Error::InvalidArgument(_))
     ));
     let wo = Image::new(
@@ -1168,14 +1265,18 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         &d2,
     )?;
     assert!(matches!(
-        wo.read(&q, &[], &[1], &mut out, ImagePitches::PACKED, &[]),
+        wo.read(&q, &mut out, Transfer::default().rect(Rect::new([1, 1, 1]))),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
         wo.map(&q, MapAccess::Read, &[], &[1], &[], |_| ()),
         Err(Error::InvalidArgument(_))
     ));
-    wo.write(&q, &[], &[1], &[1f32; 4], ImagePitches::PACKED, &[])?;
+    wo.write(
+        &q,
+        &[1f32; 4],
+        Transfer::default().rect(Rect::new([1, 1, 1])),
+    )?;
     let ro = Image::new(
         ctx,
         MemFlags::READ_WRITE | MemFlags::HOST_NO_ACCESS,
@@ -1183,7 +1284,11 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         &d2,
     )?;
     assert!(matches!(
-        ro.write(&q, &[], &[1], &[1f32; 4], ImagePitches::PACKED, &[]),
+        ro.write(
+            &q,
+            &[1f32; 4],
+            Transfer::default().rect(Rect::new([1, 1, 1]))
+        ),
         Err(Error::InvalidArgument(_))
     ));
     // Nothing above leaked a mapping or a reference.
@@ -1351,7 +1456,7 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
         .enqueue_nd_range(&q, &[n], None, &[&written])?
         .wait()?;
     let mut got = vec![0i32; n];
-    dst.read(&q, 0, &mut got, &[])?;
+    dst.read(&q, &mut got, &[])?;
     got.sort_unstable();
     let mut expect = input;
     expect.sort_unstable();

@@ -4,10 +4,11 @@
 //! sub-buffers, images, SVM and pools across the devices.
 
 use cl_mem::svm::{Coarse, SvmArray};
+use cl_mem::{enqueue_copy, enqueue_migrate_mem_objects, ReadOnly, Rect, Transfer};
 use cl_mem::{
     AffinityDomain, Buffer, ChannelOrder, ChannelType, Context, Device, Error, Event, EventStatus,
-    Image, ImageDesc, ImageFormat, ImagePitches, MemFlags, MigrationFlags, Partition, Program,
-    Queue, TransferOptions, TransferPath, UserEvent,
+    Image, ImageDesc, ImageFormat, MemFlags, MigrationFlags, Partition, Program, Queue,
+    TransferOptions, TransferPath, UserEvent,
 };
 use cl_pool::{DevicePools, ImmediateAllocator, MemoryPool};
 use cl_tests::{fail, skip, DeviceTest, TestDevice, TestError, TestResult};
@@ -206,7 +207,7 @@ fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> Test
         kernel_on(q, "add", &buf, 1, n, &[])?;
     }
     let mut out = vec![0u32; n];
-    buf.read(a, 0, &mut out, &[])?;
+    buf.read(a, &mut out, &[])?;
     if out != filled(10 + rounds, n) {
         return Err(fail(format!(
             "after {rounds} alternating updates: {:?}..",
@@ -215,12 +216,12 @@ fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> Test
     }
     // Host writes through one device's queue, kernels on every device, read on the last.
     let data: Vec<u32> = (0..u32::try_from(n)?).collect();
-    buf.write(a, 0, &data, &[])?;
+    buf.write(a, &data, &[])?;
     for q in &m.queues {
         kernel_on(q, "add", &buf, 2, n, &[])?;
     }
     let last = m.queues.last().ok_or_else(|| fail("no queue"))?;
-    buf.read(last, 0, &mut out, &[])?;
+    buf.read(last, &mut out, &[])?;
     let k = 2 * u32::try_from(m.queues.len())?;
     assert_eq!(out, data.iter().map(|x| x + k).collect::<Vec<_>>());
     Ok(())
@@ -245,7 +246,7 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
     ] {
         let gate = UserEvent::new(&m.context)?;
         let on_a = if case.contains("after a read") {
-            other.copy_from(a, &buf, &[gate.event()])?
+            enqueue_copy(a, &other, &buf, &[gate.event()])?
         } else {
             let mut k = program.kernel("fill")?;
             k.set_arg(0, &buf)?.set_arg(1, &5u32)?;
@@ -262,7 +263,7 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
                 MigrationFlags::CONTENT_UNDEFINED,
                 &[],
             )?,
-            "copy after a kernel" => other.copy_from(b, &buf, &[])?,
+            "copy after a kernel" => enqueue_copy(b, &other, &buf, &[])?,
             _ => {
                 let mut k = program.kernel("add")?;
                 k.set_arg(0, &buf)?.set_arg(1, &1u32)?;
@@ -282,7 +283,7 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
         }
     }
     let mut out = vec![0u32; n];
-    buf.read(b, 0, &mut out, &[])?;
+    buf.read(b, &mut out, &[])?;
     assert_eq!(out, filled(6, n), "fill(5) on A, then add(1) on B");
     Ok(())
 }
@@ -299,20 +300,20 @@ fn migration_between_devices_keeps_data_and_order(dev: &TestDevice) -> TestResul
     cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::empty(), &[])?;
     kernel_on(b, "add", &buf, 1, n, &[])?;
     let mut out = vec![0u32; n];
-    buf.read(b, 0, &mut out, &[])?;
+    buf.read(b, &mut out, &[])?;
     assert_eq!(out, filled(4, n));
     // Back to A, then to the host.
     cl_mem::enqueue_migrate_mem_objects(a, &[&buf], MigrationFlags::empty(), &[])?.wait()?;
     cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::HOST, &[])?.wait()?;
-    buf.read(a, 0, &mut out, &[])?;
+    buf.read(a, &mut out, &[])?;
     assert_eq!(out, filled(4, n));
     // Undefined contents: then the data is whatever the next write makes it.
     cl_mem::enqueue_migrate_mem_objects(a, &[&buf], MigrationFlags::CONTENT_UNDEFINED, &[])?;
     kernel_on(a, "fill", &buf, 9, n, &[])?;
-    buf.read(b, 0, &mut out, &[])?;
+    buf.read(b, &mut out, &[])?;
     assert_eq!(out, filled(9, n));
     // Refused while mapped.
-    let map = buf.map_read::<u32>(a, ..16, &[])?;
+    let map = buf.map::<u32, _>(a, cl_mem::ReadOnly, ..16, &[])?;
     match cl_mem::enqueue_migrate_mem_objects(b, &[&buf], MigrationFlags::CONTENT_UNDEFINED, &[]) {
         Err(Error::Mapped(_)) => {}
         other => return Err(fail(format!("migration of a mapped buffer: {other:?}"))),
@@ -344,7 +345,7 @@ fn sub_buffers_work_on_every_device(dev: &TestDevice) -> TestResult {
     for (i, q) in m.queues.iter().enumerate() {
         kernel_on(q, "fill", &sub, u32::try_from(i * 1000)?, n, &[])?;
         let mut out = vec![0u32; n];
-        buf.read(q, align, &mut out, &[])?;
+        buf.read(q, &mut out, Transfer::default().src_offset(align))?;
         assert_eq!(out, filled(u32::try_from(i * 1000)?, n));
     }
     // An origin no device accepts is refused before the driver.
@@ -379,8 +380,8 @@ fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
         Ok(img) => {
             let data: Vec<u32> = (0..32).collect();
             println!("    image: written on A, read on B");
-            img.write(a, &[], &[8, 4], &data, ImagePitches::default(), &[])?;
-            assert_eq!(img.read_to_vec::<u32>(b, &[])?, data);
+            img.write(a, &data, Transfer::default().rect(Rect::new([8, 4, 1])))?;
+            assert_eq!(img.to_vec::<u32>(b)?, data);
             ran.push("images");
         }
         // PoCL aborts on images of a context of sub-devices: refused (docs/DEVICES.md).
@@ -390,11 +391,16 @@ fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
     match SvmArray::<u32, Coarse>::new(a, 64) {
         Ok(mut s) => {
             println!("    coarse-grain SVM: mapped on A");
-            s.with_map_rw(a, |v| {
-                for (i, x) in v.iter_mut().enumerate() {
-                    *x = u32::try_from(i).unwrap_or(0);
-                }
-            })?;
+            s.with_map(
+                a,
+                cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+                ..,
+                |v| {
+                    for (i, x) in v.iter_mut().enumerate() {
+                        *x = u32::try_from(i).unwrap_or(0);
+                    }
+                },
+            )?;
             let program = Program::build_from_source(&m.context, SRC, "")?;
             let mut k = program.kernel("add")?;
             k.set_arg(0, &s)?.set_arg(1, &5u32)?;
@@ -402,7 +408,7 @@ fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
             k.enqueue_nd_range(b, &[64], None, &[])?.wait()?;
             drop(k);
             println!("    coarse-grain SVM: mapped on A again");
-            let back = s.with_map_ro(a, <[u32]>::to_vec)?;
+            let back = s.with_map(a, cl_mem::ReadOnly, .., <[u32]>::to_vec)?;
             assert_eq!(back, (5..69).collect::<Vec<u32>>());
             ran.push("svm");
         }
@@ -434,12 +440,12 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     let blk = shared.allocate(n * 4)?;
     kernel_on(b, "fill", blk.buffer(), 5, n, &[])?;
     let mut out = vec![0u32; n];
-    blk.read(a, 0, &mut out, &[])?;
+    blk.read(a, &mut out, &[])?;
     assert_eq!(out, filled(5, n));
     drop(blk);
     let again = shared.allocate(n * 4)?;
     kernel_on(b, "add", again.buffer(), 1, n, &[])?;
-    again.read(b, 0, &mut out, &[])?;
+    again.read(b, &mut out, &[])?;
     assert_eq!(out, filled(6, n));
     assert_eq!((shared.stats().hits, shared.stats().misses), (1, 1));
     drop(again);
@@ -451,7 +457,7 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     kernel_on(b, "fill", y.buffer(), 2, 3 * n, &[])?;
     // Cross use: A's block updated on B.
     kernel_on(b, "add", x.buffer(), 10, n, &[])?;
-    x.read(a, 0, &mut out, &[])?;
+    x.read(a, &mut out, &[])?;
     assert_eq!(out, filled(11, n));
     drop((x, y));
     let _x2 = pools.allocate(a, n * 4)?;
@@ -531,10 +537,19 @@ fn staged_copies_between_devices_are_byte_exact(dev: &TestDevice) -> TestResult 
         (n, 0, 0),
         (n - 4099, 4099, 2),
     ] {
-        src.write(a, 0, &data, &[])?;
-        dst.write(b, 0, &vec![0xEEu8; n], &[])?;
-        dst.copy_from_range_with(b, &src, so, d_o, Some(count), &[], staged_between())?
-            .wait()?;
+        src.write(a, &data, &[])?;
+        dst.write(b, &vec![0xEEu8; n], &[])?;
+        enqueue_copy(
+            b,
+            &dst,
+            &src,
+            Transfer::default()
+                .src_offset(so)
+                .dst_offset(d_o)
+                .byte_count(count)
+                .options(staged_between()),
+        )?
+        .wait()?;
         let out = dst.read_vec_of::<u8>(a, n)?;
         let mut want = vec![0xEEu8; n];
         want[d_o..d_o + count].copy_from_slice(&data[so..so + count]);
@@ -548,11 +563,15 @@ fn staged_copies_between_devices_are_byte_exact(dev: &TestDevice) -> TestResult 
     // The default `count` (the smaller remaining size), and the same through `Auto`, which
     // takes the driver's path on the CPU runtimes, for comparison.
     let half = Buffer::new(&m.context, MemFlags::READ_WRITE, n / 2)?;
-    half.copy_from_range_with(b, &src, 7, 0, None, &[], staged_between())?
-        .wait()?;
+    enqueue_copy(
+        b,
+        &half,
+        &src,
+        Transfer::default().src_offset(7).options(staged_between()),
+    )?
+    .wait()?;
     assert_eq!(half.read_vec_of::<u8>(b, n / 2)?, data[7..7 + n / 2]);
-    half.copy_from_range_with(a, &src, 9, 0, None, &[], TransferOptions::default())?
-        .wait()?;
+    enqueue_copy(a, &half, &src, Transfer::default().src_offset(9))?.wait()?;
     assert_eq!(half.read_vec_of::<u8>(b, n / 2)?, data[9..9 + n / 2]);
     // A sub-buffer on either side (its origin aligned for every device).
     let align = m
@@ -564,9 +583,17 @@ fn staged_copies_between_devices_are_byte_exact(dev: &TestDevice) -> TestResult 
     if align + 8192 <= n {
         let sub_src = src.sub_buffer(align, 8192, MemFlags::READ_WRITE)?;
         let sub_dst = dst.sub_buffer(align, 8192, MemFlags::READ_WRITE)?;
-        sub_dst
-            .copy_from_range_with(b, &sub_src, 3, 1, Some(8000), &[], staged_between())?
-            .wait()?;
+        enqueue_copy(
+            b,
+            &sub_dst,
+            &sub_src,
+            Transfer::default()
+                .src_offset(3)
+                .dst_offset(1)
+                .byte_count(8000)
+                .options(staged_between()),
+        )?
+        .wait()?;
         let out = dst.read_vec_of::<u8>(a, n)?;
         assert_eq!(out[align + 1..align + 8001], data[align + 3..align + 8003]);
     }
@@ -582,18 +609,18 @@ fn staged_copies_between_devices_wait_for_gated_commands_on_both(dev: &TestDevic
     let n = 3 * 4096 + 5;
     let src = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
     let dst = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
-    src.write(a, 0, &vec![1u8; n], &[])?;
-    dst.write(b, 0, &vec![2u8; n], &[])?;
+    src.write(a, &vec![1u8; n], &[])?;
+    dst.write(b, &vec![2u8; n], &[])?;
     let data = pattern(n, 3);
     for gated in ["source", "destination", "both"] {
         let gate_a = UserEvent::new(&m.context)?;
         let gate_b = UserEvent::new(&m.context)?;
-        let on_a = src.enqueue_write(a, 0, data.clone(), &[gate_a.event()])?;
-        let on_b = dst.fill(b, &9u8, 0, n, &[gate_b.event()])?;
+        let on_a = src.enqueue_write(a, data.clone(), &[gate_a.event()])?;
+        let on_b = dst.fill(b, &[9u8], &[gate_b.event()])?;
         a.flush()?;
         b.flush()?;
         // The user events are set after the call: a copy that blocked would never return.
-        let copy = dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between())?;
+        let copy = enqueue_copy(b, &dst, &src, Transfer::default().options(staged_between()))?;
         b.flush()?;
         let open_first = |g: &str| -> Result<(), Error> {
             match g {
@@ -625,7 +652,7 @@ fn staged_copies_between_devices_wait_for_gated_commands_on_both(dev: &TestDevic
                 "{gated}: the copy did not carry the held-back write"
             )));
         }
-        dst.write(b, 0, &vec![2u8; n], &[])?;
+        dst.write(b, &vec![2u8; n], &[])?;
     }
     Ok(())
 }
@@ -639,27 +666,27 @@ fn staged_copies_between_devices_are_refused_under_a_map(dev: &TestDevice) -> Te
     let src = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
     let dst = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
     let data = pattern(n, 5);
-    src.write(a, 0, &data, &[])?;
-    dst.write(b, 0, &vec![0u8; n], &[])?;
+    src.write(a, &data, &[])?;
+    dst.write(b, &vec![0u8; n], &[])?;
     {
-        let _map = dst.map_read::<u8>(a, 4096..8192, &[])?;
-        match dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between()) {
+        let _map = dst.map::<u8, _>(a, ReadOnly, 4096..8192, &[])?;
+        match enqueue_copy(b, &dst, &src, Transfer::default().options(staged_between())) {
             Err(Error::Mapped(_)) => {}
             other => return Err(fail(format!("copy into mapped bytes: {other:?}"))),
         }
     }
     {
-        let _map = src.map_mut::<u8>(a, cl_mem::MapFlags::WRITE, n - 1.., &[])?;
-        match dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between()) {
+        let _map = src.map::<u8, _>(a, cl_mem::MapFlags::WRITE, n - 1.., &[])?;
+        match enqueue_copy(b, &dst, &src, Transfer::default().options(staged_between())) {
             Err(Error::Mapped(_)) => {}
             other => return Err(fail(format!("copy from writably mapped bytes: {other:?}"))),
         }
     }
     // Nothing was enqueued by the refused copies: the destination is unchanged.
     assert_eq!(dst.read_vec_of::<u8>(b, n)?, vec![0u8; n]);
-    dst.copy_from_range_with(b, &src, 0, 0, None, &[], staged_between())?;
+    enqueue_copy(b, &dst, &src, Transfer::default().options(staged_between()))?;
     // No wait: the map waits for the last chunk on its own.
-    let seen = dst.map_read::<u8>(a, .., &[])?.to_vec();
+    let seen = dst.map::<u8, _>(a, ReadOnly, .., &[])?.to_vec();
     assert_eq!(seen, data, "a map after the copy saw part of it");
     Ok(())
 }
@@ -672,29 +699,27 @@ fn staged_migration_between_devices_keeps_data_and_order(dev: &TestDevice) -> Te
     let n = 3 * 1024 + 7;
     let buf = Buffer::new(&m.context, MemFlags::READ_WRITE, n * 4)?;
     kernel_on(a, "fill", &buf, 3, n, &[])?;
-    cl_mem::enqueue_migrate_mem_objects_with(
+    enqueue_migrate_mem_objects(
         b,
         &[&buf],
         MigrationFlags::empty(),
-        &[],
-        staged_between(),
+        Transfer::default().options(staged_between()),
     )?;
     kernel_on(b, "add", &buf, 1, n, &[])?;
     let mut out = vec![0u32; n];
-    buf.read(b, 0, &mut out, &[])?;
+    buf.read(b, &mut out, &[])?;
     assert_eq!(out, filled(4, n), "A's fill, migrated, then B's add");
     let other = Buffer::new(&m.context, MemFlags::READ_WRITE, 64)?;
-    other.write(a, 0, &[5u8; 64], &[])?;
+    other.write(a, &[5u8; 64], &[])?;
     // Two objects, one on each side of the move; then the first back to A.
-    cl_mem::enqueue_migrate_mem_objects_with(
+    enqueue_migrate_mem_objects(
         a,
         &[&buf, &other],
         MigrationFlags::empty(),
-        &[],
-        staged_between(),
+        Transfer::default().options(staged_between()),
     )?;
     kernel_on(a, "add", &buf, 2, n, &[])?;
-    buf.read(a, 0, &mut out, &[])?;
+    buf.read(a, &mut out, &[])?;
     assert_eq!(out, filled(6, n));
     assert_eq!(other.read_vec_of::<u8>(b, 64)?, vec![5u8; 64]);
     Ok(())

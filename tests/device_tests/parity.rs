@@ -298,27 +298,25 @@ fn enqueue_copy_takes_svm_pairs(dev: &TestDevice) -> TestResult {
     assert_eq!(back, data);
     // Offsets and counts in bytes, whole values.
     let mut part = vec![0u32; 4];
-    cl_mem::enqueue_copy_with(
+    cl_mem::enqueue_copy(
         &q,
         &mut part[..],
         &b,
-        cl_mem::CopyOptions {
+        cl_mem::Transfer {
             src_offset: 8 * 4,
             byte_count: Some(16),
             ..Default::default()
         },
-        &[],
     )?;
     assert_eq!(part, data[8..12].to_vec());
-    let r = cl_mem::enqueue_copy_with(
+    let r = cl_mem::enqueue_copy(
         &q,
         &mut part[..],
         &b,
-        cl_mem::CopyOptions {
+        cl_mem::Transfer {
             src_offset: 3,
             ..Default::default()
         },
-        &[],
     );
     assert!(matches!(r, Err(Error::Misaligned { .. })), "{r:?}");
     // SVM <-> buffer (through a map of the buffer, on every grain).
@@ -373,7 +371,7 @@ fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult 
     assert!(pitch >= w * 4, "row pitch {pitch}");
     // Pixels written into the image are the buffer's bytes at that pitch.
     let px: Vec<u32> = (0..u32::try_from(w * h)?).map(|i| i * 11).collect();
-    img.write_all(&q, &px, &[])?;
+    img.write(&q, &px, &[])?;
     let bytes: Vec<u32> = buf.to_vec(&q)?;
     for y in 0..h {
         for x in 0..w {
@@ -382,8 +380,8 @@ fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult 
     }
     // A map of the buffer excludes writes through the image (one record).
     {
-        let _m = buf.map_read::<u32>(&q, .., &[])?;
-        let r = img.write_all(&q, &px, &[]);
+        let _m = buf.map::<u32, _>(&q, cl_mem::ReadOnly, .., &[])?;
+        let r = img.write(&q, &px, &[]);
         assert!(matches!(r, Err(Error::Mapped(_))), "{r:?}");
     }
     // Bad pitches and sizes are refused before the driver.
@@ -422,7 +420,7 @@ fn depth_images_where_the_device_lists_them(dev: &TestDevice) -> TestResult {
     match r {
         Ok(img) => {
             assert!(listed, "created a depth image the device does not list");
-            assert_eq!(img.read_to_vec::<f32>(&q, &[])?, data);
+            assert_eq!(img.to_vec::<f32>(&q)?, data);
             Ok(())
         }
         Err(Error::Unsupported { .. }) | Err(Error::InvalidArgument(_)) if !listed => Err(skip(

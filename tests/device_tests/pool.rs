@@ -2,6 +2,7 @@
 //! reclaim path with a byte limit and with injected failures, and the cross-queue reuse protection
 //! PyOpenCL lacks (its issue #447).
 
+use cl_mem::Transfer;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -162,21 +163,21 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     let a = pool.allocate(n * 4)?;
     // Transfers through Deref<Target = Buffer>.
     let data: Vec<u32> = (0..u32::try_from(n)?).map(|i| i * 3).collect();
-    a.write(&q, 0, &data, &[])?;
+    a.write(&q, &data, &[])?;
     let mut out = vec![0u32; n];
-    a.read(&q, 0, &mut out, &[])?;
+    a.read(&q, &mut out, &[])?;
     assert_eq!(out, data);
     // As a kernel argument, directly (`AsKernelArg`), and through `buffer()`.
     fill_kernel(&q, &a, 7, n, &[])?.wait()?;
-    a.read(&q, 0, &mut out, &[])?;
+    a.read(&q, &mut out, &[])?;
     assert_eq!(out, expected(7, n));
     fill_kernel(&q, a.buffer(), 8, n, &[])?.wait()?;
-    a.read(&q, 0, &mut out, &[])?;
+    a.read(&q, &mut out, &[])?;
     assert_eq!(out, expected(8, n));
     // `to_vec` reads the requested bytes, not the bin's (1000 asked, a 1023-byte block).
     {
         let odd = pool.allocate(1000)?;
-        odd.write(&q, 0, &[7u8; 1000], &[])?;
+        odd.write(&q, &[7u8; 1000], &[])?;
         assert_eq!(odd.allocated_bytes(), 1023);
         assert_eq!(odd.to_vec::<u8>(&q)?, vec![7u8; 1000]);
         assert_eq!(odd.buffer().to_vec::<u8>(&q)?.len(), 1023);
@@ -195,7 +196,7 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     }
     let head = a.slice(..16)?;
     fill_kernel(&q, &head, 100, 4, &[])?.wait()?;
-    a.read(&q, 0, &mut out[..4], &[])?;
+    a.read(&q, &mut out[..4], &[])?;
     assert_eq!(out[..4], [100, 101, 102, 103]);
     // As a memory object.
     assert_eq!(a.mem_size_bytes()?, a.allocated_bytes());
@@ -212,25 +213,33 @@ fn pooled_buffers_fill_copy_and_map(dev: &TestDevice) -> TestResult {
     let n = 256;
     let a = pool.allocate(n * 4)?;
     let b = pool.allocate(n * 4)?;
-    a.fill(&q, &7u32, 0, n * 4, &[])?.wait()?;
-    b.fill(&q, &1u32, 0, n * 4, &[])?.wait()?;
+    a.fill(&q, &[7u32], Transfer::default().byte_count(n * 4))?
+        .wait()?;
+    b.fill(&q, &[1u32], Transfer::default().byte_count(n * 4))?
+        .wait()?;
     // The pooled blocks are larger than requested: copy exactly the requested bytes.
-    cl_mem::enqueue_copy_with(
+    cl_mem::enqueue_copy(
         &q,
         &b,
         &a,
-        cl_mem::CopyOptions {
+        cl_mem::Transfer {
             byte_count: Some(n * 4),
-            ..cl_mem::CopyOptions::default()
+            ..cl_mem::Transfer::default()
         },
-        &[],
     )?
     .wait()?;
-    let sum: u64 = b.with_map::<u32, _>(&q, ..n, |s| s.iter().map(|&x| u64::from(x)).sum())?;
+    let sum: u64 = b.with_map::<u32, _, _>(&q, cl_mem::ReadOnly, ..n, |s| {
+        s.iter().map(|&x| u64::from(x)).sum()
+    })?;
     assert_eq!(sum, 7 * 256);
-    b.with_map_mut::<u32, _>(&q, ..4, |s| s.copy_from_slice(&[1, 2, 3, 4]))?;
+    b.with_map::<u32, _, _>(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..4,
+        |s| s.copy_from_slice(&[1, 2, 3, 4]),
+    )?;
     let mut head = [0u32; 4];
-    b.read(&q, 0, &mut head, &[])?;
+    b.read(&q, &mut head, &[])?;
     assert_eq!(head, [1, 2, 3, 4]);
     Ok(())
 }
@@ -241,12 +250,12 @@ fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
     let align = dev.device.mem_base_addr_align_bytes()?;
     let n = 2 * align + 64;
     let b = pool.allocate(n)?;
-    b.write(&q, 0, &vec![0u8; n], &[])?;
+    b.write(&q, &vec![0u8; n], &[])?;
     let part = b.slice(align..align + 64)?;
     assert_eq!(part.size_bytes(), 64);
-    part.write(&q, 0, &[7u8; 64], &[])?;
+    part.write(&q, &[7u8; 64], &[])?;
     let mut all = vec![1u8; n];
-    b.read(&q, 0, &mut all, &[])?;
+    b.read(&q, &mut all, &[])?;
     assert!(all[..align].iter().all(|&x| x == 0));
     assert!(all[align..align + 64].iter().all(|&x| x == 7));
     // Slices stop at the requested size, not the rounded one (n = 2 * align + 64 is never a
@@ -266,7 +275,7 @@ fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
         )?
         .wait()?;
         let mut again = vec![0u8; 64];
-        b.read(&q, align, &mut again, &[])?;
+        b.read(&q, &mut again, Transfer::default().src_offset(align))?;
         assert_eq!(again, vec![7u8; 64]);
     }
     Ok(())
@@ -277,13 +286,13 @@ fn pool_hit_hands_out_the_same_buffer(dev: &TestDevice) -> TestResult {
     let pool = immediate_pool(&q)?;
     let a = pool.allocate(1000)?;
     let raw = a.buffer().as_raw();
-    a.write(&q, 0, &[42u32; 4], &[])?;
+    a.write(&q, &[42u32; 4], &[])?;
     drop(a);
     assert_eq!(pool.held_blocks(), 1);
     let b = pool.allocate(1001)?; // same bin (1023 bytes)
     assert_eq!(b.buffer().as_raw(), raw);
     let mut out = [0u32; 4];
-    b.read(&q, 0, &mut out, &[])?;
+    b.read(&q, &mut out, &[])?;
     assert_eq!(
         out, [42; 4],
         "a hit hands out the held buffer with its contents"
@@ -383,7 +392,7 @@ fn a_clone_of_a_pooled_buffer_keeps_its_memory_from_the_next_owner(dev: &TestDev
     // A clone through `Deref`.
     let pool = immediate_pool(&q)?;
     let a = pool.allocate(n * 4)?;
-    a.write(&q, 0, &vec![1u32; n], &[])?;
+    a.write(&q, &vec![1u32; n], &[])?;
     let kept: Buffer = (*a).clone();
     drop(a);
     let b = pool.allocate(n * 4)?;
@@ -392,7 +401,7 @@ fn a_clone_of_a_pooled_buffer_keeps_its_memory_from_the_next_owner(dev: &TestDev
         kept.as_raw(),
         "the next owner got the memory a clone still reaches"
     );
-    b.write(&q, 0, &vec![9u32; n], &[])?;
+    b.write(&q, &vec![9u32; n], &[])?;
     assert_eq!(kept.read_vec_of::<u32>(&q, n)?, vec![1u32; n]);
     assert_eq!(b.to_vec::<u32>(&q)?, vec![9u32; n]);
     // Still a hit for the pool: the block changed memory, not the pool's books.
@@ -432,7 +441,7 @@ fn a_kernel_argument_keeps_its_pooled_memory_until_replaced_or_dropped(
     drop(a);
     let b = pool.allocate(n * 4)?;
     assert_ne!(b.as_raw(), first, "the kernel still has the memory set");
-    b.write(&q, 0, &vec![9u32; n], &[])?;
+    b.write(&q, &vec![9u32; n], &[])?;
     k.run(&q, &[n])?.wait()?; // writes the kernel's argument, not `b`
     assert_eq!(b.to_vec::<u32>(&q)?, vec![9u32; n], "the kernel wrote b");
     // Replaced: the first memory comes back at the next hand-out.
@@ -561,9 +570,9 @@ fn immediate_allocator_forces_by_write_and_by_migration(dev: &TestDevice) -> Tes
             let data: Vec<u8> = (0..size)
                 .map(|i| u8::try_from(i % 200).unwrap_or(0))
                 .collect();
-            block.write(&q, 0, &data, &[])?;
+            block.write(&q, &data, &[])?;
             let mut out = vec![0u8; size];
-            block.read(&q, 0, &mut out, &[])?;
+            block.read(&q, &mut out, &[])?;
             assert_eq!(out, data, "{mode:?} {size}");
             imm.free(block)?;
         }
@@ -622,7 +631,7 @@ fn managed_limit_reclaims_held_buffers(dev: &TestDevice) -> TestResult {
     assert_eq!(s.held_blocks, 0);
     assert_eq!(s.managed_bytes, big.allocated_bytes());
     assert!(managed_before + big.allocated_bytes() > 3 << 20);
-    big.write(&q, 0, &[1u8; 16], &[])?;
+    big.write(&q, &[1u8; 16], &[])?;
     match pool.allocate(2 << 20) {
         Err(PoolError::LimitReached(r)) => {
             assert_eq!(r.limit, Some(3 << 20));
@@ -677,7 +686,7 @@ fn injected_out_of_memory_frees_held_buffers_and_retries(dev: &TestDevice) -> Te
         .fail_next
         .store(2, std::sync::atomic::Ordering::SeqCst);
     let b = pool.allocate(1 << 20)?;
-    b.write(&q, 0, &[9u32; 8], &[])?;
+    b.write(&q, &[9u32; 8], &[])?;
     let s = pool.stats();
     // First try fails, free the 70,000-byte block (largest bin), second try fails, free the
     // 5,000-byte one, third succeeds; the 100-byte block stays.
@@ -748,7 +757,7 @@ fn reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> TestResul
     let n = 256;
     let mut a = pool.allocate(n * 4)?;
     let raw = a.buffer().as_raw();
-    a.write(&q2, 0, &vec![0u32; n], &[])?;
+    a.write(&q2, &vec![0u32; n], &[])?;
     // Work on q1, held back by a gate, still pending when the block is returned. (No flush:
     // Oclgrind runs a flushed command in flush(), which would wait for the gate forever.)
     let gate = UserEvent::new(q1.context())?;
@@ -761,7 +770,7 @@ fn reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> TestResul
     let b = pool.allocate(n * 4)?;
     assert_eq!(b.buffer().as_raw(), raw);
     let mut out = vec![0u32; n];
-    b.read(&q2, 0, &mut out, &[])?; // blocking, on q2
+    b.read(&q2, &mut out, &[])?; // blocking, on q2
     let waited = t0.elapsed();
     opener.join().map_err(|_| fail("gate thread panicked"))??;
     assert_eq!(
@@ -791,7 +800,7 @@ fn reuse_on_another_queue_needs_no_use_on_queue(dev: &TestDevice) -> TestResult 
     let n = 256;
     let a = pool.allocate(n * 4)?;
     let raw = a.buffer().as_raw();
-    a.write(&q2, 0, &vec![0u32; n], &[])?;
+    a.write(&q2, &vec![0u32; n], &[])?;
     let gate = UserEvent::new(q1.context())?;
     let pending = fill_kernel(&q1, a.buffer(), 6, n, &[&gate])?;
     drop(a);
@@ -800,7 +809,7 @@ fn reuse_on_another_queue_needs_no_use_on_queue(dev: &TestDevice) -> TestResult 
     let b = pool.allocate(n * 4)?;
     assert_eq!(b.buffer().as_raw(), raw);
     let mut out = vec![0u32; n];
-    b.read(&q2, 0, &mut out, &[])?;
+    b.read(&q2, &mut out, &[])?;
     let waited = t0.elapsed();
     opener.join().map_err(|_| fail("gate thread panicked"))??;
     assert_eq!(
@@ -885,7 +894,7 @@ fn svm_pool_reuses_allocations_in_kernels(dev: &TestDevice) -> TestResult {
     // The pooled block is the kernel argument (`AsKernelArg`: its SVM allocation).
     svm_fill(&q, &a, 3, n, &[])?.wait()?;
     let mut out = vec![0u8; n];
-    a.svm().read(&q, 0, &mut out, &[])?;
+    a.svm().read(&q, &mut out, &[])?;
     assert_eq!(
         out,
         (0..n)
@@ -921,7 +930,7 @@ fn svm_pool_reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> 
     let n = 256;
     let a = pool.allocate(n)?;
     let ptr = a.svm_ptr();
-    a.svm().write(&q2, 0, &vec![0u8; n], &[])?;
+    a.svm().write(&q2, &vec![0u8; n], &[])?;
     a.bind_to_queue(&q1)?;
     let gate = UserEvent::new(q1.context())?;
     let pending = svm_fill(&q1, a.svm(), 9, n, &[&gate])?;
@@ -931,7 +940,7 @@ fn svm_pool_reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> 
     let b = pool.allocate(n)?; // bound back to q2: a barrier after q1's marker
     assert_eq!(b.svm_ptr(), ptr);
     let mut out = vec![0u8; n];
-    b.svm().read(&q2, 0, &mut out, &[])?;
+    b.svm().read(&q2, &mut out, &[])?;
     let waited = t0.elapsed();
     opener.join().map_err(|_| fail("gate thread panicked"))??;
     assert_eq!(
@@ -1214,10 +1223,10 @@ fn threads_share_a_device_pool(dev: &TestDevice) -> TestResult {
                         b.bind_to_queue(&my_q).map_err(|e| e.to_string())?;
                         let data = vec![t * 1000 + i; n];
                         at(3);
-                        b.write(&my_q, 0, &data, &[]).map_err(|e| e.to_string())?;
+                        b.write(&my_q, &data, &[]).map_err(|e| e.to_string())?;
                         let mut out = vec![0u32; n];
                         at(4);
-                        b.read(&my_q, 0, &mut out, &[]).map_err(|e| e.to_string())?;
+                        b.read(&my_q, &mut out, &[]).map_err(|e| e.to_string())?;
                         if out != data {
                             return Err(format!("thread {t} iteration {i} read another's data"));
                         }
@@ -1302,9 +1311,9 @@ fn tracing_spans_cover_allocations_transfers_maps_kernels_and_misses(
             let after_hit = capture.0.lock().map(|v| v.len()).unwrap_or(usize::MAX);
             assert_eq!(after_hit, 0, "a pool hit makes no span");
             let miss = pool.allocate(1 << 20)?;
-            hit.write(&q, 0, &[1u32; 16], &[])?;
+            hit.write(&q, &[1u32; 16], &[])?;
             let _ = hit.to_vec::<u32>(&q)?;
-            hit.with_map::<u32, _>(&q, ..4, |_| ())?;
+            hit.with_map::<u32, _, _>(&q, cl_mem::ReadOnly, ..4, |_| ())?;
             fill_kernel(&q, &miss, 1, 16, &[])?.wait()?;
             Ok(())
         });

@@ -3,6 +3,7 @@
 //! their declarations and contexts, arguments that outlive the kernel until their commands ran,
 //! wait lists and queues of other contexts, sub-buffer flags, exclusive maps.
 
+use cl_mem::{enqueue_copy, Rect, Transfer};
 use std::time::{Duration, Instant};
 
 use cl_mem::svm::{Coarse, SvmArray};
@@ -214,7 +215,7 @@ fn scalar_for_a_pointer_is_refused(dev: &TestDevice) -> TestResult {
         .set_arg(3, &16u32)?;
     k.enqueue_nd_range(&q, &[16], None, &[])?;
     let mut out = [0f32; 16];
-    buf.read(&q, 0, &mut out, &[])?;
+    buf.read(&q, &mut out, &[])?;
     assert_eq!(out, [3.0f32; 16]);
     // The local/constant kernel: a buffer for __local, bytes for __constant.
     let mut k = program.kernel("fill_local")?;
@@ -227,7 +228,7 @@ fn scalar_for_a_pointer_is_refused(dev: &TestDevice) -> TestResult {
         .set_arg(2, &out)?;
     k.enqueue_nd_range(&q, &[4], Some(&[4]), &[])?;
     let mut got = [0i32; 4];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     assert_eq!(got, [7; 4]);
     Ok(())
 }
@@ -280,7 +281,7 @@ fn image_sampler_and_buffer_parameters_take_only_their_kind(dev: &TestDevice) ->
         .set_arg(2, &buf)?;
     k.enqueue_nd_range(&q, &[4], None, &[])?;
     let mut out = [0f32; 16];
-    buf.read(&q, 0, &mut out, &[])?;
+    buf.read(&q, &mut out, &[])?;
     assert_eq!(out, [0.5f32; 16]);
     Ok(())
 }
@@ -318,9 +319,9 @@ fn objects_of_another_context_are_refused(dev: &TestDevice) -> TestResult {
         "{r:?}"
     );
     let mut data = [0f32; 16];
-    let r = mine.read(&q, 0, &mut data, &[&foreign_event]);
+    let r = mine.read(&q, &mut data, &[&*foreign_event]);
     assert!(matches!(&r, Err(Error::InvalidArgument(_))), "{r:?}");
-    let r = mine.write(&q, 0, &data, &[&foreign_event]);
+    let r = mine.write(&q, &data, &[&*foreign_event]);
     assert!(matches!(&r, Err(Error::InvalidArgument(_))), "{r:?}");
     let r = q.enqueue_marker(&[&foreign_event]);
     assert!(matches!(&r, Err(Error::InvalidArgument(_))), "{r:?}");
@@ -364,7 +365,7 @@ fn arguments_outlive_a_dropped_kernel_until_the_command_ran(dev: &TestDevice) ->
     gate.set_complete()?;
     done.wait()?;
     let mut got = [0f32; 16];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     assert_eq!(got, [2.0f32; 16]);
     eventually("the completed command released its argument", || {
         Ok(probe.mem_reference_count()? == 1)
@@ -405,7 +406,7 @@ fn sampler_outlives_a_dropped_kernel_until_the_command_ran(dev: &TestDevice) -> 
     gate.set_complete()?;
     done.wait()?;
     let mut got = [0f32; 16];
-    out.read(&q, 0, &mut got, &[])?;
+    out.read(&q, &mut got, &[])?;
     assert_eq!(got, [0.25f32; 16]);
     eventually("the completed command released the sampler", || {
         Ok(probe.reference_count()? == 1)
@@ -696,10 +697,10 @@ fn sub_buffer_of_a_sub_buffer_keeps_its_host_access(dev: &TestDevice) -> TestRes
         inner.flags()
     );
     assert!(inner.mem_flags()?.contains(MemFlags::HOST_READ_ONLY));
-    let r = inner.write(&q, 0, &[1u8; 4], &[]);
+    let r = inner.write(&q, &[1u8; 4], &[]);
     assert!(matches!(&r, Err(Error::InvalidArgument(_))), "{r:?}");
     let mut back = [0u8; 4];
-    inner.read(&q, 0, &mut back, &[])?;
+    inner.read(&q, &mut back, &[])?;
     // Kernel access is inherited too.
     let wo = root.sub_buffer(align * 2, align * 2, MemFlags::WRITE_ONLY)?;
     let inner = wo.sub_buffer_range(..align)?;
@@ -727,50 +728,62 @@ fn maps_are_exclusive_across_an_allocation(dev: &TestDevice) -> TestResult {
     let rw = MapFlags::READ | MapFlags::WRITE;
     {
         // Two writable maps of one range: two live `&mut` to the same bytes.
-        let a = root.map_mut::<u32>(&q, rw, 0..4, &[])?;
-        mapped(root.map_mut::<u32>(&q, rw, 2..6, &[]), "second map_mut");
+        let a = root.map::<u32, _>(&q, rw, 0..4, &[])?;
+        mapped(root.map::<u32, _>(&q, rw, 2..6, &[]), "second map_mut");
         mapped(
-            root.map_read::<u32>(&q, 0..1, &[]),
+            root.map::<u32, _>(&q, cl_mem::ReadOnly, 0..1, &[]),
             "map_read under map_mut",
         );
         // A clone is the same memory.
         mapped(
-            root.clone().map_read::<u32>(&q, .., &[]).map(|_| ()),
+            root.clone()
+                .map::<u32, _>(&q, cl_mem::ReadOnly, .., &[])
+                .map(|_| ()),
             "clone",
         );
         // Disjoint bytes may be mapped.
-        let b = root.map_mut::<u32>(&q, rw, 4..8, &[])?;
+        let b = root.map::<u32, _>(&q, rw, 4..8, &[])?;
         assert_eq!(root.live_maps(), 2);
         drop((a, b));
     }
     assert_eq!(root.live_maps(), 0);
     {
         // Any number of read maps.
-        let a = root.map_read::<u32>(&q, .., &[])?;
-        let b = root.map_read::<u32>(&q, 0..4, &[])?;
+        let a = root.map::<u32, _>(&q, cl_mem::ReadOnly, .., &[])?;
+        let b = root.map::<u32, _>(&q, cl_mem::ReadOnly, 0..4, &[])?;
         assert_eq!(a[0], 1);
         assert_eq!(b[3], 1);
         mapped(
-            root.map_mut::<u32>(&q, rw, 3..4, &[]),
+            root.map::<u32, _>(&q, rw, 3..4, &[]),
             "map_mut under map_read",
         );
     }
     // Nested scopes.
-    let r = root.with_map_mut::<u32, _>(&q, .., |outer| {
-        outer[0] = 5;
-        root.with_map_mut::<u32, _>(&q, .., |inner| inner[0] = 6)
-    })?;
+    let r = root.with_map::<u32, _, _>(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |outer| {
+            outer[0] = 5;
+            root.with_map::<u32, _, _>(
+                &q,
+                cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+                ..,
+                |inner| inner[0] = 6,
+            )
+        },
+    )?;
     mapped(r, "nested with_map_mut");
     // A sub-buffer and its root share the lock.
     let sub = root.sub_buffer_range(align..align * 2)?;
     {
-        let s = sub.map_mut::<u32>(&q, rw, .., &[])?;
+        let s = sub.map::<u32, _>(&q, rw, .., &[])?;
         let first = align / 4;
         mapped(
-            root.map_read::<u32>(&q, first..first + 1, &[]),
+            root.map::<u32, _>(&q, cl_mem::ReadOnly, first..first + 1, &[]),
             "root under a sub-buffer's map",
         );
-        let _outside = root.map_mut::<u32>(&q, rw, 0..first, &[])?;
+        let _outside = root.map::<u32, _>(&q, rw, 0..first, &[])?;
         drop(s);
     }
     let v: Vec<u32> = root.to_vec(&q)?;
@@ -798,28 +811,28 @@ fn commands_under_a_live_map_are_refused(dev: &TestDevice) -> TestResult {
         .set_arg(2, &1.0f32)?
         .set_arg(3, &16u32)?;
     {
-        let view = buf.map_read::<u32>(&q, .., &[])?;
+        let view = buf.map::<u32, _>(&q, cl_mem::ReadOnly, .., &[])?;
         assert_eq!(view[0], 1);
         // The case: a write under a live read map changed the bytes of a `&[u32]`.
-        mapped(buf.write(&q, 0, &[0xdead_beefu32], &[]), "write");
-        mapped(buf.fill_all(&q, &7u32, &[]), "fill");
-        mapped(buf.copy_from(&q, &other, &[]), "copy into");
+        mapped(buf.write(&q, &[0xdead_beefu32], &[]), "write");
+        mapped(buf.fill(&q, &[7u32], &[]), "fill");
+        mapped(enqueue_copy(&q, &buf, &other, &[]), "copy into");
         mapped(
             writes_buf.enqueue_nd_range(&q, &[16], None, &[]),
             "kernel writing it",
         );
         // Reading under a read map is fine.
         let mut back = [0u32; 16];
-        buf.read(&q, 0, &mut back, &[])?;
-        other.copy_from(&q, &buf, &[])?;
+        buf.read(&q, &mut back, &[])?;
+        enqueue_copy(&q, &other, &buf, &[])?;
         reads_buf.enqueue_nd_range(&q, &[16], None, &[])?;
         q.finish()?;
         assert_eq!(view[0], 1, "the mapped bytes did not change");
     }
     {
-        let _w = buf.map_mut::<u32>(&q, MapFlags::WRITE, .., &[])?;
+        let _w = buf.map::<u32, _>(&q, MapFlags::WRITE, .., &[])?;
         let mut back = [0u32; 16];
-        mapped(buf.read(&q, 0, &mut back, &[]), "read under a write map");
+        mapped(buf.read(&q, &mut back, &[]), "read under a write map");
         mapped(
             reads_buf.enqueue_nd_range(&q, &[16], None, &[]),
             "kernel reading it",
@@ -833,7 +846,7 @@ fn commands_under_a_live_map_are_refused(dev: &TestDevice) -> TestResult {
             .set_arg(1, &as_memory)?
             .set_arg(2, &1.0f32)?
             .set_arg(3, &16u32)?;
-        let _view = buf.map_read::<u32>(&q, .., &[])?;
+        let _view = buf.map::<u32, _>(&q, cl_mem::ReadOnly, .., &[])?;
         mapped(
             k.enqueue_nd_range(&q, &[16], None, &[]),
             "kernel writing through a Memory handle",
@@ -851,13 +864,13 @@ fn commands_under_a_live_map_are_refused(dev: &TestDevice) -> TestResult {
             .set_arg(1, &parent)?
             .set_arg(2, &1.0f32)?
             .set_arg(3, &16u32)?;
-        let _w = buf.map_mut::<u32>(&q, MapFlags::WRITE, .., &[])?;
+        let _w = buf.map::<u32, _>(&q, MapFlags::WRITE, .., &[])?;
         mapped(
             k.enqueue_nd_range(&q, &[16], None, &[]),
             "kernel writing the parent of a sub-buffer under a write map",
         );
     }
-    buf.write(&q, 0, &[3u32], &[])?;
+    buf.write(&q, &[3u32], &[])?;
     writes_buf.enqueue_nd_range(&q, &[16], None, &[])?;
     q.finish()?;
     Ok(())
@@ -876,9 +889,9 @@ fn a_second_queue_waits_for_the_first_queues_writes(dev: &TestDevice) -> TestRes
     let gate = UserEvent::new(&ctx)?;
     let first: Vec<&cl_mem::Event> = if gated { vec![&gate] } else { vec![] };
     // A write on queue A, held back by the gate.
-    let write = buf.enqueue_write(&a, 0, vec![7u32; 256], &first)?;
+    let write = buf.enqueue_write(&a, vec![7u32; 256], &first)?;
     // A read on queue B, with no wait list from the caller: it must follow A's write.
-    let read = buf.enqueue_read(&b, 0, vec![0u32; 256], &[])?;
+    let read = buf.enqueue_read(&b, vec![0u32; 256], &[])?;
     let read_ran_early = gated && {
         std::thread::sleep(Duration::from_millis(50));
         read.is_complete()?
@@ -897,7 +910,7 @@ fn a_second_queue_waits_for_the_first_queues_writes(dev: &TestDevice) -> TestRes
     let gate = UserEvent::new(&ctx)?;
     let first: Vec<&cl_mem::Event> = if gated { vec![&gate] } else { vec![] };
     let marker = a.enqueue_marker(&first)?;
-    let fill = buf.fill_all(&a, &9u32, &[&marker])?;
+    let fill = buf.fill(&a, &[9u32], &[&marker])?;
     let out = Buffer::new(&ctx, MemFlags::READ_WRITE, 256 * 4)?;
     let program = Program::build_from_source(&ctx, SRC, "")?;
     let mut k = program.kernel("scale")?;
@@ -924,10 +937,10 @@ fn command_records_stay_bounded(dev: &TestDevice) -> TestResult {
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
     let other = Queue::new(ctx, &dev.device)?;
     for i in 0..300u32 {
-        buf.fill_all(&q, &i, &[])?;
+        buf.fill(&q, &[i], &[])?;
         let mut x = [0u32; 1];
         if i % 3 == 0 {
-            buf.read(&other, 0, &mut x, &[])?;
+            buf.read(&other, &mut x, &[])?;
             assert_eq!(x[0], i);
         }
         assert!(buf.recorded_commands() <= 4, "{}", buf.recorded_commands());
@@ -969,19 +982,23 @@ fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult
     for &off in &big {
         push(
             format!("read at {off}"),
-            buf.read(&q, off, &mut host[..4], &[]).map(drop),
+            buf.read(&q, &mut host[..4], Transfer::default().src_offset(off))
+                .map(drop),
         );
         push(
             format!("write at {off}"),
-            buf.write(&q, off, &host[..4], &[]).map(drop),
+            buf.write(&q, &host[..4], Transfer::default().dst_offset(off))
+                .map(drop),
         );
         push(
             format!("enqueue_read at {off}"),
-            buf.enqueue_read(&q, off, vec![0u8; 4], &[]).map(drop),
+            buf.enqueue_read(&q, vec![0u8; 4], Transfer::default().src_offset(off))
+                .map(drop),
         );
         push(
             format!("enqueue_write at {off}"),
-            buf.enqueue_write(&q, off, vec![0u8; 4], &[]).map(drop),
+            buf.enqueue_write(&q, vec![0u8; 4], Transfer::default().dst_offset(off))
+                .map(drop),
         );
     }
     // Device-side ranges: (offset, length) pairs past the end or overflowing, 8 x 4 operations.
@@ -998,17 +1015,32 @@ fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult
     for &(off, len) in &pairs {
         push(
             format!("fill {off}+{len}"),
-            buf.fill(&q, &0u32, off, len, &[]).map(drop),
+            buf.fill(
+                &q,
+                &[0u32],
+                Transfer::default().dst_offset(off).byte_count(len),
+            )
+            .map(drop),
         );
         push(
             format!("copy into {off}+{len}"),
-            buf.copy_from_range(&q, &src, 0, off, Some(len), &[])
-                .map(drop),
+            enqueue_copy(
+                &q,
+                &buf,
+                &src,
+                Transfer::default().dst_offset(off).byte_count(len),
+            )
+            .map(drop),
         );
         push(
             format!("copy from {off}+{len}"),
-            src.copy_from_range(&q, &buf, off, 0, Some(len), &[])
-                .map(drop),
+            enqueue_copy(
+                &q,
+                &src,
+                &buf,
+                Transfer::default().src_offset(off).byte_count(len),
+            )
+            .map(drop),
         );
         push(
             format!("sub-buffer {off}+{len}"),
@@ -1026,27 +1058,30 @@ fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult
     for &(a, b) in &ranges {
         push(
             format!("map_read {a}..{b}"),
-            buf.map_read::<u32>(&q, a..b, &[]).map(drop),
+            buf.map::<u32, _>(&q, cl_mem::ReadOnly, a..b, &[]).map(drop),
         );
         push(
             format!("map_mut {a}..{b}"),
-            buf.map_mut::<u32>(&q, MapFlags::WRITE, a..b, &[]).map(drop),
+            buf.map::<u32, _>(&q, MapFlags::WRITE, a..b, &[]).map(drop),
         );
     }
     // Fill patterns and misaligned fills: 9.
     for n in [0usize, 3, 5, 6, 7, 129, 256] {
         push(
             format!("fill pattern of {n} bytes"),
-            buf.fill_bytes(&q, &vec![0u8; n], 0, 0, &[]).map(drop),
+            buf.fill(&q, &vec![0u8; n], Transfer::default().byte_count(0))
+                .map(drop),
         );
     }
     push(
         "fill misaligned offset".into(),
-        buf.fill(&q, &0u32, 2, 4, &[]).map(drop),
+        buf.fill(&q, &[0u32], Transfer::default().dst_offset(2).byte_count(4))
+            .map(drop),
     );
     push(
         "fill misaligned size".into(),
-        buf.fill(&q, &0u32, 0, 6, &[]).map(drop),
+        buf.fill(&q, &[0u32], Transfer::default().byte_count(6))
+            .map(drop),
     );
     // Sub-buffer flags: 6.
     for flags in [
@@ -1073,23 +1108,43 @@ fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult
     ] {
         push(
             format!("write_rect {region:?}"),
-            buf.write_rect(&q, &cl_mem::Rect::new(region), &host, &[])
-                .map(drop),
+            buf.write(
+                &q,
+                &host,
+                Transfer::default().rect(cl_mem::Rect::new(region)),
+            )
+            .map(drop),
         );
         push(
             format!("read_rect {region:?}"),
-            buf.read_rect(&q, &cl_mem::Rect::new(region), &mut host, &[])
-                .map(drop),
+            buf.read(
+                &q,
+                &mut host,
+                Transfer::default().rect(cl_mem::Rect::new(region)),
+            )
+            .map(drop),
         );
     }
     // Overlapping copies within one buffer: 2.
     push(
         "overlapping copy".into(),
-        buf.copy_from_range(&q, &buf, 0, 4, Some(8), &[]).map(drop),
+        enqueue_copy(
+            &q,
+            &buf,
+            &buf,
+            Transfer::default().dst_offset(4).byte_count(8),
+        )
+        .map(drop),
     );
     push(
         "overlapping copy backwards".into(),
-        buf.copy_from_range(&q, &buf, 8, 0, Some(16), &[]).map(drop),
+        enqueue_copy(
+            &q,
+            &buf,
+            &buf,
+            Transfer::default().src_offset(8).byte_count(16),
+        )
+        .map(drop),
     );
     // Buffer sizes: 3.
     for size in [0usize, usize::MAX, 1 << 60] {
@@ -1211,64 +1266,71 @@ fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult
     // Transfers on a foreign queue or after a foreign event: 6.
     push(
         "read on a foreign queue".into(),
-        buf.read(&other_q, 0, &mut host[..4], &[]).map(drop),
+        buf.read(&other_q, &mut host[..4], &[]).map(drop),
     );
     push(
         "write on a foreign queue".into(),
-        buf.write(&other_q, 0, &host[..4], &[]).map(drop),
+        buf.write(&other_q, &host[..4], &[]).map(drop),
     );
     push(
         "fill on a foreign queue".into(),
-        buf.fill(&other_q, &0u32, 0, 4, &[]).map(drop),
+        buf.fill(&other_q, &[0u32], Transfer::default().byte_count(4))
+            .map(drop),
     );
     push(
         "read after a foreign event".into(),
-        buf.read(&q, 0, &mut host[..4], &[&foreign_event]).map(drop),
+        buf.read(&q, &mut host[..4], &[&*foreign_event]).map(drop),
     );
     push(
         "fill after a foreign event".into(),
-        buf.fill(&q, &0u32, 0, 4, &[&foreign_event]).map(drop),
+        buf.fill(
+            &q,
+            &[0u32],
+            Transfer::default().byte_count(4).wait(&[&foreign_event]),
+        )
+        .map(drop),
     );
     push(
         "copy after a foreign event".into(),
-        buf.copy_from(&q, &src, &[&foreign_event]).map(drop),
+        enqueue_copy(&q, &buf, &src, &[&*foreign_event]).map(drop),
     );
     // Aliasing maps and commands under maps: 8.
     {
-        let guard = buf.map_read::<u32>(&q, 0..16, &[])?;
+        let guard = buf.map::<u32, _>(&q, cl_mem::ReadOnly, 0..16, &[])?;
         push(
             "map_mut under map_read".into(),
-            buf.map_mut::<u32>(&q, MapFlags::WRITE, 8..9, &[]).map(drop),
+            buf.map::<u32, _>(&q, MapFlags::WRITE, 8..9, &[]).map(drop),
         );
         push(
             "write under map_read".into(),
-            buf.write(&q, 0, &host[..4], &[]).map(drop),
+            buf.write(&q, &host[..4], &[]).map(drop),
         );
         push(
             "fill under map_read".into(),
-            buf.fill(&q, &0u32, 0, 4, &[]).map(drop),
+            buf.fill(&q, &[0u32], Transfer::default().byte_count(4))
+                .map(drop),
         );
         push(
             "copy into map_read".into(),
-            buf.copy_from(&q, &src, &[]).map(drop),
+            enqueue_copy(&q, &buf, &src, &[]).map(drop),
         );
         push(
             "kernel writing under map_read".into(),
             k.enqueue_nd_range(&q, &[16], None, &[]).map(drop),
         );
         drop(guard);
-        let guard = buf.map_mut::<u32>(&q, MapFlags::WRITE, 0..16, &[])?;
+        let guard = buf.map::<u32, _>(&q, MapFlags::WRITE, 0..16, &[])?;
         push(
             "map_read under map_mut".into(),
-            buf.map_read::<u32>(&q, 0..1, &[]).map(drop),
+            buf.map::<u32, _>(&q, cl_mem::ReadOnly, 0..1, &[]).map(drop),
         );
         push(
             "read under map_mut".into(),
-            buf.read(&q, 0, &mut host[..4], &[]).map(drop),
+            buf.read(&q, &mut host[..4], &[]).map(drop),
         );
         push(
             "copy from map_mut".into(),
-            src.copy_from(&q, &buf, &[]).map(drop),
+            enqueue_copy(&q, &src, &buf, &[]).map(drop),
         );
         drop(guard);
     }
@@ -1321,27 +1383,31 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
     };
     // The case: a buffer map and a map of the image made from it aliased the same bytes.
     {
-        let _w = buf.map_mut::<f32>(&q, MapFlags::WRITE, .., &[])?;
+        let _w = buf.map::<f32, _>(&q, MapFlags::WRITE, .., &[])?;
         let r = img.map(&q, cl_mem::MapAccess::Read, &[], &[4], &[], |_| ());
         mapped(r, "image map under a buffer map");
         let mut px = [0f32; 16];
         mapped(
-            img.read_all(&q, &mut px, &[]),
+            img.read(&q, &mut px, &[]),
             "image read under a writable buffer map",
         );
     }
     let r = img.map(&q, cl_mem::MapAccess::Write, &[], &[4], &[], |_| {
-        buf.map_read::<f32>(&q, .., &[]).map(drop)
+        buf.map::<f32, _>(&q, cl_mem::ReadOnly, .., &[]).map(drop)
     })?;
     mapped(r, "buffer map under an image map");
     // Commands on the image and the buffer are ordered across queues like the buffer's own.
     let other = Queue::new(ctx, &dev.device)?;
-    img.write_all(&other, &[2.0f32; 16], &[])?;
+    img.write(&other, &[2.0f32; 16], &[])?;
     let v: Vec<f32> = buf.to_vec(&q)?;
     assert_eq!(v, vec![2.0f32; 16]);
     // PoCL 3.1 crashes inside clEnqueueFillImage for 1-D buffer images
     // (repro/pocl_fill_image1d_buffer_crash.c): refused there, a real fill elsewhere.
-    let fill = img.fill(&other, cl_mem::FillColor::Float([3.0; 4]), &[], &[4], &[]);
+    let fill = img.fill(
+        &other,
+        cl_mem::FillColor::Float([3.0; 4]),
+        Transfer::default().rect(Rect::new([4, 1, 1])),
+    );
     if dev.platform_name().contains("Portable Computing Language") {
         assert!(matches!(fill, Err(Error::Unsupported { .. })), "{fill:?}");
     } else {
@@ -1368,7 +1434,7 @@ fn a_handle_given_away_keeps_its_pending_commands(dev: &TestDevice) -> TestResul
     let src = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[9u32; 64])?;
     let dst = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[0u32; 64])?;
     let gate = UserEvent::new(ctx)?;
-    let copy = dst.copy_from(&q, &src, &[gate.event()])?;
+    let copy = enqueue_copy(&q, &dst, &src, &[gate.event()])?;
     let before = dst.recorded_commands();
     assert!(before >= 1, "the gated copy is not recorded");
     let raw = dst.into_raw();
@@ -1447,14 +1513,19 @@ fn forgotten_svm_map_guards_leak_no_queue(dev: &TestDevice) -> TestResult {
     let before = ctx.reference_count()?;
     {
         let mut a = cl_mem::svm::SvmArray::<f32, cl_mem::svm::Coarse>::new(&q, 64)?;
-        a.with_map_rw(&q, |s| s.fill(0.0))?;
+        a.with_map(
+            &q,
+            cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+            ..,
+            |s| s.fill(0.0),
+        )?;
         for _ in 0..5 {
-            std::mem::forget(a.map_rw(&q)?);
+            std::mem::forget(a.map(&q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?);
         }
         // The next map unmaps the leftovers; their queue references go with them.
-        a.with_map_ro(&q, |s| assert_eq!(s[0], 0.0))?;
+        a.with_map(&q, cl_mem::ReadOnly, .., |s| assert_eq!(s[0], 0.0))?;
         for _ in 0..3 {
-            std::mem::forget(a.map_ro(&q)?);
+            std::mem::forget(a.map(&q, cl_mem::ReadOnly, ..)?);
         }
     }
     // Dropping the array unmaps what is left and frees it, on the queue.
@@ -1472,7 +1543,12 @@ fn a_cached_kernel_and_an_svm_map_take_turns(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
     let mut a = cl_mem::svm::SvmArray::<f32, cl_mem::svm::Coarse>::new(&q, 64)?;
-    a.with_map_rw(&q, |s| s.iter_mut().for_each(|v| *v = 1.0))?;
+    a.with_map(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| s.iter_mut().for_each(|v| *v = 1.0),
+    )?;
     let program = Program::build_from_source(ctx, SVM_SRC, "")?;
     let mut k = program.kernel("twice")?;
     k.set_arg(0, &a)?;
@@ -1481,10 +1557,10 @@ fn a_cached_kernel_and_an_svm_map_take_turns(dev: &TestDevice) -> TestResult {
         q.finish()?;
         // No extra step: the kernel stays cached with its argument, the map works.
         let want = 2f32.powi(i32::try_from(round)?);
-        a.with_map_ro(&q, |s| {
+        a.with_map(&q, cl_mem::ReadOnly, .., |s| {
             assert!(s.iter().all(|&v| v == want), "round {round}")
         })?;
-        let guard = a.map_ro(&q)?;
+        let guard = a.map(&q, cl_mem::ReadOnly, ..)?;
         mapped(
             k.enqueue_nd_range(&q, &[64], None, &[]),
             "kernel under an SVM map",
@@ -1566,8 +1642,8 @@ fn an_unmap_does_not_wait_for_a_gated_map_on_another_queue(dev: &TestDevice) -> 
     let qb = Queue::new(ctx, &dev.device)?;
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
     let gate = UserEvent::new(ctx)?;
-    let m1 = buf.map_read::<u8>(&qa, 0..4, &[])?;
-    let pending = buf.enqueue_map_read::<u8>(&qb, 4..8, &[&gate])?;
+    let m1 = buf.map::<u8, _>(&qa, cl_mem::ReadOnly, 0..4, &[])?;
+    let pending = buf.enqueue_map::<u8, _>(&qb, cl_mem::ReadOnly, 4..8, &[&gate])?;
     let t0 = Instant::now();
     drop(m1);
     qa.finish()?;

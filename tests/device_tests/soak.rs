@@ -64,7 +64,7 @@ fn concurrent_read_maps_of_one_buffer_are_safe(dev: &TestDevice) -> TestResult {
                     let my_q = Queue::new(&ctx, &device).map_err(|e| e.to_string())?;
                     for r in 0..rounds {
                         let m = buf
-                            .map_read::<u32>(&my_q, .., &[])
+                            .map::<u32, _>(&my_q, cl_mem::ReadOnly, .., &[])
                             .map_err(|e| format!("thread {t} round {r}: {e}"))?;
                         if let Some(k) = (0..n).step_by(97).find(|&k| m[k] != data[k]) {
                             return Err(format!(
@@ -193,7 +193,7 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                             pool.allocate(n * 4).map_err(|x| e("allocate", round, &x))?;
                         block.bind_to_queue(&q).map_err(|x| e("bind", round, &x))?;
                         block
-                            .write(&q, 0, &data, &[])
+                            .write(&q, &data, &[])
                             .map_err(|x| e("write", round, &x))?;
                         kernel
                             .set_arg(0, &*block)
@@ -201,7 +201,7 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                             .and_then(|k| k.run(&q, &[n]))
                             .map_err(|x| e("kernel on a pooled block", round, &x))?;
                         let got = block
-                            .with_map::<u32, _>(&q, ..n, checksum)
+                            .with_map::<u32, _, _>(&q, cl_mem::ReadOnly, ..n, checksum)
                             .map_err(|x| e("map", round, &x))?;
                         if got != want {
                             return Err(e(
@@ -216,15 +216,20 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                         if svm && round.is_multiple_of(2) {
                             let mut arr =
                                 csvm_empty::<u32>(&q, n).map_err(|x| e("SVM alloc", round, &x))?;
-                            arr.with_map_rw(&q, |s| s.copy_from_slice(&data))
-                                .map_err(|x| e("SVM map", round, &x))?;
+                            arr.with_map(
+                                &q,
+                                cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+                                ..,
+                                |s| s.copy_from_slice(&data),
+                            )
+                            .map_err(|x| e("SVM map", round, &x))?;
                             svm_kernel
                                 .set_arg(0, &arr)
                                 .and_then(|k| k.set_arg(1, &seed))
                                 .and_then(|k| k.run(&q, &[n]))
                                 .map_err(|x| e("kernel on SVM", round, &x))?;
                             let got = arr
-                                .with_map_ro(&q, checksum)
+                                .with_map(&q, cl_mem::ReadOnly, .., checksum)
                                 .map_err(|x| e("SVM map", round, &x))?;
                             if got != want {
                                 return Err(e(
@@ -244,10 +249,10 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                                 &ImageDesc::d2(16, n / 16),
                             )
                             .map_err(|x| e("image", round, &x))?;
-                            img.write_all(&q, &data, &[])
+                            img.write(&q, &data, &[])
                                 .map_err(|x| e("image write", round, &x))?;
                             let mut back = vec![0u32; n];
-                            img.read_all(&q, &mut back, &[])
+                            img.read(&q, &mut back, &[])
                                 .map_err(|x| e("image read", round, &x))?;
                             if checksum(&back) != checksum(&data) {
                                 return Err(e("image checksum", round, &"differs"));
@@ -256,7 +261,7 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                         }
                         // The shared buffer, mapped read-only by every thread at once.
                         let got = shared
-                            .with_map::<u32, _>(&q, .., checksum)
+                            .with_map::<u32, _, _>(&q, cl_mem::ReadOnly, .., checksum)
                             .map_err(|x| e("shared map", round, &x))?;
                         if got != shared_sum {
                             return Err(e("shared buffer checksum", round, &format!("{got:#x}")));

@@ -2,6 +2,7 @@
 //! chunk boundaries in both directions, the same bytes as the plain path, checks before the driver,
 //! the automatic choice, and concurrent staged transfers from several threads.
 
+use cl_mem::Transfer;
 use cl_mem::{
     idle_staging_chunks, Buffer, ClError, Error, Event, MemFlags, Queue, Rect, TransferOptions,
     TransferPath, UserEvent, AUTO_MIN_BYTES, MAX_STAGING_THREADS,
@@ -99,14 +100,42 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
             let host = pattern(host_len, seed);
             let background = pattern(size, 99);
             // The plain path's result is the reference.
-            buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
-            buf.write_rect_with(&q, rect, &host, &[], TransferOptions::plain())?;
+            buf.write(
+                &q,
+                &background,
+                Transfer::default().options(TransferOptions::plain()),
+            )?;
+            buf.write(
+                &q,
+                &host,
+                Transfer::default()
+                    .rect(*rect)
+                    .options(TransferOptions::plain()),
+            )?;
             let mut want = vec![0u8; size];
-            buf.read_with(&q, 0, &mut want, &[], TransferOptions::plain())?;
-            buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
-            buf.write_rect_with(&q, rect, &host, &[], TransferOptions::staged(chunk, t))?;
+            buf.read(
+                &q,
+                &mut want,
+                Transfer::default().options(TransferOptions::plain()),
+            )?;
+            buf.write(
+                &q,
+                &background,
+                Transfer::default().options(TransferOptions::plain()),
+            )?;
+            buf.write(
+                &q,
+                &host,
+                Transfer::default()
+                    .rect(*rect)
+                    .options(TransferOptions::staged(chunk, t)),
+            )?;
             let mut got = vec![0u8; size];
-            buf.read_with(&q, 0, &mut got, &[], TransferOptions::plain())?;
+            buf.read(
+                &q,
+                &mut got,
+                Transfer::default().options(TransferOptions::plain()),
+            )?;
             if got != want {
                 return Err(fail(format!(
                     "staged write_rect {rect:?}, chunks of {chunk}"
@@ -122,9 +151,21 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
             };
             let outside = pattern(host_len, 7);
             let mut want = outside.clone();
-            buf.read_rect_with(&q, &read, &mut want, &[], TransferOptions::plain())?;
+            buf.read(
+                &q,
+                &mut want,
+                Transfer::default()
+                    .rect(read)
+                    .options(TransferOptions::plain()),
+            )?;
             let mut got = outside.clone();
-            buf.read_rect_with(&q, &read, &mut got, &[], TransferOptions::staged(chunk, t))?;
+            buf.read(
+                &q,
+                &mut got,
+                Transfer::default()
+                    .rect(read)
+                    .options(TransferOptions::staged(chunk, t)),
+            )?;
             if got != want {
                 return Err(fail(format!(
                     "staged read_rect {read:?}, chunks of {chunk}"
@@ -139,11 +180,23 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
     // Bad rectangles and options are refused before the driver, as on the plain path.
     let bad = Rect::new([64, 2000, 1]);
     let host = pattern(host_len, 1);
-    match buf.write_rect_with(&q, &bad, &host, &[], TransferOptions::staged(1000, t)) {
+    match buf.write(
+        &q,
+        &host,
+        Transfer::default()
+            .rect(bad)
+            .options(TransferOptions::staged(1000, t)),
+    ) {
         Err(Error::OutOfBounds { .. }) => {}
         other => return Err(fail(format!("a rectangle past the host slice: {other:?}"))),
     }
-    match buf.write_rect_with(&q, &rects[0], &host, &[], TransferOptions::staged(0, t)) {
+    match buf.write(
+        &q,
+        &host,
+        Transfer::default()
+            .rect(rects[0])
+            .options(TransferOptions::staged(0, t)),
+    ) {
         Err(Error::InvalidArgument(_)) => {}
         other => return Err(fail(format!("zero chunk bytes: {other:?}"))),
     }
@@ -168,12 +221,26 @@ fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
         for offset in [0usize, 3, 4093] {
             for chunk in [1024usize, 4096, 5000] {
                 let background = pattern(total, 99);
-                buf.write_with(&q, 0, &background, &[], TransferOptions::plain())?;
+                buf.write(
+                    &q,
+                    &background,
+                    Transfer::default().options(TransferOptions::plain()),
+                )?;
                 let data = pattern(size, u8::try_from(chunk % 200).unwrap_or(1));
                 // Staged write, plain read: the range holds `data`, the rest is untouched.
-                buf.write_with(&q, offset, &data, &[], TransferOptions::staged(chunk, t))?;
+                buf.write(
+                    &q,
+                    &data,
+                    Transfer::default()
+                        .dst_offset(offset)
+                        .options(TransferOptions::staged(chunk, t)),
+                )?;
                 let mut all = vec![0u8; total];
-                buf.read_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
+                buf.read(
+                    &q,
+                    &mut all,
+                    Transfer::default().options(TransferOptions::plain()),
+                )?;
                 if all[offset..offset + size] != data[..]
                     || all[..offset] != background[..offset]
                     || all[offset + size..] != background[offset + size..]
@@ -184,12 +251,12 @@ fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
                 }
                 // Plain write, staged read of the same range (odd end inside a chunk).
                 let mut back = vec![0u8; size];
-                buf.read_with(
+                buf.read(
                     &q,
-                    offset,
                     &mut back,
-                    &[],
-                    TransferOptions::staged(chunk, t),
+                    Transfer::default()
+                        .src_offset(offset)
+                        .options(TransferOptions::staged(chunk, t)),
                 )?;
                 if back != data {
                     return Err(fail(format!(
@@ -202,9 +269,17 @@ fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
     }
     // Staged on both sides, one big transfer over many chunks.
     let data = pattern(total, 5);
-    buf.write_with(&q, 0, &data, &[], TransferOptions::staged(4096, t))?;
+    buf.write(
+        &q,
+        &data,
+        Transfer::default().options(TransferOptions::staged(4096, t)),
+    )?;
     let mut back = vec![0u8; total];
-    buf.read_with(&q, 0, &mut back, &[], TransferOptions::staged(6000, t))?;
+    buf.read(
+        &q,
+        &mut back,
+        Transfer::default().options(TransferOptions::staged(6000, t)),
+    )?;
     assert_eq!(back, data, "{cases} cases before");
     // The pinned chunks are cached per context, and bounded.
     let idle = idle_staging_chunks(&q);
@@ -223,11 +298,21 @@ fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> Tes
     for (what, r) in [
         (
             "write past the end",
-            buf.write_with(&q, 4000, &data, &[], opts).map(drop),
+            buf.write(
+                &q,
+                &data,
+                Transfer::default().dst_offset(4000).options(opts),
+            )
+            .map(drop),
         ),
         (
             "read past the end",
-            buf.read_with(&q, 4000, &mut out, &[], opts).map(drop),
+            buf.read(
+                &q,
+                &mut out,
+                Transfer::default().src_offset(4000).options(opts),
+            )
+            .map(drop),
         ),
     ] {
         if !matches!(r, Err(Error::OutOfBounds { .. })) {
@@ -238,23 +323,27 @@ fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> Tes
         TransferOptions::staged(0, 2),
         TransferOptions::staged(1000, 0),
     ] {
-        let r = buf.write_with(&q, 0, &data, &[], bad);
+        let r = buf.write(&q, &data, Transfer::default().options(bad));
         if !matches!(r, Err(Error::InvalidArgument(_))) {
             return Err(fail(format!("{bad:?}: {r:?}")));
         }
     }
     // A staged write into bytes the host has mapped is refused, and writes nothing.
-    buf.write_with(&q, 0, &[7u8; 4096], &[], TransferOptions::plain())?;
+    buf.write(
+        &q,
+        &[7u8; 4096],
+        Transfer::default().options(TransferOptions::plain()),
+    )?;
     {
-        let map = buf.map_read::<u8>(&q, 0..200, &[])?;
-        let r = buf.write_with(&q, 0, &data, &[], opts);
+        let map = buf.map::<u8, _>(&q, cl_mem::ReadOnly, 0..200, &[])?;
+        let r = buf.write(&q, &data, Transfer::default().options(opts));
         if !matches!(r, Err(Error::Mapped(_))) {
             return Err(fail(format!("staged write under a map: {r:?}")));
         }
         assert_eq!(map[0], 7);
     }
     let mut all = vec![0u8; 4096];
-    buf.read_with(&q, 0, &mut all, &[], opts)?;
+    buf.read(&q, &mut all, Transfer::default().options(opts))?;
     assert!(all.iter().all(|&b| b == 7));
     // A read-only-for-the-host buffer refuses host writes on both paths.
     let ro = Buffer::new(
@@ -262,7 +351,10 @@ fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> Tes
         MemFlags::READ_WRITE | MemFlags::HOST_READ_ONLY,
         4096,
     )?;
-    if ro.write_with(&q, 0, &data, &[], opts).is_ok() {
+    if ro
+        .write(&q, &data, Transfer::default().options(opts))
+        .is_ok()
+    {
         return Err(fail(
             "a staged write into a HOST_READ_ONLY buffer was accepted",
         ));
@@ -282,9 +374,9 @@ fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
     let n = AUTO_MIN_BYTES + 12_345;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
     let data = pattern(n, 3);
-    buf.write(&q, 0, &data, &[])?;
+    buf.write(&q, &data, &[])?;
     let mut back = vec![0u8; n];
-    buf.read(&q, 0, &mut back, &[])?;
+    buf.read(&q, &mut back, &[])?;
     assert_eq!(back, data);
     let t = dev.device.device_type()?;
     let discrete = t.contains(cl_mem::DeviceType::GPU)
@@ -299,7 +391,11 @@ fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
     // Small transfers stay plain everywhere.
     let q2 = dev.queue();
     let small = Buffer::new(q2.context(), MemFlags::READ_WRITE, 4096)?;
-    small.write_with(&q2, 0, &[1u8; 4096], &[], TransferOptions::default())?;
+    small.write(
+        &q2,
+        &[1u8; 4096],
+        Transfer::default().options(TransferOptions::default()),
+    )?;
     assert_eq!(idle_staging_chunks(&q2), 0);
     assert_eq!(TransferOptions::default().path, TransferPath::Auto);
     Ok(())
@@ -325,11 +421,19 @@ fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestRes
                     let data = pattern(part, u8::try_from(i).unwrap_or(0));
                     let opts = TransferOptions::staged(16_384 + i * 1000, 2);
                     for _ in 0..5 {
-                        buf.write_with(q, i * part, &data, &[], opts)
-                            .map_err(|e| e.to_string())?;
+                        buf.write(
+                            q,
+                            &data,
+                            Transfer::default().dst_offset(i * part).options(opts),
+                        )
+                        .map_err(|e| e.to_string())?;
                         let mut back = vec![0u8; part];
-                        buf.read_with(q, i * part, &mut back, &[], opts)
-                            .map_err(|e| e.to_string())?;
+                        buf.read(
+                            q,
+                            &mut back,
+                            Transfer::default().src_offset(i * part).options(opts),
+                        )
+                        .map_err(|e| e.to_string())?;
                         if back != data {
                             return Err(format!("thread {i}: bytes differ"));
                         }
@@ -347,7 +451,11 @@ fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestRes
         r.map_err(fail)?;
     }
     let mut all = vec![0u8; part * 4];
-    buf.read_with(&q, 0, &mut all, &[], TransferOptions::plain())?;
+    buf.read(
+        &q,
+        &mut all,
+        Transfer::default().options(TransferOptions::plain()),
+    )?;
     for i in 0..4 {
         assert_eq!(
             all[i * part..(i + 1) * part],
@@ -369,14 +477,18 @@ fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
     let q2 = Queue::new(q.context(), &dev.device)?;
     let n = 1 << 20;
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
-    buf.write_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
+    buf.write(
+        &q,
+        &vec![1u8; n],
+        Transfer::default().options(TransferOptions::plain()),
+    )?;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let seen: Result<(usize, usize), String> = std::thread::scope(|s| {
         let mapper = s.spawn(|| -> Result<(usize, usize), String> {
             let (mut maps, mut mixed) = (0, 0);
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 let m = buf
-                    .map_read::<u8>(&q2, .., &[])
+                    .map::<u8, _>(&q2, cl_mem::ReadOnly, .., &[])
                     .map_err(|e| e.to_string())?;
                 let first = m[0];
                 if m.iter().any(|&b| b != first) {
@@ -393,7 +505,11 @@ fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
         while written < 20 && refused < 100_000 {
             let v = vec![written + 2; n];
             // Small chunks: many commands per write, many chances for a map in between.
-            match buf.write_with(&q, 0, &v, &[], TransferOptions::staged(16 << 10, 2)) {
+            match buf.write(
+                &q,
+                &v,
+                Transfer::default().options(TransferOptions::staged(16 << 10, 2)),
+            ) {
                 Ok(_) => written += 1,
                 Err(Error::Mapped(_)) => {
                     refused += 1;
@@ -434,20 +550,32 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     let q2 = Queue::new(ctx, q.device())?;
     let n = 64 * 1024;
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, n)?;
-    buf.write_with(&q, 0, &vec![1u8; n], &[], TransferOptions::plain())?;
+    buf.write(
+        &q,
+        &vec![1u8; n],
+        Transfer::default().options(TransferOptions::plain()),
+    )?;
     let failed = UserEvent::new(ctx)?;
     failed.set_error(ClError::OutOfResources)?;
     let gate: &Event = failed.event();
     let staged = TransferOptions::staged(16 * 1024, 1);
     for (path, opts) in [("plain", TransferOptions::plain()), ("staged", staged)] {
-        let w = buf.write_with(&q, 0, &vec![2u8; n], &[gate], opts);
+        let w = buf.write(
+            &q,
+            &vec![2u8; n],
+            Transfer::default().options(opts).wait(&[gate]),
+        );
         if w.is_ok() {
             return Err(fail(format!(
                 "{path} write after a failed command returned Ok"
             )));
         }
         let mut out = vec![9u8; n];
-        let r = buf.read_with(&q, 0, &mut out, &[gate], opts);
+        let r = buf.read(
+            &q,
+            &mut out,
+            Transfer::default().options(opts).wait(&[gate]),
+        );
         if r.is_ok() {
             return Err(fail(format!(
                 "{path} read after a failed command returned Ok"
@@ -456,7 +584,7 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     }
     // Any command after an already failed event is refused before the driver (PoCL 3.1 never
     // completes one), with the spec's status.
-    match buf.enqueue_write(&q, 0, vec![3u8; n], &[gate]) {
+    match buf.enqueue_write(&q, vec![3u8; n], &[gate]) {
         Err(Error::Cl {
             status: ClError::ExecStatusErrorForEventsInWaitList,
             ..
@@ -471,15 +599,23 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     // A non-blocking write on `q` that fails after it was enqueued, then commands of the same
     // buffer on `q2`: they neither wait for nor inherit the failure.
     let later = UserEvent::new(ctx)?;
-    let pending = buf.enqueue_write(&q, 0, vec![3u8; n], &[later.event()])?;
+    let pending = buf.enqueue_write(&q, vec![3u8; n], &[later.event()])?;
     later.set_error(ClError::OutOfResources)?;
     if pending.wait().is_ok() {
         return Err(fail("a write after a failed command completed"));
     }
-    buf.write_with(&q2, 0, &vec![4u8; n], &[], TransferOptions::plain())?;
-    buf.write_with(&q2, 0, &vec![5u8; n], &[], staged)?;
+    buf.write(
+        &q2,
+        &vec![4u8; n],
+        Transfer::default().options(TransferOptions::plain()),
+    )?;
+    buf.write(&q2, &vec![5u8; n], Transfer::default().options(staged))?;
     let mut out = vec![0u8; n];
-    buf.read_with(&q2, 0, &mut out, &[], TransferOptions::plain())?;
+    buf.read(
+        &q2,
+        &mut out,
+        Transfer::default().options(TransferOptions::plain()),
+    )?;
     if out.iter().any(|&b| b != 5) {
         return Err(fail("the buffer after the failed write and two good ones"));
     }
@@ -501,9 +637,17 @@ fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult 
     } else {
         100_000
     };
-    buf.write_with(&q, 0, &data, &[], TransferOptions::staged(4096, many))?;
+    buf.write(
+        &q,
+        &data,
+        Transfer::default().options(TransferOptions::staged(4096, many)),
+    )?;
     let mut out = vec![0u8; n];
-    buf.read_with(&q, 0, &mut out, &[], TransferOptions::staged(4096, many))?;
+    buf.read(
+        &q,
+        &mut out,
+        Transfer::default().options(TransferOptions::staged(4096, many)),
+    )?;
     if out != data {
         return Err(fail(
             "bytes differ after a staged round trip with a huge thread count",
@@ -514,12 +658,10 @@ fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult 
     let q1 = dev.queue();
     let one = Buffer::new(q1.context(), MemFlags::READ_WRITE, 10_000)?;
     let before = idle_staging_chunks(&q1);
-    one.write_with(
+    one.write(
         &q1,
-        0,
         &[6u8; 10_000],
-        &[],
-        TransferOptions::staged(1 << 20, 4),
+        Transfer::default().options(TransferOptions::staged(1 << 20, 4)),
     )?;
     let pinned = idle_staging_chunks(&q1) - before;
     if pinned != 1 {
@@ -577,18 +719,36 @@ fn a_dependency_failing_during_a_blocking_transfer_is_an_error(dev: &TestDevice)
         let mut out = vec![0u8; n];
         let mut px = [0f32; 64];
         let r = match path {
-            "plain write" => buf.write_with(&q, 0, &data, w, TransferOptions::plain()),
-            "plain read" => buf.read_with(&q, 0, &mut out, w, TransferOptions::plain()),
-            "rect write" => buf.write_rect(&q, &cl_mem::Rect::new([64, 64, 1]), &data, w),
+            "plain write" => buf.write(
+                &q,
+                &data,
+                Transfer::default()
+                    .options(TransferOptions::plain())
+                    .wait(w),
+            ),
+            "plain read" => buf.read(
+                &q,
+                &mut out,
+                Transfer::default()
+                    .options(TransferOptions::plain())
+                    .wait(w),
+            ),
+            "rect write" => buf.write(
+                &q,
+                &data,
+                Transfer::default()
+                    .rect(cl_mem::Rect::new([64, 64, 1]))
+                    .wait(w),
+            ),
             "image write" => image
                 .as_ref()
                 .map_or(Err(Error::InvalidArgument(String::new())), |i| {
-                    i.write_all(&q, &px, w)
+                    i.write(&q, &px, w)
                 }),
             _ => image
                 .as_ref()
                 .map_or(Err(Error::InvalidArgument(String::new())), |i| {
-                    i.read_all(&q, &mut px, w)
+                    i.read(&q, &mut px, w)
                 }),
         };
         setter

@@ -3,6 +3,7 @@
 //! issue #372 scenario; release ordering after long-running kernels on one and two queues;
 //! capability gating and bad input.
 
+use cl_mem::{enqueue_copy, Transfer};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -182,14 +183,14 @@ fn roundtrip<G: Grain>(q: &Queue, a: &mut SvmArray<f32, G>) -> TestResult {
     assert_eq!(a.queue(), *q);
 
     // Fill, then map read-only.
-    a.fill(q, 1.5, &[])?.wait()?;
-    a.with_map_ro(q, |s| {
+    a.fill(q, &[1.5f32], &[])?.wait()?;
+    a.with_map(q, cl_mem::ReadOnly, .., |s| {
         assert!(s.iter().all(|&v| v == 1.5), "fill: {:?}", &s[..4])
     })?;
 
     // Map read-write: write i.
     {
-        let mut m = a.map_rw(q)?;
+        let mut m = a.map(q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?;
         for (i, v) in m.iter_mut().enumerate() {
             *v = i as f32;
         }
@@ -202,7 +203,7 @@ fn roundtrip<G: Grain>(q: &Queue, a: &mut SvmArray<f32, G>) -> TestResult {
     k.enqueue_nd_range(q, &[N], None, &[])?.wait()?;
     // PyOpenCL's pattern: the kernel stays cached with its argument set, and the host maps the
     // memory after the command ran. While the map is open the kernel is refused, not raced.
-    let m = a.map_ro(q)?;
+    let m = a.map(q, cl_mem::ReadOnly, ..)?;
     for (i, &v) in m.iter().enumerate() {
         assert_eq!(v, 2.0 * i as f32, "pointer kernel at {i}");
     }
@@ -214,7 +215,7 @@ fn roundtrip<G: Grain>(q: &Queue, a: &mut SvmArray<f32, G>) -> TestResult {
     // Direct host access (no guard) still needs the kernel to let go.
     k.enqueue_nd_range(q, &[N], None, &[])?.wait()?;
     drop(k);
-    let m = a.map_rw(q)?;
+    let m = a.map(q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?;
     for (i, &v) in m.iter().enumerate() {
         assert_eq!(v, 4.0 * i as f32, "second kernel run at {i}");
     }
@@ -234,7 +235,7 @@ fn roundtrip<G: Grain>(q: &Queue, a: &mut SvmArray<f32, G>) -> TestResult {
         k.set_arg(0, &view)?;
         k.enqueue_nd_range(q, &[N], None, &[])?.wait()?;
         let mut through_view = vec![0f32; N];
-        view.read(q, 0, &mut through_view, &[])?;
+        view.read(q, &mut through_view, &[])?;
         for (i, &v) in through_view.iter().enumerate() {
             assert_eq!(v, 4.0 * i as f32, "buffer-view kernel at {i}");
         }
@@ -242,13 +243,13 @@ fn roundtrip<G: Grain>(q: &Queue, a: &mut SvmArray<f32, G>) -> TestResult {
 
     // Copy back to the host.
     let mut host = vec![0f32; N];
-    a.read(q, 0, &mut host, &[])?;
+    a.read(q, &mut host, &[])?;
     for (i, &v) in host.iter().enumerate() {
         assert_eq!(v, 4.0 * i as f32, "read at {i}");
     }
     // And from the host, at an offset.
-    a.write(q, 10, &[7.0f32; 5], &[])?;
-    a.with_map_ro(q, |s| {
+    a.write(q, &[7.0f32; 5], Transfer::default().dst_offset(10 * 4))?;
+    a.with_map(q, cl_mem::ReadOnly, .., |s| {
         assert_eq!(&s[10..15], &[7.0; 5]);
         assert_eq!(s[9], 36.0);
         assert_eq!(s[15], 60.0);
@@ -320,9 +321,9 @@ fn allocation_options_and_like_helpers_are_honoured(dev: &TestDevice) -> TestRes
     let host = [1u16, 2, 3, 4, 5];
     let c = csvm_empty_like(&q, &host)?;
     assert_eq!((c.len(), c.size_bytes(), c.alignment()), (5, 10, 2));
-    c.write(&q, 0, &host, &[])?;
+    c.write(&q, &host, &[])?;
     let mut back = [0u16; 5];
-    c.read(&q, 0, &mut back, &[])?;
+    c.read(&q, &mut back, &[])?;
     assert_eq!(back, host);
     let s: SvmArray<u16, Coarse> = svm_empty_like(&q, SvmOptions::new(), &host)?;
     assert_eq!(s.len(), 5);
@@ -370,21 +371,26 @@ fn forgotten_map_guard_is_unmapped_before_the_next_use(dev: &TestDevice) -> Test
     let q = dev.queue();
     let mut a = csvm_empty::<f32>(&q, N)?;
     {
-        let mut m = a.map_rw(&q)?;
+        let mut m = a.map(&q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?;
         m.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
         std::mem::forget(m);
     }
-    a.with_map_ro(&q, |s| assert_eq!(s[5], 5.0))?;
+    a.with_map(&q, cl_mem::ReadOnly, .., |s| assert_eq!(s[5], 5.0))?;
     let mut k = kernel(&q, "twice")?;
     k.set_arg(0, &a)?;
     k.enqueue_nd_range(&q, &[N], None, &[])?;
     drop(k);
-    std::mem::forget(a.map_ro(&q)?);
+    std::mem::forget(a.map(&q, cl_mem::ReadOnly, ..)?);
     let mut out = vec![0f32; N];
-    a.read(&q, 0, &mut out, &[])?;
+    a.read(&q, &mut out, &[])?;
     assert_eq!(out[7], 14.0);
-    a.with_map_rw(&q, |s| s[0] = -3.0)?;
-    std::mem::forget(a.map_rw_range(&q, 0..4)?);
+    a.with_map(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| s[0] = -3.0,
+    )?;
+    std::mem::forget(a.map(&q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, 0..4)?);
     let freed = Arc::new(AtomicBool::new(false));
     {
         let freed = Arc::clone(&freed);
@@ -401,7 +407,7 @@ fn forgotten_map_guard_is_unmapped_before_the_next_use(dev: &TestDevice) -> Test
         .contains(SvmCapabilities::FINE_GRAIN_BUFFER)
     {
         let mut f = fsvm_empty::<u32>(&q, 8)?;
-        std::mem::forget(f.map_rw(&q)?);
+        std::mem::forget(f.map(&q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?);
         f.as_mut_slice()?.fill(3);
         assert_eq!(f.as_slice()?, &[3; 8]);
     }
@@ -418,14 +424,17 @@ fn svm_pointer_into_the_middle_reaches_the_tail(dev: &TestDevice) -> TestResult 
     )?;
     let q = dev.queue();
     let mut a = csvm_empty::<f32>(&q, N)?;
-    a.with_map_rw(&q, |s| {
-        s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32)
-    })?;
+    a.with_map(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32),
+    )?;
     let mut k = kernel(&q, "twice")?;
     k.set_arg(0, &a.arg_at(N / 2)?)?;
     k.enqueue_nd_range(&q, &[N / 2], None, &[])?;
     drop(k);
-    let m = a.map_ro(&q)?;
+    let m = a.map(&q, cl_mem::ReadOnly, ..)?;
     for (i, &v) in m.iter().enumerate() {
         let want = if i < N / 2 { i as f32 } else { 2.0 * i as f32 };
         assert_eq!(v, want, "at {i}");
@@ -516,17 +525,22 @@ fn read_only_svm_is_host_writable_issue_372(dev: &TestDevice) -> TestResult {
     let mut src: SvmArray<f32, Coarse> =
         svm_empty(&q, SvmOptions::new().access(SvmAccess::ReadOnly), N)?;
     assert!(src.flags().contains(SvmMemFlags::READ_ONLY));
-    src.with_map_rw(&q, |s| {
-        for (i, v) in s.iter_mut().enumerate() {
-            *v = i as f32;
-        }
-    })?;
+    src.with_map(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| {
+            for (i, v) in s.iter_mut().enumerate() {
+                *v = i as f32;
+            }
+        },
+    )?;
     let mut dst: SvmArray<f32, Coarse> = svm_empty(&q, SvmOptions::new(), N)?;
     let mut k = kernel(&q, "plus_one")?;
     k.set_arg(0, &src)?.set_arg(1, &dst)?;
     k.enqueue_nd_range(&q, &[N], None, &[])?;
     drop(k);
-    dst.with_map_ro(&q, |s| {
+    dst.with_map(&q, cl_mem::ReadOnly, .., |s| {
         for (i, &v) in s.iter().enumerate() {
             assert_eq!(v, i as f32 + 1.0, "pointer path at {i}");
         }
@@ -540,7 +554,7 @@ fn read_only_svm_is_host_writable_issue_372(dev: &TestDevice) -> TestResult {
         k.enqueue_nd_range(&q, &[N], None, &[])?;
     }
     let mut host = vec![0f32; N];
-    dst.read(&q, 0, &mut host, &[])?;
+    dst.read(&q, &mut host, &[])?;
     for (i, &v) in host.iter().enumerate() {
         assert_eq!(v, i as f32 + 1.0, "buffer path at {i}");
     }
@@ -558,17 +572,17 @@ fn memcpy_in_every_direction(dev: &TestDevice) -> TestResult {
     let a = csvm_empty::<u32>(&q, N)?;
     let mut b = csvm_empty::<u32>(&q, N)?;
     // host -> SVM
-    a.write(&q, 0, &data, &[])?;
+    a.write(&q, &data, &[])?;
     // SVM -> SVM, whole
-    b.copy_from(&q, &a, &[])?.wait()?;
+    enqueue_copy(&q, &b, &a, &[])?.wait()?;
     // SVM -> host
     let mut out = vec![0u32; N];
-    b.read(&q, 0, &mut out, &[])?;
+    b.read(&q, &mut out, &[])?;
     assert_eq!(out, data);
     // SVM -> SVM with byte offsets, and within one allocation (no overlap).
     enqueue_svm_memcpy(&q, &b, 0, &a, 400, 40, &[])?;
     enqueue_svm_memcpy(&q, &b, 800, &b, 0, 40, &[])?.wait()?;
-    b.with_map_ro(&q, |s| {
+    b.with_map(&q, cl_mem::ReadOnly, .., |s| {
         assert_eq!(&s[..10], &data[100..110]);
         assert_eq!(&s[200..210], &data[100..110]);
         assert_eq!(&s[10..200], &data[10..200]);
@@ -580,12 +594,12 @@ fn memcpy_in_every_direction(dev: &TestDevice) -> TestResult {
         .contains(SvmCapabilities::FINE_GRAIN_BUFFER)
     {
         let mut f = fsvm_empty::<u32>(&q, N)?;
-        f.copy_from(&q, &a, &[])?;
+        enqueue_copy(&q, &f, &a, &[])?;
         assert_eq!(f.as_slice()?, &data[..]);
         f.as_mut_slice()?[0] = 77;
         let mut c = csvm_empty::<u32>(&q, N)?;
-        c.copy_from(&q, &f, &[])?;
-        c.with_map_ro(&q, |s| assert_eq!(s[0], 77))?;
+        enqueue_copy(&q, &c, &f, &[])?;
+        c.with_map(&q, cl_mem::ReadOnly, .., |s| assert_eq!(s[0], 77))?;
     }
     // Through the untyped interface, as PyOpenCL's SVMPointer (object-safe: kinds mix).
     {
@@ -599,12 +613,12 @@ fn memcpy_in_every_direction(dev: &TestDevice) -> TestResult {
         p.map_rw_bytes(&q)?[0..4].copy_from_slice(&5u32.to_ne_bytes());
         let view = p.as_buffer(MemFlags::READ_ONLY)?;
         let mut first = [0u32; 1];
-        view.read(&q, 0, &mut first, &[])?;
+        view.read(&q, &mut first, &[])?;
         assert_eq!(first, [5]);
     }
     // Partial reads at an offset.
     let mut few = [0u32; 4];
-    a.read(&q, N - 4, &mut few, &[])?;
+    a.read(&q, &mut few, Transfer::default().src_offset((N - 4) * 4))?;
     assert_eq!(few, [N32 - 4, N32 - 3, N32 - 2, N32 - 1]);
     Ok(())
 }
@@ -618,16 +632,28 @@ fn fill_honours_the_byte_count(dev: &TestDevice) -> TestResult {
     )?;
     let q = dev.queue();
     let mut a = csvm_empty::<u32>(&q, 16)?;
-    a.fill(&q, 1, &[])?;
-    a.fill_bytes(&q, &2u32.to_ne_bytes(), 8, 16, &[])?;
-    a.fill_range(&q, 3, 12..14, &[])?;
-    a.fill_bytes(&q, &[0xff], 64 - 1, 1, &[])?;
+    a.fill(&q, &[1], &[])?;
+    a.fill(
+        &q,
+        &2u32.to_ne_bytes(),
+        Transfer::default().dst_offset(8).byte_count(16),
+    )?;
+    a.fill(
+        &q,
+        &[3u32],
+        Transfer::default().dst_offset(12 * 4).byte_count(2 * 4),
+    )?;
+    a.fill(
+        &q,
+        &[0xffu8],
+        Transfer::default().dst_offset(64 - 1).byte_count(1),
+    )?;
     let last = u32::from_ne_bytes({
         let mut b = 1u32.to_ne_bytes();
         b[3] = 0xff;
         b
     });
-    a.with_map_ro(&q, |s| {
+    a.with_map(&q, cl_mem::ReadOnly, .., |s| {
         assert_eq!(s, &[1, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 3, 3, 1, last]);
     })?;
     Ok(())
@@ -644,11 +670,13 @@ fn zero_size_allocations_work(dev: &TestDevice) -> TestResult {
     assert!(a.is_empty());
     assert_eq!(a.size_bytes(), 0);
     assert!(a.svm_ptr().is_null());
-    assert!(a.map_rw(&q)?.is_empty());
-    a.with_map_ro(&q, |s| assert!(s.is_empty()))?;
-    a.fill(&q, 1.0, &[])?.wait()?;
-    a.write(&q, 0, &[], &[])?;
-    a.read(&q, 0, &mut [], &[])?;
+    assert!(a
+        .map(&q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?
+        .is_empty());
+    a.with_map(&q, cl_mem::ReadOnly, .., |s| assert!(s.is_empty()))?;
+    a.fill(&q, &[1.0f32], &[])?.wait()?;
+    a.write(&q, &[0u8; 0], &[])?;
+    a.read(&q, &mut [0u8; 0], &[])?;
     assert!(matches!(
         a.as_buffer(MemFlags::READ_WRITE),
         Err(Error::InvalidArgument(_))
@@ -681,10 +709,10 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let a = csvm_empty::<u32>(&q, N)?;
     let data: Vec<u32> = (0..N32).map(|i| i * 3).collect();
-    a.write(&q, 0, &data, &[])?;
+    a.write(&q, &data, &[])?;
     if d.platform_version() < Version::V2_1 || d.version() < Version::V2_1 {
         assert!(matches!(
-            a.migrate(&q, SvmMigrateFlags::empty(), &[]),
+            enqueue_svm_migrate(&q, &[&a], SvmMigrateFlags::empty(), &[]),
             Err(Error::Unsupported {
                 feature: "clEnqueueSVMMigrateMem",
                 ..
@@ -695,12 +723,12 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
             d.version()
         )));
     }
-    a.migrate(&q, SvmMigrateFlags::TO_HOST, &[])?.wait()?;
-    a.migrate(&q, SvmMigrateFlags::empty(), &[])?.wait()?;
+    enqueue_svm_migrate(&q, &[&a], SvmMigrateFlags::TO_HOST, &[])?.wait()?;
+    enqueue_svm_migrate(&q, &[&a], SvmMigrateFlags::empty(), &[])?.wait()?;
     let empty = csvm_empty::<u32>(&q, 0)?;
     enqueue_svm_migrate(&q, &[&a, &empty], SvmMigrateFlags::empty(), &[])?.wait()?;
     let mut out = vec![0u32; N];
-    a.read(&q, 0, &mut out, &[])?;
+    a.read(&q, &mut out, &[])?;
     assert_eq!(out, data);
     Ok(())
 }
@@ -807,7 +835,7 @@ fn free_waits_for_kernels_on_other_queues(dev: &TestDevice) -> TestResult {
         "the free completed before q2's kernel"
     );
     let mut b = b;
-    b.with_map_ro(&q1, |s| {
+    b.with_map(&q1, cl_mem::ReadOnly, .., |s| {
         for (i, &v) in s.iter().enumerate() {
             assert_eq!(v, spun(i, SPIN), "at {i}");
         }
@@ -830,7 +858,7 @@ fn free_waits_for_fills_on_other_queues(dev: &TestDevice) -> TestResult {
     let q2 = Queue::new(q1.context(), &dev.device)?;
     let gate = UserEvent::new(q1.context())?;
     let a = csvm_empty::<u32>(&q1, 256)?;
-    let fill = a.fill(&q2, 5, &[&gate])?;
+    let fill = a.fill(&q2, &[5], &[&*gate])?;
     let freed = Arc::new(AtomicBool::new(false));
     let order = Arc::new(AtomicI32::new(0));
     {
@@ -871,9 +899,12 @@ fn kernel_argument_keeps_dropped_svm_alive(dev: &TestDevice) -> TestResult {
     )?;
     let q = dev.queue();
     let mut src = csvm_empty::<f32>(&q, N)?;
-    src.with_map_rw(&q, |s| {
-        s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32)
-    })?;
+    src.with_map(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32),
+    )?;
     let mut dst = csvm_empty::<f32>(&q, N)?;
     let freed = Arc::new(AtomicBool::new(false));
     {
@@ -896,7 +927,7 @@ fn kernel_argument_keeps_dropped_svm_alive(dev: &TestDevice) -> TestResult {
         wait_for(&freed),
         "the free never came after the kernel was dropped"
     );
-    dst.with_map_ro(&q, |s| {
+    dst.with_map(&q, cl_mem::ReadOnly, .., |s| {
         for (i, &v) in s.iter().enumerate() {
             assert_eq!(v, i as f32 + 1.0, "at {i}");
         }
@@ -922,7 +953,7 @@ fn rebinding_orders_the_new_queue_after_the_old(dev: &TestDevice) -> TestResult 
     a.bind_to_queue(&q2)?;
     assert_eq!(a.queue(), q2);
     // Work on the new queue waits for the gated kernel on the old one.
-    let fill = a.fill_range(&q2, 5, 0..1, &[])?;
+    let fill = a.fill(&q2, &[5u32], Transfer::default().byte_count(4))?;
     q2.flush()?;
     std::thread::sleep(Duration::from_millis(50));
     assert_ne!(
@@ -932,7 +963,7 @@ fn rebinding_orders_the_new_queue_after_the_old(dev: &TestDevice) -> TestResult 
     );
     gate.set_complete()?;
     fill.wait()?;
-    a.with_map_ro(&q2, |s| {
+    a.with_map(&q2, cl_mem::ReadOnly, .., |s| {
         assert_eq!(s[0], 5);
         assert_eq!(s[1], spun(1, 1000));
     })?;
@@ -968,7 +999,7 @@ fn explicit_releases_report_their_completion(dev: &TestDevice) -> TestResult {
     assert_eq!(kev.status()?, EventStatus::Complete);
     // release_now waits first, then frees at once.
     let c = csvm_empty::<u32>(&q, 64)?;
-    c.fill(&q, 3, &[])?;
+    c.fill(&q, &[3], &[])?;
     let freed = Arc::new(AtomicBool::new(false));
     {
         let freed = Arc::clone(&freed);
@@ -981,14 +1012,14 @@ fn explicit_releases_report_their_completion(dev: &TestDevice) -> TestResult {
     let e = csvm_empty::<u32>(&q, 64)?;
     assert!(d != e);
     let d_ptr = d.svm_ptr();
-    d.write(&q, 0, &[9u32; 64], &[])?;
+    d.write(&q, &[9u32; 64], &[])?;
     let p = d.into_raw()?;
     assert_eq!(p, d_ptr);
     // SAFETY: `p` came from clSVMAlloc in this context with 64 u32 (coarse, read-write) and
     // was given up by `into_raw`; the write above was blocking.
     let back = unsafe { SvmArray::<u32, Coarse>::from_raw(&q, p, 64, 4, SvmMemFlags::READ_WRITE) }?;
     let mut out = [0u32; 64];
-    back.read(&q, 0, &mut out, &[])?;
+    back.read(&q, &mut out, &[])?;
     assert_eq!(out, [9; 64]);
     // SAFETY: the checks below refuse before adopting anything.
     let misaligned = unsafe {
@@ -1062,28 +1093,46 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
     let mut a = csvm_empty::<u32>(&q, 16)?;
     // Fill: pattern sizes, alignment, bounds.
     invalid(
-        a.fill_bytes(&q, &[1, 2, 3], 0, 3, &[]).map(drop),
+        a.fill(&q, &[1u8, 2, 3], Transfer::default().byte_count(3))
+            .map(drop),
         "3-byte pattern",
     );
-    invalid(a.fill_bytes(&q, &[], 0, 0, &[]).map(drop), "empty pattern");
     invalid(
-        a.fill_bytes(&q, &[0; 256], 0, 256, &[]).map(drop),
+        a.fill(&q, &[0u8; 0], Transfer::default().byte_count(0))
+            .map(drop),
+        "empty pattern",
+    );
+    invalid(
+        a.fill(&q, &[0u8; 256], Transfer::default().byte_count(256))
+            .map(drop),
         "256-byte pattern",
     );
     assert!(matches!(
-        a.fill_bytes(&q, &[0; 4], 2, 4, &[]),
+        a.fill(
+            &q,
+            &[0u8; 4],
+            Transfer::default().dst_offset(2).byte_count(4)
+        ),
         Err(Error::Misaligned { .. })
     ));
     assert!(matches!(
-        a.fill_bytes(&q, &[0; 4], 0, 6, &[]),
+        a.fill(&q, &[0u8; 4], Transfer::default().byte_count(6)),
         Err(Error::Misaligned { .. })
     ));
     assert!(matches!(
-        a.fill_bytes(&q, &[0; 4], 60, 8, &[]),
+        a.fill(
+            &q,
+            &[0u8; 4],
+            Transfer::default().dst_offset(60).byte_count(8)
+        ),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
-        a.fill_range(&q, 0, 10..20, &[]),
+        a.fill(
+            &q,
+            &[0u32],
+            Transfer::default().dst_offset(10 * 4).byte_count(10 * 4)
+        ),
         Err(Error::OutOfBounds { .. })
     ));
     // A 3-byte element: its default alignment (the element size) is not a power of two.
@@ -1093,26 +1142,26 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
     );
     let odd = SvmArray::<[u8; 3], Coarse>::with_options(&q, 4, SvmOptions::new().alignment(1))?;
     invalid(
-        odd.fill(&q, [1, 2, 3], &[]).map(drop),
+        odd.fill(&q, &[[1, 2, 3]], &[]).map(drop),
         "fill with a 3-byte element",
     );
     // Transfers and maps past the end.
     assert!(matches!(
-        a.write(&q, 15, &[1u32, 2], &[]),
+        a.write(&q, &[1u32, 2], Transfer::default().dst_offset(15 * 4)),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
-        a.read(&q, 16, &mut [0u32], &[]),
+        a.read(&q, &mut [0u32], Transfer::default().src_offset(16 * 4)),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
-        a.map_ro_range(&q, 8..17),
+        a.map(&q, cl_mem::ReadOnly, 8..17),
         Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(a.arg_at(17), Err(Error::OutOfBounds { .. })));
     let b = csvm_empty::<u32>(&q, 8)?;
     invalid(
-        a.copy_from(&q, &b, &[]).map(drop),
+        enqueue_copy(&q, &a, &b, &[]).map(drop),
         "copy of different lengths",
     );
     invalid(
@@ -1126,11 +1175,12 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
     // Another context's queue.
     let other = dev.queue();
     invalid(
-        a.fill(&other, 1, &[]).map(drop),
+        a.fill(&other, &[1], &[]).map(drop),
         "a queue of another context",
     );
     invalid(
-        a.map_rw(&other).map(drop),
+        a.map(&other, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)
+            .map(drop),
         "mapping on a queue of another context",
     );
     invalid(a.bind_to_queue(&other), "binding to another context");
@@ -1140,8 +1190,13 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         "COPY_HOST_PTR view",
     );
     // Nothing above reached the allocation.
-    a.with_map_rw(&q, |s| s.fill(4))?;
-    a.with_map_ro(&q, |s| assert_eq!(s, &[4; 16]))?;
+    a.with_map(
+        &q,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| s.fill(4),
+    )?;
+    a.with_map(&q, cl_mem::ReadOnly, .., |s| assert_eq!(s, &[4; 16]))?;
     Ok(())
 }
 
@@ -1197,8 +1252,16 @@ fn a_context_listing_its_device_twice_is_one_device_for_svm(dev: &TestDevice) ->
     let q = Queue::new(&context, &dev.device)?;
     match SvmArray::<u32, Coarse>::new(&q, 16) {
         Ok(mut a) => {
-            a.with_map_rw(&q, |v| v.fill(7))?;
-            assert_eq!(a.with_map_ro(&q, <[u32]>::to_vec)?, vec![7; 16]);
+            a.with_map(
+                &q,
+                cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+                ..,
+                |v| v.fill(7),
+            )?;
+            assert_eq!(
+                a.with_map(&q, cl_mem::ReadOnly, .., <[u32]>::to_vec)?,
+                vec![7; 16]
+            );
             Ok(())
         }
         Err(Error::Unsupported { needs, .. }) => {

@@ -69,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 3. cl-mem writes the pooled buffer; opencl3 reads it through a reference of its own.
     let data: Vec<u32> = (0..1024u32).map(|i| i * 3 + 1).collect();
     assert_eq!(data.len(), N);
-    block.write(&queue, 0, &data, &[])?;
+    block.write(&queue, &data, &[])?;
     let o3_view = O3Buffer::<u32>::new(block.buffer().clone().into_raw().cast());
     let mut back = vec![0u32; N];
     // SAFETY: a blocking read of `N` values from a buffer of at least `N * 4` bytes.
@@ -85,7 +85,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let adopted = unsafe { cl_mem::Buffer::from_raw_retained(o3_buffer.get().cast()) }?;
     assert_eq!(adopted.size_bytes(), N * 4);
     let mut check = vec![0u32; N];
-    adopted.read(&queue, 0, &mut check, &[])?;
+    adopted.read(&queue, &mut check, &[])?;
     assert_eq!(
         check, ones,
         "cl-mem read other data from the opencl3 buffer"

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     const N: usize = 1 << 22;
     let data: Vec<f32> = (0..N).map(|i| i as f32).collect();
     let buf = Buffer::new(&ctx, MemFlags::READ_WRITE, N * 4)?;
-    buf.write(&queue, 0, &data, &[])?;
+    buf.write(&queue, &data, &[])?;
 
     // Another task that ticks while the transfer is in flight.
     let stop = Arc::new(AtomicBool::new(false));
@@ -41,7 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
 
     // The host vector moves into the transfer and comes back when the command completed.
-    let pending = buf.enqueue_read(&queue, 0, vec![0f32; N], &[])?;
+    let pending = buf.enqueue_read(&queue, vec![0f32; N], &[])?;
     let back: Vec<f32> = pending.await?;
     stop.store(true, Ordering::Relaxed);
     ticker.await?;

@@ -202,8 +202,8 @@ fn bench(
         let host_trip = best(&mut || {
             cuda.stream().memcpy_dtoh(&mem, &mut host)?;
             cuda.stream().synchronize()?;
-            plain.write(queue, 0, &host, &[])?;
-            plain.read(queue, 0, &mut host, &[])?;
+            plain.write(queue, &host, &[])?;
+            plain.read(queue, &mut host, &[])?;
             cuda.stream().memcpy_htod(&host, &mut mem)?;
             cuda.stream().synchronize()?;
             Ok(())

@@ -113,7 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dest_buf = Image::new(&context, MemFlags::WRITE_ONLY, image_format, &desc)?;
     let sampler = Sampler::new(&context, false, ClampToEdge, FilterMode::Nearest)?;
     let save = |filter: &str| -> Result<u64, Error> {
-        let dest: Vec<u8> = dest_buf.read_to_vec(&queue, &[])?;
+        let dest: Vec<u8> = dest_buf.to_vec(&queue)?;
         let checksum = dest.iter().map(|&v| u64::from(v)).sum();
         println!(
             "{filter}: checksum {checksum}, first pixels {:?}",

@@ -42,14 +42,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if coarse {
         print!("Testing coarse-grained buffer SVM...");
         let mut svm_ary = csvm_empty::<f32>(&queue, 10)?;
-        let orig_ary = svm_ary.with_map_rw(&queue, |ary| {
-            ary.fill(17.0); // use from host
-            ary.to_vec()
-        })?;
+        let orig_ary = svm_ary.with_map(
+            &queue,
+            cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+            ..,
+            |ary| {
+                ary.fill(17.0); // use from host
+                ary.to_vec()
+            },
+        )?;
         twice.call(&queue, &[10], None, (&svm_ary,))?;
         queue.finish()?;
         let doubled: Vec<f32> = orig_ary.iter().map(|x| 2.0 * x).collect();
-        svm_ary.with_map_ro(&queue, |ary| assert_eq!(ary, doubled))?;
+        svm_ary.with_map(&queue, cl_mem::ReadOnly, .., |ary| assert_eq!(ary, doubled))?;
         println!(" done.");
     }
 

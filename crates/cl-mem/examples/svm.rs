@@ -29,15 +29,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(e.into()),
     };
     // Coarse grain: the host touches the memory only through a map.
-    data.with_map_rw(&queue, |s| {
-        for (i, v) in s.iter_mut().enumerate() {
-            *v = i as f32;
-        }
-    })?;
+    data.with_map(
+        &queue,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+        ..,
+        |s| {
+            for (i, v) in s.iter_mut().enumerate() {
+                *v = i as f32;
+            }
+        },
+    )?;
     let program = Program::build_from_source(&context, SRC, "-cl-std=CL2.0")?;
     let mut k = program.kernel("plus_one")?;
     k.set_arg(0, &data)?.run(&queue, &[n])?;
-    let sum: f64 = data.with_map_ro(&queue, |s| s.iter().map(|&v| f64::from(v)).sum())?;
+    let sum: f64 = data.with_map(&queue, cl_mem::ReadOnly, .., |s| {
+        s.iter().map(|&v| f64::from(v)).sum()
+    })?;
     let n_f = n as f64;
     assert_eq!(sum, n_f * (n_f - 1.0) / 2.0 + n_f);
     println!("sum after the kernel: {sum}");

@@ -13,7 +13,7 @@
 
 use std::ops::Bound;
 
-use crate::buffer::transfer::Rect;
+use crate::buffer::rect::Rect;
 use crate::error::Result;
 use crate::image::{ImageDesc, ImageFormat, ImagePitches, ImageType};
 

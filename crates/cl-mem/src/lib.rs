@@ -114,7 +114,7 @@
 //!
 //! | feature | default | what it adds |
 //! | --- | --- | --- |
-//! | `ndarray` | on | `read_array` / `write_array` / `to_array` on buffers and images, `as_array` / `as_array_mut` on maps, pinned memory and SVM, `image_from_array` (PyOpenCL's numpy side) |
+//! | `ndarray` | on | ndarray arrays as transfer host memory ([`HostData`]), `Buffer::to_array`, `Image::read_array` / `write_array`, `as_array` / `as_array_mut` on maps, pinned memory and SVM, `image_from_array` (PyOpenCL's numpy side) |
 //! | `half` | on | `half::f16` as a [`Pod`] and an [`ImageElement`] (`HALF_FLOAT` channels) |
 //!
 //! Without either the crate works on plain slices (`default-features = false`).
@@ -143,16 +143,17 @@ pub use runtime::select;
 
 pub use cl_raw::{ClError, Version};
 
-pub use buffer::between::enqueue_migrate_mem_objects_with;
-pub use buffer::fill::{enqueue_migrate_mem_objects, MigrationFlags};
+pub use buffer::fill::enqueue_migrate_mem_objects;
 pub use buffer::host::PinnedMemory;
-pub use buffer::map::{MapFlags, MapMut, MapRead, PendingMap};
+pub use buffer::map::{MapFlags, MapMode, MapMut, MapRead, PendingMap, ReadOnly};
+pub use buffer::rect::Rect;
 pub use buffer::staged::{
     idle_staging_chunks, TransferOptions, TransferPath, AUTO_MIN_BYTES, MAX_STAGING_THREADS,
 };
+pub use buffer::tracked::MigrationFlags;
 pub use buffer::transfer::{
-    enqueue_copy, enqueue_copy_buffer_p2p_amd, enqueue_copy_with, CopyOptions, CopyPair,
-    HostMemory, Pending, PendingFuture, Rect,
+    enqueue_copy, enqueue_copy_buffer_p2p_amd, CopyPair, HostData, HostDataMut, HostMemory,
+    Pending, PendingFuture, Transfer,
 };
 pub use buffer::{AsBuffer, Buffer};
 pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};

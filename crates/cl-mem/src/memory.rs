@@ -10,8 +10,8 @@ use cl_raw::object::{self, Object};
 use cl_raw::{extra, sys, Version};
 
 use crate::error::{Error, Result};
-use crate::runtime::context::Context;
 use crate::raw_handle::RawHandle;
+use crate::runtime::context::Context;
 
 bitflags! {
     /// `cl_mem_flags` for buffers and images (SVM has its own flags).

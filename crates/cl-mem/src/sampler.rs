@@ -12,9 +12,9 @@ use cl_raw::object::{self, Object};
 use cl_raw::{extra, sampler as raw, sys, Version};
 
 use crate::error::{Error, Result};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
-use crate::raw_handle::RawHandle;
 
 /// `cl_addressing_mode`: what reads outside the image return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

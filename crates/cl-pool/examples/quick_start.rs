@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let b: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
     let a_dev = Buffer::from_slice(&context, MemFlags::READ_ONLY, &a)?;
     let b_dev = pool.allocate(n * 4)?;
-    b_dev.write(&queue, 0, &b, &[])?; // `&[]`: no wait list (the queue is in order)
+    b_dev.write(&queue, &b, &[])?; // `&[]`: no wait list (the queue is in order)
     let c_dev = pool.allocate(n * 4)?;
 
     let add = Program::build_from_source(&context, SRC, "")?.kernel("add")?;
@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert!(c.iter().enumerate().all(|(i, &x)| x == 1.5 * i as f32));
 
     // Or straight into an ndarray (cl-mem's `ndarray` feature).
-    let grid = c_dev.to_array::<f32, _>(&queue, (256, 256), &[])?;
+    let grid = c_dev.to_array::<f32, _>(&queue, (256, 256))?;
     assert_eq!(grid[[1, 0]], 1.5 * 256.0);
 
     // Back to the pool: the next allocation of this size is a hit.

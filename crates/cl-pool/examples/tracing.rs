@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pool = MemoryPool::new(ImmediateAllocator::new(&queue, MemFlags::READ_WRITE)?);
     let n = 4096;
     let a = pool.allocate(n * 4)?; // a miss: a `cl_pool::miss` span around `cl_mem::alloc`
-    a.write(&queue, 0, &vec![1.0f32; n], &[])?;
+    a.write(&queue, &vec![1.0f32; n], &[])?;
     let program = Program::build_from_source(
         &context,
         "__kernel void twice(__global float* p) { p[get_global_id(0)] *= 2.0f; }",
@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let mut k = program.kernel("twice")?;
     k.set_arg(0, &a)?.run(&queue, &[n])?;
-    let sum: f32 = a.with_map::<f32, _>(&queue, .., |s| s.iter().sum())?;
+    let sum: f32 = a.with_map::<f32, _, _>(&queue, cl_mem::ReadOnly, .., |s| s.iter().sum())?;
     let back: Vec<f32> = a.to_vec(&queue)?;
     assert_eq!(sum, 2.0 * n as f32);
     assert!(back.iter().all(|&x| x == 2.0));

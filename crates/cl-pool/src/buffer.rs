@@ -405,7 +405,7 @@ impl ImmediateAllocator {
             // non-blocking from a stack variable).
             let zero = [0u8; 4];
             let n = buffer.size_bytes().min(4);
-            buffer.write(&self.queue, 0, &zero[..n], &[])?;
+            buffer.write(&self.queue, &zero[..n], &[])?;
         }
         Ok(())
     }

@@ -96,31 +96,37 @@ impl<G: DeviceGrain> PoolBlock<SvmAllocator<G>> {
     ///
     /// # Errors
     ///
-    /// As `cl_mem::svm::SvmArray::map_ro`.
+    /// As `cl_mem::svm::SvmArray::map`.
     pub fn map_ro(&mut self, queue: &Queue) -> Result<SvmMap<'_, u8>, Error> {
-        self.block_mut().map_ro(queue)
+        self.block_mut().map(queue, cl_mem::ReadOnly, ..)
     }
 
     /// Maps the whole block read-write; see [`PoolBlock::map_ro`].
     ///
     /// # Errors
     ///
-    /// As `cl_mem::svm::SvmArray::map_rw`.
+    /// As `cl_mem::svm::SvmArray::map`.
     pub fn map_rw(&mut self, queue: &Queue) -> Result<SvmMapMut<'_, u8>, Error> {
-        self.block_mut().map_rw(queue)
+        self.block_mut()
+            .map(queue, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)
     }
 
     /// Runs `f` on a read-write map of the whole block; see [`PoolBlock::map_ro`].
     ///
     /// # Errors
     ///
-    /// As `cl_mem::svm::SvmArray::with_map_rw`.
+    /// As `cl_mem::svm::SvmArray::with_map`.
     pub fn with_map_rw<R>(
         &mut self,
         queue: &Queue,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R, Error> {
-        self.block_mut().with_map_rw(queue, f)
+        self.block_mut().with_map(
+            queue,
+            cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
+            ..,
+            f,
+        )
     }
 
     /// Moves the block to another in-order queue of its context (PyOpenCL's `bind_to_queue`).

@@ -11,11 +11,11 @@ use ndarray::{
 
 use crate::buffer::host::PinnedMemory;
 use crate::buffer::map::{MapMut, MapRead};
+use crate::buffer::transfer::{HostData, HostDataMut};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
-use crate::pod::Pod;
-use crate::runtime::event::Event;
+use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
 use crate::runtime::queue::Queue;
 
 fn not_contiguous() -> Error {
@@ -30,75 +30,50 @@ fn is_c_or_f<S: Data, D: Dimension>(a: &ArrayBase<S, D>) -> bool {
     a.is_standard_layout() || a.t().is_standard_layout()
 }
 
-impl Buffer {
-    /// Blocking write of a contiguous (C or Fortran order) array at `offset_bytes`, in its
-    /// memory order.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a strided array (checked first); as [`Buffer::write`].
-    pub fn write_array<T: Pod, S: Data<Elem = T>, D: Dimension>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        array: &ArrayBase<S, D>,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        if !is_c_or_f(array) {
+/// A contiguous (C or Fortran order) array is host memory of a transfer, in its memory order.
+impl<T: Pod, S: Data<Elem = T>, D: Dimension> HostData for ArrayBase<S, D> {
+    fn host_slice(&self) -> Result<&[u8]> {
+        if !is_c_or_f(self) {
             return Err(not_contiguous());
         }
-        let slice = array.as_slice_memory_order().ok_or_else(not_contiguous)?;
-        self.write(queue, offset_bytes, slice, wait)
+        let slice = self.as_slice_memory_order().ok_or_else(not_contiguous)?;
+        Ok(slice_as_bytes(slice))
     }
+}
 
-    /// Blocking read into a contiguous (C or Fortran order) array from `offset_bytes`, in its
-    /// memory order.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a strided array (checked first); as [`Buffer::read`].
-    pub fn read_array<T: Pod, S: DataMut<Elem = T>, D: Dimension>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        array: &mut ArrayBase<S, D>,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        if !is_c_or_f(array) {
+impl<T: Pod, S: DataMut<Elem = T>, D: Dimension> HostDataMut for ArrayBase<S, D> {
+    fn host_slice_mut(&mut self) -> Result<&mut [u8]> {
+        if !is_c_or_f(self) {
             return Err(not_contiguous());
         }
-        let slice = array
+        let slice = self
             .as_slice_memory_order_mut()
             .ok_or_else(not_contiguous)?;
-        self.read(queue, offset_bytes, slice, wait)
+        Ok(slice_as_bytes_mut(slice))
     }
+}
 
-    /// Blocking read of the start of the buffer into a new array of `shape` (C order, or
-    /// Fortran order with `.f()`).
+impl Buffer {
+    /// The start of the buffer read into a new array of `shape` (C order, or Fortran order with
+    /// `.f()`), after every command enqueued before on `queue`: the ndarray form of
+    /// [`Buffer::to_vec`] (use [`Buffer::read`] into an array for a wait list or an offset).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a shape whose size overflows; [`Error::OutOfBounds`] when
     /// it needs more bytes than the buffer has; as [`Buffer::read`].
-    pub fn to_array<T: Pod + Default, Sh: ShapeBuilder>(
+    pub fn to_array<T: Pod, Sh: ShapeBuilder>(
         &self,
         queue: &Queue,
         shape: Sh,
-        wait: &[&Event],
     ) -> Result<Array<T, Sh::Dim>> {
         let shape = shape.into_shape_with_order();
         let len = shape.raw_dim().size_checked().ok_or_else(|| {
             Error::InvalidArgument("the array shape's element count overflows".into())
         })?;
-        self.check_range(
-            "array read",
-            0,
-            len.checked_mul(std::mem::size_of::<T>())
-                .ok_or_else(|| Error::InvalidArgument("the array's byte size overflows".into()))?,
-        )?;
-        let mut a = Array::from_elem(shape, T::default());
-        self.read_array(queue, 0, &mut a, wait)?;
-        Ok(a)
+        let values = self.read_vec_of::<T>(queue, len)?;
+        Array::from_shape_vec(shape, values)
+            .map_err(|e| Error::InvalidArgument(format!("array shape: {e}")))
     }
 }
 
@@ -162,7 +137,7 @@ impl Buffer {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a buffer without host memory (not `USE_HOST_PTR`: PyOpenCL's
-    /// `LogicError`), or a shape that does not fit; as [`Buffer::map_read`].
+    /// `LogicError`), or a shape that does not fit; as [`Buffer::map`].
     pub fn with_host_array<T, D, Sh, R>(
         &self,
         queue: &Queue,
@@ -181,7 +156,7 @@ impl Buffer {
                     .into(),
             ));
         }
-        let guard = self.map_read::<T>(queue, .., &[])?;
+        let guard = self.map::<T, _>(queue, crate::buffer::map::ReadOnly, .., &[])?;
         let view = guard.as_array(shape)?;
         let r = f(view);
         guard.unmap(&[])?.wait()?;

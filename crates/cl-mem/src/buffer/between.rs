@@ -1,6 +1,6 @@
 //! Copies and migrations of buffers between devices of one context through pinned host chunks
-//! (issue 32): what [`Buffer::copy_from_range_with`] and [`enqueue_migrate_mem_objects_with`] do
-//! on the staged path.
+//! (issue 32): what `enqueue_copy` of two buffers and `enqueue_migrate_mem_objects` do on the
+//! staged path, which [`Transfer::options`](crate::buffer::transfer::Transfer::options) chooses.
 //!
 //! # Design
 //!
@@ -52,19 +52,19 @@ use cl_raw::{queue as raw_queue, sys};
 use smallvec::SmallVec;
 
 use crate::buffer::staged::{resolve, TransferOptions, TransferPath};
-use crate::buffer::transfer::{enqueue_read_tracked, enqueue_write_tracked};
+use crate::buffer::tracked::{
+    enqueue_read_tracked, enqueue_write_tracked, migrate_plain, migration_handles, MigrationFlags,
+};
 use crate::buffer::Buffer;
-use crate::raw_handle::RawHandle;
 use crate::error::{Error, Result};
 use crate::memory::MemObject;
+use crate::raw_handle::RawHandle;
 use crate::runtime::device::Device;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
 use crate::runtime::staging::{PinnedChunk, StagingCache};
 use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Tracked};
-
-use super::fill::{migrate_plain, migration_handles, MigrationFlags};
 
 /// The smallest copy `Auto` stages between devices (the smallest size measured: the driver's
 /// path is 5x slower there already; below it, one command's latency may decide).
@@ -99,7 +99,8 @@ fn source_device(
     }
 }
 
-/// The staged path of [`Buffer::copy_from_range_with`] (arguments checked by it, `count > 0`):
+/// The staged path of a copy between buffers (`Buffer::copy_range`, which checked the arguments;
+/// `count > 0`):
 /// `None` when `opts` chooses the driver's path.
 #[expect(clippy::too_many_arguments, reason = "a copy's arguments")]
 pub(super) fn copy_staged(
@@ -266,24 +267,20 @@ fn pipeline(
     last_write.ok_or_else(|| Error::InvalidArgument("a staged copy of 0 bytes".into()))
 }
 
-/// [`crate::enqueue_migrate_mem_objects`] on the path `opts` chooses: a root buffer whose bytes
-/// live on another device than `queue`'s moves through pinned host memory on
-/// [`TransferPath::Staged`], and on [`TransferPath::Auto`] where the driver's path is slow (see
-/// the module documentation of `buffer/between.rs`); everything else, and every migration with
-/// [`MigrationFlags::HOST`] or [`MigrationFlags::CONTENT_UNDEFINED`] (no bytes to move), is the
-/// driver's one `clEnqueueMigrateMemObjects`. A buffer already on `queue`'s device is not moved
-/// by a forced staged path either.
+/// The migration behind `enqueue_migrate_mem_objects` (`fill.rs`, which documents the paths)
+/// on the path `opts` chooses: the driver's one command, or a root buffer whose bytes live on
+/// another device than `queue`'s through pinned host memory.
 ///
 /// # Errors
 ///
-/// As [`crate::enqueue_migrate_mem_objects`]; [`Error::InvalidArgument`] for options the path
-/// cannot take. With several objects, those migrated before an error stay migrated.
-pub fn enqueue_migrate_mem_objects_with(
+/// As `enqueue_migrate_mem_objects`; [`Error::InvalidArgument`] for options the path cannot
+/// take. With several objects, those migrated before an error stay migrated.
+pub(super) fn migrate(
     queue: &Queue,
     objects: &[&dyn MemObject],
     flags: MigrationFlags,
     wait: &[&Event],
-    opts: TransferOptions,
+    opts: &TransferOptions,
 ) -> Result<Event> {
     let moves_bytes = !flags.intersects(MigrationFlags::HOST | MigrationFlags::CONTENT_UNDEFINED);
     if !moves_bytes || resolve(opts.path) == TransferPath::Plain {
@@ -301,7 +298,7 @@ pub fn enqueue_migrate_mem_objects_with(
         let pick = tracked.and_then(|t| {
             let size = root_buffer_size(*raw)?;
             let home = t.home().filter(|h| h != queue.device())?;
-            source_device(queue, Some(home), size, &opts).map(|from| (from, size))
+            source_device(queue, Some(home), size, opts).map(|from| (from, size))
         });
         match pick {
             Some((from, size)) => staged.push((i, from, size)),
@@ -316,7 +313,7 @@ pub fn enqueue_migrate_mem_objects_with(
         else {
             continue;
         };
-        match migrate_one(queue, objects[i], raws[i], tracked, from, size, wait, &opts)? {
+        match migrate_one(queue, objects[i], raws[i], tracked, from, size, wait, opts)? {
             Some(e) => events.push(e),
             None => rest.push(objects[i]),
         }
@@ -338,10 +335,16 @@ fn root_buffer_size(mem: sys::cl_mem) -> Option<usize> {
     // SAFETY: a valid memory object of the queue's context (checked by `migration_handles`);
     // 1.0 and 1.1 parameters.
     unsafe {
-        let ty: sys::cl_mem_object_type = cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_TYPE).ok()?;
-        let parent: sys::cl_mem =
-            cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT).ok()?;
-        let size: usize = cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_SIZE).ok()?;
+        let ty: sys::cl_mem_object_type =
+            cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_TYPE).ok()?;
+        let parent: sys::cl_mem = cl_raw::object::get_info(
+            cl_raw::object::Object::Mem,
+            mem,
+            sys::CL_MEM_ASSOCIATED_MEMOBJECT,
+        )
+        .ok()?;
+        let size: usize =
+            cl_raw::object::get_info(cl_raw::object::Object::Mem, mem, sys::CL_MEM_SIZE).ok()?;
         (ty == sys::CL_MEM_OBJECT_BUFFER && parent.is_null() && size > 0).then_some(size)
     }
 }

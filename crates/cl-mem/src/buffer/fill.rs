@@ -5,66 +5,55 @@
 //! sizes (1, 2, 4, ..., 128 bytes), offset and size multiples of the pattern, bounds, an empty
 //! object list, and the platform version (PyOpenCL only warns below 1.2, then calls anyway).
 
-use std::sync::Arc;
+use cl_raw::{queue as raw_queue, Version};
 
-use bitflags::bitflags;
-use cl_raw::object::{self, Object};
-use cl_raw::{queue as raw_queue, sys, Version};
-
+use crate::buffer::tracked::MigrationFlags;
+use crate::buffer::transfer::{HostData, Transfer};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemObject;
-use crate::pod::{bytes_of, Pod};
-use crate::runtime::event::Event;
-use crate::runtime::live::{Live, KEPT};
-use crate::runtime::queue::Queue;
-use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Use};
 use crate::raw_handle::RawHandle;
+use crate::runtime::event::Event;
+use crate::runtime::queue::Queue;
+use crate::runtime::track::{enqueue_tracked, Access};
 
 impl Buffer {
-    /// Fills `size_bytes` bytes at `offset_bytes` with copies of `pattern`, after `wait`: PyOpenCL's
-    /// `enqueue_fill_buffer(queue, mem, pattern, offset, size)`. The pattern is copied by the
-    /// driver before the call returns. A zero size returns a marker event.
+    /// Fills with copies of `pattern` (its bytes: `&[value]`, an array, a byte slice) after
+    /// `o`'s events: the whole buffer by default, or `o.byte_count` bytes (default: the rest) at
+    /// `o.dst_offset`. PyOpenCL's `enqueue_fill_buffer(queue, mem, pattern, offset, size)`. The
+    /// pattern is copied by the driver before the call returns. A zero size returns a marker
+    /// event.
     ///
-    /// # Errors
-    ///
-    /// As [`Buffer::fill_bytes`].
-    pub fn fill<T: Pod>(
-        &self,
-        queue: &Queue,
-        pattern: &T,
-        offset_bytes: usize,
-        size_bytes: usize,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.fill_bytes(queue, bytes_of(pattern), offset_bytes, size_bytes, wait)
-    }
-
-    /// Fills the whole buffer with copies of `pattern`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::fill_bytes`] (the buffer's size must be a multiple of the pattern's).
-    pub fn fill_all<T: Pod>(&self, queue: &Queue, pattern: &T, wait: &[&Event]) -> Result<Event> {
-        self.fill(queue, pattern, 0, self.size_bytes(), wait)
-    }
-
-    /// Fills with a pattern given as bytes; see [`Buffer::fill`].
+    /// ```ignore
+    /// buf.fill(&queue, &[0f32], &[])?;
+    /// buf.fill(&queue, &[7u32], Transfer::default().dst_offset(16).byte_count(64))?;
+    /// ```
     ///
     /// # Errors
     ///
     /// Checked first: [`Error::InvalidArgument`] for a pattern whose size is not a power of two
-    /// from 1 to 128, or a queue of another context; [`Error::Misaligned`] for an offset or
-    /// size that is not a multiple of the pattern size; [`Error::OutOfBounds`] past the end;
-    /// [`Error::Unsupported`] below OpenCL 1.2. Then [`Error::Cl`] from `clEnqueueFillBuffer`.
-    pub fn fill_bytes(
+    /// from 1 to 128, a queue of another context, or a rectangle or source offset in `o`;
+    /// [`Error::Misaligned`] for an offset or size that is not a multiple of the pattern size;
+    /// [`Error::OutOfBounds`] past the end; [`Error::Unsupported`] below OpenCL 1.2. Then
+    /// [`Error::Cl`] from `clEnqueueFillBuffer`.
+    pub fn fill<'a, P: HostData + ?Sized>(
         &self,
         queue: &Queue,
-        pattern: &[u8],
-        offset_bytes: usize,
-        size_bytes: usize,
-        wait: &[&Event],
+        pattern: &P,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
+        let o = o.into();
+        o.no_rect("a fill")?;
+        if o.src_offset != 0 {
+            return Err(Error::InvalidArgument(
+                "a fill has no source offset (the pattern is the source)".into(),
+            ));
+        }
+        let pattern = pattern.host_slice()?;
+        let (offset_bytes, wait) = (o.dst_offset, o.wait);
+        let size_bytes = o
+            .byte_count
+            .unwrap_or_else(|| self.size_bytes().saturating_sub(offset_bytes));
         check_pattern(pattern.len(), offset_bytes, size_bytes)?;
         self.check_range("buffer fill", offset_bytes, size_bytes)?;
         self.check_queue(queue)?;
@@ -119,20 +108,10 @@ fn check_pattern(pattern: usize, offset: usize, size: usize) -> Result<()> {
     Ok(())
 }
 
-bitflags! {
-    /// `cl_mem_migration_flags` (PyOpenCL's `mem_migration_flags`).
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct MigrationFlags: sys::cl_mem_migration_flags {
-        /// `CL_MIGRATE_MEM_OBJECT_HOST`: migrate to the host instead of the queue's device.
-        const HOST = sys::CL_MIGRATE_MEM_OBJECT_HOST;
-        /// `CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED`: the contents need not be preserved.
-        const CONTENT_UNDEFINED = sys::CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
-    }
-}
-
 /// Migrates memory objects (buffers, sub-buffers, images, pooled buffers: any
-/// [`MemObject`]) to the queue's device, or to the host with [`MigrationFlags::HOST`]:
-/// PyOpenCL's `enqueue_migrate_mem_objects` (which refuses pooled buffers, reference §9.11).
+/// [`MemObject`]) to the queue's device, or to the host with [`MigrationFlags::HOST`], after
+/// `o`'s events: PyOpenCL's `enqueue_migrate_mem_objects` (which refuses pooled buffers,
+/// reference §9.11).
 ///
 /// Ordered like every other command on the objects (the workspace's command record): a
 /// migration waits for the writes other queues have pending on them (and, with
@@ -140,128 +119,42 @@ bitflags! {
 /// and is refused while the host has them mapped. So a buffer last written on device A and
 /// migrated to device B's queue arrives with A's data.
 ///
+/// `o.options` picks the path between devices of one context (`crate::buffer::between`): a
+/// root buffer whose bytes live on another device than `queue`'s moves through pinned host
+/// memory on [`TransferPath::Staged`](crate::buffer::staged::TransferPath::Staged), and on
+/// [`TransferPath::Auto`](crate::buffer::staged::TransferPath::Auto) (the default) where the
+/// driver's path is slow; everything else, and every migration with [`MigrationFlags::HOST`] or
+/// [`MigrationFlags::CONTENT_UNDEFINED`] (no bytes to move), is the driver's one
+/// `clEnqueueMigrateMemObjects`. A buffer already on `queue`'s device is not moved by a forced
+/// staged path either.
+///
+/// ```ignore
+/// enqueue_migrate_mem_objects(&q1, &[&buf], MigrationFlags::empty(), &[])?;
+/// let staged = TransferOptions { path: TransferPath::Staged, ..TransferOptions::default() };
+/// enqueue_migrate_mem_objects(&q1, &[&buf], MigrationFlags::empty(), Transfer::default().options(staged))?;
+/// ```
+///
 /// # Errors
 ///
-/// Checked first: [`Error::Unsupported`] below OpenCL 1.2; [`Error::InvalidArgument`] for an
-/// empty list or an object of another context; [`Error::Mapped`] while the host has one mapped.
-/// Then [`Error::Cl`] from `clEnqueueMigrateMemObjects`.
-///
-/// Between devices of one context, a buffer whose bytes live on another device moves through
-/// pinned host memory where that is faster than the driver's migration
-/// ([`enqueue_migrate_mem_objects_with`](crate::enqueue_migrate_mem_objects_with) chooses the path; `crate::buffer::between`).
-pub fn enqueue_migrate_mem_objects(
+/// Checked first: [`Error::InvalidArgument`] for offsets, a byte count or a rectangle in `o`
+/// (a migration moves whole objects), options the path cannot take, an empty list or an object
+/// of another context; [`Error::Unsupported`] below OpenCL 1.2; [`Error::Mapped`] while the host
+/// has one mapped. Then [`Error::Cl`] from `clEnqueueMigrateMemObjects`. With several objects on
+/// the staged path, those migrated before an error stay migrated.
+pub fn enqueue_migrate_mem_objects<'a>(
     queue: &Queue,
     objects: &[&dyn MemObject],
     flags: MigrationFlags,
-    wait: &[&Event],
+    o: impl Into<Transfer<'a>>,
 ) -> Result<Event> {
-    super::between::enqueue_migrate_mem_objects_with(
-        queue,
-        objects,
-        flags,
-        wait,
-        super::staged::TransferOptions::default(),
-    )
-}
-
-/// The checks of a migration (version, a non-empty list, every object of the queue's context)
-/// and the objects' handles.
-pub(crate) fn migration_handles(
-    queue: &Queue,
-    objects: &[&dyn MemObject],
-) -> Result<Vec<sys::cl_mem>> {
-    queue
-        .context()
-        .require_platform_version(Version::V1_2, "clEnqueueMigrateMemObjects")?;
-    if objects.is_empty() {
+    let o = o.into();
+    o.no_rect("a migration")?;
+    if o.src_offset != 0 || o.dst_offset != 0 || o.byte_count.is_some() {
         return Err(Error::InvalidArgument(
-            "migration needs at least one memory object".into(),
+            "a migration moves whole memory objects: no offsets or byte count".into(),
         ));
     }
-    let mut raws: Vec<sys::cl_mem> = Vec::with_capacity(objects.len());
-    for o in objects {
-        let m = o.as_raw();
-        // SAFETY: a valid object (MemObject contract); a 1.0 parameter; the handle is compared,
-        // not retained.
-        let ctx: sys::cl_context = unsafe { object::get_info(Object::Mem, m, sys::CL_MEM_CONTEXT) }
-            .map_err(Error::cl("clGetMemObjectInfo"))?;
-        if ctx != queue.context().as_raw() {
-            return Err(Error::InvalidArgument(
-                "a memory object to migrate belongs to another context than the queue".into(),
-            ));
-        }
-        raws.push(m);
-    }
-    Ok(raws)
-}
-
-/// [`enqueue_migrate_mem_objects`] as the driver's one command.
-pub(crate) fn migrate_plain(
-    queue: &Queue,
-    objects: &[&dyn MemObject],
-    flags: MigrationFlags,
-    wait: &[&Event],
-) -> Result<Event> {
-    let raws = migration_handles(queue, objects)?;
-    let access = if flags.contains(MigrationFlags::CONTENT_UNDEFINED) {
-        Access::Write
-    } else {
-        Access::Read
-    };
-    let records: smallvec::SmallVec<[_; 8]> =
-        objects.iter().filter_map(|o| o.command_record()).collect();
-    let uses: smallvec::SmallVec<[Use<'_>; 8]> = records
-        .iter()
-        .filter_map(|k| arg_memory(k).and_then(ArgMemory::tracked))
-        .map(|t| (t, None, access))
-        .collect();
-    // The object list lives on the heap until the command completed: NVIDIA 580.159.04 reads it
-    // when its worker thread runs the command, after the call returned (a reused stack array
-    // crashed that thread: `repro/nvidia_migrate_reads_object_list_late.c`,
-    // docs/DEVICES.md#nvidia-migrate-list-late). Done on every platform, so that one mechanism,
-    // tested on every device, covers the driver that needs it.
-    let kept = Arc::new(ObjectList(raws, Live::new()));
-    let ev = enqueue_tracked(queue, wait, &uses, |list| {
-        // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty
-        // and kept until the command completed (below); we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &kept.0, flags.bits(), list)
-        }
-        .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(ev) };
-        keep_until_complete(&ev, Arc::clone(&kept));
-        Ok(ev)
-    })?;
-    if !flags.contains(MigrationFlags::HOST) {
-        for (t, _, _) in &uses {
-            t.moved_to(*queue.device());
-        }
-    }
-    Ok(ev)
-}
-
-/// A migration's object list on the heap, counted in [`crate::live_objects`] (`kept_lists`).
-struct ObjectList(Vec<sys::cl_mem>, Live<KEPT>);
-
-// SAFETY: handle values only, never dereferenced here; OpenCL handles may be used from any
-// thread (OpenCL 3.0, "Multiple Host Threads"), and the driver only reads the list.
-unsafe impl Send for ObjectList {}
-// SAFETY: as for `Send`; the list is never written after creation.
-unsafe impl Sync for ObjectList {}
-
-/// Keeps `list` alive until the command of `ev` completed: freed by a completion callback, or
-/// leaked when no callback can be registered (a few bytes, on a path that is an error already;
-/// waiting here instead could deadlock: the command may wait for a user event that the caller
-/// sets after this call, and the command record's claim is still open). Also leaked where a
-/// driver never runs the callback: PoCL 3.1 for a command whose wait-list event failed
-/// (docs/DEVICES.md#pocl-failed-wait-events).
-fn keep_until_complete(ev: &Event, list: Arc<ObjectList>) {
-    let in_callback = Arc::clone(&list);
-    if let Err(e) = ev.on_complete(move |_| drop(in_callback)) {
-        tracing::warn!(error = %e, "could not register the release of a migration's object list: leaking it");
-        std::mem::forget(list);
-    }
+    super::between::migrate(queue, objects, flags, o.wait, &o.options)
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@ use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
-use crate::runtime::queue::Queue;
 use crate::raw_handle::RawHandle;
+use crate::runtime::queue::Queue;
 
 /// Pinned host memory holding `len` values of `T`, zero-initialised; see the module
 /// documentation.
@@ -188,27 +188,5 @@ impl<T: Pod> fmt::Debug for PinnedMemory<T> {
             .field("ptr", &self.ptr)
             .field("len", &self.len)
             .finish()
-    }
-}
-
-impl<T: Pod> crate::buffer::transfer::CopyPair for (&Buffer, &PinnedMemory<T>) {
-    fn enqueue(
-        self,
-        queue: &Queue,
-        o: crate::buffer::transfer::CopyOptions,
-        wait: &[&crate::runtime::event::Event],
-    ) -> Result<crate::runtime::event::Event> {
-        (self.0, &self.1[..]).enqueue(queue, o, wait)
-    }
-}
-
-impl<T: Pod> crate::buffer::transfer::CopyPair for (&mut PinnedMemory<T>, &Buffer) {
-    fn enqueue(
-        self,
-        queue: &Queue,
-        o: crate::buffer::transfer::CopyOptions,
-        wait: &[&crate::runtime::event::Event],
-    ) -> Result<crate::runtime::event::Event> {
-        (&mut self.0[..], self.1).enqueue(queue, o, wait)
     }
 }

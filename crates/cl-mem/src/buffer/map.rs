@@ -3,7 +3,7 @@
 //!
 //! Two ways in, both unmapping exactly once:
 //!
-//! - a scope, [`Buffer::with_map`] / [`Buffer::with_map_mut`], in the manner of
+//! - a scope, [`Buffer::with_map`], in the manner of
 //!   `std::thread::scope`: the slice exists only inside the closure and the region is unmapped
 //!   (and the unmap waited for) before the call returns, even when the closure panics;
 //! - a guard, [`MapRead`] / [`MapMut`] (and [`PendingMap`] for non-blocking maps), which borrows
@@ -30,10 +30,10 @@ use crate::buffer::{resolve_range, Buffer};
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::Pod;
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{Access, MapClaim};
-use crate::raw_handle::RawHandle;
 
 bitflags! {
     /// `cl_map_flags` (PyOpenCL's `map_flags`).
@@ -323,118 +323,88 @@ impl Buffer {
         Ok((map, end - start, ev))
     }
 
-    /// Blocking read-only map of a range of `T` elements (`..` for all): PyOpenCL's
-    /// `enqueue_map_buffer(queue, buf, map_flags.READ, ...)`.
+    /// Blocking map of a range of `T` elements (`..` for all) after `wait`: PyOpenCL's
+    /// `enqueue_map_buffer`. The mode picks the guard: [`ReadOnly`] gives a [`MapRead`] (`&[T]`),
+    /// [`MapFlags`] holding `WRITE` (optionally with `READ`) or `WRITE_INVALIDATE_REGION` alone
+    /// give a [`MapMut`] (`&mut [T]`).
+    ///
+    /// ```ignore
+    /// let m = buf.map::<f32, _>(&queue, ReadOnly, .., &[])?;
+    /// let mut w = buf.map::<f32, _>(&queue, MapFlags::WRITE, 0..4, &[])?;
+    /// ```
     ///
     /// # Errors
     ///
-    /// Checked first: [`Error::InvalidArgument`] for an empty range, a queue of another context
-    /// or a buffer the host may not read (`HOST_WRITE_ONLY`, `HOST_NO_ACCESS`);
-    /// [`Error::OutOfBounds`] past the end. Then [`Error::Cl`] from `clEnqueueMapBuffer`, and
-    /// [`Error::Misaligned`] when the driver's pointer is not aligned for `T`.
-    pub fn map_read<'a, T: Pod>(
+    /// Checked first: [`Error::InvalidArgument`] for an empty range, a queue of another context,
+    /// a buffer the host may not access that way (`HOST_WRITE_ONLY`, `HOST_NO_ACCESS`, ...),
+    /// writable flags without a write flag or mixing `WRITE_INVALIDATE_REGION` with
+    /// `READ`/`WRITE`; [`Error::OutOfBounds`] past the end; [`Error::Unsupported`] for
+    /// `WRITE_INVALIDATE_REGION` below OpenCL 1.2. Then [`Error::Cl`] from `clEnqueueMapBuffer`,
+    /// and [`Error::Misaligned`] when the driver's pointer is not aligned for `T`.
+    pub fn map<'a, T: Pod, M: MapMode>(
         &'a self,
         queue: &'a Queue,
+        mode: M,
         range: impl RangeBounds<usize>,
         wait: &[&Event],
-    ) -> Result<MapRead<'a, T>> {
-        let (map, len, _ev) = self.map_region::<T>(queue, MapFlags::READ, range, true, wait)?;
-        Ok(MapRead {
+    ) -> Result<M::Guard<'a, T>> {
+        let (map, len, _ev) = self.map_region::<T>(queue, mode.flags()?, range, true, wait)?;
+        Ok(M::guard(MapMut {
             map,
             len,
             _t: PhantomData,
-        })
+        }))
     }
 
-    /// Blocking writable map of a range of `T` elements; `flags` holds `WRITE` (optionally with
-    /// `READ`) or `WRITE_INVALIDATE_REGION` alone.
+    /// Non-blocking [`Buffer::map`]: [`PendingMap::wait`] gives the guard once the map
+    /// completed.
     ///
     /// # Errors
     ///
-    /// As [`Buffer::map_read`], plus [`Error::InvalidArgument`] for flags without a write flag
-    /// or mixing `WRITE_INVALIDATE_REGION` with `READ`/`WRITE`, and [`Error::Unsupported`] for
-    /// `WRITE_INVALIDATE_REGION` below OpenCL 1.2.
-    pub fn map_mut<'a, T: Pod>(
+    /// As [`Buffer::map`].
+    pub fn enqueue_map<'a, T: Pod, M: MapMode>(
         &'a self,
         queue: &'a Queue,
-        flags: MapFlags,
+        mode: M,
         range: impl RangeBounds<usize>,
         wait: &[&Event],
-    ) -> Result<MapMut<'a, T>> {
-        require_write(flags)?;
-        let (map, len, _ev) = self.map_region::<T>(queue, flags, range, true, wait)?;
-        Ok(MapMut {
-            map,
-            len,
-            _t: PhantomData,
-        })
-    }
-
-    /// Non-blocking read-only map; see [`Buffer::map_read`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::map_read`].
-    pub fn enqueue_map_read<'a, T: Pod>(
-        &'a self,
-        queue: &'a Queue,
-        range: impl RangeBounds<usize>,
-        wait: &[&Event],
-    ) -> Result<PendingMap<'a, MapRead<'a, T>>> {
-        let (map, len, event) = self.map_region::<T>(queue, MapFlags::READ, range, false, wait)?;
+    ) -> Result<PendingMap<'a, M::Guard<'a, T>>> {
+        let (map, len, event) = self.map_region::<T>(queue, mode.flags()?, range, false, wait)?;
         Ok(PendingMap {
             event,
-            guard: MapRead {
+            guard: M::guard(MapMut {
                 map,
                 len,
                 _t: PhantomData,
-            },
+            }),
             _l: PhantomData,
         })
     }
 
-    /// Non-blocking writable map; see [`Buffer::map_mut`].
+    /// Maps a range of `T`s as [`Buffer::map`] does, runs `f` on the slice (`&[T]` for
+    /// [`ReadOnly`], `&mut [T]` for writable flags), then unmaps and waits for the unmap (also when
+    /// `f` panics). The slice cannot escape `f`.
+    ///
+    /// ```ignore
+    /// let sum: f32 = buf.with_map(&queue, ReadOnly, .., |s: &[f32]| s.iter().sum())?;
+    /// buf.with_map(&queue, MapFlags::WRITE, 0..4, |s: &mut [f32]| s.fill(1.0))?;
+    /// ```
     ///
     /// # Errors
     ///
-    /// As [`Buffer::map_mut`].
-    pub fn enqueue_map_mut<'a, T: Pod>(
+    /// As [`Buffer::map`], plus [`Error::Cl`] from the unmap.
+    pub fn with_map<'a, T: Pod, M: MapMode, R>(
         &'a self,
         queue: &'a Queue,
-        flags: MapFlags,
+        mode: M,
         range: impl RangeBounds<usize>,
-        wait: &[&Event],
-    ) -> Result<PendingMap<'a, MapMut<'a, T>>> {
-        require_write(flags)?;
-        let (map, len, event) = self.map_region::<T>(queue, flags, range, false, wait)?;
-        Ok(PendingMap {
-            event,
-            guard: MapMut {
-                map,
-                len,
-                _t: PhantomData,
-            },
-            _l: PhantomData,
-        })
-    }
-
-    /// Maps a range of `T`s for reading, runs `f` on the slice, then unmaps and waits for the
-    /// unmap (also when `f` panics). The slice cannot escape `f`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::map_read`], plus [`Error::Cl`] from the unmap.
-    pub fn with_map<T: Pod, R>(
-        &self,
-        queue: &Queue,
-        range: impl RangeBounds<usize>,
-        f: impl FnOnce(&[T]) -> R,
+        f: impl for<'s> FnOnce(M::Slice<'s, T>) -> R,
     ) -> Result<R> {
-        let guard = self.map_read::<T>(queue, range, &[])?;
-        let r = catch_unwind(AssertUnwindSafe(|| f(&guard)));
+        let mut guard = self.map::<T, M>(queue, mode, range, &[])?;
+        let r = catch_unwind(AssertUnwindSafe(|| f(M::slice(&mut guard))));
         match r {
             Ok(r) => {
-                guard.unmap(&[])?.wait()?;
+                M::unmap(guard)?;
                 Ok(r)
             }
             Err(p) => {
@@ -443,31 +413,101 @@ impl Buffer {
             }
         }
     }
+}
 
-    /// Maps a range of `T`s for reading and writing, runs `f` on the slice, then unmaps and
-    /// waits for the unmap (also when `f` panics). The slice cannot escape `f`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::map_mut`], plus [`Error::Cl`] from the unmap.
-    pub fn with_map_mut<T: Pod, R>(
-        &self,
-        queue: &Queue,
-        range: impl RangeBounds<usize>,
-        f: impl FnOnce(&mut [T]) -> R,
-    ) -> Result<R> {
-        let mut guard = self.map_mut::<T>(queue, MapFlags::READ | MapFlags::WRITE, range, &[])?;
-        let r = catch_unwind(AssertUnwindSafe(|| f(&mut guard)));
-        match r {
-            Ok(r) => {
-                guard.unmap(&[])?.wait()?;
-                Ok(r)
-            }
-            Err(p) => {
-                drop(guard);
-                resume_unwind(p)
-            }
+/// Which way a map goes, and so which guard it gives: [`ReadOnly`] (a [`MapRead`], or an
+/// [`SvmMap`](crate::svm::SvmMap)), or writable [`MapFlags`] (a [`MapMut`], or an
+/// [`SvmMapMut`](crate::svm::SvmMapMut)). Sealed.
+pub trait MapMode: Copy + sealed::Sealed {
+    /// The guard of a buffer map.
+    type Guard<'a, T: Pod>;
+    /// The guard of an SVM map.
+    type SvmGuard<'a, T: Pod>;
+    /// The slice the scope forms ([`Buffer::with_map`], `SvmArray::with_map`) hand out.
+    type Slice<'s, T: Pod + 's>;
+    #[doc(hidden)]
+    fn slice<'s, T: Pod>(guard: &'s mut Self::Guard<'_, T>) -> Self::Slice<'s, T>;
+    #[doc(hidden)]
+    fn svm_slice<'s, T: Pod>(guard: &'s mut Self::SvmGuard<'_, T>) -> Self::Slice<'s, T>;
+    #[doc(hidden)]
+    fn flags(self) -> Result<MapFlags>;
+    #[doc(hidden)]
+    fn guard<T: Pod>(map: MapMut<'_, T>) -> Self::Guard<'_, T>;
+    #[doc(hidden)]
+    fn unmap<T: Pod>(guard: Self::Guard<'_, T>) -> Result<()>;
+    #[doc(hidden)]
+    fn svm_guard<T: Pod>(map: crate::svm::SvmMapMut<'_, T>) -> Self::SvmGuard<'_, T>;
+    #[doc(hidden)]
+    fn svm_release<T: Pod>(guard: Self::SvmGuard<'_, T>) -> Result<()>;
+}
+
+/// A read-only map ([`MapMode`]): `CL_MAP_READ`, the guard gives `&[T]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ReadOnly;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::ReadOnly {}
+    impl Sealed for super::MapFlags {}
+}
+
+impl MapMode for ReadOnly {
+    type Guard<'a, T: Pod> = MapRead<'a, T>;
+    type SvmGuard<'a, T: Pod> = crate::svm::SvmMap<'a, T>;
+    type Slice<'s, T: Pod + 's> = &'s [T];
+    fn slice<'s, T: Pod>(guard: &'s mut MapRead<'_, T>) -> &'s [T] {
+        guard
+    }
+    fn svm_slice<'s, T: Pod>(guard: &'s mut crate::svm::SvmMap<'_, T>) -> &'s [T] {
+        guard
+    }
+    fn flags(self) -> Result<MapFlags> {
+        Ok(MapFlags::READ)
+    }
+    fn guard<T: Pod>(m: MapMut<'_, T>) -> MapRead<'_, T> {
+        MapRead {
+            map: m.map,
+            len: m.len,
+            _t: PhantomData,
         }
+    }
+    fn unmap<T: Pod>(guard: MapRead<'_, T>) -> Result<()> {
+        guard.unmap(&[])?.wait()
+    }
+    fn svm_guard<T: Pod>(m: crate::svm::SvmMapMut<'_, T>) -> crate::svm::SvmMap<'_, T> {
+        m.into_read_only()
+    }
+    fn svm_release<T: Pod>(guard: crate::svm::SvmMap<'_, T>) -> Result<()> {
+        guard.release()
+    }
+}
+
+/// Writable maps: `WRITE` (optionally with `READ`) or `WRITE_INVALIDATE_REGION` alone.
+impl MapMode for MapFlags {
+    type Guard<'a, T: Pod> = MapMut<'a, T>;
+    type SvmGuard<'a, T: Pod> = crate::svm::SvmMapMut<'a, T>;
+    type Slice<'s, T: Pod + 's> = &'s mut [T];
+    fn slice<'s, T: Pod>(guard: &'s mut MapMut<'_, T>) -> &'s mut [T] {
+        guard
+    }
+    fn svm_slice<'s, T: Pod>(guard: &'s mut crate::svm::SvmMapMut<'_, T>) -> &'s mut [T] {
+        guard
+    }
+    fn flags(self) -> Result<MapFlags> {
+        require_write(self)?;
+        Ok(self)
+    }
+    fn guard<T: Pod>(m: MapMut<'_, T>) -> MapMut<'_, T> {
+        m
+    }
+    fn unmap<T: Pod>(guard: MapMut<'_, T>) -> Result<()> {
+        guard.unmap(&[])?.wait()
+    }
+    fn svm_guard<T: Pod>(m: crate::svm::SvmMapMut<'_, T>) -> crate::svm::SvmMapMut<'_, T> {
+        m
+    }
+    fn svm_release<T: Pod>(guard: crate::svm::SvmMapMut<'_, T>) -> Result<()> {
+        guard.release()
     }
 }
 

@@ -31,7 +31,9 @@ pub(crate) mod between;
 pub(crate) mod fill;
 pub(crate) mod host;
 pub(crate) mod map;
+pub(crate) mod rect;
 pub(crate) mod staged;
+pub(crate) mod tracked;
 pub(crate) mod transfer;
 
 use std::any::Any;
@@ -49,14 +51,14 @@ use crate::error::{Error, Result};
 use crate::memory::{
     release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType, Memory,
 };
-use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::pod::{slice_as_bytes, Pod};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{ArgHold, Tracked};
 use crate::runtime::worker::Place;
-use crate::raw_handle::RawHandle;
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
 /// `Drop` releases (never panics). Equality and hashing are by handle (PyOpenCL's `__eq__` and
@@ -632,47 +634,7 @@ impl Buffer {
         self.sub_buffer(start * n, (end - start) * n, MemFlags::empty())
     }
 
-    /// Blocking host-to-device copy of `data` to `offset_bytes`, after `wait`. Empty data is a
-    /// no-op returning a marker event.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
-    /// context (checked first); [`Error::Cl`] from `clEnqueueWriteBuffer`.
-    pub fn write<T: Pod>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        data: &[T],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.write_bytes(queue, offset_bytes, slice_as_bytes(data), wait)
-    }
-
-    /// Blocking host-to-device copy of raw bytes; see [`Buffer::write`]. Large transfers to a
-    /// discrete GPU go through pinned chunks ([`TransferPath::Auto`](crate::TransferPath); choose
-    /// with [`Buffer::write_bytes_with`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::write`].
-    pub(crate) fn write_bytes(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        data: &[u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.write_bytes_with(
-            queue,
-            offset_bytes,
-            data,
-            wait,
-            staged::TransferOptions::default(),
-        )
-    }
-
-    /// The plain path of [`Buffer::write_bytes`]: one blocking `clEnqueueWriteBuffer`.
+    /// The plain path of a blocking write: one `clEnqueueWriteBuffer`.
     pub(crate) fn write_bytes_plain(
         &self,
         queue: &Queue,
@@ -686,7 +648,7 @@ impl Buffer {
         // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
         // the write is blocking, so `data` is only read during the call.
         unsafe {
-            transfer::enqueue_write_tracked(
+            tracked::enqueue_write_tracked(
                 queue,
                 self.raw,
                 Some(&self.tracked),
@@ -715,7 +677,7 @@ impl Buffer {
     }
 
     /// The first `len` values of type `T` read into a new vector (no wait list); see
-    /// [`Buffer::to_vec`].
+    /// [`Buffer::to_vec`]. (A pooled block reads its requested bytes with it, not its bin's.)
     ///
     /// # Errors
     ///
@@ -732,51 +694,11 @@ impl Buffer {
         // SAFETY: `Pod` promises every bit pattern, all-zero included, is a valid `T`.
         let zero: T = unsafe { std::mem::zeroed() };
         let mut out = vec![zero; len];
-        self.read(queue, 0, &mut out, &[])?;
+        self.read(queue, &mut out[..], &[])?;
         Ok(out)
     }
 
-    /// Blocking device-to-host copy into `out` from `offset_bytes`, after `wait`. Empty `out` is a
-    /// no-op returning a marker event.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
-    /// context (checked first); [`Error::Cl`] from `clEnqueueReadBuffer`.
-    pub fn read<T: Pod>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [T],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.read_bytes(queue, offset_bytes, slice_as_bytes_mut(out), wait)
-    }
-
-    /// Blocking device-to-host copy into raw bytes; see [`Buffer::read`]. Large transfers from a
-    /// discrete GPU go through pinned chunks ([`TransferPath::Auto`](crate::TransferPath); choose
-    /// with [`Buffer::read_bytes_with`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::read`].
-    pub(crate) fn read_bytes(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.read_bytes_with(
-            queue,
-            offset_bytes,
-            out,
-            wait,
-            staged::TransferOptions::default(),
-        )
-    }
-
-    /// The plain path of [`Buffer::read_bytes`]: one blocking `clEnqueueReadBuffer`.
+    /// The plain path of a blocking read: one `clEnqueueReadBuffer`.
     pub(crate) fn read_bytes_plain(
         &self,
         queue: &Queue,
@@ -791,7 +713,7 @@ impl Buffer {
         // the read is blocking, so `out` is written only during the call, through our exclusive
         // borrow.
         unsafe {
-            transfer::enqueue_read_tracked(
+            tracked::enqueue_read_tracked(
                 queue,
                 self.raw,
                 Some(&self.tracked),
@@ -888,7 +810,7 @@ impl crate::raw_handle::RawHandle for Buffer {
 
 /// Something that is a buffer for transfers and copies: [`Buffer`] itself (sub-buffers too), and
 /// types that own or borrow one (a pool's blocks and slices). [`enqueue_copy`](crate::enqueue_copy)
-/// and [`Buffer::copy_from`] take any of them; methods of [`Buffer`] reach them through `Deref`.
+/// take any of them; methods of [`Buffer`] reach them through `Deref`.
 /// Kernel arguments take them through [`AsKernelArg`](crate::AsKernelArg).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a buffer",

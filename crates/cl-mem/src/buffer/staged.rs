@@ -1,5 +1,5 @@
 //! Staged transfers from and to ordinary (pageable) host memory: [`TransferPath`],
-//! [`TransferOptions`], and the blocking [`Buffer::write_bytes_with`] / [`Buffer::read_bytes_with`].
+//! [`TransferOptions`], and the staged paths of the blocking [`Buffer::write`] / [`Buffer::read`].
 //!
 //! # Design (decided 2026-11-24, issue 13)
 //!
@@ -33,14 +33,15 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::buffer::transfer::{self, Rect, RectPitches};
+use crate::buffer::rect::{Rect, RectPitches};
+use crate::buffer::tracked;
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
+use crate::raw_handle::RawHandle;
 use crate::runtime::device::DeviceType;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::staging::PinnedChunk;
-use crate::raw_handle::RawHandle;
 use cl_raw::ClError;
 
 /// The most copying threads one staged transfer starts, whatever [`TransferOptions::threads`]
@@ -82,10 +83,17 @@ impl Default for TransferOptions {
         TransferOptions {
             path: TransferPath::Auto,
             chunk_bytes: 4 << 20,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+            threads: default_threads(),
             depth: 2,
         }
     }
+}
+
+/// The cores, at most 8, asked once per process: `Default` is on every transfer's path, and
+/// `available_parallelism` reads the scheduler's affinity and cgroup files.
+fn default_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
 }
 
 impl TransferOptions {
@@ -446,12 +454,12 @@ fn rect_pieces(region: [usize; 3], chunk_bytes: usize) -> (usize, Vec<RectPiece>
 }
 
 impl Buffer {
-    /// As [`Buffer::write_bytes`], on the path `opts` chooses (the default options are what
-    /// `write_bytes` uses: [`TransferPath::Auto`]).
+    /// The bytes of [`Buffer::write`], on the path `opts` chooses (by default
+    /// [`TransferPath::Auto`]).
     ///
     /// # Errors
     ///
-    /// As [`Buffer::write_bytes`]; [`Error::InvalidArgument`] for zero chunk bytes or threads
+    /// As [`Buffer::write`]; [`Error::InvalidArgument`] for zero chunk bytes or threads
     /// (checked first). On the staged path, the first chunk error, after every chunk command
     /// already enqueued has completed.
     pub(crate) fn write_bytes_with(
@@ -496,8 +504,8 @@ impl Buffer {
         queue.enqueue_marker(&[])
     }
 
-    /// As [`Buffer::read_bytes`], on the path `opts` chooses (the default options are what
-    /// `read_bytes` uses: [`TransferPath::Auto`]).
+    /// The bytes of [`Buffer::read`], on the path `opts` chooses (by default
+    /// [`TransferPath::Auto`]).
     ///
     /// # Errors
     ///
@@ -543,7 +551,7 @@ impl Buffer {
         queue.enqueue_marker(&[])
     }
 
-    /// As [`Buffer::write_rect`], on the path `opts` chooses (`write_rect` uses the default,
+    /// A rectangle of [`Buffer::write`], on the path `opts` chooses (the default,
     /// [`TransferPath::Auto`], which stages a rectangle of 32 MiB or more on a discrete GPU when
     /// its rows are 512 bytes to one chunk wide and its slices hold at least a quarter chunk). The
     /// staged path moves whole rows of one slice per piece: each piece is packed into a pinned
@@ -551,9 +559,9 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// As [`Buffer::write_rect`] (checked first, the options too); on the staged path, the first
+    /// As [`Buffer::write`] (checked first, the options too); on the staged path, the first
     /// piece's error after every piece command already enqueued has completed.
-    pub fn write_rect_with<T: crate::pod::Pod>(
+    pub(crate) fn write_rect_with<T: crate::pod::Pod>(
         &self,
         queue: &Queue,
         rect: &Rect,
@@ -593,12 +601,12 @@ impl Buffer {
         queue.enqueue_marker(&[])
     }
 
-    /// As [`Buffer::read_rect`], on the path `opts` chooses (see [`Buffer::write_rect_with`]).
+    /// A rectangle of [`Buffer::read`], on the path `opts` chooses (see `write_rect_with`).
     ///
     /// # Errors
     ///
-    /// As [`Buffer::write_rect_with`], for reads.
-    pub fn read_rect_with<T: crate::pod::Pod>(
+    /// As `write_rect_with`, for reads.
+    pub(crate) fn read_rect_with<T: crate::pod::Pod>(
         &self,
         queue: &Queue,
         rect: &Rect,
@@ -767,7 +775,7 @@ impl Buffer {
         // SAFETY: obligations 1 and 2; the buffer's handle and record are valid while `self` is.
         unsafe {
             if write {
-                transfer::enqueue_write_tracked(
+                tracked::enqueue_write_tracked(
                     queue,
                     self.raw,
                     Some(&self.tracked),
@@ -778,7 +786,7 @@ impl Buffer {
                     wait,
                 )
             } else {
-                transfer::enqueue_read_tracked(
+                tracked::enqueue_read_tracked(
                     queue,
                     self.raw,
                     Some(&self.tracked),
@@ -790,50 +798,6 @@ impl Buffer {
                 )
             }
         }
-    }
-
-    /// As [`Buffer::write`], on the path `opts` chooses.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::write`], and [`Error::InvalidArgument`] for options the path cannot take.
-    pub fn write_with<T: crate::pod::Pod>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        data: &[T],
-        wait: &[&Event],
-        opts: TransferOptions,
-    ) -> Result<Event> {
-        self.write_bytes_with(
-            queue,
-            offset_bytes,
-            crate::pod::slice_as_bytes(data),
-            wait,
-            opts,
-        )
-    }
-
-    /// As [`Buffer::read`], on the path `opts` chooses.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::read`], and [`Error::InvalidArgument`] for options the path cannot take.
-    pub fn read_with<T: crate::pod::Pod>(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [T],
-        wait: &[&Event],
-        opts: TransferOptions,
-    ) -> Result<Event> {
-        self.read_bytes_with(
-            queue,
-            offset_bytes,
-            crate::pod::slice_as_bytes_mut(out),
-            wait,
-            opts,
-        )
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! # Host memory and blocking
 //!
-//! Blocking transfers ([`Buffer::write`], [`Buffer::read`], [`Buffer::write_rect`], ...,
+//! Blocking transfers ([`Buffer::write`], [`Buffer::read`], rectangles through [`Transfer::rect`],
 //! [`enqueue_copy`]) borrow host slices: the call returns after the command completed, so the
 //! borrow covers the command. Non-blocking transfers ([`Buffer::enqueue_write`],
 //! [`Buffer::enqueue_read`]) only take host memory the transfer can own ([`HostMemory`]:
@@ -31,20 +31,21 @@ use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-use cl_raw::{platform as raw_platform, queue as raw_queue, sys, ClError, Version};
-use smallvec::SmallVec;
+use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
 
+use crate::buffer::rect::{Rect, RectPitches};
 use crate::buffer::staged::TransferOptions;
+use crate::buffer::tracked::{enqueue_read_tracked, enqueue_write_tracked};
 use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::future::EventFuture;
 use crate::runtime::event::Event;
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
-use crate::runtime::track::{enqueue_tracked, Access, Tracked, Use};
-use crate::raw_handle::RawHandle;
+use crate::runtime::track::{enqueue_tracked, Access};
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
 /// when the value is moved, until it is dropped.
@@ -256,403 +257,378 @@ impl<H: HostMemory> fmt::Debug for Pending<H> {
     }
 }
 
-/// A rectangular (up to 3-D) region of a transfer: origins and region are `[x_bytes, y, z]`,
-/// pitches `[row_bytes, slice_bytes]` with 0 meaning tightly packed (`row = region[0]`,
-/// `slice = region[1] * row`), as in `clEnqueueCopyBufferRect`. "src" and "dst" are the two
-/// sides of the transfer: the host is the source of a write and the destination of a read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rect {
-    /// Where the region starts on the source side.
-    pub src_origin: [usize; 3],
-    /// Where the region starts on the destination side.
-    pub dst_origin: [usize; 3],
-    /// The extent: bytes per row, rows, slices (each at least 1).
-    pub region: [usize; 3],
-    /// Source `[row_pitch, slice_pitch]` in bytes, 0 = tightly packed.
-    pub src_pitches: [usize; 2],
-    /// Destination `[row_pitch, slice_pitch]` in bytes, 0 = tightly packed.
-    pub dst_pitches: [usize; 2],
+/// Everything about one transfer except its two sides: the events it waits for, byte offsets on
+/// each side, how many bytes, a rectangle, and the path (plain or staged). The one options value of
+/// [`Buffer::write`], [`Buffer::read`], their non-blocking forms, [`Buffer::fill`], the same
+/// on [`Image`](crate::Image) and [`SvmArray`](crate::svm::SvmArray), and [`enqueue_copy`].
+/// Plain data passed by value: building one costs no allocation, and the options' `Default`
+/// reads the core count once per process.
+///
+/// `Default` is the whole transfer after no events; a wait list converts into one (`&[]`,
+/// `&[&event]`, a `&[&Event]`), so the common call needs no options at all:
+///
+/// ```ignore
+/// buf.write(&queue, &data, &[])?;
+/// buf.read(&queue, &mut out, Transfer::default().src_offset(64).wait(&[&ev]))?;
+/// buf.write(&queue, &host, Transfer::default().rect(Rect::new([16, 4, 1])))?;
+/// ```
+///
+/// Offsets are in bytes on each side, the host side included (the source of a write, the
+/// destination of a read). `byte_count: None` moves what the host side holds past its offset (for
+/// buffer-to-buffer copies, the smaller remaining size; for fills, the rest of the buffer). A
+/// rectangle carries its own origins and pitches, so it takes no offsets or count (except the
+/// buffer side's byte offset of a copy between an image and a buffer). For images the rectangle
+/// is in pixels, and without one a transfer covers the whole image.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Transfer<'a> {
+    /// The events the command waits for.
+    pub wait: &'a [&'a Event],
+    /// Offset on the source side, in bytes.
+    pub src_offset: usize,
+    /// Offset on the destination side, in bytes.
+    pub dst_offset: usize,
+    /// How many bytes; see the type's documentation for `None`.
+    pub byte_count: Option<usize>,
+    /// A rectangular (up to 3-D) transfer instead of a byte range.
+    pub rect: Option<Rect>,
+    /// The path of a blocking transfer with the host or of a buffer copy between devices (plain
+    /// or through pinned chunks).
+    pub options: TransferOptions,
 }
 
-impl Rect {
-    /// A region at the origin of both sides, tightly packed.
-    pub fn new(region: [usize; 3]) -> Rect {
-        Rect {
-            region,
-            ..Rect::default()
-        }
-    }
-
-    /// With this source origin.
-    pub fn src_origin(mut self, origin: [usize; 3]) -> Rect {
-        self.src_origin = origin;
+impl<'a> Transfer<'a> {
+    /// After these events.
+    #[must_use]
+    pub fn wait(mut self, wait: &'a [&'a Event]) -> Self {
+        self.wait = wait;
         self
     }
 
-    /// With this destination origin.
-    pub fn dst_origin(mut self, origin: [usize; 3]) -> Rect {
-        self.dst_origin = origin;
+    /// With this source offset in bytes.
+    #[must_use]
+    pub fn src_offset(mut self, bytes: usize) -> Self {
+        self.src_offset = bytes;
         self
     }
 
-    /// With these source pitches.
-    pub fn src_pitches(mut self, row: usize, slice: usize) -> Rect {
-        self.src_pitches = [row, slice];
+    /// With this destination offset in bytes.
+    #[must_use]
+    pub fn dst_offset(mut self, bytes: usize) -> Self {
+        self.dst_offset = bytes;
         self
     }
 
-    /// With these destination pitches.
-    pub fn dst_pitches(mut self, row: usize, slice: usize) -> Rect {
-        self.dst_pitches = [row, slice];
+    /// Moving this many bytes.
+    #[must_use]
+    pub fn byte_count(mut self, bytes: usize) -> Self {
+        self.byte_count = Some(bytes);
         self
     }
 
-    /// Checks the region, resolves default pitches and checks one side against `size`; returns
-    /// the explicit pitches.
-    pub(crate) fn side(
-        &self,
-        what: &'static str,
-        origin: [usize; 3],
-        pitches: [usize; 2],
-        size: usize,
-    ) -> Result<[usize; 2]> {
-        let r = self.region;
-        if r.contains(&0) {
-            return Err(Error::InvalidArgument(format!(
-                "{what}: every region component must be positive, got {r:?}"
-            )));
+    /// As this rectangle.
+    #[must_use]
+    pub fn rect(mut self, rect: Rect) -> Self {
+        self.rect = Some(rect);
+        self
+    }
+
+    /// On the path `options` chooses (blocking transfers with the host, buffer copies between
+    /// devices).
+    #[must_use]
+    pub fn options(mut self, options: TransferOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Refuses offsets and a count next to a rectangle, which carries its own.
+    fn rect_alone(&self) -> Result<Option<Rect>> {
+        if self.rect.is_some()
+            && (self.src_offset != 0 || self.dst_offset != 0 || self.byte_count.is_some())
+        {
+            return Err(Error::InvalidArgument(
+                "a rectangle transfer takes its origins from the rectangle: no offsets or byte \
+                 count"
+                    .into(),
+            ));
         }
-        let row = if pitches[0] == 0 { r[0] } else { pitches[0] };
-        if row < r[0] {
-            return Err(Error::InvalidArgument(format!(
-                "{what}: row pitch {row} is less than the region's width {}",
-                r[0]
-            )));
+        Ok(self.rect)
+    }
+
+    /// Refuses a rectangle where `what` has none.
+    pub(crate) fn no_rect(&self, what: &str) -> Result<()> {
+        if self.rect.is_some() {
+            return Err(Error::InvalidArgument(format!("{what} takes no rectangle")));
         }
-        let min_slice = r[1].checked_mul(row).ok_or_else(|| too_big(what))?;
-        let slice = if pitches[1] == 0 {
-            min_slice
-        } else {
-            pitches[1]
-        };
-        if slice < min_slice || !slice.is_multiple_of(row) {
-            return Err(Error::InvalidArgument(format!(
-                "{what}: slice pitch {slice} must be a multiple of the row pitch {row} and at least {min_slice}"
-            )));
-        }
-        // First byte touched and one past the last.
-        let first = origin[2]
-            .checked_mul(slice)
-            .and_then(|z| origin[1].checked_mul(row).and_then(|y| y.checked_add(z)))
-            .and_then(|v| v.checked_add(origin[0]))
-            .ok_or_else(|| too_big(what))?;
-        let end = (r[2] - 1)
-            .checked_mul(slice)
-            .and_then(|z| (r[1] - 1).checked_mul(row).and_then(|y| y.checked_add(z)))
-            .and_then(|v| v.checked_add(r[0]))
-            .and_then(|v| v.checked_add(first))
-            .ok_or_else(|| too_big(what))?;
-        if end > size {
-            return Err(Error::OutOfBounds {
-                what,
-                offset: first,
-                len: end - first,
-                size,
-            });
-        }
-        Ok([row, slice])
+        Ok(())
     }
 }
 
-/// The explicit `[row, slice]` pitches of both sides of a checked host rectangle transfer.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RectPitches {
-    pub(crate) host: [usize; 2],
-    pub(crate) buffer: [usize; 2],
-}
-
-impl RectPitches {
-    /// Explicit pitches of both sides (for pieces of a checked rectangle).
-    pub(crate) fn new(host: [usize; 2], buffer: [usize; 2]) -> Self {
-        RectPitches { host, buffer }
+impl<'a> From<&'a [&'a Event]> for Transfer<'a> {
+    fn from(wait: &'a [&'a Event]) -> Self {
+        Transfer {
+            wait,
+            ..Transfer::default()
+        }
     }
 }
 
-fn too_big(what: &'static str) -> Error {
-    Error::InvalidArgument(format!("{what}: the rectangle's extent overflows usize"))
-}
-
-/// `clEnqueueReadBuffer` of `len` bytes at `offset_bytes` of `mem` into `host`, after `wait`; a
-/// 0-byte read is a marker (OpenCL refuses size 0). The one buffer-read call behind
-/// [`Buffer::read`], [`Buffer::enqueue_read`] and `SvmBufferView::read`, which check their
-/// arguments first, each in its own order.
-///
-/// # Errors
-///
-/// [`Error::Cl`] from `clEnqueueReadBuffer` (or from the marker).
-///
-/// # Safety
-///
-/// 1. `mem` is a valid buffer of `queue`'s context, as is every event of `wait`.
-/// 2. `offset_bytes + len` is at most the size of `mem`.
-/// 3. `host` is valid for `len` bytes of writes and nothing else reads or writes them until the
-///    command completes (when `blocking`: until this call returns).
-pub(crate) unsafe fn enqueue_read_buffer(
-    queue: &Queue,
-    mem: sys::cl_mem,
-    blocking: bool,
-    offset_bytes: usize,
-    host: *mut u8,
-    len: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    // SAFETY: the caller's obligations.
-    unsafe { enqueue_read_tracked(queue, mem, None, blocking, offset_bytes, host, len, wait) }
-}
-
-/// [`enqueue_read_buffer`] over a tracked buffer: checked against its live maps, after the
-/// writes pending on other queues, and recorded.
-///
-/// # Errors
-///
-/// As [`enqueue_read_buffer`], and [`Error::Mapped`].
-///
-/// # Safety
-///
-/// As [`enqueue_read_buffer`]; `track` is `mem`'s.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn enqueue_read_tracked(
-    queue: &Queue,
-    mem: sys::cl_mem,
-    track: Option<&Tracked>,
-    blocking: bool,
-    offset_bytes: usize,
-    host: *mut u8,
-    len: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    let transfer = |list: &[sys::cl_event]| {
-        // SAFETY: obligations 1-3 are the raw call's.
-        unsafe {
-            raw_queue::enqueue_read_buffer(
-                queue.as_raw(),
-                mem,
-                blocking,
-                offset_bytes,
-                len,
-                host.cast(),
-                list,
-            )
+impl<'a, const N: usize> From<&'a [&'a Event; N]> for Transfer<'a> {
+    fn from(wait: &'a [&'a Event; N]) -> Self {
+        Transfer {
+            wait,
+            ..Transfer::default()
         }
-    };
-    let span = (offset_bytes, len);
-    host_transfer(
-        queue,
-        track,
-        Access::Read,
-        span,
-        wait,
-        "clEnqueueReadBuffer",
-        transfer,
-    )
-    .and_then(|ev| ev.finished_if(blocking))
-}
-
-/// `clEnqueueWriteBuffer` of `len` bytes from `host` to `offset_bytes` of `mem`, after `wait`;
-/// a 0-byte write is a marker. The write twin of [`enqueue_read_buffer`].
-///
-/// # Errors
-///
-/// [`Error::Cl`] from `clEnqueueWriteBuffer` (or from the marker).
-///
-/// # Safety
-///
-/// 1. `mem` is a valid buffer of `queue`'s context, as is every event of `wait`.
-/// 2. `offset_bytes + len` is at most the size of `mem`.
-/// 3. `host` is valid for `len` bytes of reads and nothing writes them until the command
-///    completes (when `blocking`: until this call returns).
-pub(crate) unsafe fn enqueue_write_buffer(
-    queue: &Queue,
-    mem: sys::cl_mem,
-    blocking: bool,
-    offset_bytes: usize,
-    host: *const u8,
-    len: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    // SAFETY: the caller's obligations.
-    unsafe { enqueue_write_tracked(queue, mem, None, blocking, offset_bytes, host, len, wait) }
-}
-
-/// [`enqueue_write_buffer`] over a tracked buffer; see [`enqueue_read_tracked`].
-///
-/// # Errors
-///
-/// As [`enqueue_write_buffer`], and [`Error::Mapped`].
-///
-/// # Safety
-///
-/// As [`enqueue_write_buffer`]; `track` is `mem`'s.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn enqueue_write_tracked(
-    queue: &Queue,
-    mem: sys::cl_mem,
-    track: Option<&Tracked>,
-    blocking: bool,
-    offset_bytes: usize,
-    host: *const u8,
-    len: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    let transfer = |list: &[sys::cl_event]| {
-        // SAFETY: obligations 1-3 are the raw call's.
-        unsafe {
-            raw_queue::enqueue_write_buffer(
-                queue.as_raw(),
-                mem,
-                blocking,
-                offset_bytes,
-                len,
-                host.cast(),
-                list,
-            )
-        }
-    };
-    let span = (offset_bytes, len);
-    host_transfer(
-        queue,
-        track,
-        Access::Write,
-        span,
-        wait,
-        "clEnqueueWriteBuffer",
-        transfer,
-    )
-    .and_then(|ev| ev.finished_if(blocking))
-}
-
-/// What host reads and writes share: a 0-byte transfer is a marker; otherwise the command goes
-/// through the allocation's record (when `track` is given) with `access` on the bytes of `span`
-/// (offset, length).
-fn host_transfer(
-    queue: &Queue,
-    track: Option<&Tracked>,
-    access: Access,
-    span: (usize, usize),
-    wait: &[&Event],
-    call: &'static str,
-    enqueue: impl FnOnce(&[sys::cl_event]) -> std::result::Result<sys::cl_event, ClError>,
-) -> Result<Event> {
-    if span.1 == 0 {
-        return queue.enqueue_marker(wait);
     }
-    let uses: SmallVec<[Use<'_>; 1]> = track.map(|t| (t, Some(span), access)).into_iter().collect();
-    enqueue_tracked(queue, wait, &uses, |list| {
-        let ev = enqueue(list).map_err(Error::cl(call))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
-    })
 }
 
-impl Buffer {
-    /// Non-blocking host-to-device copy of all of `host` to `offset_bytes`, after `wait`. The
-    /// memory is owned by the returned [`Pending`] until the command completes.
+impl<'a> From<&'a Vec<&'a Event>> for Transfer<'a> {
+    fn from(wait: &'a Vec<&'a Event>) -> Self {
+        Transfer {
+            wait,
+            ..Transfer::default()
+        }
+    }
+}
+
+/// Host memory a blocking transfer reads: a slice, array or vector of [`Pod`] values,
+/// [`crate::PinnedMemory`], or (feature `ndarray`) a contiguous array in its memory order.
+pub trait HostData {
+    /// The bytes.
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for empty memory or a
-    /// queue of another context (all checked first; `host` is dropped); [`Error::Cl`] from
-    /// `clEnqueueWriteBuffer`.
-    pub fn enqueue_write<H: HostMemory>(
+    /// [`Error::InvalidArgument`] for a strided (non-contiguous) array.
+    fn host_slice(&self) -> Result<&[u8]>;
+}
+
+/// Host memory a blocking transfer writes; see [`HostData`].
+pub trait HostDataMut {
+    /// The bytes, writable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a strided (non-contiguous) array.
+    fn host_slice_mut(&mut self) -> Result<&mut [u8]>;
+}
+
+impl<T: Pod> HostData for [T] {
+    fn host_slice(&self) -> Result<&[u8]> {
+        Ok(slice_as_bytes(self))
+    }
+}
+
+impl<T: Pod> HostDataMut for [T] {
+    fn host_slice_mut(&mut self) -> Result<&mut [u8]> {
+        Ok(slice_as_bytes_mut(self))
+    }
+}
+
+impl<T: Pod, const N: usize> HostData for [T; N] {
+    fn host_slice(&self) -> Result<&[u8]> {
+        Ok(slice_as_bytes(self))
+    }
+}
+
+impl<T: Pod, const N: usize> HostDataMut for [T; N] {
+    fn host_slice_mut(&mut self) -> Result<&mut [u8]> {
+        Ok(slice_as_bytes_mut(self))
+    }
+}
+
+impl<T: Pod> HostData for Vec<T> {
+    fn host_slice(&self) -> Result<&[u8]> {
+        Ok(slice_as_bytes(self))
+    }
+}
+
+impl<T: Pod> HostDataMut for Vec<T> {
+    fn host_slice_mut(&mut self) -> Result<&mut [u8]> {
+        Ok(slice_as_bytes_mut(self))
+    }
+}
+
+impl<T: Pod> HostData for crate::buffer::host::PinnedMemory<T> {
+    fn host_slice(&self) -> Result<&[u8]> {
+        Ok(slice_as_bytes(self))
+    }
+}
+
+impl<T: Pod> HostDataMut for crate::buffer::host::PinnedMemory<T> {
+    fn host_slice_mut(&mut self) -> Result<&mut [u8]> {
+        Ok(slice_as_bytes_mut(self))
+    }
+}
+
+impl Buffer {
+    /// Blocking host-to-device transfer of `src` (a slice, vector, array, pinned memory or
+    /// contiguous ndarray: [`HostData`]) into the buffer, after `o`'s events: at `o.dst_offset`
+    /// (`o.src_offset` and `o.byte_count` pick part of `src`), or as `o.rect` (the host is the
+    /// rectangle's source side). Large transfers to a discrete GPU go through pinned chunks unless
+    /// `o.options` says otherwise ([`TransferOptions`]). Nothing to move returns a marker event.
+    ///
+    /// ```ignore
+    /// buf.write(&queue, &data, &[])?;
+    /// buf.write(&queue, &data, Transfer::default().dst_offset(64).wait(&[&ev]))?;
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Checked first: [`Error::OutOfBounds`] past the end of either side,
+    /// [`Error::InvalidArgument`] for a queue of another context, a strided array, options the
+    /// path cannot take, or a rectangle next to offsets; rectangles as [`Rect`] describes. Then
+    /// [`Error::Cl`] from `clEnqueueWriteBuffer` (`clEnqueueWriteBufferRect`).
+    pub fn write<'a, S: HostData + ?Sized>(
         &self,
         queue: &Queue,
-        offset_bytes: usize,
-        host: H,
-        wait: &[&Event],
-    ) -> Result<Pending<H>> {
-        let bytes = host.host_bytes();
-        self.check_range("buffer write", offset_bytes, bytes.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
-        if bytes.is_empty() {
-            return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
+        src: &S,
+        o: impl Into<Transfer<'a>>,
+    ) -> Result<Event> {
+        let o = o.into();
+        let bytes = src.host_slice()?;
+        if let Some(rect) = o.rect_alone()? {
+            return self.write_rect_with(queue, &rect, bytes, o.wait, o.options);
         }
-        // SAFETY: valid queue/buffer/events of one context; in bounds (checked); the bytes stay
-        // valid and unmoved until the event completes because `host` moves into the `Pending`,
-        // whose drop waits and whose forgetting leaks (HostMemory contract 1).
-        let event = unsafe {
-            enqueue_write_tracked(
-                queue,
-                self.as_raw(),
-                Some(self.tracked()),
-                false,
-                offset_bytes,
-                bytes.as_ptr(),
-                bytes.len(),
-                wait,
-            )
-        }?;
+        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+        self.write_bytes_with(queue, o.dst_offset, &bytes[a..b], o.wait, o.options)
+    }
+
+    /// Blocking device-to-host transfer into `dst` ([`HostDataMut`]) from the buffer, after `o`'s
+    /// events: from `o.src_offset` (`o.dst_offset` and `o.byte_count` pick part of `dst`), or as
+    /// `o.rect` (the host is the rectangle's destination side). [`Buffer::to_vec`] reads the
+    /// whole buffer into a new vector.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write`], with `clEnqueueReadBuffer` (`clEnqueueReadBufferRect`).
+    pub fn read<'a, D: HostDataMut + ?Sized>(
+        &self,
+        queue: &Queue,
+        dst: &mut D,
+        o: impl Into<Transfer<'a>>,
+    ) -> Result<Event> {
+        let o = o.into();
+        let bytes = dst.host_slice_mut()?;
+        if let Some(rect) = o.rect_alone()? {
+            return self.read_rect_with(queue, &rect, bytes, o.wait, o.options);
+        }
+        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+        self.read_bytes_with(queue, o.src_offset, &mut bytes[a..b], o.wait, o.options)
+    }
+
+    /// Non-blocking host-to-device transfer of `host` ([`HostMemory`]: owned or `'static`
+    /// memory), placed as [`Buffer::write`] places it (`o.dst_offset`, part of `host` by
+    /// `o.src_offset` and `o.byte_count`, or `o.rect`); `o.options` does not apply (one plain
+    /// command). The memory is owned by the returned [`Pending`] until the command completes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Buffer::write`] (all checked first; `host` is dropped on error), and
+    /// [`Error::InvalidArgument`] for a transfer of 0 bytes.
+    pub fn enqueue_write<'a, H: HostMemory>(
+        &self,
+        queue: &Queue,
+        host: H,
+        o: impl Into<Transfer<'a>>,
+    ) -> Result<Pending<H>> {
+        let o = o.into();
+        let bytes = host.host_bytes();
+        let event = if let Some(rect) = o.rect_alone()? {
+            let p = self.check_host_rect(queue, false, &rect, bytes.len())?;
+            // SAFETY: checked for this queue, `rect` and `bytes.len()`; the host bytes stay valid
+            // and unmoved until the event completes (moved into the `Pending`, HostMemory
+            // contract 1).
+            unsafe { self.enqueue_write_rect_host(queue, false, &rect, p, bytes.as_ptr(), o.wait) }?
+        } else {
+            let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+            let bytes = &bytes[a..b];
+            self.check_range("buffer write", o.dst_offset, bytes.len())?;
+            self.check_queue(queue)?;
+            self.check_host_access(false)?;
+            if bytes.is_empty() {
+                return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
+            }
+            // SAFETY: valid queue/buffer/events of one context; in bounds (checked); the bytes
+            // stay valid and unmoved until the event completes because `host` moves into the
+            // `Pending`, whose drop waits and whose forgetting leaks (HostMemory contract 1).
+            unsafe {
+                enqueue_write_tracked(
+                    queue,
+                    self.as_raw(),
+                    Some(self.tracked()),
+                    false,
+                    o.dst_offset,
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    o.wait,
+                )
+            }?
+        };
         Ok(Pending::started(event, host, queue))
     }
 
-    /// Non-blocking device-to-host copy from `offset_bytes` into all of `host`, after `wait`;
+    /// Non-blocking device-to-host transfer into `host`, placed as [`Buffer::read`] places it;
     /// [`Pending::wait`] returns the filled memory.
     ///
     /// # Errors
     ///
-    /// As [`Buffer::enqueue_write`], with `clEnqueueReadBuffer`.
-    pub fn enqueue_read<H: HostMemory>(
+    /// As [`Buffer::enqueue_write`], with `clEnqueueReadBuffer` (`clEnqueueReadBufferRect`).
+    pub fn enqueue_read<'a, H: HostMemory>(
         &self,
         queue: &Queue,
-        offset_bytes: usize,
         mut host: H,
-        wait: &[&Event],
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Pending<H>> {
+        let o = o.into();
         let bytes = host.host_bytes_mut();
-        self.check_range("buffer read", offset_bytes, bytes.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        if bytes.is_empty() {
-            return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
-        }
-        let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
-        // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
-        // completes (the `Pending` owns them and only hands them out after waiting).
-        let event = unsafe {
-            enqueue_read_tracked(
-                queue,
-                self.as_raw(),
-                Some(self.tracked()),
-                false,
-                offset_bytes,
-                ptr,
-                len,
-                wait,
-            )
-        }?;
+        let event = if let Some(rect) = o.rect_alone()? {
+            let p = self.check_host_rect(queue, true, &rect, bytes.len())?;
+            let ptr = bytes.as_mut_ptr();
+            // SAFETY: as in `enqueue_write`; nothing else touches the bytes until the event
+            // completes.
+            unsafe { self.enqueue_read_rect_host(queue, false, &rect, p, ptr, o.wait) }?
+        } else {
+            let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+            let bytes = &mut bytes[a..b];
+            self.check_range("buffer read", o.src_offset, bytes.len())?;
+            self.check_queue(queue)?;
+            self.check_host_access(true)?;
+            if bytes.is_empty() {
+                return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
+            }
+            let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+            // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
+            // completes (the `Pending` owns them and only hands them out after waiting).
+            unsafe {
+                enqueue_read_tracked(
+                    queue,
+                    self.as_raw(),
+                    Some(self.tracked()),
+                    false,
+                    o.src_offset,
+                    ptr,
+                    len,
+                    o.wait,
+                )
+            }?
+        };
         Ok(Pending::started(event, host, queue))
     }
 
-    /// Device-to-device copy of all of `src` that fits (`min(src, dst)` bytes) to the start of
-    /// `self`, after `wait`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::copy_from_range`].
-    pub fn copy_from<S: AsBuffer + ?Sized>(
-        &self,
-        queue: &Queue,
-        src: &S,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.copy_from_range(queue, src.as_buffer(), 0, 0, None, wait)
-    }
-
     /// Device-to-device copy of `byte_count` bytes from `src` at `src_offset` to `self` at
-    /// `dst_offset`. `None` copies the smaller of the two remaining sizes
-    /// (`min(src.size - src_offset, dst.size - dst_offset)`); PyOpenCL documents
-    /// `min(src, dst)` but reads the source's size twice, so its default overruns a smaller
-    /// destination (reference §9.1).
+    /// `dst_offset` (behind [`enqueue_copy`] of two buffers). `None` copies the smaller of the
+    /// two remaining sizes (`min(src.size - src_offset, dst.size - dst_offset)`); PyOpenCL
+    /// documents `min(src, dst)` but reads the source's size twice, so its default overruns a
+    /// smaller destination (reference §9.1).
+    ///
+    /// The path is the one `o.options` chooses: [`TransferPath::Plain`](crate::TransferPath::Plain)
+    /// is the driver's one `clEnqueueCopyBuffer`; [`TransferPath::Staged`](crate::TransferPath::Staged)
+    /// reads a source whose bytes live on another device of the context (the device of its last
+    /// write or migration) into pinned chunks on a queue of that device and writes them on
+    /// `queue`, pipelined (`crate::buffer::between`); [`TransferPath::Auto`](crate::TransferPath::Auto)
+    /// stages between two devices where the platform's own path is slow. Options the path cannot
+    /// take are an [`Error::InvalidArgument`]; a staged copy that fails mid-way returns the first
+    /// error, and the chunk commands already enqueued stay recorded (later commands and maps
+    /// wait for them).
     ///
     /// # Errors
     ///
@@ -660,54 +636,14 @@ impl Buffer {
     /// queue of another context or overlapping ranges of one buffer (the driver's
     /// `CL_MEM_COPY_OVERLAP`). Then [`Error::Cl`] from `clEnqueueCopyBuffer`. A zero count
     /// returns a marker event.
-    ///
-    /// A source whose bytes live on another device of the context is copied through pinned host
-    /// memory where that is faster than the driver's path ([`Buffer::copy_from_range_with`]).
-    pub fn copy_from_range(
+    pub(crate) fn copy_range(
         &self,
         queue: &Queue,
         src: &Buffer,
-        src_offset: usize,
-        dst_offset: usize,
-        byte_count: Option<usize>,
-        wait: &[&Event],
+        o: &Transfer<'_>,
     ) -> Result<Event> {
-        self.copy_from_range_with(
-            queue,
-            src,
-            src_offset,
-            dst_offset,
-            byte_count,
-            wait,
-            TransferOptions::default(),
-        )
-    }
-
-    /// As [`Buffer::copy_from_range`], on the path `opts` chooses: [`TransferPath::Plain`](crate::TransferPath::Plain) is
-    /// the driver's one `clEnqueueCopyBuffer`; [`TransferPath::Staged`](crate::TransferPath::Staged) reads the source into
-    /// pinned chunks on a queue of the device its bytes live on (the device of its last write or
-    /// migration) and writes them on `queue`, pipelined (`crate::buffer::between`);
-    /// [`TransferPath::Auto`](crate::TransferPath::Auto) stages between two devices where the platform's own path is slow.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::copy_from_range`], and [`Error::InvalidArgument`] for options the path
-    /// cannot take. A staged copy that fails mid-way returns the first error; the chunk commands
-    /// already enqueued stay recorded (later commands and maps wait for them).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "copy_from_range's arguments and the options"
-    )]
-    pub fn copy_from_range_with(
-        &self,
-        queue: &Queue,
-        src: &Buffer,
-        src_offset: usize,
-        dst_offset: usize,
-        byte_count: Option<usize>,
-        wait: &[&Event],
-        opts: TransferOptions,
-    ) -> Result<Event> {
+        let (src_offset, dst_offset, byte_count, wait) =
+            (o.src_offset, o.dst_offset, o.byte_count, o.wait);
         let count = match byte_count {
             Some(n) => n,
             None => src
@@ -724,7 +660,7 @@ impl Buffer {
             return queue.enqueue_marker(wait);
         }
         if let Some(ev) = super::between::copy_staged(
-            queue, src, src_offset, self, dst_offset, count, wait, &opts,
+            queue, src, src_offset, self, dst_offset, count, wait, &o.options,
         )? {
             return Ok(ev);
         }
@@ -751,87 +687,6 @@ impl Buffer {
             Ok(unsafe { Event::from_raw(ev) })
         })
     }
-
-    /// Blocking rectangular host-to-device copy (`clEnqueueWriteBufferRect`, OpenCL 1.1): the
-    /// host slice is the source side of `rect`, the buffer the destination side. Large
-    /// rectangles on a discrete GPU go through pinned chunks, as [`Buffer::write`] does
-    /// ([`Buffer::write_rect_with`] chooses the path).
-    ///
-    /// # Errors
-    ///
-    /// Checked first: [`Error::InvalidArgument`] for a zero region component, pitches that break
-    /// OpenCL's rules, or a queue of another context; [`Error::OutOfBounds`] when the rectangle
-    /// reaches past the host slice or the buffer. Then [`Error::Cl`].
-    pub fn write_rect<T: Pod>(
-        &self,
-        queue: &Queue,
-        rect: &Rect,
-        host: &[T],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.write_rect_with(queue, rect, host, wait, TransferOptions::default())
-    }
-
-    /// Blocking rectangular device-to-host copy (`clEnqueueReadBufferRect`): the buffer is the
-    /// source side of `rect`, the host slice the destination side.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::write_rect`].
-    pub fn read_rect<T: Pod>(
-        &self,
-        queue: &Queue,
-        rect: &Rect,
-        host: &mut [T],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.read_rect_with(queue, rect, host, wait, TransferOptions::default())
-    }
-
-    /// Non-blocking rectangular host-to-device copy: as [`Buffer::write_rect`], with the host
-    /// memory owned by the returned [`Pending`] until the command completes.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::write_rect`] (checked first; `host` is dropped on error).
-    pub fn enqueue_write_rect<H: HostMemory>(
-        &self,
-        queue: &Queue,
-        rect: &Rect,
-        host: H,
-        wait: &[&Event],
-    ) -> Result<Pending<H>> {
-        let bytes = host.host_bytes();
-        let p = self.check_host_rect(queue, false, rect, bytes.len())?;
-        // SAFETY: checked for this queue, `rect` and `bytes.len()`; the host bytes stay valid and
-        // unmoved until the event completes (moved into the `Pending`, HostMemory contract 1).
-        let event =
-            unsafe { self.enqueue_write_rect_host(queue, false, rect, p, bytes.as_ptr(), wait) }?;
-        Ok(Pending::started(event, host, queue))
-    }
-
-    /// Non-blocking rectangular device-to-host copy: as [`Buffer::read_rect`], with the host
-    /// memory owned by the returned [`Pending`] until the command completes.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::read_rect`] (checked first; `host` is dropped on error).
-    pub fn enqueue_read_rect<H: HostMemory>(
-        &self,
-        queue: &Queue,
-        rect: &Rect,
-        mut host: H,
-        wait: &[&Event],
-    ) -> Result<Pending<H>> {
-        let bytes = host.host_bytes_mut();
-        let p = self.check_host_rect(queue, true, rect, bytes.len())?;
-        let ptr = bytes.as_mut_ptr();
-        // SAFETY: as in `enqueue_write_rect`; nothing else touches the bytes until the event
-        // completes.
-        let event = unsafe { self.enqueue_read_rect_host(queue, false, rect, p, ptr, wait) }?;
-        Ok(Pending::started(event, host, queue))
-    }
-
     /// The checks every host rectangle transfer runs before the driver, in this order: the
     /// source side of `rect`, then its destination side (the host is the source of a write and
     /// the destination of a read, `host_len` bytes long), the queue's context, the buffer's
@@ -881,7 +736,7 @@ impl Buffer {
     }
 
     /// `clEnqueueReadBufferRect` of a checked `rect` into `host`: the one call behind
-    /// [`Buffer::read_rect`] and [`Buffer::enqueue_read_rect`].
+    /// rectangle reads of [`Buffer::read`] and [`Buffer::enqueue_read`].
     ///
     /// # Safety
     ///
@@ -925,7 +780,7 @@ impl Buffer {
     }
 
     /// `clEnqueueWriteBufferRect` of a checked `rect` from `host`: the one call behind
-    /// [`Buffer::write_rect`] and [`Buffer::enqueue_write_rect`].
+    /// rectangle writes of [`Buffer::write`] and [`Buffer::enqueue_write`].
     ///
     /// # Safety
     ///
@@ -970,11 +825,11 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// As [`Buffer::write_rect`]; within one buffer the pitches of both sides must be equal
+    /// As a rectangle [`Buffer::write`]; within one buffer the pitches of both sides must be equal
     /// (OpenCL's rule), and rectangles that share a byte of one allocation (the spec's
     /// `CL_MEM_COPY_OVERLAP`, here also across sub-buffers of one root) are
     /// [`Error::InvalidArgument`], both checked first.
-    pub fn copy_rect_from(
+    pub(crate) fn copy_rect_from(
         &self,
         queue: &Queue,
         src: &Buffer,
@@ -1145,24 +1000,10 @@ fn same_memory(a: &Buffer, b: &Buffer) -> bool {
     root(a) == root(b)
 }
 
-/// Byte offsets and count for [`enqueue_copy_with`]. On a host side the offset is in bytes
-/// from the start of the slice. `byte_count: None` means: buffer to buffer, the smaller
-/// remaining size; with a host side, the host slice's remaining length (PyOpenCL transfers the
-/// whole host buffer).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CopyOptions {
-    /// Offset on the source side, in bytes.
-    pub src_offset: usize,
-    /// Offset on the destination side, in bytes.
-    pub dst_offset: usize,
-    /// How many bytes; see the type's documentation for `None`.
-    pub byte_count: Option<usize>,
-}
-
 /// A (destination, source) pair [`enqueue_copy`] can transfer between: buffer from buffer,
-/// buffer from host slice, host slice from buffer, and the same with [`crate::PinnedMemory`]
-/// on the host side (the image module adds the image pairs). Host to host is deliberately
-/// absent, so it does not compile (PyOpenCL raises `TypeError` at run time).
+/// buffer from host memory ([`HostData`]), host memory ([`HostDataMut`]) from buffer (the image
+/// and SVM modules add their pairs). Host to host is deliberately absent, so it does not compile
+/// (PyOpenCL raises `TypeError` at run time).
 #[diagnostic::on_unimplemented(
     message = "`enqueue_copy` has no transfer for (destination, source) = `{Self}`",
     label = "no transfer between this destination and source",
@@ -1174,54 +1015,39 @@ pub trait CopyPair {
     /// # Errors
     ///
     /// As the method it forwards to.
-    fn enqueue(self, queue: &Queue, options: CopyOptions, wait: &[&Event]) -> Result<Event>;
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event>;
 }
 
 /// Copies `src` into `dst`, whatever pair the spec allows, like PyOpenCL's `enqueue_copy`:
 /// `enqueue_copy(&q, &dst_buf, &src_buf, &[])`, `enqueue_copy(&q, &buf, &host[..], &[])`,
-/// `enqueue_copy(&q, &mut host[..], &buf, &[])`. Transfers with the host are blocking (the
-/// slices are borrowed); use [`Buffer::enqueue_write`]/[`Buffer::enqueue_read`] for
-/// non-blocking ones.
-///
-/// # Errors
-///
-/// As [`enqueue_copy_with`] with default options.
-pub fn enqueue_copy<D, S>(queue: &Queue, dst: D, src: S, wait: &[&Event]) -> Result<Event>
-where
-    (D, S): CopyPair,
-{
-    (dst, src).enqueue(queue, CopyOptions::default(), wait)
-}
-
-/// [`enqueue_copy`] with offsets and a byte count.
+/// `enqueue_copy(&q, &mut host[..], &buf, &[])`, images and SVM too; offsets, a byte count or a
+/// rectangle come in the [`Transfer`]. Transfers with the host are blocking (the slices are
+/// borrowed); use [`Buffer::enqueue_write`]/[`Buffer::enqueue_read`] for non-blocking ones.
 ///
 /// # Errors
 ///
 /// [`Error::OutOfBounds`] when the count does not fit either side, [`Error::InvalidArgument`]
-/// for a queue of another context (checked first); [`Error::Cl`] from the driver call.
-pub fn enqueue_copy_with<D, S>(
+/// for a queue of another context or options the pair does not take (checked first);
+/// [`Error::Cl`] from the driver call.
+pub fn enqueue_copy<'a, D, S>(
     queue: &Queue,
     dst: D,
     src: S,
-    options: CopyOptions,
-    wait: &[&Event],
+    o: impl Into<Transfer<'a>>,
 ) -> Result<Event>
 where
     (D, S): CopyPair,
 {
-    (dst, src).enqueue(queue, options, wait)
+    (dst, src).enqueue(queue, o.into())
 }
 
 impl<D: AsBuffer + ?Sized, S: AsBuffer + ?Sized> CopyPair for (&D, &S) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        self.0.as_buffer().copy_from_range(
-            queue,
-            self.1.as_buffer(),
-            o.src_offset,
-            o.dst_offset,
-            o.byte_count,
-            wait,
-        )
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        let (dst, src) = (self.0.as_buffer(), self.1.as_buffer());
+        if let Some(rect) = o.rect_alone()? {
+            return dst.copy_rect_from(queue, src, &rect, o.wait);
+        }
+        dst.copy_range(queue, src, &o)
     }
 }
 
@@ -1237,49 +1063,31 @@ pub(crate) fn host_range(
     Ok((offset, offset + count))
 }
 
-impl<D: AsBuffer + ?Sized, T: Pod> CopyPair for (&D, &[T]) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        let bytes = slice_as_bytes(self.1);
-        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-        self.0
-            .as_buffer()
-            .write_bytes(queue, o.dst_offset, &bytes[a..b], wait)
-    }
+/// Buffer from host memory ([`Buffer::write`]) and host memory from buffer ([`Buffer::read`]),
+/// for each host type of [`HostData`] (one impl per type: a generic one would overlap the
+/// buffer pair).
+macro_rules! host_pairs {
+    ($( [$($g:tt)*] $host:ty ),* $(,)?) => {$(
+        impl<D: AsBuffer + ?Sized, $($g)*> CopyPair for (&D, &$host) {
+            fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+                self.0.as_buffer().write(queue, self.1, o)
+            }
+        }
+
+        impl<S: AsBuffer + ?Sized, $($g)*> CopyPair for (&mut $host, &S) {
+            fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+                self.1.as_buffer().read(queue, self.0, o)
+            }
+        }
+    )*};
 }
 
-impl<T: Pod, S: AsBuffer + ?Sized> CopyPair for (&mut [T], &S) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        let bytes = slice_as_bytes_mut(self.0);
-        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-        self.1
-            .as_buffer()
-            .read_bytes(queue, o.src_offset, &mut bytes[a..b], wait)
-    }
-}
-
-impl<D: AsBuffer + ?Sized, T: Pod, const N: usize> CopyPair for (&D, &[T; N]) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        (self.0, &self.1[..]).enqueue(queue, o, wait)
-    }
-}
-
-impl<T: Pod, S: AsBuffer + ?Sized, const N: usize> CopyPair for (&mut [T; N], &S) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        (&mut self.0[..], self.1).enqueue(queue, o, wait)
-    }
-}
-
-impl<D: AsBuffer + ?Sized, T: Pod> CopyPair for (&D, &Vec<T>) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        (self.0, &self.1[..]).enqueue(queue, o, wait)
-    }
-}
-
-impl<T: Pod, S: AsBuffer + ?Sized> CopyPair for (&mut Vec<T>, &S) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        (&mut self.0[..], self.1).enqueue(queue, o, wait)
-    }
-}
+host_pairs!(
+    [T: Pod] [T],
+    [T: Pod, const N: usize] [T; N],
+    [T: Pod] Vec<T>,
+    [T: Pod] crate::buffer::host::PinnedMemory<T>,
+);
 
 /// `clEnqueueCopyBufferP2PAMD`, from `cl_amd_copy_buffer_p2p`.
 type P2pFn = unsafe extern "C" fn(

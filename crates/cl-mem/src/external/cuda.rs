@@ -1,4 +1,4 @@
-//! The CUDA side of [`crate::external`] (feature `cuda`): device memory allocated by CUDA and
+//! The CUDA side of external memory (feature `cuda`): device memory allocated by CUDA and
 //! imported as an OpenCL [`Buffer`] over the same bytes, and binary semaphores OpenCL creates and
 //! CUDA imports, on the GPU both APIs name by the same UUID.
 //!

@@ -61,12 +61,12 @@ use cl_raw::{mem as raw_mem, sys, Version};
 use crate::buffer::{check_size, drop_when_destroyed, Buffer};
 use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, MemFlags};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{Access, ExternalState, Handover, Tracked};
-use crate::raw_handle::RawHandle;
 
 /// An external memory handle type (`cl_external_memory_handle_type_khr`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -274,7 +274,7 @@ impl Drop for ExternalMem {
 
 impl Buffer {
     /// Imports memory another API exported as a buffer of the queue's context, acquired on
-    /// `queue` (see the [module documentation](crate::external) for the acquire/release scheme
+    /// `queue` (see the module documentation of `external` for the acquire/release scheme
     /// and the ownership of the descriptor and the keep-alive). The buffer is imported for every
     /// device of the context (no `CL_MEM_DEVICE_HANDLE_LIST_KHR`): use a context of the exporting
     /// GPU.

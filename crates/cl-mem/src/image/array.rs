@@ -14,7 +14,6 @@ use crate::runtime::context::Context;
 // What the ndarray half needs (`image_from_array`, `Image::read_array` / `write_array`).
 #[cfg(feature = "ndarray")]
 use {
-    super::ImagePitches,
     crate::runtime::event::Event,
     crate::runtime::queue::Queue,
     ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn},
@@ -287,13 +286,20 @@ impl Image {
         wait: &[&Event],
     ) -> Result<ArrayD<T>> {
         self.check_element::<T>()?;
-        let (_, r) = super::transfer::coords(self.extent(), origin, region)?;
+        let (o, r) = super::transfer::coords(self.extent(), origin, region)?;
         let shape = self.array_shape::<T>(r)?;
         let mut out = ArrayD::<T>::default(IxDyn(&shape));
         let slice = out
             .as_slice_mut()
             .ok_or_else(|| Error::InvalidArgument("a fresh array is contiguous".into()))?;
-        self.read(queue, origin, &r, slice, ImagePitches::PACKED, wait)?;
+        let rect = crate::buffer::rect::Rect::new(r).src_origin(o);
+        self.read(
+            queue,
+            slice,
+            crate::buffer::transfer::Transfer::default()
+                .rect(rect)
+                .wait(wait),
+        )?;
         Ok(out)
     }
 
@@ -335,7 +341,7 @@ impl Image {
             )));
         };
         let region: Vec<usize> = dims.iter().rev().copied().collect();
-        let (_, r) = super::transfer::coords(self.extent(), origin, &region)?;
+        let (o, r) = super::transfer::coords(self.extent(), origin, &region)?;
         let expected = self.array_shape::<T>(r)?;
         if expected != shape {
             return Err(Error::InvalidArgument(format!(
@@ -343,7 +349,14 @@ impl Image {
                 self.format
             )));
         }
-        self.write(queue, origin, &r, data, ImagePitches::PACKED, wait)
+        let rect = crate::buffer::rect::Rect::new(r).dst_origin(o);
+        self.write(
+            queue,
+            data,
+            crate::buffer::transfer::Transfer::default()
+                .rect(rect)
+                .wait(wait),
+        )
     }
 }
 

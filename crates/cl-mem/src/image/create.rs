@@ -18,9 +18,9 @@ use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, Pod};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::worker::Place;
-use crate::raw_handle::RawHandle;
 
 /// Where the image's memory comes from.
 enum Source<'a> {

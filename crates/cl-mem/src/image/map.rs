@@ -17,10 +17,10 @@ use super::{Image, ImageType};
 
 use crate::error::{Error, Result};
 use crate::pod::Pod;
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{Access, MapClaim};
-use crate::raw_handle::RawHandle;
 
 /// How a region is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -51,10 +51,10 @@ use cl_raw::{image as raw, sys, Version};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::track::Tracked;
-use crate::raw_handle::RawHandle;
 
 #[cfg(feature = "ndarray")]
 pub use array::image_from_array;

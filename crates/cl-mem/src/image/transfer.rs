@@ -6,14 +6,16 @@
 use cl_raw::{queue as raw_queue, Version};
 
 use super::{ChannelKind, Image, ImagePitches, ImageType};
-use crate::buffer::transfer::{CopyOptions, CopyPair, HostMemory, Pending};
+use crate::buffer::transfer::{
+    host_range, CopyPair, HostData, HostDataMut, HostMemory, Pending, Transfer,
+};
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
-use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::pod::{slice_as_bytes, Pod};
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{enqueue_tracked, Access};
-use crate::raw_handle::RawHandle;
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
@@ -177,117 +179,146 @@ struct HostSpan {
 }
 
 impl Image {
-    /// Blocking host-to-image write of `region` at `origin` from `data` laid out with `pitches`
-    /// (PyOpenCL's `enqueue_copy(queue, image, host, origin=, region=, pitches=)`), after
-    /// `wait`.
+    /// Blocking host-to-image write of `src` (a slice, vector, array or contiguous ndarray:
+    /// [`HostData`]) after `o`'s events: the whole image from tightly packed data by default, or
+    /// `o.rect`'s region (in pixels) at its destination origin, the host laid out with its source
+    /// pitches (PyOpenCL's `enqueue_copy(queue, image, host, origin=, region=, pitches=)`).
+    /// `o.src_offset` and `o.byte_count` pick part of `src`.
+    ///
+    /// ```ignore
+    /// img.write(&queue, &pixels, &[])?;
+    /// img.write(&queue, &tile, Transfer::default().rect(Rect::new([4, 4, 1]).dst_origin([8, 8, 0])))?;
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for malformed coordinates or pitches; [`Error::OutOfBounds`]
+    /// [`Error::InvalidArgument`] for malformed coordinates or pitches, a host origin in the
+    /// rectangle (slice the host memory instead) or a destination offset; [`Error::OutOfBounds`]
     /// for a region outside the image or data smaller than the region and pitches need (all
     /// checked first); [`Error::Cl`] from `clEnqueueWriteImage`.
-    pub fn write<T: Pod>(
+    pub fn write<'a, S: HostData + ?Sized>(
         &self,
         queue: &Queue,
-        origin: &[usize],
-        region: &[usize],
-        data: &[T],
-        pitches: ImagePitches,
-        wait: &[&Event],
+        src: &S,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
-        let bytes = slice_as_bytes(data);
-        let span = self.check_host_transfer(queue, false, origin, region, pitches, bytes.len())?;
+        let o = o.into();
+        let bytes = src.host_slice()?;
+        let bytes = host_part(bytes, &o)?;
+        let span = self.check_host_transfer(queue, false, &o, bytes.len())?;
         // SAFETY: checked for this queue and `bytes.len()`; the write is blocking, so `bytes` is
         // only read during the call.
-        unsafe { self.enqueue_write_host(queue, true, span, bytes.as_ptr(), wait) }
+        unsafe { self.enqueue_write_host(queue, true, span, bytes.as_ptr(), o.wait) }
     }
 
-    /// Blocking image-to-host read of `region` at `origin` into `out` laid out with `pitches`,
-    /// after `wait`.
+    /// Blocking image-to-host read into `dst` ([`HostDataMut`]) after `o`'s events: the whole
+    /// image, tightly packed, by default, or `o.rect`'s region at its source origin, the host laid
+    /// out with its destination pitches. [`Image::to_vec`] reads the whole image into a new
+    /// vector.
     ///
     /// # Errors
     ///
     /// As [`Image::write`], with [`Error::Cl`] from `clEnqueueReadImage`.
-    pub fn read<T: Pod>(
+    pub fn read<'a, D: HostDataMut + ?Sized>(
         &self,
         queue: &Queue,
-        origin: &[usize],
-        region: &[usize],
-        out: &mut [T],
-        pitches: ImagePitches,
-        wait: &[&Event],
+        dst: &mut D,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
-        let bytes = slice_as_bytes_mut(out);
-        let span = self.check_host_transfer(queue, true, origin, region, pitches, bytes.len())?;
+        let o = o.into();
+        let bytes = host_part_mut(dst.host_slice_mut()?, &o)?;
+        let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
         // SAFETY: checked for this queue and `bytes.len()`; the read is blocking, so `bytes` is
         // written only during the call, through our exclusive borrow.
-        unsafe { self.enqueue_read_host(queue, true, span, bytes.as_mut_ptr(), wait) }
+        unsafe { self.enqueue_read_host(queue, true, span, bytes.as_mut_ptr(), o.wait) }
     }
 
-    /// Non-blocking host-to-image write of `region` at `origin` from `host` laid out with
-    /// `pitches`, after `wait`: `host` moves into the returned [`Pending`], which hands it back
-    /// from [`Pending::wait`] (and waits if dropped), so the memory outlives the command.
+    /// Non-blocking host-to-image write of `host`, placed as [`Image::write`] places it: `host`
+    /// moves into the returned [`Pending`], which hands it back from [`Pending::wait`] (and waits
+    /// if dropped), so the memory outlives the command.
     ///
     /// # Errors
     ///
     /// As [`Image::write`].
-    pub fn enqueue_write<H: HostMemory>(
+    pub fn enqueue_write<'a, H: HostMemory>(
         &self,
         queue: &Queue,
-        origin: &[usize],
-        region: &[usize],
         host: H,
-        pitches: ImagePitches,
-        wait: &[&Event],
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Pending<H>> {
-        let bytes = host.host_bytes();
-        let span = self.check_host_transfer(queue, false, origin, region, pitches, bytes.len())?;
+        let o = o.into();
+        let bytes = host_part(host.host_bytes(), &o)?;
+        let span = self.check_host_transfer(queue, false, &o, bytes.len())?;
         // SAFETY: checked for this queue and `bytes.len()`; `host` moves into the `Pending`,
         // whose drop waits and whose forgetting leaks, so its (unmoving, HostMemory contract)
         // bytes outlive the command.
-        let ev = unsafe { self.enqueue_write_host(queue, false, span, bytes.as_ptr(), wait) }?;
+        let ev = unsafe { self.enqueue_write_host(queue, false, span, bytes.as_ptr(), o.wait) }?;
         Ok(Pending::started(ev, host, queue))
     }
 
-    /// Non-blocking image-to-host read of `region` at `origin` into `host` laid out with
-    /// `pitches`, after `wait`; [`Pending::wait`] returns the filled memory.
+    /// Non-blocking image-to-host read into `host`, placed as [`Image::read`] places it;
+    /// [`Pending::wait`] returns the filled memory.
     ///
     /// # Errors
     ///
     /// As [`Image::read`].
-    pub fn enqueue_read<H: HostMemory>(
+    pub fn enqueue_read<'a, H: HostMemory>(
         &self,
         queue: &Queue,
-        origin: &[usize],
-        region: &[usize],
         mut host: H,
-        pitches: ImagePitches,
-        wait: &[&Event],
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Pending<H>> {
-        let bytes = host.host_bytes_mut();
-        let span = self.check_host_transfer(queue, true, origin, region, pitches, bytes.len())?;
+        let o = o.into();
+        let bytes = host_part_mut(host.host_bytes_mut(), &o)?;
+        let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
         let ptr = bytes.as_mut_ptr();
         // SAFETY: as in `enqueue_write`; the bytes are written only by the command, and the host
         // cannot reach them until `Pending::wait` returns them.
-        let ev = unsafe { self.enqueue_read_host(queue, false, span, ptr, wait) }?;
+        let ev = unsafe { self.enqueue_read_host(queue, false, span, ptr, o.wait) }?;
         Ok(Pending::started(ev, host, queue))
+    }
+
+    /// The image side of `o` (`image_is_src`: the image is the source): the rectangle's origin and
+    /// region in pixels, or the whole image.
+    fn image_side(&self, o: &Transfer<'_>, image_is_src: bool) -> ([usize; 3], [usize; 3]) {
+        match o.rect {
+            Some(r) if image_is_src => (r.src_origin, r.region),
+            Some(r) => (r.dst_origin, r.region),
+            None => ([0; 3], self.extent()),
+        }
     }
 
     /// The checks every host read (`reading`) or write runs before the driver, in this order:
     /// the queue's context, the image's host-access flags, the coordinates against the extent,
-    /// then `host_len` bytes against what `region` and `pitches` need.
+    /// then `host_len` bytes against what the region and the host pitches need.
     fn check_host_transfer(
         &self,
         queue: &Queue,
         reading: bool,
-        origin: &[usize],
-        region: &[usize],
-        pitches: ImagePitches,
+        o: &Transfer<'_>,
         host_len: usize,
     ) -> Result<HostSpan> {
         self.check_queue(queue)?;
         self.check_host_access(reading)?;
-        let (origin, region) = coords(self.extent(), origin, region)?;
+        let (origin, region) = self.image_side(o, reading);
+        let (origin, region) = coords(self.extent(), &origin, &region)?;
+        let pitches = match o.rect {
+            Some(r) => {
+                let (host_origin, p) = if reading {
+                    (r.dst_origin, r.dst_pitches)
+                } else {
+                    (r.src_origin, r.src_pitches)
+                };
+                if host_origin != [0; 3] {
+                    return Err(Error::InvalidArgument(format!(
+                        "an image transfer has no host origin (got {host_origin:?}): slice the \
+                         host memory instead"
+                    )));
+                }
+                ImagePitches::new(p[0], p[1])
+            }
+            None => ImagePitches::PACKED,
+        };
         let what = if reading {
             "host memory of an image read"
         } else {
@@ -385,46 +416,15 @@ impl Image {
         .and_then(|ev| ev.finished_if(blocking))
     }
 
-    /// Writes the whole image from tightly packed `data`; see [`Image::write`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Image::write`].
-    pub fn write_all<T: Pod>(&self, queue: &Queue, data: &[T], wait: &[&Event]) -> Result<Event> {
-        self.write(
-            queue,
-            &[0, 0, 0],
-            &self.extent(),
-            data,
-            ImagePitches::PACKED,
-            wait,
-        )
-    }
-
-    /// Reads the whole image into tightly packed `out`; see [`Image::read`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Image::read`].
-    pub fn read_all<T: Pod>(&self, queue: &Queue, out: &mut [T], wait: &[&Event]) -> Result<Event> {
-        self.read(
-            queue,
-            &[0, 0, 0],
-            &self.extent(),
-            out,
-            ImagePitches::PACKED,
-            wait,
-        )
-    }
-
     /// The whole image as a tightly packed vector of `T` (`size_bytes_packed / size_of::<T>()`
-    /// values).
+    /// values), after every command enqueued before on `queue` (use [`Image::read`] for a wait
+    /// list or a region).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when the packed size is not a multiple of `T`'s size; as
     /// [`Image::read`].
-    pub fn read_to_vec<T: Pod + Default>(&self, queue: &Queue, wait: &[&Event]) -> Result<Vec<T>> {
+    pub fn to_vec<T: Pod>(&self, queue: &Queue) -> Result<Vec<T>> {
         let size = std::mem::size_of::<T>();
         let bytes = self.size_bytes_packed();
         if size == 0 || !bytes.is_multiple_of(size) {
@@ -432,8 +432,10 @@ impl Image {
                 "an image of {bytes} bytes is not a whole number of {size}-byte values"
             )));
         }
-        let mut out = vec![T::default(); bytes / size];
-        self.read_all(queue, &mut out, wait)?;
+        // SAFETY: `Pod` promises every bit pattern, all-zero included, is a valid `T`.
+        let zero: T = unsafe { std::mem::zeroed() };
+        let mut out = vec![zero; bytes / size];
+        self.read(queue, &mut out[..], &[])?;
         Ok(out)
     }
 
@@ -456,21 +458,24 @@ impl Image {
         Ok(())
     }
 
-    /// Fills `region` at `origin` with one color (PyOpenCL's `enqueue_fill_image`; OpenCL 1.2).
+    /// Fills the whole image, or `o.rect`'s region at its destination origin, with one color,
+    /// after `o`'s events (PyOpenCL's `enqueue_fill_image`; OpenCL 1.2).
     ///
     /// # Errors
     ///
     /// [`Error::Unsupported`] before 1.2; [`Error::InvalidArgument`] for a color type that does
-    /// not match the channel type (PyOpenCL passes any 16 bytes) or an unknown channel type;
-    /// coordinates as [`Image::write`]; [`Error::Cl`] from `clEnqueueFillImage`.
-    pub fn fill(
+    /// not match the channel type (PyOpenCL passes any 16 bytes), an unknown channel type, or
+    /// offsets in `o`; coordinates as [`Image::write`]; [`Error::Cl`] from `clEnqueueFillImage`.
+    pub fn fill<'a>(
         &self,
         queue: &Queue,
         color: FillColor,
-        origin: &[usize],
-        region: &[usize],
-        wait: &[&Event],
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
+        let o = o.into();
+        let wait = o.wait;
+        no_offsets(&o, "an image fill")?;
+        let (origin, region) = self.image_side(&o, false);
         queue
             .context()
             .require_platform_version(Version::V1_2, "clEnqueueFillImage")?;
@@ -500,7 +505,7 @@ impl Image {
             )));
         }
         self.check_queue(queue)?;
-        let (o, r) = coords(self.extent(), origin, region)?;
+        let (o, r) = coords(self.extent(), &origin, &region)?;
         let bytes = color.bytes();
         let uses = [(self.tracked(), None, Access::Write)];
         enqueue_tracked(queue, wait, &uses, |list| {
@@ -524,7 +529,7 @@ impl Image {
     /// [`Error::InvalidArgument`] for different formats or malformed coordinates;
     /// [`Error::OutOfBounds`] for a region outside either image (all checked first);
     /// [`Error::Cl`] from `clEnqueueCopyImage`.
-    pub fn copy_to_image(
+    pub(crate) fn copy_to_image(
         &self,
         queue: &Queue,
         dst: &Image,
@@ -564,9 +569,9 @@ impl Image {
     ///
     /// # Errors
     ///
-    /// Coordinates as [`Image::copy_to_image`]; [`Error::OutOfBounds`] when the packed region does
+    /// Coordinates as an image-to-image copy; [`Error::OutOfBounds`] when the packed region does
     /// not fit the buffer from `dst_offset` (checked first); [`Error::Cl`] from the call.
-    pub fn copy_to_buffer(
+    pub(crate) fn copy_to_buffer(
         &self,
         queue: &Queue,
         dst: &Buffer,
@@ -612,8 +617,8 @@ impl Image {
     ///
     /// # Errors
     ///
-    /// As [`Image::copy_to_buffer`].
-    pub fn copy_from_buffer(
+    /// As an image-to-buffer copy.
+    pub(crate) fn copy_from_buffer(
         &self,
         queue: &Queue,
         src: &Buffer,
@@ -664,76 +669,130 @@ impl Image {
     }
 }
 
-// Whole-image forms of `crate::enqueue_copy` (PyOpenCL's `enqueue_copy` with images, whose
-// origin and region default to the whole image here): image from image (same extent), image from
-// host slice, host slice from image, buffer from image and image from buffer (at the buffer-side
-// offset of `CopyOptions`). 1-D images work too (PyOpenCL refuses them). Regions go through the
-// `Image` methods.
-
-/// Refuses image-side offsets and byte counts, which whole-image copies do not take.
-fn whole_image_options(o: &CopyOptions, image_side_offset: usize, what: &str) -> Result<()> {
-    if image_side_offset != 0 || o.byte_count.is_some() {
+/// An image takes no byte offset (its place is the rectangle's origin): refused on the image side.
+fn no_image_offset(offset: usize, what: &str) -> Result<()> {
+    if offset != 0 {
         return Err(Error::InvalidArgument(format!(
-            "enqueue_copy with an image copies the whole image: {what} takes no image-side offset \
-             or byte count (use the Image methods for regions)"
+            "{what}: an image takes no byte offset (its place is the rectangle's origin)"
         )));
     }
     Ok(())
 }
 
+/// Refuses offsets and a byte count where `what` takes none.
+fn no_offsets(o: &Transfer<'_>, what: &str) -> Result<()> {
+    no_image_offset(o.src_offset | o.dst_offset, what)?;
+    if o.byte_count.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} takes no byte count"
+        )));
+    }
+    Ok(())
+}
+
+/// The host bytes a write moves: from `o.src_offset`, `o.byte_count` bytes or the rest.
+fn host_part<'b>(bytes: &'b [u8], o: &Transfer<'_>) -> Result<&'b [u8]> {
+    no_image_offset(o.dst_offset, "an image write")?;
+    let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+    Ok(&bytes[a..b])
+}
+
+/// The host bytes a read fills: from `o.dst_offset`, `o.byte_count` bytes or the rest.
+fn host_part_mut<'b>(bytes: &'b mut [u8], o: &Transfer<'_>) -> Result<&'b mut [u8]> {
+    no_image_offset(o.src_offset, "an image read")?;
+    let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+    Ok(&mut bytes[a..b])
+}
+
+/// Refuses host pitches in a rectangle of a device-side copy (no side of it is host memory).
+fn no_pitches(o: &Transfer<'_>, what: &str) -> Result<()> {
+    if o.rect
+        .is_some_and(|r| r.src_pitches != [0; 2] || r.dst_pitches != [0; 2])
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{what} takes no pitches (buffer sides are tightly packed)"
+        )));
+    }
+    Ok(())
+}
+
+// `crate::enqueue_copy` with images (PyOpenCL's `enqueue_copy` with images): image from image,
+// image from host slice, host slice from image, buffer from image and image from buffer. The
+// image side is the whole image, or the rectangle of the `Transfer` (origins and region in
+// pixels); the buffer side starts at the `Transfer`'s buffer-side byte offset, tightly packed.
+// 1-D images work too (PyOpenCL refuses them).
+
 impl CopyPair for (&Image, &Image) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
         let (dst, src) = self;
-        whole_image_options(&o, o.src_offset | o.dst_offset, "image from image")?;
-        if dst.extent() != src.extent() {
-            return Err(Error::InvalidArgument(format!(
-                "whole-image copy between different extents: {:?} from {:?}",
-                dst.extent(),
-                src.extent()
-            )));
-        }
-        src.copy_to_image(queue, dst, &[], &[], &src.extent(), wait)
+        no_offsets(&o, "an image-to-image copy")?;
+        no_pitches(&o, "an image-to-image copy")?;
+        let Some(r) = o.rect else {
+            if dst.extent() != src.extent() {
+                return Err(Error::InvalidArgument(format!(
+                    "whole-image copy between different extents: {:?} from {:?}",
+                    dst.extent(),
+                    src.extent()
+                )));
+            }
+            return src.copy_to_image(queue, dst, &[], &[], &src.extent(), o.wait);
+        };
+        src.copy_to_image(queue, dst, &r.src_origin, &r.dst_origin, &r.region, o.wait)
     }
 }
 
 impl<T: Pod> CopyPair for (&Image, &[T]) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        whole_image_options(&o, o.src_offset | o.dst_offset, "image from host")?;
-        self.0.write_all(queue, self.1, wait)
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        self.0.write(queue, self.1, o)
     }
 }
 
 impl<T: Pod> CopyPair for (&mut [T], &Image) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        whole_image_options(&o, o.src_offset | o.dst_offset, "host from image")?;
-        self.1.read_all(queue, self.0, wait)
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        self.1.read(queue, self.0, o)
     }
 }
 
 impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        whole_image_options(&o, o.src_offset, "buffer from image")?;
-        self.1.copy_to_buffer(
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        let image = self.1;
+        no_image_offset(o.src_offset, "a buffer-from-image copy")?;
+        no_pitches(&o, "a buffer-from-image copy")?;
+        if o.byte_count.is_some() {
+            return Err(Error::InvalidArgument(
+                "a buffer-from-image copy takes no byte count (the region sets it)".into(),
+            ));
+        }
+        let (origin, region) = image.image_side(&o, true);
+        image.copy_to_buffer(
             queue,
             self.0.as_buffer(),
-            &[],
-            &self.1.extent(),
+            &origin,
+            &region,
             o.dst_offset,
-            wait,
+            o.wait,
         )
     }
 }
 
 impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&Image, &B) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        whole_image_options(&o, o.dst_offset, "image from buffer")?;
-        self.0.copy_from_buffer(
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        let image = self.0;
+        no_image_offset(o.dst_offset, "an image-from-buffer copy")?;
+        no_pitches(&o, "an image-from-buffer copy")?;
+        if o.byte_count.is_some() {
+            return Err(Error::InvalidArgument(
+                "an image-from-buffer copy takes no byte count (the region sets it)".into(),
+            ));
+        }
+        let (origin, region) = image.image_side(&o, false);
+        image.copy_from_buffer(
             queue,
             self.1.as_buffer(),
             o.src_offset,
-            &[],
-            &self.0.extent(),
-            wait,
+            &origin,
+            &region,
+            o.wait,
         )
     }
 }

@@ -10,9 +10,9 @@ use cl_raw::{event as raw, sys, ClError};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::worker::Place;
-use crate::raw_handle::RawHandle;
 pub(crate) mod future;
 
 use self::future::{EventFuture, Waiters};

@@ -12,12 +12,12 @@ use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, Version};
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::program::Program;
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{arg_memory, enqueue_tracked, is_done, Access, ArgMemory, Use};
-use crate::raw_handle::RawHandle;
 use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.

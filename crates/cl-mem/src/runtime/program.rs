@@ -8,10 +8,10 @@ use cl_raw::object::{self, Object};
 use cl_raw::{program as raw, sys, ClError};
 
 use crate::error::{Error, Result};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::kernel::Kernel;
-use crate::raw_handle::RawHandle;
 
 /// The build option that makes argument information available to [`Kernel`]'s checks.
 const KERNEL_ARG_INFO: &str = "-cl-kernel-arg-info";

@@ -7,10 +7,10 @@ use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
 use crate::runtime::event::{checked_list, Event};
-use crate::raw_handle::RawHandle;
 
 /// Builds a [`Queue`]: `Queue::builder(&ctx, &dev).out_of_order(true).profiling(true).build()`.
 #[derive(Debug)]
@@ -162,7 +162,8 @@ impl Queue {
             Ok(Queue::new(context, device)?.into_raw())
         })?;
         // SAFETY: a live queue the cache holds a reference to; the wrapper takes its own.
-        unsafe { cl_raw::object::retain(cl_raw::object::Object::Queue, raw) }.map_err(Error::cl("clRetainCommandQueue"))?;
+        unsafe { cl_raw::object::retain(cl_raw::object::Object::Queue, raw) }
+            .map_err(Error::cl("clRetainCommandQueue"))?;
         Ok(Queue {
             _live: crate::runtime::live::Live::new(),
             raw,

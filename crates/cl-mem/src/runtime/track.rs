@@ -31,9 +31,9 @@ use cl_raw::sys;
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::{Event, EventStatus};
 use crate::runtime::queue::Queue;
-use crate::raw_handle::RawHandle;
 
 /// How many records pass between two prunings of completed commands of other queues.
 const PRUNE_EVERY: u32 = 16;

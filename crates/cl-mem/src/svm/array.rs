@@ -12,11 +12,11 @@ use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 use crate::buffer::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
 use crate::pod::Pod;
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::{Event, EventStatus};
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::Hold;
-use crate::raw_handle::RawHandle;
 
 use super::core::{exclusive, require_in_order, require_svm, sealed, Core};
 use super::SvmPointer;
@@ -30,7 +30,7 @@ use super::{Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmMemFlags, SvmOp
 /// argument keeps the memory alive (the free waits until the kernel drops or the argument is
 /// replaced).
 ///
-/// Host access: maps for every grain ([`SvmArray::map_rw`], [`SvmArray::with_map_ro`], ...),
+/// Host access: maps for every grain ([`SvmArray::map`], [`SvmArray::with_map`]),
 /// plus [`SvmArray::as_slice`] / [`SvmArray::as_mut_slice`] for [`Fine`] and [`System`].
 pub struct SvmArray<T: Pod, G: Grain = Coarse> {
     pub(crate) core: Arc<Core>,

@@ -10,11 +10,11 @@ use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, svm as raw_svm, sys, Version};
 
 use crate::error::{Error, Result};
+use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::device::SvmCapabilities;
 use crate::runtime::event::{raw_list, Event, EventStatus};
 use crate::runtime::queue::Queue;
-use crate::raw_handle::RawHandle;
 
 bitflags! {
     /// `cl_svm_mem_flags` (PyOpenCL's `svm_mem_flags`), as [`super::SvmArray::flags`] reports

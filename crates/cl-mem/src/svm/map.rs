@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut, Range};
+use std::ops::{Bound, Deref, DerefMut, Range, RangeBounds};
 use std::sync::Arc;
 
 use cl_raw::{queue as raw_queue, sys};
@@ -12,11 +12,12 @@ use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
 #[cfg(feature = "ndarray")]
 use crate::buffer::array::{view_of, view_of_mut};
+use crate::buffer::map::MapMode;
 use crate::error::{Error, Result};
 use crate::pod::Pod;
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::{raw_list, Event};
 use crate::runtime::queue::Queue;
-use crate::raw_handle::RawHandle;
 
 use super::core::Core;
 use super::{Grain, SvmArray};
@@ -303,72 +304,75 @@ impl<'a, T: Pod> SvmMapMut<'a, T> {
     }
 }
 
+impl<'a, T: Pod> SvmMapMut<'a, T> {
+    /// The same mapping, read-only (a map made with `CL_MAP_READ` only).
+    pub(crate) fn into_read_only(self) -> SvmMap<'a, T> {
+        SvmMap {
+            mapping: self.mapping,
+            ptr: self.ptr.cast_const(),
+            len: self.len,
+            _borrow: PhantomData,
+        }
+    }
+}
+
 impl<T: Pod, G: Grain> SvmArray<T, G> {
-    /// Maps the whole allocation for reading (PyOpenCL's `map_ro`), blocking, after every queue
-    /// that used it.
+    /// Maps `range` (in values, `..` for all; PyOpenCL's `map_ro` / `map_rw`), blocking, after
+    /// every queue that used it. The mode picks the guard: [`ReadOnly`](crate::ReadOnly) gives
+    /// an [`SvmMap`] (`&[T]`), [`MapFlags`](crate::MapFlags) with a write flag an [`SvmMapMut`]
+    /// (`&mut [T]`). An empty range calls nothing. (PyOpenCL's `map` validates its `size` and
+    /// then maps everything; this maps what was asked.)
     ///
     /// # Errors
     ///
-    /// [`Error::SvmInUse`] while a kernel holds it as an argument; [`Error::InvalidArgument`] for
-    /// a queue of another context; [`Error::Cl`] from the markers or `clEnqueueSVMMap`.
-    pub fn map_ro(&mut self, queue: &Queue) -> Result<SvmMap<'_, T>> {
-        let len = self.len();
-        self.map_ro_range(queue, 0..len)
+    /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
+    /// context or writable flags without a write flag (checked first); [`Error::SvmInUse`] while
+    /// a kernel holds it as an argument; [`Error::Cl`] from the markers or `clEnqueueSVMMap`.
+    pub fn map<M: MapMode>(
+        &mut self,
+        queue: &Queue,
+        mode: M,
+        range: impl RangeBounds<usize>,
+    ) -> Result<M::SvmGuard<'_, T>> {
+        let flags = mode.flags()?;
+        let range = values(range, self.len())?;
+        let parts = map_core(&self.core, self.len(), queue, range, flags.bits())?;
+        Ok(M::svm_guard(SvmMapMut::from_parts(parts)))
     }
 
-    /// Maps `range` (in values) for reading; an empty range calls nothing. (PyOpenCL's `map`
-    /// validates its `size` and then maps everything; this maps what was asked.)
+    /// Runs `f` on the slice of a map of `range` as [`SvmArray::map`] makes it (`&[T]` for
+    /// [`ReadOnly`](crate::ReadOnly), `&mut [T]` for writable flags), then unmaps (the scope form:
+    /// nothing can be forgotten).
     ///
     /// # Errors
     ///
-    /// [`Error::OutOfBounds`] past the end (checked first), then as [`SvmArray::map_ro`].
-    pub fn map_ro_range(&mut self, queue: &Queue, range: Range<usize>) -> Result<SvmMap<'_, T>> {
-        let parts = map_core(&self.core, self.len(), queue, range, sys::CL_MAP_READ)?;
-        Ok(SvmMap::from_parts(parts))
-    }
-
-    /// Maps the whole allocation for reading and writing (PyOpenCL's `map_rw`).
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::map_ro`].
-    pub fn map_rw(&mut self, queue: &Queue) -> Result<SvmMapMut<'_, T>> {
-        let len = self.len();
-        self.map_rw_range(queue, 0..len)
-    }
-
-    /// Maps `range` (in values) for reading and writing.
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::map_ro_range`].
-    pub fn map_rw_range(&mut self, queue: &Queue, range: Range<usize>) -> Result<SvmMapMut<'_, T>> {
-        let flags = sys::CL_MAP_READ | sys::CL_MAP_WRITE;
-        let parts = map_core(&self.core, self.len(), queue, range, flags)?;
-        Ok(SvmMapMut::from_parts(parts))
-    }
-
-    /// Runs `f` on a read-only map and unmaps (the scope form: nothing can be forgotten).
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::map_ro`], plus [`Error::Cl`] from the unmap.
-    pub fn with_map_ro<R>(&mut self, queue: &Queue, f: impl FnOnce(&[T]) -> R) -> Result<R> {
-        let map = self.map_ro(queue)?;
-        let r = f(&map);
-        map.release()?;
+    /// As [`SvmArray::map`], plus [`Error::Cl`] from the unmap.
+    pub fn with_map<M: MapMode, R>(
+        &mut self,
+        queue: &Queue,
+        mode: M,
+        range: impl RangeBounds<usize>,
+        f: impl for<'s> FnOnce(M::Slice<'s, T>) -> R,
+    ) -> Result<R> {
+        let mut map = self.map(queue, mode, range)?;
+        let r = f(M::svm_slice(&mut map));
+        M::svm_release(map)?;
         Ok(r)
     }
+}
 
-    /// Runs `f` on a read-write map and unmaps.
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::with_map_ro`].
-    pub fn with_map_rw<R>(&mut self, queue: &Queue, f: impl FnOnce(&mut [T]) -> R) -> Result<R> {
-        let mut map = self.map_rw(queue)?;
-        let r = f(&mut map);
-        map.release()?;
-        Ok(r)
-    }
+/// A range of values as `start..end` (unbounded ends: 0 and `len`); bounds are `map_core`'s.
+fn values(range: impl RangeBounds<usize>, len: usize) -> Result<Range<usize>> {
+    let overflow = || Error::InvalidArgument("an SVM map range overflows usize".into());
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1).ok_or_else(overflow)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1).ok_or_else(overflow)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    Ok(start..end)
 }

@@ -10,11 +10,11 @@
 //! | [`SvmOptions`], [`SvmAccess`], [`SvmMemFlags`] | `cl_svm_mem_flags`, alignment | `flags`, `alignment` |
 //! | [`svm_empty`], [`csvm_empty`], [`fsvm_empty`] and `_like` | — | same names |
 //! | [`SystemSvm<T>`] (= `SvmArray<T, System>`), [`svm_from_vec`] | host memory used as SVM | `SVM(ndarray)` |
-//! | [`SvmMap`], [`SvmMapMut`], `with_map_ro` / `with_map_rw` | `clEnqueueSVMMap` / `clEnqueueSVMUnmap` | `SVMMap`, `map_ro`, `map_rw` |
+//! | [`SvmArray::map`], [`SvmArray::with_map`] ([`SvmMap`], [`SvmMapMut`]) | `clEnqueueSVMMap` / `clEnqueueSVMUnmap` | `SVMMap`, `map_ro`, `map_rw` |
 //! | [`SvmBufferView`] | `clCreateBuffer(USE_HOST_PTR, svm_ptr)` | `SVMPointer.as_buffer` |
-//! | [`SvmArray::fill`], [`SvmArray::fill_bytes`] | `clEnqueueSVMMemFill` | `enqueue_svm_memfill`, `enqueue_fill` |
-//! | [`SvmArray::write`], [`SvmArray::read`], [`SvmArray::copy_from`], [`enqueue_svm_memcpy`] | `clEnqueueSVMMemcpy` | `enqueue_copy` with SVM |
-//! | [`SvmArray::migrate`], [`enqueue_svm_migrate`] | `clEnqueueSVMMigrateMem` (2.1) | `enqueue_svm_migratemem` |
+//! | [`SvmArray::fill`] | `clEnqueueSVMMemFill` | `enqueue_svm_memfill`, `enqueue_fill` |
+//! | [`SvmArray::write`], [`SvmArray::read`], [`crate::enqueue_copy`], [`enqueue_svm_memcpy`] | `clEnqueueSVMMemcpy` | `enqueue_copy` with SVM |
+//! | [`enqueue_svm_migrate`] | `clEnqueueSVMMigrateMem` (2.1) | `enqueue_svm_migratemem` |
 //! | `KernelArg` for [`SvmArray`], [`SvmArgAt`], [`SvmBufferView`] | `clSetKernelArgSVMPointer` | SVM kernel arguments |
 //!
 //! # Release ordering (the point of this module)
@@ -53,7 +53,7 @@
 //!
 //! ```no_run
 //! use cl_mem::svm::{csvm_empty, fsvm_empty};
-//! use cl_mem::{Context, Device, Platform, Program, Queue};
+//! use cl_mem::{Context, Device, MapFlags, Platform, Program, Queue, ReadOnly};
 //!
 //! # fn main() -> cl_mem::Result<()> {
 //! let device: Device = Platform::list()?[0].devices()?[0];
@@ -66,12 +66,14 @@
 //! )?;
 //!
 //! let mut a = csvm_empty::<f32>(&queue, 1024)?; // coarse grain: host access through maps
-//! a.with_map_rw(&queue, |s| s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32))?;
+//! a.with_map(&queue, MapFlags::WRITE, .., |s| {
+//!     s.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32)
+//! })?;
 //! let mut kernel = program.kernel("twice")?;
 //! kernel.set_arg(0, &a)?;
 //! kernel.enqueue_nd_range(&queue, &[1024], None, &[])?;
 //! drop(kernel); // the kernel held the allocation; host access waits for that
-//! a.with_map_ro(&queue, |s| assert_eq!(s[3], 6.0))?;
+//! a.with_map(&queue, ReadOnly, .., |s| assert_eq!(s[3], 6.0))?;
 //!
 //! let mut f = fsvm_empty::<u32>(&queue, 16)?; // fine grain: direct host access
 //! f.as_mut_slice()?.fill(7);
@@ -128,11 +130,11 @@ pub trait SvmPointer: self::core::sealed::Sealed {
     /// `"fine-grain system SVM"`.
     fn grain_name(&self) -> &'static str;
 
-    /// Maps all bytes for reading (the untyped `map_ro`; typed: [`SvmArray::map_ro`]).
+    /// Maps all bytes for reading (the untyped `map_ro`; typed: [`SvmArray::map`]).
     ///
     /// # Errors
     ///
-    /// As [`SvmArray::map_ro`].
+    /// As [`SvmArray::map`].
     fn map_ro_bytes(&mut self, queue: &Queue) -> Result<SvmMap<'_, u8>> {
         let size = self.size_bytes();
         let parts = map::map_core(self.core(), size, queue, 0..size, sys::CL_MAP_READ)?;
@@ -143,7 +145,7 @@ pub trait SvmPointer: self::core::sealed::Sealed {
     ///
     /// # Errors
     ///
-    /// As [`SvmArray::map_ro`].
+    /// As [`SvmArray::map`].
     fn map_rw_bytes(&mut self, queue: &Queue) -> Result<SvmMapMut<'_, u8>> {
         let size = self.size_bytes();
         let flags = sys::CL_MAP_READ | sys::CL_MAP_WRITE;

@@ -11,18 +11,18 @@ use std::ops::Range;
 use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
-use crate::buffer::transfer::{CopyOptions, CopyPair};
+use crate::buffer::transfer::{host_range, CopyPair, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
-use crate::pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::pod::Pod;
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
-use crate::raw_handle::RawHandle;
 
 use super::core::Core;
 use super::{Grain, SvmArray, SvmPointer};
 
 bitflags! {
-    /// `cl_mem_migration_flags` for [`SvmArray::migrate`] and [`enqueue_svm_migrate`].
+    /// `cl_mem_migration_flags` for [`enqueue_svm_migrate`].
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct SvmMigrateFlags: sys::cl_mem_migration_flags {
         /// `CL_MIGRATE_MEM_OBJECT_HOST`: to the host instead of the queue's device.
@@ -230,94 +230,73 @@ pub fn enqueue_svm_migrate(
 }
 
 impl<T: Pod, G: Grain> SvmArray<T, G> {
-    /// Fills every value with `value` (non-blocking). `size_of::<T>()` must be a power of two up
-    /// to 128 (`clEnqueueSVMMemFill`'s pattern sizes).
+    /// Fills with copies of `pattern` (its bytes: `&[value]`, an array, a byte slice;
+    /// non-blocking) after `o`'s events: the whole allocation by default, or `o.byte_count` bytes
+    /// (default: the rest) at `o.dst_offset`. The pattern's size must be a power of two up to 128
+    /// (`clEnqueueSVMMemFill`'s pattern sizes).
     ///
     /// # Errors
     ///
-    /// As [`SvmArray::fill_bytes`].
-    pub fn fill(&self, queue: &Queue, value: T, wait: &[&Event]) -> Result<Event> {
-        let len = self.len();
-        self.fill_range(queue, value, 0..len, wait)
-    }
-
-    /// Fills the values in `range` (non-blocking).
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::fill_bytes`].
-    pub fn fill_range(
+    /// Checked first: [`Error::InvalidArgument`] for such a pattern size, a queue of another
+    /// context, or a rectangle or source offset in `o`; [`Error::Misaligned`] for an offset or
+    /// count that is not a multiple of the pattern; [`Error::OutOfBounds`] past the end. Then
+    /// [`Error::Cl`] from `clEnqueueSVMMemFill`.
+    pub fn fill<'a, P: HostData + ?Sized>(
         &self,
         queue: &Queue,
-        value: T,
-        range: Range<usize>,
-        wait: &[&Event],
+        pattern: &P,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
-        let elem = std::mem::size_of::<T>();
-        let count = range
-            .end
-            .checked_sub(range.start)
-            .ok_or(Error::OutOfBounds {
-                what: "SVM fill",
-                offset: range.start.saturating_mul(elem),
-                len: 0,
-                size: self.size_bytes(),
-            })?;
-        self.fill_bytes(
+        let o = o.into();
+        o.no_rect("an SVM fill")?;
+        if o.src_offset != 0 {
+            return Err(Error::InvalidArgument(
+                "a fill has no source offset (the pattern is the source)".into(),
+            ));
+        }
+        let count = o
+            .byte_count
+            .unwrap_or_else(|| self.size_bytes().saturating_sub(o.dst_offset));
+        fill_bytes_core(
+            &self.core,
             queue,
-            bytes_of(&value),
-            range.start.saturating_mul(elem),
-            count.saturating_mul(elem),
-            wait,
+            pattern.host_slice()?,
+            o.dst_offset,
+            count,
+            o.wait,
         )
     }
 
-    /// Repeats `pattern` over `byte_count` bytes from `offset_bytes` (non-blocking;
-    /// PyOpenCL's `enqueue_svm_memfill`, except that the byte count is honoured: PyOpenCL always
-    /// fills the whole allocation). A zero count returns a marker.
+    /// Blocking copy of `src` (host memory: [`HostData`]) into the allocation at `o.dst_offset`
+    /// bytes (`o.src_offset` and `o.byte_count` pick part of `src`), after `o`'s events. Offsets
+    /// and count are whole values of `T`.
     ///
     /// # Errors
     ///
-    /// Checked first: [`Error::InvalidArgument`] for a queue of another context or a pattern
-    /// length that is not 1, 2, 4, ..., 128; [`Error::Misaligned`] when the offset, count or
-    /// address is not a multiple of the pattern length; [`Error::OutOfBounds`] past the end.
-    /// Then [`Error::Cl`] from `clEnqueueSVMMemFill`.
-    pub fn fill_bytes(
+    /// [`Error::Misaligned`] for an offset or count that is not a whole number of values,
+    /// [`Error::OutOfBounds`] past the end of either side, [`Error::InvalidArgument`] for a
+    /// queue of another context or a rectangle (checked first); [`Error::Cl`] from
+    /// `clEnqueueSVMMemcpy`.
+    pub fn write<'a, S: HostData + ?Sized>(
         &self,
         queue: &Queue,
-        pattern: &[u8],
-        offset_bytes: usize,
-        byte_count: usize,
-        wait: &[&Event],
+        src: &S,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
-        fill_bytes_core(&self.core, queue, pattern, offset_bytes, byte_count, wait)
-    }
-
-    /// Blocking host-to-SVM copy of `data` to value `offset`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a queue of another context, [`Error::OutOfBounds`] past
-    /// the end (checked first); [`Error::Cl`] from `clEnqueueSVMMemcpy`.
-    pub fn write(
-        &self,
-        queue: &Queue,
-        offset: usize,
-        data: &[T],
-        wait: &[&Event],
-    ) -> Result<Event> {
+        let o = o.into();
+        in_elements::<T>(&o)?;
         self.core.check_queue(queue)?;
-        let elem = std::mem::size_of::<T>();
-        let bytes = slice_as_bytes(data);
-        let off = offset.saturating_mul(elem);
+        let bytes = src.host_slice()?;
+        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+        let bytes = &bytes[a..b];
+        let off = o.dst_offset;
         check_range("SVM write", off, bytes.len(), self.size_bytes())?;
         if bytes.is_empty() {
-            return queue.enqueue_marker(wait);
+            return queue.enqueue_marker(o.wait);
         }
         self.core.unmap_leftovers()?;
-        // SAFETY: a 2.0+ platform; the destination range lies in the live allocation; the copy
-        // is blocking, so `data` is only read during the call; `data` cannot alias this
-        // allocation (a host reference into it needs `&mut self`).
+        // SAFETY: valid queue and allocation of one context (checked); the range is inside the
+        // allocation (checked); blocking, so `bytes` is read only during the call.
         let raw = unsafe {
             raw_queue::enqueue_svm_memcpy(
                 queue.as_raw(),
@@ -325,37 +304,39 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
                 offset_ptr(self.core.ptr(), off),
                 bytes.as_ptr().cast::<c_void>(),
                 bytes.len(),
-                &checked_list(queue, wait)?,
+                &checked_list(queue, o.wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
         adopt(raw).finished_if(true)
     }
 
-    /// Blocking SVM-to-host copy into `out` from value `offset`.
+    /// Blocking copy from the allocation at `o.src_offset` bytes into `dst` (host memory:
+    /// [`HostDataMut`]; `o.dst_offset` and `o.byte_count` pick part of it), after `o`'s events.
     ///
     /// # Errors
     ///
     /// As [`SvmArray::write`].
-    pub fn read(
+    pub fn read<'a, D: HostDataMut + ?Sized>(
         &self,
         queue: &Queue,
-        offset: usize,
-        out: &mut [T],
-        wait: &[&Event],
+        dst: &mut D,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
+        let o = o.into();
+        in_elements::<T>(&o)?;
         self.core.check_queue(queue)?;
-        let elem = std::mem::size_of::<T>();
-        let off = offset.saturating_mul(elem);
-        let bytes = slice_as_bytes_mut(out);
+        let bytes = dst.host_slice_mut()?;
+        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+        let bytes = &mut bytes[a..b];
+        let off = o.src_offset;
         check_range("SVM read", off, bytes.len(), self.size_bytes())?;
         if bytes.is_empty() {
-            return queue.enqueue_marker(wait);
+            return queue.enqueue_marker(o.wait);
         }
         self.core.unmap_leftovers()?;
-        // SAFETY: a 2.0+ platform; the source range lies in the live allocation; blocking, so
-        // `out` is written only during the call through our exclusive borrow, and it cannot
-        // alias this allocation (that needs `&mut self`).
+        // SAFETY: as in `write`; `bytes` is written only during the call, through our exclusive
+        // borrow.
         let raw = unsafe {
             raw_queue::enqueue_svm_memcpy(
                 queue.as_raw(),
@@ -363,54 +344,17 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
                 bytes.as_mut_ptr().cast::<c_void>(),
                 offset_ptr(self.core.ptr(), off).cast_const(),
                 bytes.len(),
-                &checked_list(queue, wait)?,
+                &checked_list(queue, o.wait)?,
             )
         }
         .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
         adopt(raw).finished_if(true)
     }
-
-    /// Copies all of `src` (same length, any grain) into `self` on the device (non-blocking).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when the lengths differ (as PyOpenCL: "sizes of source and
-    /// destination buffer do not match") or the queue is of another context; [`Error::Cl`]
-    /// from `clEnqueueSVMMemcpy`.
-    pub fn copy_from<G2: Grain>(
-        &self,
-        queue: &Queue,
-        src: &SvmArray<T, G2>,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        if src.len() != self.len() {
-            return Err(Error::InvalidArgument(format!(
-                "SVM copy of {} values into {}: sizes of source and destination do not match",
-                src.len(),
-                self.len()
-            )));
-        }
-        copy_core(
-            queue,
-            (&self.core, 0),
-            (&src.core, 0),
-            self.size_bytes(),
-            wait,
-        )
-    }
-
-    /// Migrates the whole allocation to the queue's device or the host (OpenCL 2.1).
-    ///
-    /// # Errors
-    ///
-    /// As [`enqueue_svm_migrate`].
-    pub fn migrate(&self, queue: &Queue, flags: SvmMigrateFlags, wait: &[&Event]) -> Result<Event> {
-        enqueue_svm_migrate(queue, &[self], flags, wait)
-    }
 }
 
-/// Byte offsets and count of [`CopyOptions`] in whole `T`s, for the SVM pairs of `enqueue_copy`.
-fn in_elements<T>(o: CopyOptions) -> Result<(usize, usize, Option<usize>)> {
+/// Byte offsets and count of `o` in whole values of `T`.
+fn in_elements<T>(o: &Transfer<'_>) -> Result<(usize, usize, Option<usize>)> {
+    o.no_rect("an SVM copy")?;
     let elem = std::mem::size_of::<T>().max(1);
     let whole = |what: &'static str, v: usize| {
         if v.is_multiple_of(elem) {
@@ -432,41 +376,50 @@ fn in_elements<T>(o: CopyOptions) -> Result<(usize, usize, Option<usize>)> {
     ))
 }
 
-/// The host values `[offset, offset + count)` of a slice of `len` (the rest of it for `None`).
+/// The values of a host side of `len` values that a copy moves.
 fn host_part(len: usize, offset: usize, count: Option<usize>) -> Result<Range<usize>> {
     let count = count.unwrap_or_else(|| len.saturating_sub(offset));
     check_range("host slice", offset, count, len)?;
     Ok(offset..offset + count)
 }
 
-// `enqueue_copy` with SVM, as PyOpenCL's `enqueue_copy` takes it: host -> SVM, SVM -> host,
-// SVM -> SVM (blocking, as every host pair is; offsets and counts in bytes, whole `T`s).
 impl<T: Pod, G: Grain> CopyPair for (&SvmArray<T, G>, &[T]) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        let (src, dst, count) = in_elements::<T>(o)?;
-        let part = host_part(self.1.len(), src, count)?;
-        self.0.write(queue, dst, &self.1[part], wait)
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        self.0.write(queue, self.1, o)
     }
 }
 
 impl<T: Pod, G: Grain> CopyPair for (&mut [T], &SvmArray<T, G>) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        let (src, dst, count) = in_elements::<T>(o)?;
-        let part = host_part(self.0.len(), dst, count)?;
-        self.1.read(queue, src, &mut self.0[part], wait)
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        self.1.read(queue, self.0, o)
     }
 }
 
+/// Whole allocations of one length (use [`enqueue_svm_memcpy`] for offsets and counts).
 impl<T: Pod, G: Grain, G2: Grain> CopyPair for (&SvmArray<T, G>, &SvmArray<T, G2>) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        if o != CopyOptions::default() {
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        let (dst, src) = self;
+        if o.src_offset != 0 || o.dst_offset != 0 || o.byte_count.is_some() || o.rect.is_some() {
             return Err(Error::InvalidArgument(
                 "an SVM to SVM enqueue_copy copies whole allocations; use enqueue_svm_memcpy for \
                  offsets and counts"
                     .into(),
             ));
         }
-        self.0.copy_from(queue, self.1, wait)
+        if src.len() != dst.len() {
+            return Err(Error::InvalidArgument(format!(
+                "SVM copy of {} values into {}: sizes of source and destination do not match",
+                src.len(),
+                dst.len()
+            )));
+        }
+        copy_core(
+            queue,
+            (&dst.core, 0),
+            (&src.core, 0),
+            dst.size_bytes(),
+            o.wait,
+        )
     }
 }
 
@@ -474,27 +427,35 @@ impl<T: Pod, G: Grain, G2: Grain> CopyPair for (&SvmArray<T, G>, &SvmArray<T, G2
 // buffer's bytes are mapped, then copied with clEnqueueSVMMemcpy, then unmapped; the map is a
 // claim on the buffer's record like any other.
 impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&SvmArray<T, G>, &B) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        let (src, dst, count) = in_elements::<T>(o)?;
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        let (src, dst, count) = in_elements::<T>(&o)?;
         let buffer = self.1.as_buffer();
         let len = buffer.len_of::<T>();
         let part = host_part(len, src, count)?;
-        let map = buffer.map_read::<T>(queue, part, wait)?;
-        let ev = self.0.write(queue, dst, &map, &[])?;
+        let map = buffer.map::<T, _>(queue, crate::buffer::map::ReadOnly, part, o.wait)?;
+        let ev = self.0.write(
+            queue,
+            &*map,
+            Transfer::default().dst_offset(dst * std::mem::size_of::<T>()),
+        )?;
         map.unmap(&[])?.wait()?;
         Ok(ev)
     }
 }
 
 impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &SvmArray<T, G>) {
-    fn enqueue(self, queue: &Queue, o: CopyOptions, wait: &[&Event]) -> Result<Event> {
-        let (src, dst, count) = in_elements::<T>(o)?;
+    fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
+        let (src, dst, count) = in_elements::<T>(&o)?;
         let buffer = self.0.as_buffer();
         let len = buffer.len_of::<T>();
         let part = host_part(len, dst, count)?;
         let mut map =
-            buffer.map_mut::<T>(queue, crate::buffer::map::MapFlags::WRITE, part, wait)?;
-        let ev = self.1.read(queue, src, &mut map, &[])?;
+            buffer.map::<T, _>(queue, crate::buffer::map::MapFlags::WRITE, part, o.wait)?;
+        let ev = self.1.read(
+            queue,
+            &mut *map,
+            Transfer::default().src_offset(src * std::mem::size_of::<T>()),
+        )?;
         map.unmap(&[])?.wait()?;
         Ok(ev)
     }

@@ -7,15 +7,16 @@ use std::sync::Arc;
 
 use cl_raw::{mem as raw_mem, sys};
 
-use crate::buffer::transfer::{enqueue_read_buffer, enqueue_write_buffer};
+use crate::buffer::tracked::{enqueue_read_buffer, enqueue_write_buffer};
+use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
 use crate::memory::{release_in_drop, MemFlags};
-use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
+use crate::pod::Pod;
+use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::Hold;
-use crate::raw_handle::RawHandle;
 
 use super::core::Core;
 use super::{Grain, SvmArray};
@@ -116,21 +117,27 @@ impl SvmBufferView<'_> {
         check_range(what, offset, len, self.size)
     }
 
-    /// Blocking `clEnqueueReadBuffer` through the buffer into `out`, from `offset_bytes`.
+    /// Blocking `clEnqueueReadBuffer` through the buffer into `dst`, placed as
+    /// [`Buffer::read`](crate::Buffer::read) places it (`o.src_offset` in the view; no
+    /// rectangle).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a queue of another context, [`Error::OutOfBounds`] past
-    /// the end (checked first); [`Error::Cl`] from `clEnqueueReadBuffer`.
-    pub fn read<T: Pod>(
+    /// [`Error::InvalidArgument`] for a queue of another context or a rectangle,
+    /// [`Error::OutOfBounds`] past the end of either side (checked first); [`Error::Cl`] from
+    /// `clEnqueueReadBuffer`.
+    pub fn read<'a, D: HostDataMut + ?Sized>(
         &self,
         queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [T],
-        wait: &[&Event],
+        dst: &mut D,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
-        let out = slice_as_bytes_mut(out);
-        self.check(queue, "SVM buffer view read", offset_bytes, out.len())?;
+        let o = o.into();
+        o.no_rect("an SVM buffer view read")?;
+        let bytes = dst.host_slice_mut()?;
+        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+        let out = &mut bytes[a..b];
+        self.check(queue, "SVM buffer view read", o.src_offset, out.len())?;
         // SAFETY: a valid buffer and queue of one context; blocking, so `out` is written only
         // during the call through our exclusive borrow; in bounds (checked); `out` cannot alias
         // the SVM (host access to it needs `&mut` of the array this view borrows).
@@ -139,38 +146,42 @@ impl SvmBufferView<'_> {
                 queue,
                 self.raw,
                 true,
-                offset_bytes,
+                o.src_offset,
                 out.as_mut_ptr(),
                 out.len(),
-                wait,
+                o.wait,
             )
         }
     }
 
-    /// Blocking `clEnqueueWriteBuffer` of `data` through the buffer at `offset_bytes`.
+    /// Blocking `clEnqueueWriteBuffer` of `src` through the buffer, placed as
+    /// [`Buffer::write`](crate::Buffer::write) places it.
     ///
     /// # Errors
     ///
     /// As [`SvmBufferView::read`], with `clEnqueueWriteBuffer`.
-    pub fn write<T: Pod>(
+    pub fn write<'a, S: HostData + ?Sized>(
         &self,
         queue: &Queue,
-        offset_bytes: usize,
-        data: &[T],
-        wait: &[&Event],
+        src: &S,
+        o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
-        let data = slice_as_bytes(data);
-        self.check(queue, "SVM buffer view write", offset_bytes, data.len())?;
+        let o = o.into();
+        o.no_rect("an SVM buffer view write")?;
+        let bytes = src.host_slice()?;
+        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+        let data = &bytes[a..b];
+        self.check(queue, "SVM buffer view write", o.dst_offset, data.len())?;
         // SAFETY: as for `read`; `data` is only read during the blocking call.
         unsafe {
             enqueue_write_buffer(
                 queue,
                 self.raw,
                 true,
-                offset_bytes,
+                o.dst_offset,
                 data.as_ptr(),
                 data.len(),
-                wait,
+                o.wait,
             )
         }
     }

@@ -5,7 +5,7 @@ fn main() {}
 
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
-    let mut guard = buf.map_mut::<u8>(&queue, cl_mem::MapFlags::WRITE, .., &[]).unwrap();
+    let mut guard = buf.map::<u8, _>(&queue, cl_mem::MapFlags::WRITE, .., &[]).unwrap();
     let slice: &mut [u8] = &mut guard;
     std::mem::forget(guard);
     slice[0] = 1;

@@ -8,7 +8,7 @@ fn check(queue: Queue) {
     let guard;
     {
         let buf = Buffer::new(queue.context(), MemFlags::READ_WRITE, 64).unwrap();
-        guard = buf.map_read::<u8>(&queue, .., &[]).unwrap();
+        guard = buf.map::<u8, _>(&queue, cl_mem::ReadOnly, .., &[]).unwrap();
     }
     let _ = guard[0];
 }

@@ -8,7 +8,7 @@ fn check(buf: Buffer) {
     let guard;
     {
         let queue = Queue::new(buf.context(), &buf.context().devices()[0]).unwrap();
-        guard = buf.map_read::<u8>(&queue, .., &[]).unwrap();
+        guard = buf.map::<u8, _>(&queue, cl_mem::ReadOnly, .., &[]).unwrap();
     }
     let _ = guard[0];
 }

@@ -5,6 +5,6 @@ fn main() {}
 
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
-    let mut guard = buf.map_read::<u8>(&queue, .., &[]).unwrap();
+    let mut guard = buf.map::<u8, _>(&queue, cl_mem::ReadOnly, .., &[]).unwrap();
     guard[0] = 1;
 }

@@ -5,7 +5,7 @@ fn main() {}
 
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
-    let guard = buf.map_read::<u8>(&queue, .., &[]).unwrap();
+    let guard = buf.map::<u8, _>(&queue, cl_mem::ReadOnly, .., &[]).unwrap();
     let slice: &[u8] = &guard;
     drop(guard);
     let _ = slice[0];

@@ -7,7 +7,7 @@ fn main() {}
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
     let mut local = vec![0u8; 64];
-    let pending = buf.enqueue_read(&queue, 0, &mut local[..], &[]).unwrap();
+    let pending = buf.enqueue_read(&queue, &mut local[..], &[]).unwrap();
     drop(local);
     let _ = pending.wait();
 }

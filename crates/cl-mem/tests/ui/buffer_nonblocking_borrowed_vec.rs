@@ -6,5 +6,5 @@ fn main() {}
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
     let local = vec![0u8; 64];
-    let _pending = buf.enqueue_write(&queue, 0, &local, &[]).unwrap();
+    let _pending = buf.enqueue_write(&queue, &local, &[]).unwrap();
 }

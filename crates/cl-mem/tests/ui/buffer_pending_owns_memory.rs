@@ -6,7 +6,7 @@ fn main() {}
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
     let host = vec![0u8; 64];
-    let pending = buf.enqueue_read(&queue, 0, host, &[]).unwrap();
+    let pending = buf.enqueue_read(&queue, host, &[]).unwrap();
     let _ = host[0];
     let _ = pending.wait();
 }

@@ -6,6 +6,6 @@ fn main() {}
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
     let mut outside: Option<&mut [u32]> = None;
-    buf.with_map_mut::<u32, _>(&queue, .., |s| outside = Some(s)).unwrap();
+    buf.with_map::<u32, _, _>(&queue, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, .., |s| outside = Some(s)).unwrap();
     let _ = outside;
 }

@@ -5,6 +5,6 @@ fn main() {}
 
 #[allow(dead_code)]
 fn check(queue: Queue, buf: Buffer) {
-    let escaped = buf.with_map::<u8, _>(&queue, .., |s| s).unwrap();
+    let escaped = buf.with_map::<u8, _, _>(&queue, cl_mem::ReadOnly, .., |s| s).unwrap();
     let _ = escaped[0];
 }

@@ -5,7 +5,7 @@ use cl_mem::{Kernel, Queue};
 
 fn race(q: &Queue, k: &mut Kernel) -> cl_mem::Result<()> {
     let mut a = csvm_empty::<f32>(q, 4)?;
-    let mut m = a.map_rw(q)?;
+    let mut m = a.map(q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?;
     k.set_arg(0, &a)?;
     m[0] = 1.0;
     Ok(())

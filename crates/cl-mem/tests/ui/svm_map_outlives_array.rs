@@ -4,7 +4,7 @@ use cl_mem::Queue;
 
 fn escape(q: &Queue) -> cl_mem::Result<SvmMapMut<'static, f32>> {
     let mut a = csvm_empty::<f32>(q, 4)?;
-    let m = a.map_rw(q)?;
+    let m = a.map(q, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)?;
     Ok(m)
 }
 

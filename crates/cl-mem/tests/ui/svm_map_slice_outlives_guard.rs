@@ -5,7 +5,7 @@ use cl_mem::Queue;
 fn escape(q: &Queue) -> cl_mem::Result<()> {
     let mut a = csvm_empty::<f32>(q, 4)?;
     let slice: &[f32] = {
-        let m = a.map_ro(q)?;
+        let m = a.map(q, cl_mem::ReadOnly, ..)?;
         &m[..]
     };
     println!("{}", slice[0]);
