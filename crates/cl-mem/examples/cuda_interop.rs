@@ -182,8 +182,14 @@ fn bench(
 ) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n| size | host round trip | zero-copy hand-over (semaphores) | zero-copy hand-over (host waits) |");
     println!("| --- | --- | --- | --- |");
-    for mib in [1usize, 64, 1024] {
+    // `CUDA_INTEROP_MIB=64,1024` picks the sizes; progress goes to stderr, unbuffered.
+    let sizes: Vec<usize> = std::env::var("CUDA_INTEROP_MIB").map_or_else(
+        |_| vec![1, 64, 1024],
+        |v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
+    );
+    for mib in sizes {
         let bytes = mib << 20;
+        eprintln!("[{mib} MiB] allocating");
         let n = bytes / 4;
         let (shared, mut mem): (Buffer, CudaMemory<u32>) = cuda.alloc_shared(queue, n)?;
         let plain = Buffer::new(context, MemFlags::READ_WRITE, bytes)?;
@@ -199,6 +205,7 @@ fn bench(
             }
             Ok::<_, Box<dyn std::error::Error>>(best)
         };
+        eprintln!("[{mib} MiB] host round trip");
         let host_trip = best(&mut || {
             cuda.stream().memcpy_dtoh(&mem, &mut host)?;
             cuda.stream().synchronize()?;
@@ -216,6 +223,7 @@ fn bench(
             })?),
             None => None,
         };
+        eprintln!("[{mib} MiB] hand-over with host waits");
         let host_wait_trip = best(&mut || {
             to_cuda(&shared, queue, cuda, None)?;
             to_opencl(&shared, queue, cuda, None)?.wait()?;
@@ -229,8 +237,12 @@ fn bench(
             sem_trip.map_or_else(|| "no semaphores".into(), ms),
             ms(host_wait_trip),
         );
-        drop((shared, mem));
+        eprintln!("[{mib} MiB] dropping the OpenCL buffer");
+        drop(shared);
         queue.finish()?;
+        eprintln!("[{mib} MiB] dropping the CUDA memory");
+        drop(mem);
+        eprintln!("[{mib} MiB] done");
     }
     Ok(())
 }
