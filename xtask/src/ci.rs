@@ -26,7 +26,7 @@ const LIBRARY_CRATES: [&str; 4] = ["cl-raw", "cl-mem", "cl-pool", "cl-characteri
 pub(crate) fn package() -> Result<String> {
     remove_stale_unpacked_crates()?;
     // A target directory of its own, emptied first: cargo takes registry crates as immutable, so it
-    // would link the rlib of an earlier cl-raw 0.1.0 into today's cl-mem (seen 2026-11-25).
+    // would link the rlib of an earlier cl-raw 0.1.0 into today's cl-mem (seen once).
     let target = util::root().join("target/package-verify");
     if target.exists() {
         std::fs::remove_dir_all(&target)?;
@@ -54,7 +54,7 @@ pub(crate) fn package() -> Result<String> {
 
 /// Verification unpacks each `.crate` of the temporary local registry into
 /// `$CARGO_HOME/registry/src/-<hash>/<name>-<version>/` and reuses that directory when it exists,
-/// so a second run at an unchanged version builds the *first* run's sources (seen 2026-11-25: cl-mem
+/// so a second run at an unchanged version builds the *first* run's sources (cl-mem once
 /// failed against a stale cl-raw without `select`). Those directories hold only our own crates
 /// (local registries are the ones whose directory name starts with `-`); removing them costs one
 /// re-unpack.

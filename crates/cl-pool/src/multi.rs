@@ -1,6 +1,6 @@
 //! Pools over a multi-device context: one [`MemoryPool`] per device, or one shared by all.
 //!
-//! # Design: per device or shared (decided 2026-11-24)
+//! # Design: per device or shared
 //!
 //! A buffer belongs to a context, not a device: a block from any pool of the context can be a
 //! kernel argument or a transfer on every device's queue, and `cl-mem`'s command record orders it

@@ -1,7 +1,7 @@
 //! Sub-devices (device fission, `clCreateSubDevices`, OpenCL 1.2): how the CPU runtimes here give
 //! multi-device contexts, and how a GPU's compute units are split.
 //!
-//! # Design: sub-devices live as long as the process (decided 2026-11-24)
+//! # Design: sub-devices live as long as the process
 //!
 //! [`Device`] is `Copy` because root devices are process-lifetime handles. Sub-devices are
 //! reference counted; wrapping them in a second, non-`Copy` type would split every API that takes

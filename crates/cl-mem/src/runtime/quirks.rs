@@ -32,10 +32,10 @@ pub(crate) struct Quirks {
     /// NVIDIA (580.159.04): the first `clEnqueueSVMMap` of coarse-grain SVM of a context over two
     /// GPUs kills the process (`repro/nvidia_two_gpu_image_svm.c`, DEVICES.md#nvidia-multi-gpu-svm).
     pub(crate) multi_gpu_svm_crashes: bool,
-    /// NVIDIA (580.159.04): a copy or migration of a buffer between two GPUs of one context moves
-    /// at 1-4 GB/s, a round trip through pinned host memory at 15-25 GB/s, so `TransferPath::Auto`
-    /// sends such copies through pinned chunks (`buffer/between.rs`; "cross-device copy slow",
-    /// docs/PERFORMANCE.md#between-two-gpus-cl-mem-issue-17-2026-11-26, `multi_device_bandwidth`).
+    /// NVIDIA (580.159.04): the driver copies or migrates a buffer between two GPUs of one context
+    /// 20-50x slower than pinned chunks through the host, so `TransferPath::Auto` sends such copies
+    /// through them (`buffer/between.rs`; docs/PERFORMANCE.md#between-two-gpus-run-d-and-run-x,
+    /// `multi_device_bandwidth`).
     pub(crate) cross_device_copy_slow: bool,
 }
 

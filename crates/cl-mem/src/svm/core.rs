@@ -782,8 +782,8 @@ impl Core {
 
 /// How many times `clSVMAlloc` is tried before its NULL is an error (sleeps doubling from 0.2 to
 /// 12.8 ms between: about 25 ms for a real out-of-memory). Four tries (1.4 ms) were not enough
-/// once in a 45 s soak on the H100 (2026-11-26: `thread 0 round 1738: clSVMAlloc returned NULL
-/// for 1536 bytes`, docs/DEVICES.md#nvidia-svm-alloc-null).
+/// once in a 45 s soak on the H100 (`thread 0 round 1738: clSVMAlloc returned NULL for 1536
+/// bytes`, docs/DEVICES.md#nvidia-svm-alloc-null).
 const SVM_ALLOC_ATTEMPTS: u32 = 8;
 
 /// Serialises `clSVMAlloc` with `clSVMFree` process-wide. NVIDIA 580.159.04 returns NULL from

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Pool speed, base against new (tools/ab/build.sh), side by side in one lease on the GPU host.
+# Device runner, carry [".devrun"]: OUT=$OUT bash .devrun/ab/pool.sh   # or: bash pool.sh BASE_DIR NEW_DIR
+# About 3 minutes: criterion (device hit + 3 host hits, 1 s warm-up + 2 s each, 3 rounds
+# alternated, pinned to one core), then hit_latency twice each, alternated (1-16 threads, caches
+# on and off). Logs in $OUT.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BASE=${1:-$here/base}
+NEW=${2:-$here/new}
+OUT=${OUT:-$here/out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/pool.log") 2>&1
+
+# The ICD loader from the bundled .deb, and the NVIDIA ICD (as .devrun/run.sh does).
+if ! ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1 '; then
+  rm -rf /tmp/ocl && mkdir -p /tmp/ocl
+  for deb in "$here"/ocl-icd-libopencl1_*.deb; do [ -e "$deb" ] && dpkg -x "$deb" /tmp/ocl; done
+  export LD_LIBRARY_PATH=/tmp/ocl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+mkdir -p /etc/OpenCL/vendors 2>/dev/null
+if ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
+  for c in /usr/lib/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 /usr/lib64/libnvidia-opencl.so.1; do
+    if [ -e "$c" ]; then echo "$c" > /etc/OpenCL/vendors/nvidia.icd; break; fi
+  done
+fi
+export CL_TEST=${CL_TEST:-nvidia}
+nproc; lscpu 2>/dev/null | grep -E 'Model name|^CPU MHz|max MHz' || true
+echo "base: $(cat "$BASE/commit.txt" 2>/dev/null)  new: $(cat "$NEW/commit.txt" 2>/dev/null)"
+
+CORE=${CORE:-5}
+FILTER='^pool_hit_alloc_free/1024$|^pool_host/(hit_repeated_size|hit_local|hit_mixed_sizes)$'
+for round in 1 2 3; do
+  for v in base new; do
+    dir=$BASE; [ $v = new ] && dir=$NEW
+    echo "== criterion round $round: $v"
+    CRITERION_HOME="$OUT/criterion-$v" timeout 120 taskset -c "$CORE" "$dir/main" --bench "$FILTER" \
+      --warm-up-time 1 --measurement-time 2 --noplot 2>&1 \
+      | grep -E '^(pool_|cl-benches)|time:' | tee -a "$OUT/criterion-$v.txt"
+  done
+done
+
+for round in 1 2; do
+  for v in base new; do
+    dir=$BASE; [ $v = new ] && dir=$NEW
+    echo "== hit_latency round $round: $v"
+    timeout 150 "$dir/hit_latency" 2>&1 | tee "$OUT/hit_latency-$v-$round.txt"
+  done
+done
+
+# One line per criterion bench: the median estimate of each round, base then new.
+echo "== summary (criterion middle estimate per round)"
+for v in base new; do
+  echo "-- $v"
+  awk '/^pool_/{name=$1} /time:/{print name, $(NF-3), $(NF-2)}' "$OUT/criterion-$v.txt"
+done
+echo "pool.sh: done (logs in $OUT)"
