@@ -6,7 +6,8 @@
 //! the ICD loader does not export them, so they are looked up once per platform with
 //! [`crate::platform::get_extension_function_address`] into a table ([`ExternalMemoryFns`],
 //! [`SemaphoreFns`]) whose methods are the wrappers. Every value below was checked against the
-//! Khronos `CL/cl_ext.h` (OpenCL-Headers, generated from the XML registry).
+//! Khronos `CL/cl_ext.h` (OpenCL-Headers, generated from the XML registry). As in `extra`, only
+//! the values this workspace reads are here; pass others as literals.
 //!
 //! Not fault-injection sites: the site list and its tidy check cover the core wrapper modules;
 //! these calls are reached only on drivers that list the extensions.
@@ -41,12 +42,8 @@ pub type cl_semaphore_payload_khr = sys::cl_ulong;
 pub const CL_UUID_SIZE_KHR: usize = 16;
 /// `CL_DEVICE_UUID_KHR` (`cl_uchar[16]`).
 pub const CL_DEVICE_UUID_KHR: sys::cl_device_info = 0x106A;
-/// `CL_DRIVER_UUID_KHR` (`cl_uchar[16]`).
-pub const CL_DRIVER_UUID_KHR: sys::cl_device_info = 0x106B;
 
 // cl_khr_external_memory
-/// `CL_PLATFORM_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR`.
-pub const CL_PLATFORM_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR: sys::cl_platform_info = 0x2044;
 /// `CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR`
 /// (`cl_external_memory_handle_type_khr[]`).
 pub const CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR: sys::cl_device_info = 0x204F;
@@ -55,10 +52,6 @@ pub const CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR: sys::cl_device_info
 pub const CL_MEM_DEVICE_HANDLE_LIST_KHR: u64 = 0x2051;
 /// `CL_MEM_DEVICE_HANDLE_LIST_END_KHR`.
 pub const CL_MEM_DEVICE_HANDLE_LIST_END_KHR: u64 = 0;
-/// `CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR` (`cl_command_type`).
-pub const CL_COMMAND_ACQUIRE_EXTERNAL_MEM_OBJECTS_KHR: sys::cl_command_type = 0x2047;
-/// `CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR` (`cl_command_type`).
-pub const CL_COMMAND_RELEASE_EXTERNAL_MEM_OBJECTS_KHR: sys::cl_command_type = 0x2048;
 /// `CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR` (`cl_khr_external_memory_opaque_fd`): a POSIX file
 /// descriptor; also the `cl_mem_properties` key that imports one.
 pub const CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR: cl_external_memory_handle_type_khr = 0x2060;
@@ -68,18 +61,8 @@ pub const CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR: cl_external_memory_handle_type_
 // cl_khr_semaphore
 /// `CL_SEMAPHORE_TYPE_BINARY_KHR`.
 pub const CL_SEMAPHORE_TYPE_BINARY_KHR: cl_semaphore_type_khr = 1;
-/// `CL_PLATFORM_SEMAPHORE_TYPES_KHR`.
-pub const CL_PLATFORM_SEMAPHORE_TYPES_KHR: sys::cl_platform_info = 0x2036;
-/// `CL_DEVICE_SEMAPHORE_TYPES_KHR` (`cl_semaphore_type_khr[]`).
-pub const CL_DEVICE_SEMAPHORE_TYPES_KHR: sys::cl_device_info = 0x204C;
-/// `CL_SEMAPHORE_CONTEXT_KHR`.
-pub const CL_SEMAPHORE_CONTEXT_KHR: cl_semaphore_info_khr = 0x2039;
 /// `CL_SEMAPHORE_REFERENCE_COUNT_KHR`.
 pub const CL_SEMAPHORE_REFERENCE_COUNT_KHR: cl_semaphore_info_khr = 0x203A;
-/// `CL_SEMAPHORE_PROPERTIES_KHR`.
-pub const CL_SEMAPHORE_PROPERTIES_KHR: cl_semaphore_info_khr = 0x203B;
-/// `CL_SEMAPHORE_PAYLOAD_KHR`.
-pub const CL_SEMAPHORE_PAYLOAD_KHR: cl_semaphore_info_khr = 0x203C;
 /// `CL_SEMAPHORE_TYPE_KHR`: a semaphore property key and info query.
 pub const CL_SEMAPHORE_TYPE_KHR: cl_semaphore_info_khr = 0x203D;
 /// `CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR`: a property key, followed by device ids and
@@ -87,16 +70,8 @@ pub const CL_SEMAPHORE_TYPE_KHR: cl_semaphore_info_khr = 0x203D;
 pub const CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR: cl_semaphore_info_khr = 0x2053;
 /// `CL_SEMAPHORE_DEVICE_HANDLE_LIST_END_KHR`.
 pub const CL_SEMAPHORE_DEVICE_HANDLE_LIST_END_KHR: u64 = 0;
-/// `CL_COMMAND_SEMAPHORE_WAIT_KHR` (`cl_command_type`).
-pub const CL_COMMAND_SEMAPHORE_WAIT_KHR: sys::cl_command_type = 0x2042;
-/// `CL_COMMAND_SEMAPHORE_SIGNAL_KHR` (`cl_command_type`).
-pub const CL_COMMAND_SEMAPHORE_SIGNAL_KHR: sys::cl_command_type = 0x2043;
 
 // cl_khr_external_semaphore
-/// `CL_PLATFORM_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR`.
-pub const CL_PLATFORM_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR: sys::cl_platform_info = 0x2037;
-/// `CL_PLATFORM_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR`.
-pub const CL_PLATFORM_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR: sys::cl_platform_info = 0x2038;
 /// `CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR` (`cl_external_semaphore_handle_type_khr[]`).
 pub const CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR: sys::cl_device_info = 0x204D;
 /// `CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR` (`cl_external_semaphore_handle_type_khr[]`).
