@@ -31,6 +31,26 @@ unsafe fn enqueue(
     Ok(event)
 }
 
+/// Writes the enqueue wrappers whose body is only the fault site and the call: each takes its
+/// parameters, then `wait`, calls `fault::check` with the C name and then `sys::$c` with `args`
+/// followed by the wait list and the event out-parameter. Written once so that the read and write
+/// twins (and the other plain wrappers) cannot drift apart; `tests/tidy.rs` reads the invocations
+/// as it reads hand-written wrappers.
+macro_rules! enqueue_wrappers {
+    ($(
+        $(#[$attr:meta])*
+        pub unsafe fn $name:ident($($param:ident: $ty:ty),* $(,)?) => $c:ident($($arg:expr),* $(,)?);
+    )*) => {$(
+        $(#[$attr])*
+        pub unsafe fn $name($($param: $ty,)* wait: &[sys::cl_event]) -> Result<sys::cl_event, ClError> {
+            fault::check(stringify!($c))?;
+            // SAFETY: the wrapper's obligations are forwarded to the call; every array passed by
+            // pointer holds the values the C function reads (three for origins and regions).
+            unsafe { enqueue(wait, |n, list, ev| sys::$c($($arg,)* n, list, ev)) }
+        }
+    )*};
+}
+
 /// [`clCreateCommandQueue`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateCommandQueue.html)
 /// (OpenCL 1.x entry point, deprecated by 2.0 but still exported): a host queue with `properties`
 /// (`CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE`, `CL_QUEUE_PROFILING_ENABLE`).
@@ -116,552 +136,242 @@ pub unsafe fn finish(queue: sys::cl_command_queue) -> Result<(), ClError> {
     check(unsafe { sys::clFinish(queue) })
 }
 
-/// [`clEnqueueReadBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueReadBuffer.html):
-/// device to host, `size` bytes from `offset`.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
-/// 2. `ptr` is valid for `size` bytes of writes and nothing else accesses them until the command
-///    completes (when `blocking` is false: until the returned event completes).
-/// 3. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_read_buffer(
-    queue: sys::cl_command_queue,
-    buffer: sys::cl_mem,
-    blocking: bool,
-    offset: usize,
-    size: usize,
-    ptr: *mut c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueReadBuffer")?;
-    // SAFETY: obligations 1-3 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueReadBuffer(
-                queue,
-                buffer,
-                cl_bool(blocking),
-                offset,
-                size,
-                ptr,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+enqueue_wrappers! {
+    /// [`clEnqueueReadBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueReadBuffer.html):
+    /// device to host, `size` bytes from `offset`.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
+    /// 2. `ptr` is valid for `size` bytes of writes and nothing else accesses them until the command
+    ///    completes (when `blocking` is false: until the returned event completes).
+    /// 3. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_read_buffer(queue: sys::cl_command_queue, buffer: sys::cl_mem,
+        blocking: bool, offset: usize, size: usize, ptr: *mut c_void)
+        => clEnqueueReadBuffer(queue, buffer, cl_bool(blocking), offset, size, ptr);
 
-/// [`clEnqueueWriteBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueWriteBuffer.html):
-/// host to device, `size` bytes at `offset`.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
-/// 2. `ptr` is valid for `size` bytes of reads and is not written until the command completes
-///    (when `blocking` is false: until the returned event completes).
-/// 3. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_write_buffer(
-    queue: sys::cl_command_queue,
-    buffer: sys::cl_mem,
-    blocking: bool,
-    offset: usize,
-    size: usize,
-    ptr: *const c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueWriteBuffer")?;
-    // SAFETY: obligations 1-3 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueWriteBuffer(
-                queue,
-                buffer,
-                cl_bool(blocking),
-                offset,
-                size,
-                ptr,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueWriteBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueWriteBuffer.html):
+    /// host to device, `size` bytes at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
+    /// 2. `ptr` is valid for `size` bytes of reads and is not written until the command completes
+    ///    (when `blocking` is false: until the returned event completes).
+    /// 3. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_write_buffer(queue: sys::cl_command_queue, buffer: sys::cl_mem,
+        blocking: bool, offset: usize, size: usize, ptr: *const c_void)
+        => clEnqueueWriteBuffer(queue, buffer, cl_bool(blocking), offset, size, ptr);
 
-/// [`clEnqueueReadBufferRect`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueReadBufferRect.html)
-/// (OpenCL 1.1): a 3-D rectangle, device to host. Origins and region are `[x_bytes, y, z]`.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
-/// 2. `ptr` is valid for writes over the whole host rectangle (origin, region and pitches) until
-///    the command completes (when `blocking` is false: until the returned event completes).
-/// 3. The caller owns (and must release) the returned event.
-#[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
-pub unsafe fn enqueue_read_buffer_rect(
-    queue: sys::cl_command_queue,
-    buffer: sys::cl_mem,
-    blocking: bool,
-    buffer_origin: [usize; 3],
-    host_origin: [usize; 3],
-    region: [usize; 3],
-    buffer_pitches: [usize; 2],
-    host_pitches: [usize; 2],
-    ptr: *mut c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueReadBufferRect")?;
-    // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueReadBufferRect(
-                queue,
-                buffer,
-                cl_bool(blocking),
-                buffer_origin.as_ptr(),
-                host_origin.as_ptr(),
-                region.as_ptr(),
-                buffer_pitches[0],
-                buffer_pitches[1],
-                host_pitches[0],
-                host_pitches[1],
-                ptr,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueReadBufferRect`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueReadBufferRect.html)
+    /// (OpenCL 1.1): a 3-D rectangle, device to host. Origins and region are `[x_bytes, y, z]`.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
+    /// 2. `ptr` is valid for writes over the whole host rectangle (origin, region and pitches) until
+    ///    the command completes (when `blocking` is false: until the returned event completes).
+    /// 3. The caller owns (and must release) the returned event.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
+    pub unsafe fn enqueue_read_buffer_rect(queue: sys::cl_command_queue, buffer: sys::cl_mem,
+        blocking: bool, buffer_origin: [usize; 3], host_origin: [usize; 3], region: [usize; 3],
+        buffer_pitches: [usize; 2], host_pitches: [usize; 2], ptr: *mut c_void)
+        => clEnqueueReadBufferRect(queue, buffer, cl_bool(blocking), buffer_origin.as_ptr(),
+            host_origin.as_ptr(), region.as_ptr(), buffer_pitches[0], buffer_pitches[1],
+            host_pitches[0], host_pitches[1], ptr);
 
-/// [`clEnqueueWriteBufferRect`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueWriteBufferRect.html)
-/// (OpenCL 1.1): a 3-D rectangle, host to device. Origins and region are `[x_bytes, y, z]`.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
-/// 2. `ptr` is valid for reads over the whole host rectangle and not written until the command
-///    completes (when `blocking` is false: until the returned event completes).
-/// 3. The caller owns (and must release) the returned event.
-#[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
-pub unsafe fn enqueue_write_buffer_rect(
-    queue: sys::cl_command_queue,
-    buffer: sys::cl_mem,
-    blocking: bool,
-    buffer_origin: [usize; 3],
-    host_origin: [usize; 3],
-    region: [usize; 3],
-    buffer_pitches: [usize; 2],
-    host_pitches: [usize; 2],
-    ptr: *const c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueWriteBufferRect")?;
-    // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueWriteBufferRect(
-                queue,
-                buffer,
-                cl_bool(blocking),
-                buffer_origin.as_ptr(),
-                host_origin.as_ptr(),
-                region.as_ptr(),
-                buffer_pitches[0],
-                buffer_pitches[1],
-                host_pitches[0],
-                host_pitches[1],
-                ptr,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueWriteBufferRect`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueWriteBufferRect.html)
+    /// (OpenCL 1.1): a 3-D rectangle, host to device. Origins and region are `[x_bytes, y, z]`.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `buffer` and every event of `wait` are valid and share one context.
+    /// 2. `ptr` is valid for reads over the whole host rectangle and not written until the command
+    ///    completes (when `blocking` is false: until the returned event completes).
+    /// 3. The caller owns (and must release) the returned event.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
+    pub unsafe fn enqueue_write_buffer_rect(queue: sys::cl_command_queue, buffer: sys::cl_mem,
+        blocking: bool, buffer_origin: [usize; 3], host_origin: [usize; 3], region: [usize; 3],
+        buffer_pitches: [usize; 2], host_pitches: [usize; 2], ptr: *const c_void)
+        => clEnqueueWriteBufferRect(queue, buffer, cl_bool(blocking), buffer_origin.as_ptr(),
+            host_origin.as_ptr(), region.as_ptr(), buffer_pitches[0], buffer_pitches[1],
+            host_pitches[0], host_pitches[1], ptr);
 
-/// [`clEnqueueCopyBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyBuffer.html):
-/// device to device, `size` bytes.
-///
-/// # Errors
-///
-/// The driver's status (`CL_MEM_COPY_OVERLAP` for overlapping regions of one buffer).
-///
-/// # Safety
-///
-/// 1. `queue`, both buffers and every event of `wait` are valid and share one context.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_copy_buffer(
-    queue: sys::cl_command_queue,
-    src: sys::cl_mem,
-    dst: sys::cl_mem,
-    src_offset: usize,
-    dst_offset: usize,
-    size: usize,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueCopyBuffer")?;
-    // SAFETY: obligations 1-2 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size, n, list, ev)
-        })
-    }
-}
+    /// [`clEnqueueCopyBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyBuffer.html):
+    /// device to device, `size` bytes.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status (`CL_MEM_COPY_OVERLAP` for overlapping regions of one buffer).
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, both buffers and every event of `wait` are valid and share one context.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_copy_buffer(queue: sys::cl_command_queue, src: sys::cl_mem,
+        dst: sys::cl_mem, src_offset: usize, dst_offset: usize, size: usize)
+        => clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size);
 
-/// [`clEnqueueCopyBufferRect`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyBufferRect.html)
-/// (OpenCL 1.1): a 3-D rectangle, device to device.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, both buffers and every event of `wait` are valid and share one context.
-/// 2. The caller owns (and must release) the returned event.
-#[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
-pub unsafe fn enqueue_copy_buffer_rect(
-    queue: sys::cl_command_queue,
-    src: sys::cl_mem,
-    dst: sys::cl_mem,
-    src_origin: [usize; 3],
-    dst_origin: [usize; 3],
-    region: [usize; 3],
-    src_pitches: [usize; 2],
-    dst_pitches: [usize; 2],
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueCopyBufferRect")?;
-    // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueCopyBufferRect(
-                queue,
-                src,
-                dst,
-                src_origin.as_ptr(),
-                dst_origin.as_ptr(),
-                region.as_ptr(),
-                src_pitches[0],
-                src_pitches[1],
-                dst_pitches[0],
-                dst_pitches[1],
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueCopyBufferRect`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyBufferRect.html)
+    /// (OpenCL 1.1): a 3-D rectangle, device to device.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, both buffers and every event of `wait` are valid and share one context.
+    /// 2. The caller owns (and must release) the returned event.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
+    pub unsafe fn enqueue_copy_buffer_rect(queue: sys::cl_command_queue, src: sys::cl_mem,
+        dst: sys::cl_mem, src_origin: [usize; 3], dst_origin: [usize; 3], region: [usize; 3],
+        src_pitches: [usize; 2], dst_pitches: [usize; 2])
+        => clEnqueueCopyBufferRect(queue, src, dst, src_origin.as_ptr(), dst_origin.as_ptr(),
+            region.as_ptr(), src_pitches[0], src_pitches[1], dst_pitches[0], dst_pitches[1]);
 
-/// [`clEnqueueFillBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueFillBuffer.html)
-/// (OpenCL 1.2): repeats `pattern` over `size` bytes at `offset`. The driver copies the pattern
-/// before returning, so it may be a temporary.
-///
-/// # Errors
-///
-/// The driver's status (`CL_INVALID_VALUE` for a pattern size that is not 1, 2, 4, ..., 128 or an
-/// offset/size that is not a multiple of it).
-///
-/// # Safety
-///
-/// 1. `queue`, `buffer` and every event of `wait` are valid and share one context, of an OpenCL
-///    1.2 or newer platform.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_fill_buffer(
-    queue: sys::cl_command_queue,
-    buffer: sys::cl_mem,
-    pattern: &[u8],
-    offset: usize,
-    size: usize,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueFillBuffer")?;
-    // SAFETY: obligations 1-2 are forwarded; `pattern` is readable for its length.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueFillBuffer(
-                queue,
-                buffer,
-                pattern.as_ptr().cast(),
-                pattern.len(),
-                offset,
-                size,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueFillBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueFillBuffer.html)
+    /// (OpenCL 1.2): repeats `pattern` over `size` bytes at `offset`. The driver copies the pattern
+    /// before returning, so it may be a temporary.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status (`CL_INVALID_VALUE` for a pattern size that is not 1, 2, 4, ..., 128 or an
+    /// offset/size that is not a multiple of it).
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `buffer` and every event of `wait` are valid and share one context, of an OpenCL
+    ///    1.2 or newer platform.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_fill_buffer(queue: sys::cl_command_queue, buffer: sys::cl_mem,
+        pattern: &[u8], offset: usize, size: usize)
+        => clEnqueueFillBuffer(queue, buffer, pattern.as_ptr().cast(), pattern.len(), offset, size);
 
-/// [`clEnqueueReadImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueReadImage.html):
-/// image to host. Origin and region are in pixels (`[x, y, z_or_layer]`).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `image` and every event of `wait` are valid and share one context.
-/// 2. `ptr` is valid for writes over the region laid out with `row_pitch`/`slice_pitch` (0 =
-///    tightly packed) until the command completes (when `blocking` is false: until the returned
-///    event completes).
-/// 3. The caller owns (and must release) the returned event.
-#[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
-pub unsafe fn enqueue_read_image(
-    queue: sys::cl_command_queue,
-    image: sys::cl_mem,
-    blocking: bool,
-    origin: [usize; 3],
-    region: [usize; 3],
-    row_pitch: usize,
-    slice_pitch: usize,
-    ptr: *mut c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueReadImage")?;
-    // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueReadImage(
-                queue,
-                image,
-                cl_bool(blocking),
-                origin.as_ptr(),
-                region.as_ptr(),
-                row_pitch,
-                slice_pitch,
-                ptr,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueReadImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueReadImage.html):
+    /// image to host. Origin and region are in pixels (`[x, y, z_or_layer]`).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `image` and every event of `wait` are valid and share one context.
+    /// 2. `ptr` is valid for writes over the region laid out with `row_pitch`/`slice_pitch` (0 =
+    ///    tightly packed) until the command completes (when `blocking` is false: until the returned
+    ///    event completes).
+    /// 3. The caller owns (and must release) the returned event.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
+    pub unsafe fn enqueue_read_image(queue: sys::cl_command_queue, image: sys::cl_mem,
+        blocking: bool, origin: [usize; 3], region: [usize; 3], row_pitch: usize,
+        slice_pitch: usize, ptr: *mut c_void)
+        => clEnqueueReadImage(queue, image, cl_bool(blocking), origin.as_ptr(), region.as_ptr(),
+            row_pitch, slice_pitch, ptr);
 
-/// [`clEnqueueWriteImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueWriteImage.html):
-/// host to image. Origin and region are in pixels.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `image` and every event of `wait` are valid and share one context.
-/// 2. `ptr` is valid for reads over the region laid out with the pitches and not written until the
-///    command completes (when `blocking` is false: until the returned event completes).
-/// 3. The caller owns (and must release) the returned event.
-#[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
-pub unsafe fn enqueue_write_image(
-    queue: sys::cl_command_queue,
-    image: sys::cl_mem,
-    blocking: bool,
-    origin: [usize; 3],
-    region: [usize; 3],
-    row_pitch: usize,
-    slice_pitch: usize,
-    ptr: *const c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueWriteImage")?;
-    // SAFETY: obligations 1-3 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueWriteImage(
-                queue,
-                image,
-                cl_bool(blocking),
-                origin.as_ptr(),
-                region.as_ptr(),
-                row_pitch,
-                slice_pitch,
-                ptr,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueWriteImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueWriteImage.html):
+    /// host to image. Origin and region are in pixels.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `image` and every event of `wait` are valid and share one context.
+    /// 2. `ptr` is valid for reads over the region laid out with the pitches and not written until the
+    ///    command completes (when `blocking` is false: until the returned event completes).
+    /// 3. The caller owns (and must release) the returned event.
+    #[expect(clippy::too_many_arguments, reason = "mirrors the C entry point")]
+    pub unsafe fn enqueue_write_image(queue: sys::cl_command_queue, image: sys::cl_mem,
+        blocking: bool, origin: [usize; 3], region: [usize; 3], row_pitch: usize,
+        slice_pitch: usize, ptr: *const c_void)
+        => clEnqueueWriteImage(queue, image, cl_bool(blocking), origin.as_ptr(), region.as_ptr(),
+            row_pitch, slice_pitch, ptr);
 
-/// [`clEnqueueCopyImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyImage.html):
-/// image to image (same format).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, both images and every event of `wait` are valid and share one context.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_copy_image(
-    queue: sys::cl_command_queue,
-    src: sys::cl_mem,
-    dst: sys::cl_mem,
-    src_origin: [usize; 3],
-    dst_origin: [usize; 3],
-    region: [usize; 3],
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueCopyImage")?;
-    // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueCopyImage(
-                queue,
-                src,
-                dst,
-                src_origin.as_ptr(),
-                dst_origin.as_ptr(),
-                region.as_ptr(),
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueCopyImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyImage.html):
+    /// image to image (same format).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, both images and every event of `wait` are valid and share one context.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_copy_image(queue: sys::cl_command_queue, src: sys::cl_mem,
+        dst: sys::cl_mem, src_origin: [usize; 3], dst_origin: [usize; 3], region: [usize; 3])
+        => clEnqueueCopyImage(queue, src, dst, src_origin.as_ptr(), dst_origin.as_ptr(),
+            region.as_ptr());
 
-/// [`clEnqueueCopyImageToBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyImageToBuffer.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `src_image`, `dst_buffer` and every event of `wait` are valid and share one
-///    context.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_copy_image_to_buffer(
-    queue: sys::cl_command_queue,
-    src_image: sys::cl_mem,
-    dst_buffer: sys::cl_mem,
-    src_origin: [usize; 3],
-    region: [usize; 3],
-    dst_offset: usize,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueCopyImageToBuffer")?;
-    // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueCopyImageToBuffer(
-                queue,
-                src_image,
-                dst_buffer,
-                src_origin.as_ptr(),
-                region.as_ptr(),
-                dst_offset,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueCopyImageToBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyImageToBuffer.html).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `src_image`, `dst_buffer` and every event of `wait` are valid and share one
+    ///    context.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_copy_image_to_buffer(queue: sys::cl_command_queue, src_image: sys::cl_mem,
+        dst_buffer: sys::cl_mem, src_origin: [usize; 3], region: [usize; 3], dst_offset: usize)
+        => clEnqueueCopyImageToBuffer(queue, src_image, dst_buffer, src_origin.as_ptr(),
+            region.as_ptr(), dst_offset);
 
-/// [`clEnqueueCopyBufferToImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyBufferToImage.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `src_buffer`, `dst_image` and every event of `wait` are valid and share one
-///    context.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_copy_buffer_to_image(
-    queue: sys::cl_command_queue,
-    src_buffer: sys::cl_mem,
-    dst_image: sys::cl_mem,
-    src_offset: usize,
-    dst_origin: [usize; 3],
-    region: [usize; 3],
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueCopyBufferToImage")?;
-    // SAFETY: obligations 1-2 are forwarded; the arrays hold three values each.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueCopyBufferToImage(
-                queue,
-                src_buffer,
-                dst_image,
-                src_offset,
-                dst_origin.as_ptr(),
-                region.as_ptr(),
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueCopyBufferToImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueCopyBufferToImage.html).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `src_buffer`, `dst_image` and every event of `wait` are valid and share one
+    ///    context.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_copy_buffer_to_image(queue: sys::cl_command_queue,
+        src_buffer: sys::cl_mem, dst_image: sys::cl_mem, src_offset: usize, dst_origin: [usize; 3],
+        region: [usize; 3])
+        => clEnqueueCopyBufferToImage(queue, src_buffer, dst_image, src_offset, dst_origin.as_ptr(),
+            region.as_ptr());
 
-/// [`clEnqueueFillImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueFillImage.html)
-/// (OpenCL 1.2): fills a region with one color, given as the 16 bytes of a `float4`, `int4` or
-/// `uint4` (by the image's channel type; depth images read the first `float`). The driver copies
-/// the color before returning.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `image` and every event of `wait` are valid and share one context, of an OpenCL
-///    1.2 or newer platform.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_fill_image(
-    queue: sys::cl_command_queue,
-    image: sys::cl_mem,
-    fill_color: &[u8; 16],
-    origin: [usize; 3],
-    region: [usize; 3],
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueFillImage")?;
-    // SAFETY: obligations 1-2 are forwarded; the color is 16 readable bytes.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueFillImage(
-                queue,
-                image,
-                fill_color.as_ptr().cast(),
-                origin.as_ptr(),
-                region.as_ptr(),
-                n,
-                list,
-                ev,
-            )
-        })
-    }
+    /// [`clEnqueueFillImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueFillImage.html)
+    /// (OpenCL 1.2): fills a region with one color, given as the 16 bytes of a `float4`, `int4` or
+    /// `uint4` (by the image's channel type; depth images read the first `float`). The driver copies
+    /// the color before returning.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `image` and every event of `wait` are valid and share one context, of an OpenCL
+    ///    1.2 or newer platform.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_fill_image(queue: sys::cl_command_queue, image: sys::cl_mem,
+        fill_color: &[u8; 16], origin: [usize; 3], region: [usize; 3])
+        => clEnqueueFillImage(queue, image, fill_color.as_ptr().cast(), origin.as_ptr(),
+            region.as_ptr());
 }
 
 /// [`clEnqueueMapBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueMapBuffer.html):
@@ -776,30 +486,21 @@ pub unsafe fn enqueue_map_image(
     })
 }
 
-/// [`clEnqueueUnmapMemObject`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueUnmapMemObject.html).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue`, `mem` and every event of `wait` are valid and share one context.
-/// 2. `mapped_ptr` was returned by a map of `mem` not yet unmapped; the host stops using it now.
-/// 3. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_unmap_mem_object(
-    queue: sys::cl_command_queue,
-    mem: sys::cl_mem,
-    mapped_ptr: *mut c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueUnmapMemObject")?;
-    // SAFETY: obligations 1-3 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueUnmapMemObject(queue, mem, mapped_ptr, n, list, ev)
-        })
-    }
+enqueue_wrappers! {
+    /// [`clEnqueueUnmapMemObject`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueUnmapMemObject.html).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue`, `mem` and every event of `wait` are valid and share one context.
+    /// 2. `mapped_ptr` was returned by a map of `mem` not yet unmapped; the host stops using it now.
+    /// 3. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_unmap_mem_object(queue: sys::cl_command_queue, mem: sys::cl_mem,
+        mapped_ptr: *mut c_void)
+        => clEnqueueUnmapMemObject(queue, mem, mapped_ptr);
 }
 
 /// [`clEnqueueMigrateMemObjects`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueMigrateMemObjects.html)
@@ -889,54 +590,36 @@ pub unsafe fn enqueue_nd_range_kernel(
     }
 }
 
-/// [`clEnqueueMarkerWithWaitList`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueMarkerWithWaitList.html)
-/// (OpenCL 1.2): an event that completes when `wait` (or, if empty, every earlier command) has.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` and every event of `wait` are valid and share one context, of an OpenCL 1.2 or newer
-///    platform.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_marker_with_wait_list(
-    queue: sys::cl_command_queue,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueMarkerWithWaitList")?;
-    // SAFETY: obligations 1-2 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueMarkerWithWaitList(queue, n, list, ev)
-        })
-    }
-}
+enqueue_wrappers! {
+    /// [`clEnqueueMarkerWithWaitList`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueMarkerWithWaitList.html)
+    /// (OpenCL 1.2): an event that completes when `wait` (or, if empty, every earlier command) has.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue` and every event of `wait` are valid and share one context, of an OpenCL 1.2 or newer
+    ///    platform.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_marker_with_wait_list(queue: sys::cl_command_queue)
+        => clEnqueueMarkerWithWaitList(queue);
 
-/// [`clEnqueueBarrierWithWaitList`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueBarrierWithWaitList.html)
-/// (OpenCL 1.2): later commands wait for `wait` (or, if empty, every earlier command).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` and every event of `wait` are valid and share one context, of an OpenCL 1.2 or newer
-///    platform.
-/// 2. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_barrier_with_wait_list(
-    queue: sys::cl_command_queue,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueBarrierWithWaitList")?;
-    // SAFETY: obligations 1-2 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueBarrierWithWaitList(queue, n, list, ev)
-        })
-    }
+    /// [`clEnqueueBarrierWithWaitList`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueBarrierWithWaitList.html)
+    /// (OpenCL 1.2): later commands wait for `wait` (or, if empty, every earlier command).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue` and every event of `wait` are valid and share one context, of an OpenCL 1.2 or newer
+    ///    platform.
+    /// 2. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_barrier_with_wait_list(queue: sys::cl_command_queue)
+        => clEnqueueBarrierWithWaitList(queue);
 }
 
 /// [`clEnqueueMarker`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueMarker.html)
@@ -1006,138 +689,73 @@ pub unsafe fn enqueue_svm_free(
     }
 }
 
-/// [`clEnqueueSVMMemcpy`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMMemcpy.html)
-/// (OpenCL 2.0): copies `size` bytes between SVM and/or host memory.
-///
-/// # Errors
-///
-/// The driver's status (`CL_MEM_COPY_OVERLAP` for overlapping ranges).
-///
-/// # Safety
-///
-/// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
-/// 2. `src` is readable and `dst` writable for `size` bytes until the command completes (when
-///    `blocking` is false: until the returned event completes); `dst` is not accessed meanwhile.
-/// 3. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_svm_memcpy(
-    queue: sys::cl_command_queue,
-    blocking: bool,
-    dst: *mut c_void,
-    src: *const c_void,
-    size: usize,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueSVMMemcpy")?;
-    // SAFETY: obligations 1-3 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueSVMMemcpy(queue, cl_bool(blocking), dst, src, size, n, list, ev)
-        })
-    }
-}
+enqueue_wrappers! {
+    /// [`clEnqueueSVMMemcpy`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMMemcpy.html)
+    /// (OpenCL 2.0): copies `size` bytes between SVM and/or host memory.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status (`CL_MEM_COPY_OVERLAP` for overlapping ranges).
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
+    /// 2. `src` is readable and `dst` writable for `size` bytes until the command completes (when
+    ///    `blocking` is false: until the returned event completes); `dst` is not accessed meanwhile.
+    /// 3. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_svm_memcpy(queue: sys::cl_command_queue, blocking: bool, dst: *mut c_void,
+        src: *const c_void, size: usize)
+        => clEnqueueSVMMemcpy(queue, cl_bool(blocking), dst, src, size);
 
-/// [`clEnqueueSVMMemFill`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMMemFill.html)
-/// (OpenCL 2.0): repeats `pattern` over `size` bytes at `svm_ptr`. The driver copies the pattern
-/// before returning.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
-/// 2. `svm_ptr` points into an SVM allocation of the queue's context with `size` bytes left, not
-///    accessed by the host until the command completes.
-/// 3. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_svm_mem_fill(
-    queue: sys::cl_command_queue,
-    svm_ptr: *mut c_void,
-    pattern: &[u8],
-    size: usize,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueSVMMemFill")?;
-    // SAFETY: obligations 1-3 are forwarded; the pattern is readable for its length.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueSVMMemFill(
-                queue,
-                svm_ptr,
-                pattern.as_ptr().cast(),
-                pattern.len(),
-                size,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueSVMMemFill`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMMemFill.html)
+    /// (OpenCL 2.0): repeats `pattern` over `size` bytes at `svm_ptr`. The driver copies the pattern
+    /// before returning.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
+    /// 2. `svm_ptr` points into an SVM allocation of the queue's context with `size` bytes left, not
+    ///    accessed by the host until the command completes.
+    /// 3. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_svm_mem_fill(queue: sys::cl_command_queue, svm_ptr: *mut c_void,
+        pattern: &[u8], size: usize)
+        => clEnqueueSVMMemFill(queue, svm_ptr, pattern.as_ptr().cast(), pattern.len(), size);
 
-/// [`clEnqueueSVMMap`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMMap.html)
-/// (OpenCL 2.0): makes coarse-grained SVM host-accessible.
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
-/// 2. `svm_ptr..svm_ptr + size` lies in an SVM allocation of the queue's context; the host accesses
-///    it only after the map completed, as `map_flags` allow, until [`enqueue_svm_unmap`].
-/// 3. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_svm_map(
-    queue: sys::cl_command_queue,
-    blocking: bool,
-    map_flags: sys::cl_map_flags,
-    svm_ptr: *mut c_void,
-    size: usize,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueSVMMap")?;
-    // SAFETY: obligations 1-3 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueSVMMap(
-                queue,
-                cl_bool(blocking),
-                map_flags,
-                svm_ptr,
-                size,
-                n,
-                list,
-                ev,
-            )
-        })
-    }
-}
+    /// [`clEnqueueSVMMap`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMMap.html)
+    /// (OpenCL 2.0): makes coarse-grained SVM host-accessible.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
+    /// 2. `svm_ptr..svm_ptr + size` lies in an SVM allocation of the queue's context; the host accesses
+    ///    it only after the map completed, as `map_flags` allow, until [`enqueue_svm_unmap`].
+    /// 3. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_svm_map(queue: sys::cl_command_queue, blocking: bool,
+        map_flags: sys::cl_map_flags, svm_ptr: *mut c_void, size: usize)
+        => clEnqueueSVMMap(queue, cl_bool(blocking), map_flags, svm_ptr, size);
 
-/// [`clEnqueueSVMUnmap`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMUnmap.html)
-/// (OpenCL 2.0).
-///
-/// # Errors
-///
-/// The driver's status.
-///
-/// # Safety
-///
-/// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
-/// 2. `svm_ptr` was mapped with [`enqueue_svm_map`]; the host stops accessing it now.
-/// 3. The caller owns (and must release) the returned event.
-pub unsafe fn enqueue_svm_unmap(
-    queue: sys::cl_command_queue,
-    svm_ptr: *mut c_void,
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    fault::check("clEnqueueSVMUnmap")?;
-    // SAFETY: obligations 1-3 are forwarded to the call.
-    unsafe {
-        enqueue(wait, |n, list, ev| {
-            sys::clEnqueueSVMUnmap(queue, svm_ptr, n, list, ev)
-        })
-    }
+    /// [`clEnqueueSVMUnmap`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMUnmap.html)
+    /// (OpenCL 2.0).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status.
+    ///
+    /// # Safety
+    ///
+    /// 1. `queue` and every event of `wait` are valid, of an OpenCL 2.0 or newer platform with SVM.
+    /// 2. `svm_ptr` was mapped with [`enqueue_svm_map`]; the host stops accessing it now.
+    /// 3. The caller owns (and must release) the returned event.
+    pub unsafe fn enqueue_svm_unmap(queue: sys::cl_command_queue, svm_ptr: *mut c_void)
+        => clEnqueueSVMUnmap(queue, svm_ptr);
 }
 
 /// [`clEnqueueSVMMigrateMem`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSVMMigrateMem.html)

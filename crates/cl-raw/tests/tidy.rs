@@ -87,18 +87,17 @@ fn every_wrapper_links_its_khronos_page_and_is_named_after_it() {
             let Some(rest) = line
                 .strip_prefix("pub unsafe fn ")
                 .or_else(|| line.strip_prefix("pub fn "))
+                .or_else(|| macro_wrapper(line))
             else {
                 continue;
             };
             let rust_name = rest.split(['(', '<']).next().unwrap();
             // Walk up over attributes and the doc block to its first line.
-            let mut j = i;
-            while j > 0 && (lines[j - 1].starts_with("///") || lines[j - 1].starts_with("#[")) {
-                j -= 1;
-            }
-            let first = lines[j];
+            let j = doc_start(&lines, i);
+            let first = lines[j].trim_start();
             let doc: String = lines[j..i]
                 .iter()
+                .map(|l| l.trim_start())
                 .filter(|l| l.starts_with("///"))
                 .map(|l| l.trim_start_matches("///"))
                 .collect();
@@ -149,6 +148,28 @@ fn snake_case_matches_the_house_examples() {
     assert!(expected_names("clCreateImage2D", &["Image"]).contains(&"create_2d".to_owned()));
 }
 
+/// The line `rest` of a wrapper written through `enqueue_wrappers!` (indented in its invocation):
+/// `    pub unsafe fn name(...)`.
+fn macro_wrapper(line: &str) -> Option<&str> {
+    line.strip_prefix("    pub unsafe fn ")
+}
+
+/// What `enqueue_wrappers!` runs first in every wrapper it writes: the site of the C function it
+/// calls.
+const MACRO_SITE: &str = "fault::check(stringify!($c))?;";
+
+/// The first line of the doc block and attributes above line `i` (any indentation).
+fn doc_start(lines: &[&str], i: usize) -> usize {
+    let mut j = i;
+    while j > 0 && {
+        let l = lines[j - 1].trim_start();
+        l.starts_with("///") || l.starts_with("#[")
+    } {
+        j -= 1;
+    }
+    j
+}
+
 /// The wrapper functions of every module: (module, Rust name, C name of the first doc line, body).
 fn wrappers() -> Vec<(String, String, String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -158,7 +179,10 @@ fn wrappers() -> Vec<(String, String, String, String)> {
             .expect("tidy: reading the sources");
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
-            let Some(rest) = line.strip_prefix("pub unsafe fn ") else {
+            let Some(rest) = line
+                .strip_prefix("pub unsafe fn ")
+                .or_else(|| macro_wrapper(line))
+            else {
                 continue;
             };
             let rust_name = rest
@@ -166,24 +190,40 @@ fn wrappers() -> Vec<(String, String, String, String)> {
                 .next()
                 .expect("tidy: reading the sources")
                 .to_owned();
-            let mut j = i;
-            while j > 0 && (lines[j - 1].starts_with("///") || lines[j - 1].starts_with("#[")) {
-                j -= 1;
-            }
+            let j = doc_start(&lines, i);
             let c_name = lines[j]
+                .trim_start()
                 .strip_prefix("/// [`")
                 .and_then(|r| r.split('`').next())
                 .unwrap_or_default()
                 .to_owned();
+            // A hand-written wrapper ends at its closing brace, one in `enqueue_wrappers!` at the
+            // `;` after its call; the macro's body checks the site named by that call, so it
+            // stands in for the `fault::check` line a hand-written wrapper holds.
+            let in_macro = line.starts_with(' ');
             let end = (i + 1..lines.len())
-                .find(|&k| lines[k] == "}")
+                .find(|&k| {
+                    if in_macro {
+                        lines[k].ends_with(");")
+                    } else {
+                        lines[k] == "}"
+                    }
+                })
                 .unwrap_or(lines.len() - 1);
-            out.push((
-                module.to_string(),
-                rust_name,
-                c_name,
-                lines[i..=end].join("\n"),
-            ));
+            let mut body = lines[i..=end].join("\n");
+            if in_macro {
+                let called = body
+                    .split("=> ")
+                    .nth(1)
+                    .and_then(|c| c.split('(').next())
+                    .expect("tidy: a macro wrapper names its C call after `=>`");
+                assert!(
+                    text.contains(MACRO_SITE),
+                    "{module}::{rust_name}: the wrapper macro no longer calls `{MACRO_SITE}`"
+                );
+                body = format!("{body}\nfault::check(\"{called}\")");
+            }
+            out.push((module.to_string(), rust_name, c_name, body));
         }
     }
     out
