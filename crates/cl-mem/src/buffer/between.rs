@@ -52,9 +52,7 @@ use cl_raw::{queue as raw_queue, sys};
 use smallvec::SmallVec;
 
 use crate::buffer::staged::{resolve, TransferOptions, TransferPath};
-use crate::buffer::tracked::{
-    enqueue_read_tracked, enqueue_write_tracked, migrate_plain, migration_handles, MigrationFlags,
-};
+use crate::buffer::tracked::{enqueue_host, migrate_plain, migration_handles, MigrationFlags};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemObject;
@@ -64,7 +62,7 @@ use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
 use crate::runtime::staging::{PinnedChunk, StagingCache};
-use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Tracked};
+use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Read, Tracked, Write};
 
 /// The smallest copy `Auto` stages between devices (the smallest size measured: the driver's
 /// path is 5x slower there already; below it, one command's latency may decide).
@@ -215,13 +213,13 @@ fn pipeline(
                 // nor given back before this command completed (`give_back_after`); the range is
                 // inside the source (checked by the caller); the callee checks the wait list.
                 unsafe {
-                    enqueue_read_tracked(
+                    enqueue_host::<Read>(
                         &sq,
                         src.raw,
                         Some(src.tracked),
                         false,
                         src.offset + off,
-                        ptr,
+                        ptr.cast(),
                         len,
                         &before,
                     )
@@ -237,13 +235,13 @@ fn pipeline(
                 }
                 // SAFETY: as for the read; the read filled the chunk before this command starts.
                 unsafe {
-                    enqueue_write_tracked(
+                    enqueue_host::<Write>(
                         queue,
                         dst.raw,
                         Some(dst.tracked),
                         false,
                         dst.offset + off,
-                        ptr,
+                        ptr.cast(),
                         len,
                         &after_read,
                     )

@@ -57,7 +57,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{ArgHold, Tracked};
+use crate::runtime::track::{ArgHold, Read, Tracked, Write};
 use crate::runtime::worker::Place;
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
@@ -648,13 +648,13 @@ impl Buffer {
         // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
         // the write is blocking, so `data` is only read during the call.
         unsafe {
-            tracked::enqueue_write_tracked(
+            tracked::enqueue_host::<Write>(
                 queue,
                 self.raw,
                 Some(&self.tracked),
                 true,
                 offset_bytes,
-                data.as_ptr(),
+                data.as_ptr().cast(),
                 data.len(),
                 wait,
             )
@@ -713,13 +713,13 @@ impl Buffer {
         // the read is blocking, so `out` is written only during the call, through our exclusive
         // borrow.
         unsafe {
-            tracked::enqueue_read_tracked(
+            tracked::enqueue_host::<Read>(
                 queue,
                 self.raw,
                 Some(&self.tracked),
                 true,
                 offset_bytes,
-                out.as_mut_ptr(),
+                out.as_mut_ptr().cast(),
                 out.len(),
                 wait,
             )

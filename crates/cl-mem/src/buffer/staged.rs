@@ -42,6 +42,7 @@ use crate::runtime::device::DeviceType;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::staging::PinnedChunk;
+use crate::runtime::track::{Read, Write};
 use cl_raw::ClError;
 
 /// The most copying threads one staged transfer starts, whatever [`TransferOptions::threads`]
@@ -775,24 +776,24 @@ impl Buffer {
         // SAFETY: obligations 1 and 2; the buffer's handle and record are valid while `self` is.
         unsafe {
             if write {
-                tracked::enqueue_write_tracked(
+                tracked::enqueue_host::<Write>(
                     queue,
                     self.raw,
                     Some(&self.tracked),
                     false,
                     offset,
-                    host,
+                    host.cast(),
                     len,
                     wait,
                 )
             } else {
-                tracked::enqueue_read_tracked(
+                tracked::enqueue_host::<Read>(
                     queue,
                     self.raw,
                     Some(&self.tracked),
                     false,
                     offset,
-                    host,
+                    host.cast(),
                     len,
                     wait,
                 )

@@ -16,152 +16,53 @@ use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
 use crate::runtime::live::{Live, KEPT};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Tracked, Use};
+use crate::runtime::track::{
+    arg_memory, enqueue_tracked, Access, ArgMemory, Direction, Tracked, Use,
+};
 
-/// `clEnqueueReadBuffer` of `len` bytes at `offset_bytes` of `mem` into `host`, after `wait`; a
-/// 0-byte read is a marker (OpenCL refuses size 0). The one buffer-read call behind
-/// `Buffer::read`, `Buffer::enqueue_read` and `SvmBufferView::read`, which check their
-/// arguments first, each in its own order.
+/// `clEnqueueReadBuffer` (`D` = [`Read`](crate::runtime::track::Read)) or `clEnqueueWriteBuffer`
+/// (`D` = `Write`) of `len` bytes between `host` and `offset_bytes` of `mem`, after `wait`; a
+/// 0-byte transfer is a marker (OpenCL refuses size 0). With `track`, the command is checked
+/// against the buffer's live maps, ordered after the conflicting commands on other queues and
+/// recorded. The one buffer transfer call behind `Buffer::read`/`write`, their `enqueue_` forms,
+/// the staged paths and `SvmBufferView::read`/`write`, which check their arguments first, each in
+/// its own order.
 ///
 /// # Errors
 ///
-/// [`Error::Cl`] from `clEnqueueReadBuffer` (or from the marker).
+/// [`Error::Cl`] from the call (or from the marker); [`Error::Mapped`] with `track`.
 ///
 /// # Safety
 ///
-/// 1. `mem` is a valid buffer of `queue`'s context, as is every event of `wait`.
+/// 1. `mem` is a valid buffer of `queue`'s context, as is every event of `wait`; `track` is
+///    `mem`'s.
 /// 2. `offset_bytes + len` is at most the size of `mem`.
-/// 3. `host` is valid for `len` bytes of writes and nothing else reads or writes them until the
-///    command completes (when `blocking`: until this call returns).
-pub(crate) unsafe fn enqueue_read_buffer(
-    queue: &Queue,
-    mem: sys::cl_mem,
-    blocking: bool,
-    offset_bytes: usize,
-    host: *mut u8,
-    len: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    // SAFETY: the caller's obligations.
-    unsafe { enqueue_read_tracked(queue, mem, None, blocking, offset_bytes, host, len, wait) }
-}
-
-/// [`enqueue_read_buffer`] over a tracked buffer: checked against its live maps, after the
-/// writes pending on other queues, and recorded.
-///
-/// # Errors
-///
-/// As [`enqueue_read_buffer`], and [`Error::Mapped`].
-///
-/// # Safety
-///
-/// As [`enqueue_read_buffer`]; `track` is `mem`'s.
+/// 3. `host` is valid for `len` bytes of writes (a read) or reads (a write), and nothing else
+///    accesses them until the command completes (when `blocking`: until this call returns); a
+///    write only needs them not written.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn enqueue_read_tracked(
+pub(crate) unsafe fn enqueue_host<D: Direction>(
     queue: &Queue,
     mem: sys::cl_mem,
     track: Option<&Tracked>,
     blocking: bool,
     offset_bytes: usize,
-    host: *mut u8,
+    host: D::Host,
     len: usize,
     wait: &[&Event],
 ) -> Result<Event> {
+    let (call, raw) = D::BUFFER;
     let transfer = |list: &[sys::cl_event]| {
         // SAFETY: obligations 1-3 are the raw call's.
-        unsafe {
-            raw_queue::enqueue_read_buffer(
-                queue.as_raw(),
-                mem,
-                blocking,
-                offset_bytes,
-                len,
-                host.cast(),
-                list,
-            )
-        }
+        unsafe { raw(queue.as_raw(), mem, blocking, offset_bytes, len, host, list) }
     };
-    let span = (offset_bytes, len);
     host_transfer(
         queue,
         track,
-        Access::Read,
-        span,
+        D::ACCESS,
+        (offset_bytes, len),
         wait,
-        "clEnqueueReadBuffer",
-        transfer,
-    )
-    .and_then(|ev| ev.finished_if(blocking))
-}
-
-/// `clEnqueueWriteBuffer` of `len` bytes from `host` to `offset_bytes` of `mem`, after `wait`;
-/// a 0-byte write is a marker. The write twin of [`enqueue_read_buffer`].
-///
-/// # Errors
-///
-/// [`Error::Cl`] from `clEnqueueWriteBuffer` (or from the marker).
-///
-/// # Safety
-///
-/// 1. `mem` is a valid buffer of `queue`'s context, as is every event of `wait`.
-/// 2. `offset_bytes + len` is at most the size of `mem`.
-/// 3. `host` is valid for `len` bytes of reads and nothing writes them until the command
-///    completes (when `blocking`: until this call returns).
-pub(crate) unsafe fn enqueue_write_buffer(
-    queue: &Queue,
-    mem: sys::cl_mem,
-    blocking: bool,
-    offset_bytes: usize,
-    host: *const u8,
-    len: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    // SAFETY: the caller's obligations.
-    unsafe { enqueue_write_tracked(queue, mem, None, blocking, offset_bytes, host, len, wait) }
-}
-
-/// [`enqueue_write_buffer`] over a tracked buffer; see [`enqueue_read_tracked`].
-///
-/// # Errors
-///
-/// As [`enqueue_write_buffer`], and [`Error::Mapped`].
-///
-/// # Safety
-///
-/// As [`enqueue_write_buffer`]; `track` is `mem`'s.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn enqueue_write_tracked(
-    queue: &Queue,
-    mem: sys::cl_mem,
-    track: Option<&Tracked>,
-    blocking: bool,
-    offset_bytes: usize,
-    host: *const u8,
-    len: usize,
-    wait: &[&Event],
-) -> Result<Event> {
-    let transfer = |list: &[sys::cl_event]| {
-        // SAFETY: obligations 1-3 are the raw call's.
-        unsafe {
-            raw_queue::enqueue_write_buffer(
-                queue.as_raw(),
-                mem,
-                blocking,
-                offset_bytes,
-                len,
-                host.cast(),
-                list,
-            )
-        }
-    };
-    let span = (offset_bytes, len);
-    host_transfer(
-        queue,
-        track,
-        Access::Write,
-        span,
-        wait,
-        "clEnqueueWriteBuffer",
+        call,
         transfer,
     )
     .and_then(|ev| ev.finished_if(blocking))

@@ -35,7 +35,7 @@ use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
 
 use crate::buffer::rect::{Rect, RectPitches};
 use crate::buffer::staged::TransferOptions;
-use crate::buffer::tracked::{enqueue_read_tracked, enqueue_write_tracked};
+use crate::buffer::tracked::enqueue_host;
 use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
@@ -45,7 +45,7 @@ use crate::runtime::event::Event;
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
-use crate::runtime::track::{enqueue_tracked, Access};
+use crate::runtime::track::{enqueue_tracked, Access, Read, Write};
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
 /// when the value is moved, until it is dropped.
@@ -551,13 +551,13 @@ impl Buffer {
             // stay valid and unmoved until the event completes because `host` moves into the
             // `Pending`, whose drop waits and whose forgetting leaks (HostMemory contract 1).
             unsafe {
-                enqueue_write_tracked(
+                enqueue_host::<Write>(
                     queue,
                     self.as_raw(),
                     Some(self.tracked()),
                     false,
                     o.dst_offset,
-                    bytes.as_ptr(),
+                    bytes.as_ptr().cast(),
                     bytes.len(),
                     o.wait,
                 )
@@ -599,13 +599,13 @@ impl Buffer {
             // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
             // completes (the `Pending` owns them and only hands them out after waiting).
             unsafe {
-                enqueue_read_tracked(
+                enqueue_host::<Read>(
                     queue,
                     self.as_raw(),
                     Some(self.tracked()),
                     false,
                     o.src_offset,
-                    ptr,
+                    ptr.cast(),
                     len,
                     o.wait,
                 )

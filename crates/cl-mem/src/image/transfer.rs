@@ -15,7 +15,7 @@ use crate::pod::{slice_as_bytes, Pod};
 use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{enqueue_tracked, Access};
+use crate::runtime::track::{enqueue_tracked, Access, Direction, Read, Write};
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
 /// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
@@ -208,7 +208,7 @@ impl Image {
         let span = self.check_host_transfer(queue, false, &o, bytes.len())?;
         // SAFETY: checked for this queue and `bytes.len()`; the write is blocking, so `bytes` is
         // only read during the call.
-        unsafe { self.enqueue_write_host(queue, true, span, bytes.as_ptr(), o.wait) }
+        unsafe { self.enqueue_host::<Write>(queue, true, span, bytes.as_ptr().cast(), o.wait) }
     }
 
     /// Blocking image-to-host read into `dst` ([`HostDataMut`]) after `o`'s events: the whole
@@ -230,7 +230,7 @@ impl Image {
         let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
         // SAFETY: checked for this queue and `bytes.len()`; the read is blocking, so `bytes` is
         // written only during the call, through our exclusive borrow.
-        unsafe { self.enqueue_read_host(queue, true, span, bytes.as_mut_ptr(), o.wait) }
+        unsafe { self.enqueue_host::<Read>(queue, true, span, bytes.as_mut_ptr().cast(), o.wait) }
     }
 
     /// Non-blocking host-to-image write of `host`, placed as [`Image::write`] places it: `host`
@@ -252,7 +252,9 @@ impl Image {
         // SAFETY: checked for this queue and `bytes.len()`; `host` moves into the `Pending`,
         // whose drop waits and whose forgetting leaks, so its (unmoving, HostMemory contract)
         // bytes outlive the command.
-        let ev = unsafe { self.enqueue_write_host(queue, false, span, bytes.as_ptr(), o.wait) }?;
+        let ev = unsafe {
+            self.enqueue_host::<Write>(queue, false, span, bytes.as_ptr().cast(), o.wait)
+        }?;
         Ok(Pending::started(ev, host, queue))
     }
 
@@ -274,7 +276,7 @@ impl Image {
         let ptr = bytes.as_mut_ptr();
         // SAFETY: as in `enqueue_write`; the bytes are written only by the command, and the host
         // cannot reach them until `Pending::wait` returns them.
-        let ev = unsafe { self.enqueue_read_host(queue, false, span, ptr, o.wait) }?;
+        let ev = unsafe { self.enqueue_host::<Read>(queue, false, span, ptr.cast(), o.wait) }?;
         Ok(Pending::started(ev, host, queue))
     }
 
@@ -334,30 +336,32 @@ impl Image {
         })
     }
 
-    /// `clEnqueueReadImage` of a checked `span` into `host`: the one call behind
-    /// [`Image::read`] and [`Image::enqueue_read`].
+    /// `clEnqueueReadImage` (`D` = [`Read`]) or `clEnqueueWriteImage` (`D` = [`Write`]) of a
+    /// checked `span` between the image and `host`: the one call behind [`Image::read`],
+    /// [`Image::write`] and their `enqueue_` forms.
     ///
     /// # Safety
     ///
-    /// 1. `span` came from [`Image::check_host_transfer`] for reading, `queue` and a host length
-    ///    `n`, and `host` is valid for `n` bytes of writes.
-    /// 2. Nothing else reads or writes those bytes until the command completes (when
-    ///    `blocking`: until this call returns).
-    unsafe fn enqueue_read_host(
+    /// 1. `span` came from [`Image::check_host_transfer`] for this direction, `queue` and a host
+    ///    length `n`, and `host` is valid for `n` bytes of writes (a read) or reads (a write).
+    /// 2. Nothing else accesses those bytes until the command completes (when `blocking`: until
+    ///    this call returns); a write only needs them not written.
+    unsafe fn enqueue_host<D: Direction>(
         &self,
         queue: &Queue,
         blocking: bool,
         span: HostSpan,
-        host: *mut u8,
+        host: D::Host,
         wait: &[&Event],
     ) -> Result<Event> {
-        let uses = [(self.tracked(), None, Access::Read)];
+        let (call, raw) = D::IMAGE;
+        let uses = [(self.tracked(), None, D::ACCESS)];
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/image/events of one context (checked); the region is inside the
             // image and the host bytes cover it with these pitches (checked, obligation 1);
             // obligation 2 keeps them to the command; we own the returned event.
             let ev = unsafe {
-                raw_queue::enqueue_read_image(
+                raw(
                     queue.as_raw(),
                     self.raw,
                     blocking,
@@ -365,51 +369,11 @@ impl Image {
                     span.region,
                     span.row_pitch,
                     span.slice_pitch,
-                    host.cast(),
+                    host,
                     list,
                 )
             }
-            .map_err(Error::cl("clEnqueueReadImage"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
-        })
-        .and_then(|ev| ev.finished_if(blocking))
-    }
-
-    /// `clEnqueueWriteImage` of a checked `span` from `host`: the one call behind
-    /// [`Image::write`] and [`Image::enqueue_write`].
-    ///
-    /// # Safety
-    ///
-    /// 1. `span` came from [`Image::check_host_transfer`] for writing, `queue` and a host length
-    ///    `n`, and `host` is valid for `n` bytes of reads.
-    /// 2. Nothing writes those bytes until the command completes (when `blocking`: until this
-    ///    call returns).
-    unsafe fn enqueue_write_host(
-        &self,
-        queue: &Queue,
-        blocking: bool,
-        span: HostSpan,
-        host: *const u8,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        let uses = [(self.tracked(), None, Access::Write)];
-        enqueue_tracked(queue, wait, &uses, |list| {
-            // SAFETY: as in `enqueue_read_host`, for reads of the host bytes.
-            let ev = unsafe {
-                raw_queue::enqueue_write_image(
-                    queue.as_raw(),
-                    self.raw,
-                    blocking,
-                    span.origin,
-                    span.region,
-                    span.row_pitch,
-                    span.slice_pitch,
-                    host.cast(),
-                    list,
-                )
-            }
-            .map_err(Error::cl("clEnqueueWriteImage"))?;
+            .map_err(Error::cl(call))?;
             // SAFETY: a fresh reference we own.
             Ok(unsafe { Event::from_raw(ev) })
         })

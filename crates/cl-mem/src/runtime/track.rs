@@ -47,6 +47,67 @@ pub(crate) enum Access {
     Write,
 }
 
+/// Which way a host transfer runs, as a type: a read and a write are one generic function that
+/// still takes `*mut` host memory for reads and `*const` for writes, so the compiler checks what
+/// the twins used to repeat by hand.
+pub(crate) trait Direction {
+    /// `*mut c_void` for a read (the host bytes are written), `*const c_void` for a write.
+    type Host: Copy;
+    /// What the command does to the memory object's bytes.
+    const ACCESS: Access;
+    /// `clEnqueueReadBuffer` or `clEnqueueWriteBuffer`, with its C name for errors.
+    const BUFFER: (&'static str, BufferCall<Self::Host>);
+    /// `clEnqueueReadImage` or `clEnqueueWriteImage`, with its C name for errors.
+    const IMAGE: (&'static str, ImageCall<Self::Host>);
+}
+
+/// The signature of `cl_raw::queue::enqueue_{read,write}_buffer`.
+pub(crate) type BufferCall<H> = unsafe fn(
+    sys::cl_command_queue,
+    sys::cl_mem,
+    bool,
+    usize,
+    usize,
+    H,
+    &[sys::cl_event],
+) -> std::result::Result<sys::cl_event, cl_raw::ClError>;
+
+/// The signature of `cl_raw::queue::enqueue_{read,write}_image`.
+pub(crate) type ImageCall<H> = unsafe fn(
+    sys::cl_command_queue,
+    sys::cl_mem,
+    bool,
+    [usize; 3],
+    [usize; 3],
+    usize,
+    usize,
+    H,
+    &[sys::cl_event],
+) -> std::result::Result<sys::cl_event, cl_raw::ClError>;
+
+/// Writes the two [`Direction`] markers from their calls.
+macro_rules! directions {
+    ($($(#[$doc:meta])* $name:ident($host:ty): $buffer:ident, $image:ident;)*) => {$(
+        $(#[$doc])*
+        pub(crate) enum $name {}
+        impl Direction for $name {
+            type Host = $host;
+            const ACCESS: Access = Access::$name;
+            const BUFFER: (&'static str, BufferCall<$host>) =
+                (concat!("clEnqueue", stringify!($name), "Buffer"), cl_raw::queue::$buffer);
+            const IMAGE: (&'static str, ImageCall<$host>) =
+                (concat!("clEnqueue", stringify!($name), "Image"), cl_raw::queue::$image);
+        }
+    )*};
+}
+
+directions! {
+    /// Device to host: the command reads the object and writes the host bytes.
+    Read(*mut std::ffi::c_void): enqueue_read_buffer, enqueue_read_image;
+    /// Host to device: the command reads the host bytes and writes the object.
+    Write(*const std::ffi::c_void): enqueue_write_buffer, enqueue_write_image;
+}
+
 /// The commands of one queue that may still be running.
 struct QueueRecord {
     /// The queue (flushed before another queue waits for its commands).

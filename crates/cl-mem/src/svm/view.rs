@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cl_raw::{mem as raw_mem, sys};
 
-use crate::buffer::tracked::{enqueue_read_buffer, enqueue_write_buffer};
+use crate::buffer::tracked::enqueue_host;
 use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
 use crate::memory::{release_in_drop, MemFlags};
@@ -16,7 +16,7 @@ use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::Hold;
+use crate::runtime::track::{Hold, Read, Write};
 
 use super::core::Core;
 use super::{Grain, SvmArray};
@@ -142,12 +142,13 @@ impl SvmBufferView<'_> {
         // during the call through our exclusive borrow; in bounds (checked); `out` cannot alias
         // the SVM (host access to it needs `&mut` of the array this view borrows).
         unsafe {
-            enqueue_read_buffer(
+            enqueue_host::<Read>(
                 queue,
                 self.raw,
+                None,
                 true,
                 o.src_offset,
-                out.as_mut_ptr(),
+                out.as_mut_ptr().cast(),
                 out.len(),
                 o.wait,
             )
@@ -174,12 +175,13 @@ impl SvmBufferView<'_> {
         self.check(queue, "SVM buffer view write", o.dst_offset, data.len())?;
         // SAFETY: as for `read`; `data` is only read during the blocking call.
         unsafe {
-            enqueue_write_buffer(
+            enqueue_host::<Write>(
                 queue,
                 self.raw,
+                None,
                 true,
                 o.dst_offset,
-                data.as_ptr(),
+                data.as_ptr().cast(),
                 data.len(),
                 o.wait,
             )
