@@ -69,19 +69,7 @@ impl Image {
         format: ImageFormat,
         desc: &ImageDesc,
     ) -> Result<Image> {
-        if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
-            return Err(Error::InvalidArgument(
-                "USE_HOST_PTR and COPY_HOST_PTR need host data: use Image::from_host or Image::from_owned_host".into(),
-            ));
-        }
-        create(
-            context,
-            flags,
-            format,
-            desc,
-            Source::Empty,
-            auto_path(context),
-        )
+        create_checked(context, flags, format, desc, None, auto_path(context))
     }
 
     /// An image initialised with a copy of `data` laid out with `desc.pitches`
@@ -99,20 +87,8 @@ impl Image {
         desc: &ImageDesc,
         data: &[T],
     ) -> Result<Image> {
-        if flags.contains(MemFlags::USE_HOST_PTR) {
-            return Err(Error::InvalidArgument(
-                "USE_HOST_PTR cannot borrow a slice: the image may outlive it (use Image::from_owned_host)".into(),
-            ));
-        }
-        let flags = flags | MemFlags::COPY_HOST_PTR;
-        create(
-            context,
-            flags,
-            format,
-            desc,
-            Source::Copy(slice_as_bytes(data)),
-            auto_path(context),
-        )
+        let data = Some(slice_as_bytes(data));
+        create_checked(context, flags, format, desc, data, auto_path(context))
     }
 
     /// An image that uses `data` as its storage (`USE_HOST_PTR` is added). The image owns the
@@ -336,36 +312,38 @@ impl Image {
         desc: &ImageDesc,
         data: Option<&[T]>,
     ) -> Result<Image> {
-        match data {
-            None => {
-                if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
-                    return Err(Error::InvalidArgument(
-                        "USE_HOST_PTR and COPY_HOST_PTR need host data".into(),
-                    ));
-                }
-                create(context, flags, format, desc, Source::Empty, Path::Legacy)
-            }
-            Some(data) => {
-                if flags.contains(MemFlags::USE_HOST_PTR) {
-                    return Err(Error::InvalidArgument(
-                        "USE_HOST_PTR cannot borrow a slice: the image may outlive it".into(),
-                    ));
-                }
-                let flags = flags | MemFlags::COPY_HOST_PTR;
-                create(
-                    context,
-                    flags,
-                    format,
-                    desc,
-                    Source::Copy(slice_as_bytes(data)),
-                    Path::Legacy,
-                )
-            }
-        }
+        let data = data.map(slice_as_bytes);
+        create_checked(context, flags, format, desc, data, Path::Legacy)
     }
 }
 
-/// The destructor callback of [`Image::from_owned_host`]: frees the vector.
+/// [`Image::new`] (no `data`) or [`Image::from_host`] (a copy of `data`) on `path`: refuses the
+/// host-pointer flags that cannot apply, then creates the image.
+fn create_checked(
+    context: &Context,
+    flags: MemFlags,
+    format: ImageFormat,
+    desc: &ImageDesc,
+    data: Option<&[u8]>,
+    path: Path,
+) -> Result<Image> {
+    let Some(data) = data else {
+        if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
+            return Err(Error::InvalidArgument(
+                "USE_HOST_PTR and COPY_HOST_PTR need host data: use Image::from_host or Image::from_owned_host".into(),
+            ));
+        }
+        return create(context, flags, format, desc, Source::Empty, path);
+    };
+    if flags.contains(MemFlags::USE_HOST_PTR) {
+        return Err(Error::InvalidArgument(
+            "USE_HOST_PTR cannot borrow a slice: the image may outlive it (use Image::from_owned_host)".into(),
+        ));
+    }
+    let flags = flags | MemFlags::COPY_HOST_PTR;
+    create(context, flags, format, desc, Source::Copy(data), path)
+}
+
 extern "C" fn free_owned_host(_mem: sys::cl_mem, user_data: *mut c_void) {
     // SAFETY: `user_data` came from `Box::into_raw` of a `Box<(Place, Box<dyn Any + Send>)>` in
     // `from_owned_host`, and the driver calls this once, after the object is destroyed.
@@ -600,34 +578,22 @@ fn check_limits(context: &Context, desc: &ImageDesc) -> Result<()> {
         }
     }
     let [w2, h2, w3, h3, d3, arr, buf] = max;
+    let width2 = ("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2);
+    let height2 = ("height", desc.height, "CL_DEVICE_IMAGE2D_MAX_HEIGHT", h2);
+    let layers = (
+        "array size",
+        desc.array_size,
+        "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE",
+        arr,
+    );
     let checks: &[(&str, usize, &str, usize)] = match t {
-        ImageType::Image1d => &[("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2)],
+        ImageType::Image1d => &[width2],
         ImageType::Image1dBuffer => {
             &[("width", desc.width, "CL_DEVICE_IMAGE_MAX_BUFFER_SIZE", buf)]
         }
-        ImageType::Image1dArray => &[
-            ("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2),
-            (
-                "array size",
-                desc.array_size,
-                "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE",
-                arr,
-            ),
-        ],
-        ImageType::Image2d => &[
-            ("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2),
-            ("height", desc.height, "CL_DEVICE_IMAGE2D_MAX_HEIGHT", h2),
-        ],
-        ImageType::Image2dArray => &[
-            ("width", desc.width, "CL_DEVICE_IMAGE2D_MAX_WIDTH", w2),
-            ("height", desc.height, "CL_DEVICE_IMAGE2D_MAX_HEIGHT", h2),
-            (
-                "array size",
-                desc.array_size,
-                "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE",
-                arr,
-            ),
-        ],
+        ImageType::Image1dArray => &[width2, layers],
+        ImageType::Image2d => &[width2, height2],
+        ImageType::Image2dArray => &[width2, height2, layers],
         ImageType::Image3d => &[
             ("width", desc.width, "CL_DEVICE_IMAGE3D_MAX_WIDTH", w3),
             ("height", desc.height, "CL_DEVICE_IMAGE3D_MAX_HEIGHT", h3),
