@@ -35,14 +35,10 @@ pub unsafe fn create(
     user_data: *mut c_void,
 ) -> Result<sys::cl_context, ClError> {
     fault::check("clCreateContext")?;
-    if devices.is_empty() || properties.last().is_some_and(|&p| p != 0) {
+    if devices.is_empty() {
         return Err(ClError::InvalidValue);
     }
-    let props = if properties.is_empty() {
-        std::ptr::null()
-    } else {
-        properties.as_ptr()
-    };
+    let props = crate::properties(properties)?;
     let mut err = 0;
     // SAFETY: valid devices (1), terminated properties, callback contract (2).
     let ctx = unsafe {

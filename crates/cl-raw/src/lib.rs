@@ -98,6 +98,27 @@ fn count(len: usize) -> Result<sys::cl_uint, ClError> {
     sys::cl_uint::try_from(len).map_err(|_| ClError::InvalidValue)
 }
 
+/// `list` as the C API reads a list: null when empty.
+fn or_null<T>(list: &[T]) -> *const T {
+    if list.is_empty() {
+        std::ptr::null()
+    } else {
+        list.as_ptr()
+    }
+}
+
+/// A 0-terminated property list as the C API reads it (null when empty).
+///
+/// # Errors
+///
+/// `CL_INVALID_VALUE` for a list whose last value is not 0, before the driver reads past it.
+fn properties<T: Copy + PartialEq + Default>(list: &[T]) -> Result<*const T, ClError> {
+    if list.last().is_some_and(|&p| p != T::default()) {
+        return Err(ClError::InvalidValue);
+    }
+    Ok(or_null(list))
+}
+
 /// A Rust `bool` as `cl_bool`.
 const fn cl_bool(b: bool) -> sys::cl_bool {
     if b {

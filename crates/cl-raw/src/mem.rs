@@ -56,14 +56,7 @@ pub unsafe fn create_buffer_with_properties(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateBufferWithProperties")?;
-    if properties.last().is_some_and(|&p| p != 0) {
-        return Err(ClError::InvalidValue);
-    }
-    let props = if properties.is_empty() {
-        std::ptr::null()
-    } else {
-        properties.as_ptr()
-    };
+    let props = crate::properties(properties)?;
     let mut err = 0;
     // SAFETY: obligations 1-3; `props` is null or 0-terminated.
     let m = unsafe {

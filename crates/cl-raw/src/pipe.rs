@@ -27,14 +27,7 @@ pub unsafe fn create(
     properties: &[sys::cl_pipe_properties],
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreatePipe")?;
-    if properties.last().is_some_and(|&p| p != 0) {
-        return Err(ClError::InvalidValue);
-    }
-    let props = if properties.is_empty() {
-        std::ptr::null()
-    } else {
-        properties.as_ptr()
-    };
+    let props = crate::properties(properties)?;
     let mut err = 0;
     // SAFETY: obligations 1-2; `props` is null or 0-terminated.
     let p = unsafe { sys::clCreatePipe(context, flags, packet_size, max_packets, props, &mut err) };

@@ -66,11 +66,7 @@ pub unsafe fn build(
     user_data: *mut c_void,
 ) -> Result<(), ClError> {
     fault::check("clBuildProgram")?;
-    let list = if devices.is_empty() {
-        std::ptr::null()
-    } else {
-        devices.as_ptr()
-    };
+    let list = crate::or_null(devices);
     // SAFETY: obligations 1-2; `options` is NUL-terminated.
     check(unsafe {
         sys::clBuildProgram(

@@ -21,11 +21,7 @@ unsafe fn enqueue(
     call: impl FnOnce(sys::cl_uint, *const sys::cl_event, *mut sys::cl_event) -> sys::cl_int,
 ) -> Result<sys::cl_event, ClError> {
     let n = count(wait.len()).map_err(|_| ClError::InvalidEventWaitList)?;
-    let list = if wait.is_empty() {
-        std::ptr::null()
-    } else {
-        wait.as_ptr()
-    };
+    let list = crate::or_null(wait);
     let mut event: sys::cl_event = std::ptr::null_mut();
     check(call(n, list, &mut event))?;
     Ok(event)
@@ -93,14 +89,7 @@ pub unsafe fn create_with_properties(
     properties: &[sys::cl_queue_properties],
 ) -> Result<sys::cl_command_queue, ClError> {
     fault::check("clCreateCommandQueueWithProperties")?;
-    if properties.last().is_some_and(|&p| p != 0) {
-        return Err(ClError::InvalidValue);
-    }
-    let props = if properties.is_empty() {
-        std::ptr::null()
-    } else {
-        properties.as_ptr()
-    };
+    let props = crate::properties(properties)?;
     let mut err = 0;
     // SAFETY: obligations 1 and 2; `props` is null or 0-terminated.
     let q = unsafe { sys::clCreateCommandQueueWithProperties(context, device, props, &mut err) };
@@ -784,11 +773,7 @@ pub unsafe fn enqueue_svm_migrate_mem(
         return Err(ClError::InvalidValue);
     }
     let num = count(svm_pointers.len())?;
-    let sizes = if sizes.is_empty() {
-        std::ptr::null()
-    } else {
-        sizes.as_ptr()
-    };
+    let sizes = crate::or_null(sizes);
     // SAFETY: obligations 1-3 are forwarded; list lengths checked above.
     unsafe {
         enqueue(wait, |n, list, ev| {

@@ -52,14 +52,7 @@ pub unsafe fn create_with_properties(
     properties: &[sys::cl_sampler_properties],
 ) -> Result<sys::cl_sampler, ClError> {
     fault::check("clCreateSamplerWithProperties")?;
-    if properties.last().is_some_and(|&p| p != 0) {
-        return Err(ClError::InvalidValue);
-    }
-    let props = if properties.is_empty() {
-        std::ptr::null()
-    } else {
-        properties.as_ptr()
-    };
+    let props = crate::properties(properties)?;
     let mut err = 0;
     // SAFETY: obligations 1-2; `props` is null or 0-terminated.
     let s = unsafe { sys::clCreateSamplerWithProperties(context, props, &mut err) };
