@@ -183,7 +183,7 @@ device_test!(commands_on_one_device_wait_for_gated_commands_on_the_other);
 /// With device A's command held back by a user event, device B's command on the same buffer
 /// waits for it: a migration after a kernel, a migration with undefined contents after a read,
 /// a copy and a kernel after a kernel. (The suite's other tests cannot tell: there A's command
-/// has finished before B's is enqueued; found by a review that removed the ordering, 2026-11-26.)
+/// has finished before B's is enqueued, so they pass without the ordering.)
 fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice) -> TestResult {
     let m = multi(dev)?;
     let n = 1 << 12;

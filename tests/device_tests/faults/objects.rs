@@ -380,8 +380,8 @@ scenario!(
 );
 /// `Event::on_complete` fails typed (the closure dropped, not run). A migration whose list's
 /// completion callback cannot be registered still succeeds and does not wait for its command:
-/// held back by a user event set only afterwards, it would never return if it waited (it did
-/// until 2026-11-26's review; the list is leaked instead, a few bytes).
+/// held back by a user event set only afterwards, it would never return if it waited (so the
+/// list is leaked instead, a few bytes).
 fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
     dev: &TestDevice,
 ) -> TestResult {

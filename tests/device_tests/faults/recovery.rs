@@ -106,8 +106,8 @@ scenario!(
 );
 /// A pooled buffer used on queue A and bound to queue B: when the marker on A or the barrier on
 /// B fails, the error is typed and the block still records A, so the next hand-out (or bind)
-/// waits for A again; once the calls succeed it belongs to B alone. (Before 2026-11-26 the
-/// block forgot A before the calls, so after a failure B's work could overlap A's.)
+/// waits for A again; once the calls succeed it belongs to B alone. (A block that forgot A
+/// before the calls would let B's work overlap A's after a failure.)
 fn pooled_block_handed_to_another_queue_keeps_its_old_queue_when_the_sync_fails(
     dev: &TestDevice,
 ) -> TestResult {
