@@ -1,7 +1,7 @@
 /* NVIDIA 580.159.04: clEnqueueMigrateMemObjects reads its `mem_objects` array after the call has
  * returned (when its worker thread runs the command), so an array the caller reuses or frees
  * right after the call -- a stack array, as cl-mem passed -- makes the driver's thread dereference
- * whatever is there next (SIGSEGV at address 0x9 in pool::threads_share_a_device_pool). The spec
+ * whatever is there next (SIGSEGV at address 0x9 in pools::threads_share_a_device_pool). The spec
  * gives the array to the call only; PoCL and the Intel runtime copy it.
  *
  * Each case runs in a fresh child process (a crash is the symptom; the program runs itself again

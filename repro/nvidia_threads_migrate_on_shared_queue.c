@@ -1,5 +1,5 @@
 /* A check of a crash once reported on NVIDIA 580.159.04 (SIGSEGV in a thread of libnvidia-opencl
- * in about one run of three of pool::threads_share_a_device_pool): four host threads each creating
+ * in about one run of three of pools::threads_share_a_device_pool): four host threads each creating
  * buffers, migrating them on one shared queue (as cl-pool's ImmediateAllocator forces an
  * allocation) and writing/reading them on a queue of its own. On 2026-11-23 it did not reproduce:
  * six runs of this program and six runs of the test (its NVIDIA skip disabled) on the H100 all

@@ -28,38 +28,8 @@ use cl_characterize::{
     simultaneous_work_items_on_local_access, CharacterizeError, DeviceProfile, DeviceReport,
     StructArgCountBug,
 };
-use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
+use cl_tests::{device_test, fail, skip, TestDevice, TestResult};
 use serde_json::Value;
-
-/// The suite.
-pub fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "matches_pyopencl_reference_output",
-            run: matches_pyopencl_reference_output,
-        },
-        DeviceTest {
-            name: "matches_recorded_pyopencl_values",
-            run: matches_recorded_pyopencl_values,
-        },
-        DeviceTest {
-            name: "kernel_probes_give_pyopencl_values",
-            run: kernel_probes_give_pyopencl_values,
-        },
-        DeviceTest {
-            name: "newer_queries_are_gated_by_version",
-            run: newer_queries_are_gated_by_version,
-        },
-        DeviceTest {
-            name: "vendor_attributes_read_only_when_advertised",
-            run: vendor_attributes_read_only_when_advertised,
-        },
-        DeviceTest {
-            name: "live_profile_equals_recorded_profile",
-            run: live_profile_equals_recorded_profile,
-        },
-    ]
-}
 
 fn profile(t: &TestDevice) -> Result<(DeviceProfile, Vec<String>), cl_tests::TestError> {
     Ok(probe::profile(&t.device, ProbeOptions::default())?)
@@ -121,6 +91,7 @@ fn pyopencl_reference() -> &'static Result<Value, String> {
     })
 }
 
+device_test!(matches_pyopencl_reference_output);
 fn matches_pyopencl_reference_output(t: &TestDevice) -> TestResult {
     let reference = match pyopencl_reference() {
         Ok(v) => v,
@@ -153,6 +124,7 @@ fn matches_pyopencl_reference_output(t: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(matches_recorded_pyopencl_values);
 /// PyOpenCL's values on this device kind (reference §6.4 and `docs/reference/devices`).
 fn matches_recorded_pyopencl_values(t: &TestDevice) -> TestResult {
     let (p, _) = profile(t)?;
@@ -219,6 +191,7 @@ fn matches_recorded_pyopencl_values(t: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(kernel_probes_give_pyopencl_values);
 fn kernel_probes_give_pyopencl_values(t: &TestDevice) -> TestResult {
     let (p, notes) = profile(t)?;
     let multiple = p
@@ -246,6 +219,7 @@ fn kernel_probes_give_pyopencl_values(t: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(newer_queries_are_gated_by_version);
 fn newer_queries_are_gated_by_version(t: &TestDevice) -> TestResult {
     let (p, notes) = profile(t)?;
     let version = t.device.version();
@@ -268,6 +242,7 @@ fn newer_queries_are_gated_by_version(t: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(vendor_attributes_read_only_when_advertised);
 fn vendor_attributes_read_only_when_advertised(t: &TestDevice) -> TestResult {
     let (p, notes) = profile(t)?;
     let nv = p.has_extension("cl_nv_device_attribute_query");
@@ -292,6 +267,7 @@ fn vendor_attributes_read_only_when_advertised(t: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(live_profile_equals_recorded_profile);
 /// Where this machine's device was recorded (`crates/cl-characterize/tests/profiles`), the live
 /// profile is the recorded one.
 fn live_profile_equals_recorded_profile(t: &TestDevice) -> TestResult {

@@ -7,42 +7,13 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 
 use cl_mem::{Buffer, Error, ExternalMemory, MemFlags, Semaphore};
-use cl_tests::{DeviceTest, TestDevice, TestResult};
-
-/// The suite's tests, in the order they run.
-pub fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "imports_are_refused_typed_where_the_extensions_are_missing",
-            run: imports_are_refused_typed_where_the_extensions_are_missing,
-        },
-        DeviceTest {
-            name: "memory_opencl_allocated_is_not_external",
-            run: memory_opencl_allocated_is_not_external,
-        },
-        DeviceTest {
-            name: "cuda_round_trips_are_byte_exact_at_odd_sizes",
-            run: cuda::round_trips_are_byte_exact_at_odd_sizes,
-        },
-        DeviceTest {
-            name: "handed_back_memory_refuses_commands_and_maps",
-            run: cuda::handed_back_memory_refuses_commands_and_maps,
-        },
-        DeviceTest {
-            name: "the_exporter_may_be_dropped_first_or_last",
-            run: cuda::the_exporter_may_be_dropped_first_or_last,
-        },
-        DeviceTest {
-            name: "semaphores_order_both_directions",
-            run: cuda::semaphores_order_both_directions,
-        },
-    ]
-}
+use cl_tests::{device_test, TestDevice, TestResult};
 
 fn some_fd() -> OwnedFd {
     File::open("/dev/null").unwrap().into()
 }
 
+device_test!(imports_are_refused_typed_where_the_extensions_are_missing);
 fn imports_are_refused_typed_where_the_extensions_are_missing(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     // Host-pointer flags are refused everywhere, before anything else.
@@ -84,6 +55,7 @@ fn imports_are_refused_typed_where_the_extensions_are_missing(dev: &TestDevice) 
     Ok(())
 }
 
+device_test!(memory_opencl_allocated_is_not_external);
 fn memory_opencl_allocated_is_not_external(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let b = Buffer::new(q.context(), MemFlags::READ_WRITE, 256)?;
@@ -104,22 +76,38 @@ fn memory_opencl_allocated_is_not_external(dev: &TestDevice) -> TestResult {
 
 #[cfg(not(feature = "cuda"))]
 mod cuda {
-    use cl_tests::{skip, TestDevice, TestResult};
+    use cl_tests::{device_test, skip, TestDevice, TestResult};
 
-    pub(super) fn not_built(_: &TestDevice) -> TestResult {
+    fn not_built() -> TestResult {
         Err(skip("cl-tests built without its `cuda` feature"))
     }
-    pub(super) use not_built as round_trips_are_byte_exact_at_odd_sizes;
-    pub(super) use not_built as handed_back_memory_refuses_commands_and_maps;
-    pub(super) use not_built as the_exporter_may_be_dropped_first_or_last;
-    pub(super) use not_built as semaphores_order_both_directions;
+
+    device_test!(cuda_round_trips_are_byte_exact_at_odd_sizes);
+    fn cuda_round_trips_are_byte_exact_at_odd_sizes(_: &TestDevice) -> TestResult {
+        not_built()
+    }
+
+    device_test!(handed_back_memory_refuses_commands_and_maps);
+    fn handed_back_memory_refuses_commands_and_maps(_: &TestDevice) -> TestResult {
+        not_built()
+    }
+
+    device_test!(the_exporter_may_be_dropped_first_or_last);
+    fn the_exporter_may_be_dropped_first_or_last(_: &TestDevice) -> TestResult {
+        not_built()
+    }
+
+    device_test!(semaphores_order_both_directions);
+    fn semaphores_order_both_directions(_: &TestDevice) -> TestResult {
+        not_built()
+    }
 }
 
 #[cfg(feature = "cuda")]
 mod cuda {
     use cl_mem::cuda::{CudaDevice, CudaMemory};
     use cl_mem::{Buffer, Error, MapFlags, Program, Queue, ReadOnly, Semaphore};
-    use cl_tests::{skip, TestDevice, TestError, TestResult};
+    use cl_tests::{device_test, skip, TestDevice, TestError, TestResult};
 
     fn device(dev: &TestDevice) -> Result<CudaDevice, TestError> {
         match CudaDevice::matching(&dev.device) {
@@ -155,7 +143,8 @@ mod cuda {
         a[i] = a[i] * k + (uint)i;
     }";
 
-    pub(super) fn round_trips_are_byte_exact_at_odd_sizes(dev: &TestDevice) -> TestResult {
+    device_test!(cuda_round_trips_are_byte_exact_at_odd_sizes);
+    fn cuda_round_trips_are_byte_exact_at_odd_sizes(dev: &TestDevice) -> TestResult {
         let c = device(dev)?;
         let q = dev.queue();
         let program = Program::build_from_source(q.context(), SRC, "")?;
@@ -182,7 +171,8 @@ mod cuda {
         Ok(())
     }
 
-    pub(super) fn handed_back_memory_refuses_commands_and_maps(dev: &TestDevice) -> TestResult {
+    device_test!(handed_back_memory_refuses_commands_and_maps);
+    fn handed_back_memory_refuses_commands_and_maps(dev: &TestDevice) -> TestResult {
         let c = device(dev)?;
         let q = dev.queue();
         let q2 = cl_mem::Queue::new(q.context(), &dev.device)?;
@@ -219,7 +209,8 @@ mod cuda {
         Ok(())
     }
 
-    pub(super) fn the_exporter_may_be_dropped_first_or_last(dev: &TestDevice) -> TestResult {
+    device_test!(the_exporter_may_be_dropped_first_or_last);
+    fn the_exporter_may_be_dropped_first_or_last(dev: &TestDevice) -> TestResult {
         let c = device(dev)?;
         let q = dev.queue();
         // First: CUDA's side goes, the buffer keeps the allocation.
@@ -241,7 +232,8 @@ mod cuda {
         Ok(())
     }
 
-    pub(super) fn semaphores_order_both_directions(dev: &TestDevice) -> TestResult {
+    device_test!(semaphores_order_both_directions);
+    fn semaphores_order_both_directions(dev: &TestDevice) -> TestResult {
         let c = device(dev)?;
         let q = dev.queue();
         let pair = || -> Result<_, TestError> {

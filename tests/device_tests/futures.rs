@@ -12,33 +12,7 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use cl_mem::{Buffer, ClError, Error, MemFlags, UserEvent};
-use cl_tests::{DeviceTest, TestDevice, TestResult};
-
-/// The suite's tests, in the order they run.
-pub fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "awaiting_a_nonblocking_read_yields_its_data",
-            run: awaiting_a_nonblocking_read_yields_its_data,
-        },
-        DeviceTest {
-            name: "awaiting_a_complete_event_is_ready_at_first_poll",
-            run: awaiting_a_complete_event_is_ready_at_first_poll,
-        },
-        DeviceTest {
-            name: "a_user_event_set_on_another_thread_wakes_the_future",
-            run: a_user_event_set_on_another_thread_wakes_the_future,
-        },
-        DeviceTest {
-            name: "a_user_event_set_to_an_error_resolves_to_that_error",
-            run: a_user_event_set_to_an_error_resolves_to_that_error,
-        },
-        DeviceTest {
-            name: "a_transfer_whose_dependency_fails_resolves_to_an_error",
-            run: a_transfer_whose_dependency_fails_resolves_to_an_error,
-        },
-    ]
-}
+use cl_tests::{device_test, TestDevice, TestResult};
 
 /// Unparks the thread that blocks on the future.
 struct ThreadWaker(Thread);
@@ -117,6 +91,7 @@ fn block_on_while_set<F: Future>(
 
 const LIMIT: Duration = Duration::from_secs(20);
 
+device_test!(awaiting_a_nonblocking_read_yields_its_data);
 fn awaiting_a_nonblocking_read_yields_its_data(dev: &TestDevice) -> TestResult {
     let queue = dev.queue();
     let ctx = queue.context();
@@ -143,6 +118,7 @@ fn awaiting_a_nonblocking_read_yields_its_data(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(awaiting_a_complete_event_is_ready_at_first_poll);
 fn awaiting_a_complete_event_is_ready_at_first_poll(dev: &TestDevice) -> TestResult {
     let queue = dev.queue();
     let marker = queue.enqueue_marker(&[])?;
@@ -164,6 +140,7 @@ fn awaiting_a_complete_event_is_ready_at_first_poll(dev: &TestDevice) -> TestRes
     Ok(())
 }
 
+device_test!(a_user_event_set_on_another_thread_wakes_the_future);
 fn a_user_event_set_on_another_thread_wakes_the_future(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let user = UserEvent::new(&ctx)?;
@@ -173,6 +150,7 @@ fn a_user_event_set_on_another_thread_wakes_the_future(dev: &TestDevice) -> Test
     Ok(())
 }
 
+device_test!(a_user_event_set_to_an_error_resolves_to_that_error);
 fn a_user_event_set_to_an_error_resolves_to_that_error(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let user = UserEvent::new(&ctx)?;
@@ -195,9 +173,10 @@ fn a_user_event_set_to_an_error_resolves_to_that_error(dev: &TestDevice) -> Test
     Ok(())
 }
 
+device_test!(a_transfer_whose_dependency_fails_resolves_to_an_error);
 /// A non-blocking read waiting on a user event that another thread sets to an error: the awaited
 /// transfer resolves to an error (PoCL calls no callback for it: the future's watcher wakes it;
-/// found by a review, 2026-11-26).
+/// found by a review).
 fn a_transfer_whose_dependency_fails_resolves_to_an_error(dev: &TestDevice) -> TestResult {
     if dev.platform_name().contains("Oclgrind") {
         // Its clFlush runs the queue on the calling thread and waits for the user event there,

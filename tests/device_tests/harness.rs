@@ -1,26 +1,9 @@
 //! Tests of the harness's own device plumbing: what every other suite relies on.
 
 use cl_mem::RawHandle;
-use cl_tests::{DeviceTest, TestDevice, TestResult};
+use cl_tests::{device_test, TestDevice, TestResult};
 
-/// The suite's tests, in the order they run.
-pub fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "context_is_fresh_per_call",
-            run: context_is_fresh_per_call,
-        },
-        DeviceTest {
-            name: "queue_is_in_order_on_the_test_device",
-            run: queue_is_in_order_on_the_test_device,
-        },
-        DeviceTest {
-            name: "label_names_platform_and_device",
-            run: label_names_platform_and_device,
-        },
-    ]
-}
-
+device_test!(context_is_fresh_per_call);
 fn context_is_fresh_per_call(dev: &TestDevice) -> TestResult {
     let a = dev.context();
     let b = dev.context();
@@ -30,6 +13,7 @@ fn context_is_fresh_per_call(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(queue_is_in_order_on_the_test_device);
 fn queue_is_in_order_on_the_test_device(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     assert_eq!(*q.device(), dev.device);
@@ -39,6 +23,7 @@ fn queue_is_in_order_on_the_test_device(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(label_names_platform_and_device);
 fn label_names_platform_and_device(dev: &TestDevice) -> TestResult {
     assert_eq!(dev.platform_name(), dev.platform.name()?.trim());
     assert_eq!(dev.device_name(), dev.device.name()?.trim());

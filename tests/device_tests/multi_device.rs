@@ -11,57 +11,7 @@ use cl_mem::{
     TransferOptions, TransferPath, UserEvent,
 };
 use cl_pool::{DevicePools, ImmediateAllocator, MemoryPool};
-use cl_tests::{fail, skip, DeviceTest, TestDevice, TestError, TestResult};
-
-/// The suite.
-pub fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "sub_devices_partition_the_compute_units",
-            run: sub_devices_partition_the_compute_units,
-        },
-        DeviceTest {
-            name: "a_buffer_written_on_one_device_is_used_on_the_other",
-            run: a_buffer_written_on_one_device_is_used_on_the_other,
-        },
-        DeviceTest {
-            name: "commands_on_one_device_wait_for_gated_commands_on_the_other",
-            run: commands_on_one_device_wait_for_gated_commands_on_the_other,
-        },
-        DeviceTest {
-            name: "migration_between_devices_keeps_data_and_order",
-            run: migration_between_devices_keeps_data_and_order,
-        },
-        DeviceTest {
-            name: "sub_buffers_work_on_every_device",
-            run: sub_buffers_work_on_every_device,
-        },
-        DeviceTest {
-            name: "images_and_svm_cross_devices",
-            run: images_and_svm_cross_devices,
-        },
-        DeviceTest {
-            name: "pools_serve_every_device",
-            run: pools_serve_every_device,
-        },
-        DeviceTest {
-            name: "staged_copies_between_devices_are_byte_exact",
-            run: staged_copies_between_devices_are_byte_exact,
-        },
-        DeviceTest {
-            name: "staged_copies_between_devices_wait_for_gated_commands_on_both",
-            run: staged_copies_between_devices_wait_for_gated_commands_on_both,
-        },
-        DeviceTest {
-            name: "staged_copies_between_devices_are_refused_under_a_map",
-            run: staged_copies_between_devices_are_refused_under_a_map,
-        },
-        DeviceTest {
-            name: "staged_migration_between_devices_keeps_data_and_order",
-            run: staged_migration_between_devices_keeps_data_and_order,
-        },
-    ]
-}
+use cl_tests::{device_test, fail, skip, TestDevice, TestError, TestResult};
 
 const SRC: &str = r"
 __kernel void fill(__global uint *a, uint v) { size_t i = get_global_id(0); a[i] = v + (uint)i; }
@@ -134,6 +84,7 @@ fn filled(v: u32, n: usize) -> Vec<u32> {
         .collect()
 }
 
+device_test!(sub_devices_partition_the_compute_units);
 fn sub_devices_partition_the_compute_units(dev: &TestDevice) -> TestResult {
     let support = dev.device.partition_support()?;
     let units = dev.device.max_compute_units()?;
@@ -193,6 +144,7 @@ fn sub_devices_partition_the_compute_units(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(a_buffer_written_on_one_device_is_used_on_the_other);
 /// Written by a kernel on device A, updated by a kernel on device B with no wait list, read on
 /// A: the command record makes B wait for A and A's read wait for B (twenty round trips).
 fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> TestResult {
@@ -227,10 +179,11 @@ fn a_buffer_written_on_one_device_is_used_on_the_other(dev: &TestDevice) -> Test
     Ok(())
 }
 
+device_test!(commands_on_one_device_wait_for_gated_commands_on_the_other);
 /// With device A's command held back by a user event, device B's command on the same buffer
 /// waits for it: a migration after a kernel, a migration with undefined contents after a read,
 /// a copy and a kernel after a kernel. (The suite's other tests cannot tell: there A's command
-/// has finished before B's is enqueued; found by a review that removed the ordering, 2026-11-26.)
+/// has finished before B's is enqueued, so they pass without the ordering.)
 fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice) -> TestResult {
     let m = multi(dev)?;
     let n = 1 << 12;
@@ -288,6 +241,7 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
     Ok(())
 }
 
+device_test!(migration_between_devices_keeps_data_and_order);
 /// `enqueue_migrate_mem_objects` on device B right after a kernel on device A (no wait list)
 /// moves A's result; a migration with undefined contents is ordered after pending reads too, and
 /// is refused while the host has the buffer mapped.
@@ -323,6 +277,7 @@ fn migration_between_devices_keeps_data_and_order(dev: &TestDevice) -> TestResul
     Ok(())
 }
 
+device_test!(sub_buffers_work_on_every_device);
 /// A sub-buffer at an origin every device accepts is usable on every device's queue; the
 /// alignment of the context is the largest of its devices'.
 fn sub_buffers_work_on_every_device(dev: &TestDevice) -> TestResult {
@@ -358,6 +313,7 @@ fn sub_buffers_work_on_every_device(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(images_and_svm_cross_devices);
 /// Images and coarse-grain SVM, where every device of the context has them: written through
 /// device A, used on device B.
 fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
@@ -430,6 +386,7 @@ fn images_and_svm_cross_devices(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(pools_serve_every_device);
 /// One shared pool (blocks used on every device) and per-device pools with per-device figures.
 fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     let m = multi(dev)?;
@@ -518,6 +475,7 @@ fn pattern(n: usize, seed: usize) -> Vec<u8> {
         .collect()
 }
 
+device_test!(staged_copies_between_devices_are_byte_exact);
 /// Copies from a buffer written on device A into one on device B's queue, through pinned chunks:
 /// odd sizes, offsets on both sides and sizes at chunk edges, sub-buffers; every byte lands once
 /// and the bytes around the range are untouched.
@@ -600,6 +558,7 @@ fn staged_copies_between_devices_are_byte_exact(dev: &TestDevice) -> TestResult 
     Ok(())
 }
 
+device_test!(staged_copies_between_devices_wait_for_gated_commands_on_both);
 /// A staged copy returns at once, like the driver's: with the source's writer held back on
 /// device A and an earlier command on the destination held back on device B, the copy waits for
 /// both, and the data is the held-back write's.
@@ -657,6 +616,7 @@ fn staged_copies_between_devices_wait_for_gated_commands_on_both(dev: &TestDevic
     Ok(())
 }
 
+device_test!(staged_copies_between_devices_are_refused_under_a_map);
 /// A live writable map of the destination or a live map of the source's bytes refuses a staged
 /// copy before any command (`Error::Mapped`), and a map taken after the copy sees all of it.
 fn staged_copies_between_devices_are_refused_under_a_map(dev: &TestDevice) -> TestResult {
@@ -691,6 +651,7 @@ fn staged_copies_between_devices_are_refused_under_a_map(dev: &TestDevice) -> Te
     Ok(())
 }
 
+device_test!(staged_migration_between_devices_keeps_data_and_order);
 /// A buffer written on device A and migrated to device B through pinned chunks arrives whole,
 /// and commands on B after the migration (no wait list) see it; back to A the same way.
 fn staged_migration_between_devices_keeps_data_and_order(dev: &TestDevice) -> TestResult {

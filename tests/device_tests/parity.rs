@@ -5,70 +5,13 @@ use cl_mem::svm::{Coarse, SvmAllocation, SvmOptions, SvmPointer};
 use cl_mem::RawHandle;
 use cl_mem::{Buffer, Error, MemFlags, Program, SvmCapabilities};
 use cl_pool::{MemoryPool, SvmAllocator};
-use cl_tests::{skip, DeviceTest, TestDevice, TestResult};
-
-/// The suite's tests, in the order they run.
-pub(crate) fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "empty_nd_ranges_run_nothing_and_return_an_event",
-            run: empty_nd_ranges_run_nothing_and_return_an_event,
-        },
-        DeviceTest {
-            name: "sub_buffers_clip_and_round_as_pyopencl_users_write_them",
-            run: sub_buffers_clip_and_round_as_pyopencl_users_write_them,
-        },
-        DeviceTest {
-            name: "info_queries_answer_as_in_pyopencls_test_get_info",
-            run: info_queries_answer_as_in_pyopencls_test_get_info,
-        },
-        DeviceTest {
-            name: "kernel_local_mem_size_counts_local_arguments",
-            run: kernel_local_mem_size_counts_local_arguments,
-        },
-        DeviceTest {
-            name: "kernel_attributes_name_the_declaration",
-            run: kernel_attributes_name_the_declaration,
-        },
-        DeviceTest {
-            name: "host_arrays_of_use_host_ptr_buffers",
-            run: host_arrays_of_use_host_ptr_buffers,
-        },
-        DeviceTest {
-            name: "enqueue_copy_takes_svm_pairs",
-            run: enqueue_copy_takes_svm_pairs,
-        },
-        DeviceTest {
-            name: "two_d_images_from_buffers_share_their_memory",
-            run: two_d_images_from_buffers_share_their_memory,
-        },
-        DeviceTest {
-            name: "depth_images_where_the_device_lists_them",
-            run: depth_images_where_the_device_lists_them,
-        },
-        DeviceTest {
-            name: "mip_maps_are_typed_where_missing",
-            run: mip_maps_are_typed_where_missing,
-        },
-        DeviceTest {
-            name: "default_device_queue_is_none_until_one_is_created",
-            run: default_device_queue_is_none_until_one_is_created,
-        },
-        DeviceTest {
-            name: "svm_alignment_zero_is_the_drivers_default",
-            run: svm_alignment_zero_is_the_drivers_default,
-        },
-        DeviceTest {
-            name: "zero_size_svm_through_allocation_allocator_and_pool",
-            run: zero_size_svm_through_allocation_allocator_and_pool,
-        },
-    ]
-}
+use cl_tests::{device_test, skip, Expectation, TestDevice, TestResult};
 
 const SRC: &str = r#"
 __kernel void bump(__global int* a) { a[get_global_id(0)] += 1; }
 "#;
 
+device_test!(empty_nd_ranges_run_nothing_and_return_an_event);
 /// PyOpenCL's `allow_empty_ndrange=True`: a zero-size range launches nothing and still gives an
 /// event (OpenCL 1.2 drivers refuse a zero global size; here every version takes it).
 fn empty_nd_ranges_run_nothing_and_return_an_event(dev: &TestDevice) -> TestResult {
@@ -106,6 +49,7 @@ fn coarse_svm(dev: &TestDevice) -> Result<(), cl_tests::TestError> {
     Ok(())
 }
 
+device_test!(svm_alignment_zero_is_the_drivers_default);
 /// `SVMAllocation(ctx, size, 0, flags)` and `SVMAllocator(ctx)` pass alignment 0: the driver's
 /// default, the largest OpenCL data type's (not "not a power of two", and not 1 byte for
 /// untyped memory).
@@ -129,6 +73,7 @@ fn svm_alignment_zero_is_the_drivers_default(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(zero_size_svm_through_allocation_allocator_and_pool);
 /// PyOpenCL's `test_zero_size_svm_allocations`: a zero-size allocation works through the
 /// allocation, the allocator and the pool.
 fn zero_size_svm_through_allocation_allocator_and_pool(dev: &TestDevice) -> TestResult {
@@ -157,6 +102,7 @@ fn zero_size_svm_through_allocation_allocator_and_pool(dev: &TestDevice) -> Test
     Ok(())
 }
 
+device_test!(sub_buffers_clip_and_round_as_pyopencl_users_write_them);
 /// PyOpenCL's `test_sub_buffers`: slices clip to the buffer, and the start is rounded down to the
 /// device's base-address alignment (so the test works on the H100's 4096-bit alignment too).
 fn sub_buffers_clip_and_round_as_pyopencl_users_write_them(dev: &TestDevice) -> TestResult {
@@ -204,6 +150,7 @@ void fixed(__global int* a, __local int* tmp) {
 }
 "#;
 
+device_test!(info_queries_answer_as_in_pyopencls_test_get_info);
 /// PyOpenCL's `test_get_info` reads program, kernel, queue and event info; each answers here.
 fn info_queries_answer_as_in_pyopencls_test_get_info(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
@@ -240,6 +187,20 @@ fn info_queries_answer_as_in_pyopencls_test_get_info(dev: &TestDevice) -> TestRe
     Ok(())
 }
 
+device_test!(
+    kernel_attributes_name_the_declaration,
+    expected = &[
+        Expectation {
+            platform: "oclgrind",
+            device: "",
+            version: "Oclgrind 21.10",
+            reason: "clGetKernelInfo(CL_KERNEL_ATTRIBUTES) returns uninitialised bytes before the attribute text",
+            link: "docs/DEVICES.md#oclgrind-kernel-attributes",
+            failure: "CL_KERNEL_ATTRIBUTES of a reqd_work_group_size kernel",
+            flaky: false,
+        }
+    ]
+);
 /// `CL_KERNEL_ATTRIBUTES` of a kernel declared with `reqd_work_group_size` (empty is allowed: the
 /// spec lets a driver leave the text out).
 fn kernel_attributes_name_the_declaration(dev: &TestDevice) -> TestResult {
@@ -254,6 +215,7 @@ fn kernel_attributes_name_the_declaration(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(host_arrays_of_use_host_ptr_buffers);
 /// PyOpenCL's `get_host_array(shape, dtype, order)`: a `USE_HOST_PTR` buffer's memory as a shaped
 /// array, showing what a kernel wrote; other buffers are refused (PyOpenCL's `LogicError`).
 fn host_arrays_of_use_host_ptr_buffers(dev: &TestDevice) -> TestResult {
@@ -284,6 +246,7 @@ fn host_arrays_of_use_host_ptr_buffers(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(enqueue_copy_takes_svm_pairs);
 /// PyOpenCL's `enqueue_copy` with SVM: host -> SVM, SVM -> host, SVM -> SVM.
 fn enqueue_copy_takes_svm_pairs(dev: &TestDevice) -> TestResult {
     coarse_svm(dev)?;
@@ -331,6 +294,18 @@ fn enqueue_copy_takes_svm_pairs(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(
+    kernel_local_mem_size_counts_local_arguments,
+    expected = &[Expectation {
+        platform: "portable",
+        device: "",
+        version: "5.0+debian",
+        reason: "CL_KERNEL_LOCAL_MEM_SIZE reads 0 with a __local argument set",
+        link: "docs/DEVICES.md#pocl5-kernel-local-mem-size",
+        failure: "CL_KERNEL_LOCAL_MEM_SIZE with a 16-byte __local argument: 0",
+        flaky: false,
+    }]
+);
 /// `CL_KERNEL_LOCAL_MEM_SIZE` counts the `__local` arguments set with `clSetKernelArg` (the spec).
 fn kernel_local_mem_size_counts_local_arguments(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
@@ -348,6 +323,7 @@ fn kernel_local_mem_size_counts_local_arguments(dev: &TestDevice) -> TestResult 
     Ok(())
 }
 
+device_test!(two_d_images_from_buffers_share_their_memory);
 /// PyOpenCL users reach 2-D images over buffers through `cl_khr_image2d_from_buffer`: where a
 /// device has it, the image shows the buffer's bytes at the row pitch and writes through it land in
 /// the buffer; elsewhere a typed `Unsupported` before the driver.
@@ -397,6 +373,7 @@ fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult 
     Ok(())
 }
 
+device_test!(depth_images_where_the_device_lists_them);
 /// Depth images (`cl_khr_depth_images`, `CL_DEPTH`): created and read back where the device lists
 /// the format, a typed `Unsupported` before the driver where it does not.
 fn depth_images_where_the_device_lists_them(dev: &TestDevice) -> TestResult {
@@ -430,6 +407,7 @@ fn depth_images_where_the_device_lists_them(dev: &TestDevice) -> TestResult {
     }
 }
 
+device_test!(mip_maps_are_typed_where_missing);
 /// Mip-mapped images (`cl_khr_mipmap_image`): a typed answer on every device, created where the
 /// device has the extension.
 fn mip_maps_are_typed_where_missing(dev: &TestDevice) -> TestResult {
@@ -459,6 +437,20 @@ fn mip_maps_are_typed_where_missing(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(
+    default_device_queue_is_none_until_one_is_created,
+    expected = &[
+        Expectation {
+            platform: "intel",
+            device: "",
+            version: "OpenCL 3.1",
+            reason: "clGetCommandQueueInfo(CL_QUEUE_DEVICE_DEFAULT) of a host queue returns CL_INVALID_VALUE although the device reports device-side enqueue",
+            link: "docs/DEVICES.md#intel-default-device-queue",
+            failure: "CL_QUEUE_DEVICE_DEFAULT of a host queue: clGetCommandQueueInfo failed: CL_INVALID_VALUE",
+            flaky: false,
+        }
+    ]
+);
 /// PyOpenCL's `test_get_info` reads `CL_QUEUE_DEVICE_DEFAULT`: no default device queue exists until
 /// one is created; below 2.1 or without device-side enqueue the query is a typed `Unsupported`.
 fn default_device_queue_is_none_until_one_is_created(dev: &TestDevice) -> TestResult {

@@ -15,25 +15,11 @@ use cl_mem::{
     MemObject, Program, Queue,
 };
 use cl_pool::{ImmediateAllocator, MemoryPool};
-use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
-
-/// The suite's tests, in the order they run.
-pub fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "concurrent_read_maps_of_one_buffer_are_safe",
-            run: concurrent_read_maps_of_one_buffer_are_safe,
-        },
-        DeviceTest {
-            name: "mixed_workload_keeps_data_and_counters",
-            run: mixed_workload_keeps_data_and_counters,
-        },
-    ]
-}
+use cl_tests::{device_test, fail, skip, TestDevice, TestError, TestResult};
 
 /// Oclgrind 21.10 crashes on API calls from several host threads (docs/DEVICES.md); every test
 /// here is about several threads.
-fn skip_on_oclgrind(dev: &TestDevice) -> TestResult {
+fn skip_on_oclgrind(dev: &TestDevice) -> Result<(), TestError> {
     if dev.platform_name().contains("Oclgrind") {
         return Err(skip(
             "Oclgrind 21.10 crashes on concurrent API calls from several host threads \
@@ -43,6 +29,7 @@ fn skip_on_oclgrind(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(concurrent_read_maps_of_one_buffer_are_safe);
 /// Four threads, each with its own queue, map one buffer read-only (any number of read maps may
 /// be open at once) and check the bytes, 500 times each. PoCL 3.1 crashed (SIGSEGV) or handed out
 /// a pointer to other bytes when two such maps ran at the same time; cl-mem orders each map and
@@ -129,6 +116,7 @@ fn checksum(data: &[u32]) -> u64 {
     })
 }
 
+device_test!(mixed_workload_keeps_data_and_counters);
 /// `CL_SOAK_SECS` of four threads, each with its own queue, sharing one context, one
 /// `MemoryPool` and one read-only buffer: per round a pooled block is written with a known
 /// pattern, transformed by a kernel, mapped and checksummed; on SVM devices a coarse-grain array

@@ -1,14 +1,15 @@
-//! The expectations table: known driver bugs, as expected failures.
+//! Expected failures: known driver bugs, written in the `device_test!` of the test they break.
 //!
-//! Each entry names a platform (and optionally a device) by case-insensitive substring, the exact test
-//! name (`suite::test`), the reason, and a link to the `docs/DEVICES.md` section that documents the bug.
-//! A matching test that fails is reported as an *expected failure* and does not fail the run; one that
-//! passes is reported as an *unexpected pass* and does fail it, so that a fixed driver gets its entry
-//! removed (use [`Expectation::flaky`] for a bug that only sometimes shows). A host test checks that
-//! every link points at an existing heading of `docs/DEVICES.md`.
+//! Each names a platform (and optionally a device and a version) by case-insensitive substring,
+//! the reason, and a link to the `docs/DEVICES.md` section that documents the bug. A matching test
+//! that fails with the named failure is reported as an *expected failure* and does not fail the
+//! run; one that passes is reported as an *unexpected pass* and does fail it, so that a fixed
+//! driver gets its entry removed (set `flaky` for a bug that only sometimes shows). The device
+//! test binary refuses to run when a link does not name a heading of `docs/DEVICES.md`
+//! ([`check`]), so a renamed section cannot leave a dangling entry.
 //!
-//! To add one: append an entry below and a section (or a line in the runtime's section) to
-//! `docs/DEVICES.md`; see `docs/TESTING.md`.
+//! To add one: write it in the test's `device_test!(name, expected = &[Expectation { .. }])` and
+//! add a section (or a line in the runtime's section) to `docs/DEVICES.md`; see `docs/TESTING.md`.
 
 /// One known driver bug.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +23,6 @@ pub struct Expectation {
     /// A newer driver then runs the test as any other: a fixed bug shows as a pass, not as an
     /// unexpected pass hidden behind a vendor-wide entry.
     pub version: &'static str,
-    /// The full test name, `suite::test`.
-    pub test: &'static str,
     /// What goes wrong, in a few words.
     pub reason: &'static str,
     /// `docs/DEVICES.md#anchor` of the section that documents it.
@@ -42,163 +41,57 @@ impl Expectation {
         message.contains(self.failure)
     }
 
-    /// Whether this entry covers `test` on the device `device` of the platform `platform`, whose
-    /// version and driver version strings are `versions`.
-    pub fn matches(&self, platform: &str, device: &str, versions: &str, test: &str) -> bool {
+    /// Whether this entry covers the device `device` of the platform `platform`, whose version
+    /// and driver version strings are `versions`.
+    pub fn matches(&self, platform: &str, device: &str, versions: &str) -> bool {
         let contains =
             |hay: &str, needle: &str| hay.to_lowercase().contains(&needle.to_lowercase());
-        self.test == test
-            && contains(platform, self.platform)
+        contains(platform, self.platform)
             && contains(device, self.device)
             && contains(versions, self.version)
     }
 }
 
-/// Every known driver bug. Keep entries sorted by platform, then test.
-pub const EXPECTATIONS: &[Expectation] = &[
-    Expectation {
-        platform: "intel",
-        device: "",
-        version: "OpenCL 3.1",
-        test: "parity::default_device_queue_is_none_until_one_is_created",
-        reason: "clGetCommandQueueInfo(CL_QUEUE_DEVICE_DEFAULT) of a host queue returns CL_INVALID_VALUE although the device reports device-side enqueue",
-        link: "docs/DEVICES.md#intel-default-device-queue",
-        failure: "CL_QUEUE_DEVICE_DEFAULT of a host queue: clGetCommandQueueInfo failed: CL_INVALID_VALUE",
-        flaky: false,
-    },
-    Expectation {
-        platform: "nvidia",
-        device: "",
-        version: "580.",
-        test: "buffers::migration_of_a_buffer_with_its_sub_buffer",
-        reason: "CL_MIGRATE_MEM_OBJECT_HOST of a buffer together with its sub-buffer fails with CL_INVALID_VALUE",
-        link: "docs/DEVICES.md#nvidia-gpu-machine",
-        failure: "clEnqueueMigrateMemObjects failed: CL_INVALID_VALUE",
-        flaky: false,
-    },
-    Expectation {
-        platform: "nvidia",
-        device: "",
-        version: "580.",
-        test: "core::marker_waits_for_user_event",
-        reason: "markers and barriers with a non-empty wait list report CL_EVENT_COMMAND_TYPE 0x4003, not CL_COMMAND_MARKER",
-        link: "docs/DEVICES.md#nvidia-gpu-machine",
-        failure: "CL_EVENT_COMMAND_TYPE of a marker with a wait list: 0x4003",
-        flaky: false,
-    },
-    Expectation {
-        platform: "nvidia",
-        device: "",
-        version: "580.",
-        test: "core::user_event_error_reaches_callback",
-        reason: "a CL_COMPLETE callback gets CL_COMPLETE, not the error, when a user event is set to an error status",
-        link: "docs/DEVICES.md#nvidia-gpu-machine",
-        failure: "the CL_COMPLETE callback of a user event set to an error got Complete",
-        flaky: false,
-    },
-    Expectation {
-        platform: "nvidia",
-        device: "",
-        version: "580.",
-        test: "core::user_event_status_is_set_once",
-        reason: "a second clSetUserEventStatus(CL_COMPLETE) returns CL_SUCCESS, not CL_INVALID_OPERATION",
-        link: "docs/DEVICES.md#nvidia-gpu-machine",
-        failure: "a second clSetUserEventStatus returned Ok(())",
-        flaky: false,
-    },
-    Expectation {
-        platform: "nvidia",
-        device: "",
-        version: "580.",
-        test: "images::copies_between_1d_image_arrays_and_buffers",
-        reason: "clEnqueueCopyImageToBuffer / clEnqueueCopyBufferToImage fail with CL_INVALID_VALUE for every 1-D image array",
-        link: "docs/DEVICES.md#nvidia-gpu-machine",
-        failure: "clEnqueueCopyImageToBuffer failed: CL_INVALID_VALUE",
-        flaky: false,
-    },
-    Expectation {
-        platform: "oclgrind",
-        device: "",
-        version: "Oclgrind 21.10",
-        test: "core::profiling_needs_a_profiling_queue",
-        reason: "clGetEventProfilingInfo answers for queues created without CL_QUEUE_PROFILING_ENABLE",
-        link: "docs/DEVICES.md#oclgrind",
-        failure: "clGetEventProfilingInfo on a queue without profiling returned Ok(",
-        flaky: false,
-    },
-    Expectation {
-        platform: "oclgrind",
-        device: "",
-        version: "Oclgrind 21.10",
-        test: "images::image_info_reports_pitches",
-        reason: "CL_IMAGE_ROW_PITCH and CL_IMAGE_SLICE_PITCH read 0 for images created without host pitches",
-        link: "docs/DEVICES.md#oclgrind",
-        failure: "CL_IMAGE_ROW_PITCH 0 below a packed row",
-        flaky: false,
-    },
-    Expectation {
-        platform: "oclgrind",
-        device: "",
-        version: "Oclgrind 21.10",
-        test: "images::used_host_row_pitch_is_honoured",
-        reason: "clCreateImage ignores image_row_pitch: USE_HOST_PTR rows are read as if packed",
-        link: "docs/DEVICES.md#oclgrind",
-        failure: "USE_HOST_PTR rows read with image_row_pitch 20",
-        flaky: false,
-    },
-    Expectation {
-        platform: "oclgrind",
-        device: "",
-        version: "Oclgrind 21.10",
-        test: "parity::kernel_attributes_name_the_declaration",
-        reason: "clGetKernelInfo(CL_KERNEL_ATTRIBUTES) returns uninitialised bytes before the attribute text",
-        link: "docs/DEVICES.md#oclgrind-kernel-attributes",
-        failure: "CL_KERNEL_ATTRIBUTES of a reqd_work_group_size kernel",
-        flaky: false,
-    },
-    Expectation {
-        platform: "portable",
-        device: "",
-        version: "5.0+debian",
-        test: "parity::kernel_local_mem_size_counts_local_arguments",
-        reason: "CL_KERNEL_LOCAL_MEM_SIZE reads 0 with a __local argument set",
-        link: "docs/DEVICES.md#pocl5-kernel-local-mem-size",
-        failure: "CL_KERNEL_LOCAL_MEM_SIZE with a 16-byte __local argument: 0",
-        flaky: false,
-    },
-    Expectation {
-        platform: "portable",
-        device: "",
-        version: "PoCL",
-        test: "core::user_event_error_reaches_callback",
-        reason: "a CL_COMPLETE callback never runs when a user event is set to an error status",
-        link: "docs/DEVICES.md#pocl",
-        failure: "the CL_COMPLETE callback did not run",
-        flaky: false,
-    },
-];
-
-/// The first entry covering `test` on `platform`/`device`, if any.
-pub fn lookup(
-    platform: &str,
-    device: &str,
-    versions: &str,
-    test: &str,
-) -> Option<&'static Expectation> {
-    lookup_in(EXPECTATIONS, platform, device, versions, test)
-}
-
-/// [`lookup`] over a given table (tests use their own).
-pub fn lookup_in<'a>(
+/// The first of `table` covering `platform`/`device` at `versions`, if any.
+pub fn lookup<'a>(
     table: &'a [Expectation],
     platform: &str,
     device: &str,
     versions: &str,
-    test: &str,
 ) -> Option<&'a Expectation> {
-    table
-        .iter()
-        .find(|e| e.matches(platform, device, versions, test))
+    table.iter().find(|e| e.matches(platform, device, versions))
+}
+
+/// `docs/DEVICES.md` as this binary was built with: the sections expectations link to.
+const DEVICES_MD: &str = include_str!("../../docs/DEVICES.md");
+
+/// Why the expectation `e` of the test `test` is malformed, if it is: its link must name an
+/// existing section of `devices_md` (`docs/DEVICES.md`), its platform and reason must be given,
+/// and its failure must name the failing call and status (or the assertion's text).
+pub fn check_in(e: &Expectation, test: &str, devices_md: &str) -> Result<(), String> {
+    let Some(anchor) = e.link.strip_prefix("docs/DEVICES.md#") else {
+        return Err(format!(
+            "{test}: link `{}` must start with docs/DEVICES.md#",
+            e.link
+        ));
+    };
+    if !anchors(devices_md).iter().any(|a| a == anchor) {
+        return Err(format!("{test}: no section #{anchor} in docs/DEVICES.md"));
+    }
+    if e.reason.is_empty() || e.platform.is_empty() {
+        return Err(format!("{test}: reason and platform required"));
+    }
+    if e.failure.len() < 16 {
+        return Err(format!(
+            "{test}: name the failing call and status (or the assertion text) in `failure`"
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_in`] against the `docs/DEVICES.md` this binary was built with.
+pub fn check(e: &Expectation, test: &str) -> Result<(), String> {
+    check_in(e, test, DEVICES_MD)
 }
 
 /// GitHub-style anchor of a Markdown heading: lowercase, spaces to `-`, punctuation other than `-` and `_`
@@ -244,52 +137,34 @@ mod tests {
         platform: "portable",
         device: "",
         version: "PoCL 3.1",
-        test: "buffers::fill_rejects_bad_pattern",
         reason: "example",
         link: "docs/DEVICES.md#pocl",
-        failure: "",
+        failure: "clEnqueueFillBuffer failed: CL_INVALID_VALUE",
         flaky: false,
     }];
 
     #[test]
     fn lookup_matches_platform_substring_case_insensitively() {
-        let e = lookup_in(
+        let e = lookup(
             TABLE,
             "Portable Computing Language",
             "pthread-x",
             "OpenCL 3.0 PoCL 3.1+debian",
-            "buffers::fill_rejects_bad_pattern",
         );
         assert_eq!(e.map(|e| e.reason), Some("example"));
         // Keyed to the version it was seen with: a newer driver runs the test as any other.
-        let newer = lookup_in(
+        let newer = lookup(
             TABLE,
             "Portable Computing Language",
             "pthread-x",
             "OpenCL 3.0 PoCL 5.0",
-            "buffers::fill_rejects_bad_pattern",
         );
         assert!(newer.is_none());
     }
 
     #[test]
-    fn lookup_needs_the_exact_test_name_and_platform() {
-        assert!(lookup_in(
-            TABLE,
-            "Portable Computing Language",
-            "x",
-            "PoCL 3.1",
-            "buffers::fill"
-        )
-        .is_none());
-        assert!(lookup_in(
-            TABLE,
-            "Intel(R) OpenCL",
-            "x",
-            "PoCL 3.1",
-            "buffers::fill_rejects_bad_pattern"
-        )
-        .is_none());
+    fn lookup_needs_the_platform() {
+        assert!(lookup(TABLE, "Intel(R) OpenCL", "x", "PoCL 3.1").is_none());
     }
 
     #[test]
@@ -303,37 +178,28 @@ mod tests {
 
     #[test]
     fn every_expectation_names_the_failure_it_covers() {
-        for e in EXPECTATIONS {
-            assert!(
-                e.failure.len() >= 16,
-                "{}: name the failing call and status (or the assertion text) in `failure`",
-                e.test
-            );
-        }
+        let short = Expectation {
+            failure: "CL_INVALID",
+            ..TABLE[0]
+        };
+        assert!(check_in(&short, "s::t", "## PoCL\n").is_err());
+        assert_eq!(check_in(&TABLE[0], "s::t", "## PoCL\n"), Ok(()));
     }
 
+    /// The binary runs [`check`] on every registered expectation before any test; this is the
+    /// same check on a document without the section, and the real document has the sections the
+    /// runner's own messages point to.
     #[test]
     fn every_expectation_links_an_existing_devices_md_section() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/DEVICES.md");
-        let doc = std::fs::read_to_string(path).expect("docs/DEVICES.md exists");
-        let known = anchors(&doc);
-        for e in EXPECTATIONS {
-            let anchor = e.link.strip_prefix("docs/DEVICES.md#").unwrap_or_else(|| {
-                panic!(
-                    "{}: link `{}` must start with docs/DEVICES.md#",
-                    e.test, e.link
-                )
-            });
-            assert!(
-                known.iter().any(|a| a == anchor),
-                "{}: no section #{anchor} in docs/DEVICES.md",
-                e.test
-            );
-            assert!(
-                !e.reason.is_empty() && !e.platform.is_empty(),
-                "{}: reason and platform required",
-                e.test
-            );
-        }
+        assert_eq!(
+            check_in(&TABLE[0], "s::t", "## Oclgrind\n"),
+            Err("s::t: no section #pocl in docs/DEVICES.md".to_owned())
+        );
+        let elsewhere = Expectation {
+            link: "docs/TESTING.md#pocl",
+            ..TABLE[0]
+        };
+        assert!(check_in(&elsewhere, "s::t", "## PoCL\n").is_err());
+        assert_eq!(check(&TABLE[0], "s::t"), Ok(()));
     }
 }

@@ -189,7 +189,6 @@ mod tests {
             platform: "p",
             device: "",
             version: "",
-            test: "s::t",
             reason: "r",
             link: "l",
             failure: "x",

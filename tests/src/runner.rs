@@ -14,7 +14,7 @@ use crate::args::Args;
 use crate::device::ContextGone;
 use crate::expectations;
 use crate::outcome::Outcome;
-use crate::{DeviceTest, Suite, TestDevice};
+use crate::{DeviceTest, TestDevice};
 
 /// One test's record.
 #[derive(Debug)]
@@ -55,19 +55,33 @@ thread_local! {
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// Collects the suites' tests as `(suite::name, test)`; an error on a duplicate name.
-fn collect(suites: &[Suite]) -> Result<Vec<(String, DeviceTest)>, String> {
+/// Names the tests `suite::name` and checks the registrations: an error on a duplicate name or
+/// a malformed expectation.
+fn collect(tests: &[DeviceTest]) -> Result<Vec<(String, DeviceTest)>, String> {
     let mut all: Vec<(String, DeviceTest)> = Vec::new();
-    for (suite, tests) in suites {
-        for t in tests() {
-            let name = format!("{suite}::{}", t.name);
-            if all.iter().any(|(n, _)| *n == name) {
-                return Err(format!("two device tests are named `{name}`"));
-            }
-            all.push((name, t));
+    for t in tests {
+        let name = t.id();
+        if all.iter().any(|(n, _)| *n == name) {
+            return Err(format!("two device tests are named `{name}`"));
         }
+        for e in t.expected {
+            expectations::check(e, &name)?;
+        }
+        all.push((name, *t));
     }
     Ok(all)
+}
+
+/// An error when a [`DRIVER_KEEPS_CONTEXTS`] entry names no test of `all` (a renamed test).
+fn check_driver_keeps_contexts(all: &[(String, DeviceTest)]) -> Result<(), String> {
+    for (_, test, _) in DRIVER_KEEPS_CONTEXTS {
+        if !test.is_empty() && !all.iter().any(|(n, _)| n == test) {
+            return Err(format!(
+                "DRIVER_KEEPS_CONTEXTS (tests/src/runner.rs) names `{test}`, which is no device test"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Runs one test, catching panics; `Err((is_skip, message))` when it did not pass.
@@ -100,7 +114,7 @@ fn flush() {
 }
 
 /// The entry point of the device test binary: see [`crate::main`].
-pub(crate) fn main(suites: &[Suite]) -> ExitCode {
+pub(crate) fn main(registered: &[DeviceTest]) -> ExitCode {
     let args = match Args::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {
@@ -108,7 +122,8 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let tests = match collect(suites) {
+    let tests = match collect(registered).and_then(|t| check_driver_keeps_contexts(&t).map(|()| t))
+    {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
@@ -228,17 +243,22 @@ pub(crate) fn main(suites: &[Suite]) -> ExitCode {
             };
             let took = start.elapsed();
             let versions = format!("{} {}", dev.version(), dev.driver_version());
-            let exp = expectations::lookup(dev.platform_name(), dev.device_name(), &versions, name);
+            let exp = expectations::lookup(
+                test.expected,
+                dev.platform_name(),
+                dev.device_name(),
+                &versions,
+            );
             let outcome = Outcome::classify(&result, exp);
             let message = match (&result, outcome, exp) {
                 (Err((_, m)), Outcome::ExpectedFailure, Some(e)) => Some(format!("{} ({}): {m}", e.reason, e.link)),
                 (Err((false, m)), Outcome::Failed, Some(e)) => Some(format!(
-                    "{m}\n(not the documented bug of its tests/src/expectations.rs entry, which expects a \
+                    "{m}\n(not the documented bug of its expectation in its `device_test!`, which expects a \
                      failure containing `{}`)",
                     e.failure
                 )),
                 (Ok(()), Outcome::UnexpectedPass, Some(e)) => Some(format!(
-                    "expected to fail ({}, {}) but passed: remove or narrow its entry in tests/src/expectations.rs",
+                    "expected to fail ({}, {}) but passed: remove or narrow its expectation in its `device_test!`",
                     e.reason, e.link
                 )),
                 (Err((_, m)), _, _) => Some(m.clone()),
@@ -300,22 +320,22 @@ const DRIVER_KEEPS_CONTEXTS: &[(&str, &str, &str)] = &[
     ),
     (
         "Portable Computing Language",
-        "safety::an_image_from_a_buffer_shares_its_map_lock_and_record",
+        "tracking::an_image_from_a_buffer_shares_its_map_lock_and_record",
         "as above",
     ),
     (
         "Portable Computing Language",
-        "safety::a_dropped_kernels_arguments_are_released_off_the_callback_thread",
+        "tracking::a_dropped_kernels_arguments_are_released_off_the_callback_thread",
         "as above",
     ),
     (
         "Portable Computing Language",
-        "safety::an_event_callback_may_drop_objects_that_talk_to_the_driver",
+        "tracking::an_event_callback_may_drop_objects_that_talk_to_the_driver",
         "as above",
     ),
     (
         "Portable Computing Language",
-        "safety::a_user_event_set_here_may_drop_objects_in_its_callback",
+        "tracking::a_user_event_set_here_may_drop_objects_in_its_callback",
         "as above",
     ),
 ];
@@ -564,20 +584,12 @@ fn write_json(args: &Args, runs: &[DeviceRun], aborted: Option<&str>) {
 mod tests {
     use super::*;
 
-    fn a() -> Vec<DeviceTest> {
-        fn t(_: &TestDevice) -> crate::TestResult {
-            Ok(())
+    fn t(module: &'static str, name: &'static str) -> DeviceTest {
+        DeviceTest {
+            module,
+            name,
+            ..DeviceTest::DEFAULT
         }
-        vec![
-            DeviceTest {
-                name: "one",
-                run: t,
-            },
-            DeviceTest {
-                name: "two",
-                run: t,
-            },
-        ]
     }
 
     #[test]
@@ -602,17 +614,58 @@ mod tests {
     }
 
     #[test]
-    fn collect_prefixes_suite_names_and_rejects_duplicates() {
-        let names: Vec<String> = collect(&[("core", a)])
+    fn collect_names_tests_by_suite_and_rejects_duplicates() {
+        let one = t("device_tests::runtime", "one");
+        let two = t("device_tests::buffers::creation", "two");
+        let names: Vec<String> = collect(&[one, two])
             .unwrap()
             .into_iter()
             .map(|(n, _)| n)
             .collect();
-        assert_eq!(names, ["core::one", "core::two"]);
+        assert_eq!(names, ["runtime::one", "buffers::two"]);
         assert_eq!(
-            collect(&[("core", a), ("core", a)]).err(),
-            Some("two device tests are named `core::one`".to_owned())
+            collect(&[one, t("device_tests::runtime::more", "one")]).err(),
+            Some("two device tests are named `runtime::one`".to_owned())
         );
+    }
+
+    #[test]
+    fn collect_refuses_an_expectation_without_its_devices_md_section() {
+        const BAD: &[crate::Expectation] = &[crate::Expectation {
+            platform: "portable",
+            device: "",
+            version: "",
+            reason: "example",
+            link: "docs/DEVICES.md#no-such-section",
+            failure: "clEnqueueFillBuffer failed: CL_INVALID_VALUE",
+            flaky: false,
+        }];
+        let bad = DeviceTest {
+            expected: BAD,
+            ..t("device_tests::runtime", "one")
+        };
+        assert_eq!(
+            collect(&[bad]).err(),
+            Some("runtime::one: no section #no-such-section in docs/DEVICES.md".to_owned())
+        );
+    }
+
+    #[test]
+    fn registered_tests_run_by_suite_order_then_file_then_line() {
+        let at = |module, name, line| DeviceTest {
+            line,
+            ..t(module, name)
+        };
+        let mut all = vec![
+            at("device_tests::soak", "s", 1),
+            at("device_tests::buffers::creation", "c", 9),
+            at("device_tests::buffers::bad_input", "b", 20),
+            at("device_tests::buffers::bad_input", "a", 10),
+            at("device_tests::harness", "h", 5),
+        ];
+        crate::sort_in_run_order(&mut all);
+        let names: Vec<&str> = all.iter().map(|t| t.name).collect();
+        assert_eq!(names, ["h", "a", "b", "c", "s"]);
     }
 
     #[test]

@@ -1,55 +1,11 @@
-//! Staged transfers from ordinary host memory (issue 13): byte-exact at odd sizes, offsets and
-//! chunk boundaries in both directions, the same bytes as the plain path, checks before the driver,
-//! the automatic choice, and concurrent staged transfers from several threads.
+//! Staged transfers (through pinned host chunks): byte-exact at odd sizes and chunk edges, in
+//! rectangles, from several threads, under maps and failing dependencies, with bounded threads and chunks.
 
-use cl_mem::Transfer;
 use cl_mem::{
-    idle_staging_chunks, Buffer, ClError, Error, Event, MemFlags, Queue, Rect, TransferOptions,
-    TransferPath, UserEvent, AUTO_MIN_BYTES, MAX_STAGING_THREADS,
+    idle_staging_chunks, Buffer, ClError, Error, Event, MemFlags, Queue, Rect, Transfer,
+    TransferOptions, TransferPath, UserEvent, AUTO_MIN_BYTES, MAX_STAGING_THREADS,
 };
-use cl_tests::{fail, skip, DeviceTest, TestDevice, TestResult};
-
-/// The suite.
-pub fn tests() -> Vec<DeviceTest> {
-    vec![
-        DeviceTest {
-            name: "staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges",
-            run: staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges,
-        },
-        DeviceTest {
-            name: "staged_rectangles_are_byte_exact_in_2d_and_3d",
-            run: staged_rectangles_are_byte_exact_in_2d_and_3d,
-        },
-        DeviceTest {
-            name: "staged_transfers_check_bounds_options_and_maps_first",
-            run: staged_transfers_check_bounds_options_and_maps_first,
-        },
-        DeviceTest {
-            name: "auto_stages_only_on_a_discrete_gpu",
-            run: auto_stages_only_on_a_discrete_gpu,
-        },
-        DeviceTest {
-            name: "concurrent_staged_transfers_from_several_threads",
-            run: concurrent_staged_transfers_from_several_threads,
-        },
-        DeviceTest {
-            name: "a_map_never_sees_half_a_staged_write",
-            run: a_map_never_sees_half_a_staged_write,
-        },
-        DeviceTest {
-            name: "a_failed_dependency_is_an_error_and_poisons_no_later_command",
-            run: a_failed_dependency_is_an_error_and_poisons_no_later_command,
-        },
-        DeviceTest {
-            name: "a_dependency_failing_during_a_blocking_transfer_is_an_error",
-            run: a_dependency_failing_during_a_blocking_transfer_is_an_error,
-        },
-        DeviceTest {
-            name: "staged_threads_and_pinned_chunks_are_bounded",
-            run: staged_threads_and_pinned_chunks_are_bounded,
-        },
-    ]
-}
+use cl_tests::{device_test, fail, skip, TestDevice, TestResult};
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
@@ -66,6 +22,93 @@ fn threads(dev: &TestDevice) -> usize {
     }
 }
 
+device_test!(staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges);
+fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
+    dev: &TestDevice,
+) -> TestResult {
+    let q = dev.queue();
+    let t = threads(dev);
+    let total = 300_007usize + 8192;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, total)?;
+    let sizes: &[usize] = if dev.platform_name().contains("Oclgrind") {
+        &[1, 4095, 4097, 20_001]
+    } else {
+        &[1, 7, 4095, 4096, 4097, 65_537, 300_007]
+    };
+    let mut cases = 0;
+    for &size in sizes {
+        for offset in [0usize, 3, 4093] {
+            for chunk in [1024usize, 4096, 5000] {
+                let background = pattern(total, 99);
+                buf.write(
+                    &q,
+                    &background,
+                    Transfer::default().options(TransferOptions::plain()),
+                )?;
+                let data = pattern(size, u8::try_from(chunk % 200).unwrap_or(1));
+                // Staged write, plain read: the range holds `data`, the rest is untouched.
+                buf.write(
+                    &q,
+                    &data,
+                    Transfer::default()
+                        .dst_offset(offset)
+                        .options(TransferOptions::staged(chunk, t)),
+                )?;
+                let mut all = vec![0u8; total];
+                buf.read(
+                    &q,
+                    &mut all,
+                    Transfer::default().options(TransferOptions::plain()),
+                )?;
+                if all[offset..offset + size] != data[..]
+                    || all[..offset] != background[..offset]
+                    || all[offset + size..] != background[offset + size..]
+                {
+                    return Err(fail(format!(
+                        "staged write of {size} bytes at {offset}, chunks of {chunk}, {t} threads"
+                    )));
+                }
+                // Plain write, staged read of the same range (odd end inside a chunk).
+                let mut back = vec![0u8; size];
+                buf.read(
+                    &q,
+                    &mut back,
+                    Transfer::default()
+                        .src_offset(offset)
+                        .options(TransferOptions::staged(chunk, t)),
+                )?;
+                if back != data {
+                    return Err(fail(format!(
+                        "staged read of {size} bytes at {offset}, chunks of {chunk}, {t} threads"
+                    )));
+                }
+                cases += 1;
+            }
+        }
+    }
+    // Staged on both sides, one big transfer over many chunks.
+    let data = pattern(total, 5);
+    buf.write(
+        &q,
+        &data,
+        Transfer::default().options(TransferOptions::staged(4096, t)),
+    )?;
+    let mut back = vec![0u8; total];
+    buf.read(
+        &q,
+        &mut back,
+        Transfer::default().options(TransferOptions::staged(6000, t)),
+    )?;
+    assert_eq!(back, data, "{cases} cases before");
+    // The pinned chunks are cached per context, and bounded.
+    let idle = idle_staging_chunks(&q);
+    if idle == 0 || idle > 32 {
+        return Err(fail(format!("{idle} pinned chunks cached")));
+    }
+    Ok(())
+}
+
+device_test!(staged_rectangles_are_byte_exact_in_2d_and_3d);
 /// Staged rectangles (`write_rect_with` / `read_rect_with`) move exactly the bytes the plain
 /// path moves: odd widths, origins and pitches on both sides, pieces of one row, of several rows
 /// with a short last piece, and of a whole slice, 2-D and 3-D; bytes outside the rectangle stay.
@@ -204,91 +247,7 @@ fn staged_rectangles_are_byte_exact_in_2d_and_3d(dev: &TestDevice) -> TestResult
     Ok(())
 }
 
-fn staged_transfers_are_byte_exact_at_odd_sizes_offsets_and_chunk_edges(
-    dev: &TestDevice,
-) -> TestResult {
-    let q = dev.queue();
-    let t = threads(dev);
-    let total = 300_007usize + 8192;
-    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, total)?;
-    let sizes: &[usize] = if dev.platform_name().contains("Oclgrind") {
-        &[1, 4095, 4097, 20_001]
-    } else {
-        &[1, 7, 4095, 4096, 4097, 65_537, 300_007]
-    };
-    let mut cases = 0;
-    for &size in sizes {
-        for offset in [0usize, 3, 4093] {
-            for chunk in [1024usize, 4096, 5000] {
-                let background = pattern(total, 99);
-                buf.write(
-                    &q,
-                    &background,
-                    Transfer::default().options(TransferOptions::plain()),
-                )?;
-                let data = pattern(size, u8::try_from(chunk % 200).unwrap_or(1));
-                // Staged write, plain read: the range holds `data`, the rest is untouched.
-                buf.write(
-                    &q,
-                    &data,
-                    Transfer::default()
-                        .dst_offset(offset)
-                        .options(TransferOptions::staged(chunk, t)),
-                )?;
-                let mut all = vec![0u8; total];
-                buf.read(
-                    &q,
-                    &mut all,
-                    Transfer::default().options(TransferOptions::plain()),
-                )?;
-                if all[offset..offset + size] != data[..]
-                    || all[..offset] != background[..offset]
-                    || all[offset + size..] != background[offset + size..]
-                {
-                    return Err(fail(format!(
-                        "staged write of {size} bytes at {offset}, chunks of {chunk}, {t} threads"
-                    )));
-                }
-                // Plain write, staged read of the same range (odd end inside a chunk).
-                let mut back = vec![0u8; size];
-                buf.read(
-                    &q,
-                    &mut back,
-                    Transfer::default()
-                        .src_offset(offset)
-                        .options(TransferOptions::staged(chunk, t)),
-                )?;
-                if back != data {
-                    return Err(fail(format!(
-                        "staged read of {size} bytes at {offset}, chunks of {chunk}, {t} threads"
-                    )));
-                }
-                cases += 1;
-            }
-        }
-    }
-    // Staged on both sides, one big transfer over many chunks.
-    let data = pattern(total, 5);
-    buf.write(
-        &q,
-        &data,
-        Transfer::default().options(TransferOptions::staged(4096, t)),
-    )?;
-    let mut back = vec![0u8; total];
-    buf.read(
-        &q,
-        &mut back,
-        Transfer::default().options(TransferOptions::staged(6000, t)),
-    )?;
-    assert_eq!(back, data, "{cases} cases before");
-    // The pinned chunks are cached per context, and bounded.
-    let idle = idle_staging_chunks(&q);
-    if idle == 0 || idle > 32 {
-        return Err(fail(format!("{idle} pinned chunks cached")));
-    }
-    Ok(())
-}
-
+device_test!(staged_transfers_check_bounds_options_and_maps_first);
 fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, 4096)?;
@@ -362,6 +321,7 @@ fn staged_transfers_check_bounds_options_and_maps_first(dev: &TestDevice) -> Tes
     Ok(())
 }
 
+device_test!(auto_stages_only_on_a_discrete_gpu);
 /// `Auto` stages on a GPU without host-unified memory (from `AUTO_MIN_BYTES` on), and never on
 /// the CPU runtimes; the chunks it used stay cached in the context.
 fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
@@ -401,6 +361,7 @@ fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(concurrent_staged_transfers_from_several_threads);
 fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestResult {
     if dev.platform_name().contains("Oclgrind") {
         return Err(skip(
@@ -465,6 +426,7 @@ fn concurrent_staged_transfers_from_several_threads(dev: &TestDevice) -> TestRes
     Ok(())
 }
 
+device_test!(a_map_never_sees_half_a_staged_write);
 /// A staged write is many chunk commands; a map of its bytes taken from another thread meanwhile
 /// waits for the whole write (the transfer holds its range), so it sees all old or all new bytes.
 fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
@@ -540,10 +502,11 @@ fn a_map_never_sees_half_a_staged_write(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(a_failed_dependency_is_an_error_and_poisons_no_later_command);
 /// A blocking transfer after a failed command is an error on every path, never `Ok` with nothing
 /// moved (PoCL and the Intel runtime return `CL_SUCCESS` from such a blocking enqueue; Intel even
 /// reports it `CL_COMPLETE`); and a failed command does not fail, hang (PoCL) or crash (Intel)
-/// the allocation's later commands on other queues. Found by a review (2026-11-26).
+/// the allocation's later commands on other queues. Found by a review.
 fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
@@ -622,56 +585,7 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     Ok(())
 }
 
-/// A huge `threads` still gives a correct transfer, and a transfer pins no more chunks than it
-/// moves (this part failed before the fix: 2 chunks pinned for 1). The cap itself
-/// (`MAX_STAGING_THREADS`) is not observable here: no thread count is exposed, and the 4 chunks
-/// below clamp the workers to 4 anyway.
-fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult {
-    let q = dev.queue();
-    let n = 3 * 4096 + 5;
-    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
-    let data = pattern(n, 3);
-    // 4 chunks, so at most 4 workers whatever is asked (on Oclgrind: one, its thread crash).
-    let many = if dev.platform_name().contains("Oclgrind") {
-        1
-    } else {
-        100_000
-    };
-    buf.write(
-        &q,
-        &data,
-        Transfer::default().options(TransferOptions::staged(4096, many)),
-    )?;
-    let mut out = vec![0u8; n];
-    buf.read(
-        &q,
-        &mut out,
-        Transfer::default().options(TransferOptions::staged(4096, many)),
-    )?;
-    if out != data {
-        return Err(fail(
-            "bytes differ after a staged round trip with a huge thread count",
-        ));
-    }
-    const { assert!(MAX_STAGING_THREADS >= 8) };
-    // One chunk moved with depth 2: one pinned chunk of that size, not two.
-    let q1 = dev.queue();
-    let one = Buffer::new(q1.context(), MemFlags::READ_WRITE, 10_000)?;
-    let before = idle_staging_chunks(&q1);
-    one.write(
-        &q1,
-        &[6u8; 10_000],
-        Transfer::default().options(TransferOptions::staged(1 << 20, 4)),
-    )?;
-    let pinned = idle_staging_chunks(&q1) - before;
-    if pinned != 1 {
-        return Err(fail(format!(
-            "a one-chunk transfer left {pinned} pinned chunks cached (expected 1)"
-        )));
-    }
-    Ok(())
-}
-
+device_test!(a_dependency_failing_during_a_blocking_transfer_is_an_error);
 /// A blocking transfer whose wait-list event fails while the call blocks (another thread sets it)
 /// is an error on every blocking host path: PoCL and the Intel runtime return `CL_SUCCESS` from
 /// such a call having moved nothing, so cl-mem waits for the command's event.
@@ -759,6 +673,57 @@ fn a_dependency_failing_during_a_blocking_transfer_is_an_error(dev: &TestDevice)
                 "a {path} whose wait-list event failed during the call returned Ok"
             )));
         }
+    }
+    Ok(())
+}
+
+device_test!(staged_threads_and_pinned_chunks_are_bounded);
+/// A huge `threads` still gives a correct transfer, and a transfer pins no more chunks than it
+/// moves (this part failed before the fix: 2 chunks pinned for 1). The cap itself
+/// (`MAX_STAGING_THREADS`) is not observable here: no thread count is exposed, and the 4 chunks
+/// below clamp the workers to 4 anyway.
+fn staged_threads_and_pinned_chunks_are_bounded(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let n = 3 * 4096 + 5;
+    let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
+    let data = pattern(n, 3);
+    // 4 chunks, so at most 4 workers whatever is asked (on Oclgrind: one, its thread crash).
+    let many = if dev.platform_name().contains("Oclgrind") {
+        1
+    } else {
+        100_000
+    };
+    buf.write(
+        &q,
+        &data,
+        Transfer::default().options(TransferOptions::staged(4096, many)),
+    )?;
+    let mut out = vec![0u8; n];
+    buf.read(
+        &q,
+        &mut out,
+        Transfer::default().options(TransferOptions::staged(4096, many)),
+    )?;
+    if out != data {
+        return Err(fail(
+            "bytes differ after a staged round trip with a huge thread count",
+        ));
+    }
+    const { assert!(MAX_STAGING_THREADS >= 8) };
+    // One chunk moved with depth 2: one pinned chunk of that size, not two.
+    let q1 = dev.queue();
+    let one = Buffer::new(q1.context(), MemFlags::READ_WRITE, 10_000)?;
+    let before = idle_staging_chunks(&q1);
+    one.write(
+        &q1,
+        &[6u8; 10_000],
+        Transfer::default().options(TransferOptions::staged(1 << 20, 4)),
+    )?;
+    let pinned = idle_staging_chunks(&q1) - before;
+    if pinned != 1 {
+        return Err(fail(format!(
+            "a one-chunk transfer left {pinned} pinned chunks cached (expected 1)"
+        )));
     }
     Ok(())
 }

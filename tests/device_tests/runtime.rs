@@ -1,0 +1,656 @@
+//! The runtime core: platform and device facts, contexts, queues, markers and barriers, events
+//! (user events, callbacks, profiling), program builds, version gating and device selection.
+
+use crate::common::SCALE_SRC;
+use cl_mem::select::{select_devices, Selector};
+use cl_mem::{
+    ClError, Context, DeviceType, Error, Event, EventStatus, LocalMemType, MemFlags, Program,
+    Queue, QueueProperties, RawHandle, SvmCapabilities, UserEvent, Version,
+};
+use cl_tests::{device_test, Expectation, TestDevice, TestResult};
+use std::sync::mpsc;
+use std::time::Duration;
+
+device_test!(platform_facts_are_consistent);
+fn platform_facts_are_consistent(dev: &TestDevice) -> TestResult {
+    let p = dev.platform;
+    assert!(!p.name()?.trim().is_empty());
+    assert!(!p.vendor()?.trim().is_empty());
+    let version = p.version()?;
+    assert_eq!(version, Version::parse_platform(&p.version_string()?)?);
+    assert_eq!(version, dev.device.platform_version());
+    assert!(version >= Version::V1_2, "platform {version}");
+    let profile = p.profile()?;
+    assert!(
+        profile == "FULL_PROFILE" || profile == "EMBEDDED_PROFILE",
+        "{profile}"
+    );
+    let exts = p.extensions()?;
+    for e in &exts {
+        assert!(p.has_extension(e)?, "{e}");
+    }
+    assert!(!p.has_extension("cl_khr_no_such_extension")?);
+    // Exact match, not substring: a prefix of a listed extension is not listed.
+    if let Some(e) = exts.iter().find(|e| e.len() > 4) {
+        let prefix = &e[..e.len() - 1];
+        assert_eq!(p.has_extension(prefix)?, exts.iter().any(|x| x == prefix));
+    }
+    assert!(cl_mem::Platform::list()?.contains(&p));
+    Ok(())
+}
+
+device_test!(device_facts_are_within_spec_minimums);
+fn device_facts_are_within_spec_minimums(dev: &TestDevice) -> TestResult {
+    let d = dev.device;
+    assert_eq!(d.platform(), dev.platform);
+    assert!(!d.name()?.trim().is_empty());
+    assert!(!d.driver_version()?.trim().is_empty());
+    assert!(!d.device_type()?.is_empty());
+    assert!(d.available()?);
+    assert!(d.compiler_available()?);
+    assert!(d.version() <= d.platform_version() || d.version() >= Version::V1_2);
+    let c = d.opencl_c_version()?;
+    assert!(
+        c >= Version::V1_0 && c <= Version::new(3, 9),
+        "OpenCL C {c}"
+    );
+    assert!(d.opencl_c_all_versions()?.contains(&c) || d.version() >= Version::V3_0);
+    let global = d.global_mem_size()?;
+    let max_alloc = d.max_mem_alloc_size()?;
+    assert!(
+        max_alloc > 0 && max_alloc <= global,
+        "max alloc {max_alloc}, global {global}"
+    );
+    let bits = d.mem_base_addr_align_bits()?;
+    assert!(
+        bits >= 8 && bits % 8 == 0,
+        "CL_DEVICE_MEM_BASE_ADDR_ALIGN {bits}"
+    );
+    assert_eq!(d.mem_base_addr_align_bytes()?, (bits / 8) as usize);
+    assert!(d.mem_base_addr_align_bytes()?.is_power_of_two());
+    assert!(
+        d.local_mem_size()? >= 1024,
+        "local memory {}",
+        d.local_mem_size()?
+    );
+    let lmt = d.local_mem_type()?;
+    assert!(
+        matches!(lmt, LocalMemType::Local | LocalMemType::Global),
+        "{lmt:?}"
+    );
+    let wg = d.max_work_group_size()?;
+    assert!(wg >= 1);
+    let items = d.max_work_item_sizes()?;
+    assert!(items.len() >= 3, "{items:?}");
+    assert!(items[0] >= 1);
+    assert!(matches!(d.address_bits()?, 32 | 64));
+    assert!(d.max_compute_units()? >= 1);
+    // The harness machines are x86-64.
+    assert!(d.endian_little()?);
+    let img = d.image_support()?;
+    let limits = d.image_limits()?;
+    if img {
+        assert!(
+            limits.max_2d[0] >= 2048 && limits.max_2d[1] >= 2048,
+            "{limits:?}"
+        );
+        assert!(limits.max_read_image_args >= 8, "{limits:?}");
+    }
+    Ok(())
+}
+
+device_test!(version_gated_facts_follow_the_version);
+fn version_gated_facts_follow_the_version(dev: &TestDevice) -> TestResult {
+    let d = dev.device;
+    let v = d.version();
+    let svm = d.svm_capabilities()?;
+    if v < Version::V2_0 {
+        assert_eq!(svm, SvmCapabilities::empty());
+        assert!(!d.pipe_support()?);
+        assert_eq!(d.image_limits()?.pitch_alignment, 0);
+    }
+    if (Version::V2_0..Version::V3_0).contains(&v) {
+        assert!(
+            svm.contains(SvmCapabilities::COARSE_GRAIN_BUFFER),
+            "2.x requires coarse-grain SVM"
+        );
+        assert!(d.pipe_support()?);
+    }
+    let three = v >= Version::V3_0;
+    assert_eq!(d.preferred_work_group_size_multiple()?.is_some(), three);
+    assert_eq!(d.numeric_version()?.is_some(), three);
+    assert_eq!(d.atomic_memory_capabilities()?.is_some(), three);
+    assert_eq!(d.atomic_fence_capabilities()?.is_some(), three);
+    if let Some(n) = d.numeric_version()? {
+        assert_eq!(n.major, v.major, "numeric {n} vs string {v}");
+    }
+    if let Some(m) = d.preferred_work_group_size_multiple()? {
+        assert!(m >= 1);
+    }
+    if three {
+        assert!(!d.opencl_c_all_versions()?.is_empty());
+    }
+    // Every gate against the rule (both the device and the platform at least the version), at
+    // every version, so the check can fail on any device.
+    for needed in [Version::V1_2, Version::V2_0, Version::V2_1, Version::V3_0] {
+        assert_eq!(
+            d.require_version(needed, "test").is_ok(),
+            needed <= v && needed <= d.platform_version(),
+            "require_version({needed}) on device {v}, platform {}",
+            d.platform_version()
+        );
+    }
+    Ok(())
+}
+
+device_test!(vendor_attributes_only_with_their_extension);
+fn vendor_attributes_only_with_their_extension(dev: &TestDevice) -> TestResult {
+    let d = dev.device;
+    let va = d.vendor_attributes()?;
+    assert_eq!(
+        va.nv_warp_size.is_some(),
+        d.has_extension("cl_nv_device_attribute_query")?
+    );
+    assert_eq!(
+        va.nv_compute_capability.is_some(),
+        d.has_extension("cl_nv_device_attribute_query")?
+    );
+    assert_eq!(
+        va.amd_wavefront_width.is_some(),
+        d.has_extension("cl_amd_device_attribute_query")?
+    );
+    assert_eq!(
+        va.intel_sub_group_sizes.is_some(),
+        d.has_extension("cl_intel_required_subgroup_size")?
+    );
+    if let Some(sizes) = &va.intel_sub_group_sizes {
+        assert!(
+            !sizes.is_empty() && sizes.iter().all(|s| s.is_power_of_two()),
+            "{sizes:?}"
+        );
+    }
+    Ok(())
+}
+
+device_test!(context_lists_its_device_and_refcounts);
+fn context_lists_its_device_and_refcounts(dev: &TestDevice) -> TestResult {
+    let ctx = Context::from_device(&dev.device)?;
+    assert_eq!(ctx.devices(), [dev.device]);
+    assert_eq!(ctx.num_devices(), 1);
+    assert_eq!(ctx.platform(), dev.platform);
+    assert_eq!(ctx.platform_version(), dev.device.platform_version());
+    assert_eq!(ctx.reference_count()?, 1);
+    let copy = ctx.clone();
+    assert_eq!(ctx.reference_count()?, 2);
+    assert_eq!(copy, ctx);
+    drop(copy);
+    assert_eq!(ctx.reference_count()?, 1);
+    // A context adopted from a raw retained handle sees the same devices.
+    // SAFETY: a valid context handle.
+    let again = unsafe { Context::from_raw_retained(ctx.as_raw()) }?;
+    assert_eq!(again.devices(), ctx.devices());
+    assert_eq!(ctx.reference_count()?, 2);
+    again.release()?;
+    assert_eq!(ctx.reference_count()?, 1);
+    Ok(())
+}
+
+device_test!(context_destructor_callback_runs_or_is_refused);
+fn context_destructor_callback_runs_or_is_refused(dev: &TestDevice) -> TestResult {
+    let ctx = Context::from_device(&dev.device)?;
+    let (tx, rx) = mpsc::channel();
+    let r = ctx.on_destroy(move || {
+        let _ = tx.send(());
+    });
+    if dev.device.platform_version() < Version::V3_0 {
+        // Refused before the driver is called: Oclgrind hangs on 3.0 entry points.
+        assert!(
+            matches!(
+                r,
+                Err(Error::Unsupported {
+                    feature: "clSetContextDestructorCallback",
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        return Ok(());
+    }
+    r?;
+    let queue = Queue::new(&ctx, &dev.device)?;
+    drop(ctx);
+    assert!(rx.try_recv().is_err(), "the queue still holds the context");
+    drop(queue);
+    rx.recv_timeout(Duration::from_secs(10))
+        .map_err(|e| cl_tests::fail(format!("destructor callback did not run: {e}")))?;
+    Ok(())
+}
+
+device_test!(context_rejects_bad_device_lists);
+fn context_rejects_bad_device_lists(_dev: &TestDevice) -> TestResult {
+    assert!(matches!(Context::new(&[]), Err(Error::InvalidArgument(_))));
+    let platforms = cl_mem::Platform::list()?;
+    let firsts: Vec<_> = platforms
+        .iter()
+        .filter_map(|p| p.devices().ok()?.first().copied())
+        .collect();
+    if firsts.len() >= 2 {
+        assert!(
+            matches!(Context::new(&firsts[..2]), Err(Error::InvalidArgument(m)) if m.contains("one platform"))
+        );
+    }
+    Ok(())
+}
+
+device_test!(queue_properties_round_trip);
+fn queue_properties_round_trip(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let q = Queue::new(&ctx, &dev.device)?;
+    assert_eq!(q.properties(), QueueProperties::empty());
+    assert!(q.is_in_order());
+    assert_eq!(q.queried_properties()?, QueueProperties::empty());
+    assert_eq!(q.context(), &ctx);
+    assert_eq!(q.device(), &dev.device);
+    let supported = dev.device.queue_properties()?;
+    assert!(
+        supported.contains(QueueProperties::PROFILING_ENABLE),
+        "profiling is mandatory"
+    );
+    let p = Queue::builder(&ctx, &dev.device).profiling(true).build()?;
+    assert_eq!(p.queried_properties()?, QueueProperties::PROFILING_ENABLE);
+    let ooo = Queue::builder(&ctx, &dev.device).out_of_order(true).build();
+    if supported.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+        let ooo = ooo?;
+        assert!(!ooo.is_in_order());
+        assert!(ooo
+            .queried_properties()?
+            .contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE));
+        ooo.finish()?;
+    } else {
+        assert!(matches!(ooo, Err(Error::Unsupported { .. })), "{ooo:?}");
+    }
+    let copy = q.clone();
+    assert_eq!(copy, q);
+    copy.flush()?;
+    q.finish()?;
+    copy.release()?;
+    Ok(())
+}
+
+device_test!(queue_rejects_device_side_properties);
+fn queue_rejects_device_side_properties(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let r = Queue::with_properties(&ctx, &dev.device, QueueProperties::ON_DEVICE);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    Ok(())
+}
+
+device_test!(
+    marker_waits_for_user_event,
+    expected = &[
+        Expectation {
+            platform: "nvidia",
+            device: "",
+            version: "580.",
+            reason: "markers and barriers with a non-empty wait list report CL_EVENT_COMMAND_TYPE 0x4003, not CL_COMMAND_MARKER",
+            link: "docs/DEVICES.md#nvidia-gpu-machine",
+            failure: "CL_EVENT_COMMAND_TYPE of a marker with a wait list: 0x4003",
+            flaky: false,
+        }
+    ]
+);
+fn marker_waits_for_user_event(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let gate = UserEvent::new(q.context())?;
+    assert_eq!(gate.status()?, EventStatus::Submitted);
+    let marker = q.enqueue_marker(&[&gate])?;
+    // No clFlush here: Oclgrind 21.10 runs the queue inside clFlush on the calling thread, so a
+    // flush while a command waits on an unset user event never returns (docs/DEVICES.md#oclgrind).
+    assert_ne!(
+        marker.status()?,
+        EventStatus::Complete,
+        "the marker must wait for the user event"
+    );
+    gate.set_complete()?;
+    marker.wait()?;
+    assert_eq!(marker.status()?, EventStatus::Complete);
+    let ty = marker.command_type()?;
+    assert_eq!(
+        ty,
+        cl_raw::sys::CL_COMMAND_MARKER,
+        "CL_EVENT_COMMAND_TYPE of a marker with a wait list: {ty:#x}"
+    );
+    Event::wait_for_all(&[&marker, &gate])?;
+    Event::wait_for_all(&[])?;
+    Ok(())
+}
+
+device_test!(barrier_orders_later_commands);
+fn barrier_orders_later_commands(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let buf = cl_mem::Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &[1u32; 16])?;
+    let gate = UserEvent::new(q.context())?;
+    let barrier = q.enqueue_barrier(&[&gate])?;
+    assert_ne!(barrier.status()?, EventStatus::Complete);
+    gate.set_complete()?;
+    // The blocking write is after the barrier, so it can only finish once the gate opened.
+    buf.write(&q, &[7u32; 16], &[])?;
+    assert_eq!(barrier.status()?, EventStatus::Complete);
+    let mut out = [0u32; 16];
+    buf.read(&q, &mut out, &[])?;
+    assert_eq!(out, [7u32; 16]);
+    Ok(())
+}
+
+device_test!(user_event_callback_gets_complete);
+fn user_event_callback_gets_complete(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let ev = UserEvent::new(&ctx)?;
+    let (tx, rx) = mpsc::channel();
+    ev.on_complete(move |status| {
+        let _ = tx.send(status);
+    })?;
+    assert!(rx.try_recv().is_err(), "callback ran before completion");
+    ev.set_complete()?;
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10))
+            .map_err(|e| cl_tests::fail(e.to_string()))?,
+        EventStatus::Complete
+    );
+    Ok(())
+}
+
+device_test!(
+    user_event_error_reaches_callback,
+    expected = &[
+        Expectation {
+            platform: "nvidia",
+            device: "",
+            version: "580.",
+            reason: "a CL_COMPLETE callback gets CL_COMPLETE, not the error, when a user event is set to an error status",
+            link: "docs/DEVICES.md#nvidia-gpu-machine",
+            failure: "the CL_COMPLETE callback of a user event set to an error got Complete",
+            flaky: false,
+        },
+        Expectation {
+            platform: "portable",
+            device: "",
+            version: "PoCL",
+            reason: "a CL_COMPLETE callback never runs when a user event is set to an error status",
+            link: "docs/DEVICES.md#pocl",
+            failure: "the CL_COMPLETE callback did not run",
+            flaky: false,
+        }
+    ]
+);
+fn user_event_error_reaches_callback(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let ev = UserEvent::new(&ctx)?;
+    let (tx, rx) = mpsc::channel();
+    ev.on_complete(move |status| {
+        let _ = tx.send(status);
+    })?;
+    assert!(matches!(
+        ev.set_error(ClError::Unknown(5)),
+        Err(Error::InvalidArgument(_))
+    ));
+    ev.set_error(ClError::OutOfResources)?;
+    let got = rx
+        .recv_timeout(Duration::from_secs(10))
+        .map_err(|e| cl_tests::fail(format!("the CL_COMPLETE callback did not run: {e}")))?;
+    assert!(
+        matches!(got, EventStatus::Error(_)),
+        "the CL_COMPLETE callback of a user event set to an error got {got:?}"
+    );
+    assert!(matches!(ev.status()?, EventStatus::Error(_)));
+    Ok(())
+}
+
+device_test!(
+    user_event_status_is_set_once,
+    expected = &[
+        Expectation {
+            platform: "nvidia",
+            device: "",
+            version: "580.",
+            reason: "a second clSetUserEventStatus(CL_COMPLETE) returns CL_SUCCESS, not CL_INVALID_OPERATION",
+            link: "docs/DEVICES.md#nvidia-gpu-machine",
+            failure: "a second clSetUserEventStatus returned Ok(())",
+            flaky: false,
+        }
+    ]
+);
+fn user_event_status_is_set_once(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let ev = UserEvent::new(&ctx)?;
+    ev.set_complete()?;
+    let again = ev.set_complete();
+    assert!(
+        matches!(
+            again,
+            Err(Error::Cl {
+                call: "clSetUserEventStatus",
+                status: ClError::InvalidOperation
+            })
+        ),
+        "a second clSetUserEventStatus returned {again:?}"
+    );
+    assert_eq!(ev.command_type()?, cl_raw::sys::CL_COMMAND_USER);
+    Ok(())
+}
+
+device_test!(profiling_times_are_ordered);
+fn profiling_times_are_ordered(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let q = Queue::builder(&ctx, &dev.device).profiling(true).build()?;
+    let buf = cl_mem::Buffer::new(&ctx, MemFlags::READ_WRITE, 1 << 16)?;
+    let ev = buf.write(&q, &vec![3u8; 1 << 16], &[])?;
+    ev.wait()?;
+    let t = ev.profiling()?;
+    assert!(t.queued <= t.submitted, "{t:?}");
+    assert!(t.submitted <= t.started, "{t:?}");
+    assert!(t.started <= t.ended, "{t:?}");
+    assert_eq!(t.duration_ns(), t.ended - t.started);
+    Ok(())
+}
+
+device_test!(
+    profiling_needs_a_profiling_queue,
+    expected = &[Expectation {
+        platform: "oclgrind",
+        device: "",
+        version: "Oclgrind 21.10",
+        reason:
+            "clGetEventProfilingInfo answers for queues created without CL_QUEUE_PROFILING_ENABLE",
+        link: "docs/DEVICES.md#oclgrind",
+        failure: "clGetEventProfilingInfo on a queue without profiling returned Ok(",
+        flaky: false,
+    }]
+);
+fn profiling_needs_a_profiling_queue(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let buf = cl_mem::Buffer::new(q.context(), MemFlags::READ_WRITE, 64)?;
+    let ev = buf.write(&q, &[1u8; 64], &[])?;
+    let r = ev.profiling();
+    assert!(
+        matches!(
+            r,
+            Err(Error::Cl {
+                call: "clGetEventProfilingInfo",
+                status: ClError::ProfilingInfoNotAvailable
+            })
+        ),
+        "clGetEventProfilingInfo on a queue without profiling returned {r:?}"
+    );
+    let user = UserEvent::new(q.context())?;
+    user.set_complete()?;
+    assert!(user.profiling().is_err());
+    Ok(())
+}
+
+device_test!(build_error_carries_the_log);
+fn build_error_carries_the_log(dev: &TestDevice) -> TestResult {
+    let ctx = dev.context();
+    let r = Program::build_from_source(
+        &ctx,
+        "__kernel void broken(__global int* p) { p[0] = undeclared_name; }",
+        "",
+    );
+    match r {
+        Err(Error::Build { status, log }) => {
+            assert_eq!(status, ClError::BuildProgramFailure);
+            assert!(
+                log.contains(&format!("--- build log for {}", dev.device.name()?)),
+                "{log}"
+            );
+            let e = Error::Build { status, log };
+            assert!(e
+                .to_string()
+                .starts_with("clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE"));
+        }
+        other => {
+            return Err(cl_tests::fail(format!(
+                "expected a build error, got {other:?}"
+            )))
+        }
+    }
+    assert!(matches!(
+        Program::from_source(&ctx, "  "),
+        Err(Error::InvalidArgument(_))
+    ));
+    let ok = Program::from_source(&ctx, "__kernel void k(int x) {}")?;
+    assert!(matches!(
+        ok.build("-D A=\0"),
+        Err(Error::InvalidArgument(_))
+    ));
+    ok.build("")?;
+    assert_eq!(ok.kernel_names()?, vec!["k".to_owned()]);
+    Ok(())
+}
+
+device_test!(newer_entry_points_refused_on_older_platforms);
+fn newer_entry_points_refused_on_older_platforms(dev: &TestDevice) -> TestResult {
+    let d = dev.device;
+    let pv = d.platform_version();
+    for needed in [Version::V2_0, Version::V2_1, Version::V3_0] {
+        let r = d.require_version(needed, "feature");
+        if pv < needed {
+            let e = r.unwrap_err();
+            assert!(matches!(
+                e,
+                Error::Unsupported {
+                    feature: "feature",
+                    ..
+                }
+            ));
+            assert!(
+                e.to_string().contains(&format!(
+                    "needs OpenCL {needed}, the platform is OpenCL {pv}"
+                )),
+                "{e}"
+            );
+        } else if d.version() >= needed {
+            r.unwrap_or_else(|e| panic!("require_version({needed}) on a {pv} platform: {e}"));
+        }
+    }
+    let q = dev.queue();
+    if pv < Version::V2_0 {
+        // Refused before the driver is called: a 1.2 platform must never see a 2.0 entry point.
+        let program = Program::build_from_source(q.context(), SCALE_SRC, "")?;
+        let mut k = program.kernel("scale")?;
+        // SAFETY: the call is refused before the pointer is used.
+        let r = unsafe { k.set_arg_svm_pointer(0, std::ptr::null()) };
+        assert!(
+            matches!(
+                r,
+                Err(Error::Unsupported {
+                    feature: "clSetKernelArgSVMPointer",
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        assert_eq!(d.svm_capabilities()?, SvmCapabilities::empty());
+    } else {
+        // 2.0+: queues go through clCreateCommandQueueWithProperties and still report properties.
+        let p = Queue::builder(q.context(), &d).profiling(true).build()?;
+        assert_eq!(p.queried_properties()?, QueueProperties::PROFILING_ENABLE);
+    }
+    Ok(())
+}
+
+device_test!(selection_finds_this_device);
+fn selection_finds_this_device(dev: &TestDevice) -> TestResult {
+    let by_index = format!("{}:{}", dev.platform_index(), dev.device_index());
+    assert_eq!(select_devices(&by_index, "test")?, vec![dev.device]);
+    let twice = format!(
+        "{}:{},{}",
+        dev.platform_index(),
+        dev.device_index(),
+        dev.device_index()
+    );
+    assert_eq!(
+        select_devices(&twice, "test")?,
+        vec![dev.device, dev.device]
+    );
+    let all = select_devices("", "test")?;
+    assert!(all.contains(&dev.device));
+    let whole_platform = select_devices(&dev.platform_index().to_string(), "test")?;
+    assert_eq!(whole_platform, dev.platform.devices()?);
+    let e = select_devices("no-such-platform-xyz", "CL_TEST").unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("CL_TEST: no platform matches 'no-such-platform-xyz'"),
+        "{msg}"
+    );
+    assert!(msg.contains(dev.platform.name()?.trim()), "{msg}");
+    let e = select_devices(&format!("{}:999", dev.platform_index()), "CL_CTX").unwrap_err();
+    assert!(e.to_string().contains(dev.device.name()?.trim()), "{e}");
+    assert!(matches!(
+        select_devices("a:b:c", "x"),
+        Err(Error::Select { .. })
+    ));
+    assert!(!Selector::parse("0:0")?.is_empty());
+    // The selected device is of one of the concrete types (ALL is a query mask, not a type).
+    let t = dev.device.device_type()?;
+    assert!(
+        t.intersects(
+            DeviceType::CPU | DeviceType::GPU | DeviceType::ACCELERATOR | DeviceType::CUSTOM
+        ),
+        "{t:?}"
+    );
+    Ok(())
+}
+
+device_test!(default_device_ranks_gpus_first_and_simulators_last);
+/// `create_some_context`'s preference, checked on the device itself: NVIDIA is a GPU, PoCL and
+/// the Intel runtime are CPU runtimes, Oclgrind is a simulator (chosen last). With only this
+/// device selected through the test variable, `default_device` is this device.
+fn default_device_ranks_gpus_first_and_simulators_last(dev: &TestDevice) -> TestResult {
+    let rank = cl_mem::DeviceRank::of(&dev.device);
+    let platform = dev.platform.name()?;
+    let expected = if platform.contains("Oclgrind") {
+        cl_mem::DeviceRank::Simulator
+    } else if dev.device.device_type()?.contains(cl_mem::DeviceType::GPU) {
+        cl_mem::DeviceRank::Gpu
+    } else if dev.device.device_type()?.contains(cl_mem::DeviceType::CPU) {
+        cl_mem::DeviceRank::Cpu
+    } else {
+        cl_mem::DeviceRank::Other
+    };
+    assert_eq!(rank, expected, "{platform}");
+    if platform.contains("NVIDIA") {
+        assert_eq!(rank, cl_mem::DeviceRank::Gpu);
+    }
+    if platform.contains("Portable") || platform.contains("Intel") {
+        assert_eq!(rank, cl_mem::DeviceRank::Cpu);
+    }
+    assert!(cl_mem::DeviceRank::Gpu < cl_mem::DeviceRank::Cpu);
+    assert!(cl_mem::DeviceRank::Cpu < cl_mem::DeviceRank::Simulator);
+    // The matrix runs each device in its own process with CL_TEST naming it.
+    let by_test = std::env::var("CL_TEST").unwrap_or_default();
+    if !by_test.trim().is_empty() && select_devices(&by_test, "CL_TEST")?.len() == 1 {
+        assert_eq!(cl_mem::default_device()?, dev.device);
+    }
+    Ok(())
+}
