@@ -616,6 +616,43 @@ fn staged_copies_between_devices_wait_for_gated_commands_on_both(dev: &TestDevic
     Ok(())
 }
 
+device_test!(gated_staged_copies_one_after_another_both_return);
+/// Two staged copies behind one user event both return before it is set, and a gated staged
+/// migration of several buffers too: new pinned chunks are mapped on a queue of their own, never
+/// behind the first copy's gated chunk reads (the second call blocked there forever).
+fn gated_staged_copies_one_after_another_both_return(dev: &TestDevice) -> TestResult {
+    let m = multi(dev)?;
+    let (a, b) = (&m.queues[0], &m.queues[1]);
+    let n = 8192 + 3;
+    let mut opts = staged_between();
+    opts.chunk_bytes = 4096;
+    opts.threads = 1;
+    opts.depth = 2;
+    let srcs = [pattern(n, 1), pattern(n, 2), pattern(n, 3)];
+    let mut pairs = Vec::new();
+    for data in &srcs {
+        let src = Buffer::new(&m.context, MemFlags::READ_WRITE, n)?;
+        src.write(a, data, &[])?;
+        pairs.push((src, Buffer::new(&m.context, MemFlags::READ_WRITE, n)?));
+    }
+    // Fresh chunks each time: the cache may hold fewer than the calls take.
+    let gate = UserEvent::new(&m.context)?;
+    let mut copies = Vec::new();
+    let wait = [gate.event()];
+    for (src, dst) in &pairs {
+        let o = Transfer::default().wait(&wait).options(opts);
+        copies.push(enqueue_copy(b, dst, src, o)?);
+    }
+    gate.set_complete()?;
+    for (c, ((_, dst), data)) in copies.iter().zip(pairs.iter().zip(&srcs)) {
+        c.wait()?;
+        if &dst.read_vec_of::<u8>(b, n)? != data {
+            return Err(fail("a gated staged copy carried the wrong bytes"));
+        }
+    }
+    Ok(())
+}
+
 device_test!(staged_copies_between_devices_are_refused_under_a_map);
 /// A live writable map of the destination or a live map of the source's bytes refuses a staged
 /// copy before any command (`Error::Mapped`), and a map taken after the copy sees all of it.

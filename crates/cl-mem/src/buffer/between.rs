@@ -61,7 +61,7 @@ use crate::runtime::device::Device;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
-use crate::runtime::staging::{PinnedChunk, StagingCache};
+use crate::runtime::staging::{PinnedChunk, QueueRole, StagingCache};
 use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Read, Tracked, Write};
 
 /// The smallest copy `Auto` stages between devices (the smallest size measured: the driver's
@@ -180,7 +180,10 @@ fn pipeline(
 ) -> Result<Event> {
     let _span = tracing::debug_span!("cl_mem::copy_between", bytes = count, from = ?from.as_raw(), to = ?queue.device().as_raw()).entered();
     let ctx = queue.context();
-    let sq = Queue::staging_queue(ctx, &from)?;
+    let sq = Queue::staging_queue(ctx, &from, QueueRole::Reads)?;
+    // New chunks are mapped (blocking) on a queue of their own: `sq` may hold an earlier call's
+    // chunk reads behind a user event the caller sets only after this call returns.
+    let mq = Queue::staging_queue(ctx, &from, QueueRole::Maps)?;
     // Maps of either range wait until every chunk is recorded; a live one refuses the copy now.
     let _holds = (
         src.tracked.hold((src.offset, count), false)?,
@@ -193,7 +196,7 @@ fn pipeline(
         .saturating_mul(opts.depth)
         .clamp(2, MAX_SLOTS)
         .min(n);
-    let mut slots = ctx.staging().take(ctx.as_raw(), sq.as_raw(), chunk, m)?;
+    let mut slots = ctx.staging().take(ctx.as_raw(), mq.as_raw(), chunk, m)?;
     let mut slot_write: Vec<Option<Event>> = (0..m).map(|_| None).collect();
     let mut last_read: Option<Event> = None;
     let mut last_write: Option<Event> = None;

@@ -157,8 +157,12 @@ impl Queue {
     /// # Errors
     ///
     /// As [`Queue::new`] (first use only), [`Error::Cl`] from `clRetainCommandQueue`.
-    pub(crate) fn staging_queue(context: &Context, device: &Device) -> Result<Queue> {
-        let raw = context.staging().queue_for(device.as_raw(), || {
+    pub(crate) fn staging_queue(
+        context: &Context,
+        device: &Device,
+        role: crate::runtime::staging::QueueRole,
+    ) -> Result<Queue> {
+        let raw = context.staging().queue_for(device.as_raw(), role, || {
             Ok(Queue::new(context, device)?.into_raw())
         })?;
         // SAFETY: a live queue the cache holds a reference to; the wrapper takes its own.
@@ -309,7 +313,9 @@ impl Queue {
     }
 }
 
-impl crate::raw_handle::RawHandle for Queue {
+// SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
+// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+unsafe impl crate::raw_handle::RawHandle for Queue {
     type Raw = sys::cl_command_queue;
     fn object() -> cl_raw::object::Object {
         cl_raw::object::Object::Queue

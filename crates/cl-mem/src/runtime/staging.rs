@@ -128,12 +128,23 @@ impl Drop for PinnedChunk {
     }
 }
 
-/// A context's idle pinned chunks, and the in-order queues copies between devices read from
-/// (`crate::buffer::between`): one per device, created at first use, released with the cache.
+/// A context's idle pinned chunks, and its own in-order queues, two per device, created at first
+/// use and released with the cache: the one copies between devices read from
+/// (`crate::buffer::between`), and one that only maps new chunks, so that a chunk's blocking map
+/// never waits behind gated commands.
 #[derive(Default)]
 pub(crate) struct StagingCache {
     chunks: Mutex<Vec<PinnedChunk>>,
-    queues: Mutex<Vec<(sys::cl_device_id, sys::cl_command_queue)>>,
+    queues: Mutex<Vec<(sys::cl_device_id, QueueRole, sys::cl_command_queue)>>,
+}
+
+/// What one of the cache's queues is for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QueueRole {
+    /// Reads of copies between devices.
+    Reads,
+    /// Maps (and unmaps) of new pinned chunks, nothing else.
+    Maps,
 }
 
 // SAFETY: the queue handles are thread-safe OpenCL objects, only used under the mutex or by the
@@ -149,7 +160,7 @@ impl Drop for StagingCache {
                 .get_mut()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        for (_, q) in queues {
+        for (_, _, q) in queues {
             // SAFETY: the reference `queue_for` stored; chunks mapped on it hold their own.
             if let Err(e) = unsafe { cl_raw::object::release(cl_raw::object::Object::Queue, q) } {
                 crate::error::drop_status("clReleaseCommandQueue", e);
@@ -203,8 +214,9 @@ impl StagingCache {
         drop(excess);
     }
 
-    /// The cache's own queue on `device` (created by `create` on first use; the cache keeps the
-    /// reference). Raw, like the chunks: a `Queue` holds its context, which holds this cache.
+    /// The cache's own queue for `role` on `device` (created by `create` on first use; the cache
+    /// keeps the reference). Raw, like the chunks: a `Queue` holds its context, which holds this
+    /// cache.
     ///
     /// # Errors
     ///
@@ -212,14 +224,15 @@ impl StagingCache {
     pub(crate) fn queue_for(
         &self,
         device: sys::cl_device_id,
+        role: QueueRole,
         create: impl FnOnce() -> Result<sys::cl_command_queue>,
     ) -> Result<sys::cl_command_queue> {
         let mut qs = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&(_, q)) = qs.iter().find(|(d, _)| *d == device) {
+        if let Some(&(_, _, q)) = qs.iter().find(|(d, r, _)| *d == device && *r == role) {
             return Ok(q);
         }
         let q = create()?;
-        qs.push((device, q));
+        qs.push((device, role, q));
         Ok(q)
     }
 
