@@ -461,6 +461,17 @@ fn memcpy_in_every_direction(dev: &TestDevice) -> TestResult {
     let mut out = vec![0u32; N];
     b.read(&q, &mut out, &[])?;
     assert_eq!(out, data);
+    // A host side that is not whole values of `T` is refused, given or taken from its length.
+    assert!(matches!(
+        a.write(&q, &[0xFFu8; 3][..], &[]),
+        Err(Error::Misaligned { .. })
+    ));
+    assert!(matches!(
+        a.read(&q, &mut [0u8; 3][..], &[]),
+        Err(Error::Misaligned { .. })
+    ));
+    a.read(&q, &mut out, &[])?;
+    assert_eq!(out, data, "a refused write changed nothing");
     // SVM -> SVM with byte offsets, and within one allocation (no overlap).
     enqueue_svm_memcpy(&q, &b, 0, &a, 400, 40, &[])?;
     enqueue_svm_memcpy(&q, &b, 800, &b, 0, 40, &[])?.wait()?;

@@ -288,6 +288,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.check_queue(queue)?;
         let bytes = src.host_slice()?;
         let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+        whole_values::<T>(b - a)?;
         let bytes = &bytes[a..b];
         let off = o.dst_offset;
         check_range("SVM write", off, bytes.len(), self.size_bytes())?;
@@ -328,6 +329,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.check_queue(queue)?;
         let bytes = dst.host_slice_mut()?;
         let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+        whole_values::<T>(b - a)?;
         let bytes = &mut bytes[a..b];
         let off = o.src_offset;
         check_range("SVM read", off, bytes.len(), self.size_bytes())?;
@@ -349,6 +351,21 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         }
         .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
         adopt(raw).finished_if(true)
+    }
+}
+
+/// [`Error::Misaligned`] unless the `bytes` a copy moves (given or taken from the host side's
+/// length) are whole values of `T`.
+fn whole_values<T>(bytes: usize) -> Result<()> {
+    let elem = std::mem::size_of::<T>().max(1);
+    if bytes.is_multiple_of(elem) {
+        Ok(())
+    } else {
+        Err(Error::Misaligned {
+            what: "SVM copy byte count",
+            value: bytes,
+            alignment: elem,
+        })
     }
 }
 
