@@ -16,7 +16,15 @@ use crate::error::{Error, Result};
 /// written once here. Not here: [`Platform`](crate::Platform) and [`Device`](crate::Device), `Copy`
 /// ids that own no reference (they have `from_raw` and `as_raw` of their own), the SVM
 /// pointer of [`SvmArray`](crate::svm::SvmArray) and the borrowed buffer of an SVM view.
-pub trait RawHandle {
+///
+/// # Safety
+///
+/// `release` and `reference_count` are written here over the implementor's handles, so an
+/// implementation promises that `as_raw` returns a valid handle of the kind `object()` names for
+/// as long as `self` lives, and that `into_raw` (and `into_raw_for_release`) hand over one
+/// reference `self` owned, which nothing else releases. A safe trait would let safe code release
+/// a reference it does not own.
+pub unsafe trait RawHandle {
     /// The `cl-sys` handle (`sys::cl_mem`, `sys::cl_event`, ...).
     type Raw: Copy + Into<*mut std::ffi::c_void>;
 

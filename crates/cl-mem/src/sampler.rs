@@ -292,7 +292,9 @@ impl Sampler {
     }
 }
 
-impl crate::raw_handle::RawHandle for Sampler {
+// SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
+// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+unsafe impl crate::raw_handle::RawHandle for Sampler {
     type Raw = sys::cl_sampler;
     fn object() -> cl_raw::object::Object {
         cl_raw::object::Object::Sampler

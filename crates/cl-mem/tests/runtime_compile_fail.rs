@@ -1,6 +1,6 @@
 //! Compile-fail proofs of the runtime core's claims (`tests/ui/runtime_*.rs`, one claim per file;
 //! the expected errors are the `.stderr` files): a kernel is not `Clone` (one kernel object, one
-//! set of arguments), event callbacks must be `Send`, and `usize` is not a
+//! set of arguments), event callbacks must be `Send`, `RawHandle` needs an `unsafe impl`, and `usize` is not a
 //! kernel scalar (a kernel's `size_t` width is the device's).
 
 #[test]

@@ -727,7 +727,9 @@ impl Buffer {
     }
 }
 
-impl crate::raw_handle::RawHandle for Buffer {
+// SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
+// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+unsafe impl crate::raw_handle::RawHandle for Buffer {
     type Raw = sys::cl_mem;
     fn object() -> cl_raw::object::Object {
         cl_raw::object::Object::Mem

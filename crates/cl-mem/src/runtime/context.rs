@@ -202,7 +202,9 @@ impl Context {
     }
 }
 
-impl crate::raw_handle::RawHandle for Context {
+// SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
+// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+unsafe impl crate::raw_handle::RawHandle for Context {
     type Raw = sys::cl_context;
     fn object() -> cl_raw::object::Object {
         cl_raw::object::Object::Context

@@ -354,7 +354,9 @@ impl Event {
     }
 }
 
-impl crate::raw_handle::RawHandle for Event {
+// SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
+// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+unsafe impl crate::raw_handle::RawHandle for Event {
     type Raw = sys::cl_event;
     fn object() -> cl_raw::object::Object {
         cl_raw::object::Object::Event

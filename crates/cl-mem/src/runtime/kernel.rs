@@ -1441,7 +1441,9 @@ impl Kernel {
     }
 }
 
-impl crate::raw_handle::RawHandle for Kernel {
+// SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
+// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+unsafe impl crate::raw_handle::RawHandle for Kernel {
     type Raw = sys::cl_kernel;
     fn object() -> cl_raw::object::Object {
         cl_raw::object::Object::Kernel

@@ -191,7 +191,9 @@ impl Program {
     }
 }
 
-impl crate::raw_handle::RawHandle for Program {
+// SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
+// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+unsafe impl crate::raw_handle::RawHandle for Program {
     type Raw = sys::cl_program;
     fn object() -> cl_raw::object::Object {
         cl_raw::object::Object::Program
