@@ -33,7 +33,7 @@ use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Access, MapClaim};
+use crate::runtime::track::{Access, Claim};
 
 bitflags! {
     /// `cl_map_flags` (PyOpenCL's `map_flags`).
@@ -59,7 +59,7 @@ struct Mapping<'a> {
     /// failed).
     after: Option<Event>,
     /// The map's claim on its bytes in the allocation's record; released after the unmap.
-    claim: Option<MapClaim>,
+    claim: Option<Claim>,
     /// A writable map: its unmap is recorded as a write.
     write: bool,
 }

@@ -234,7 +234,7 @@ struct Plan {
     depth: usize,
     slots: Vec<PinnedChunk>,
     /// Maps of the range wait until the transfer is over (dropped at the end of the call).
-    _hold: crate::runtime::track::TransferHold,
+    _hold: crate::runtime::track::Claim,
 }
 
 /// Starts one copying worker; a thread the OS refuses is a recorded error (its chunks are not
@@ -730,7 +730,7 @@ impl Buffer {
         chunk: usize,
         n: usize,
         opts: &TransferOptions,
-        hold: crate::runtime::track::TransferHold,
+        hold: crate::runtime::track::Claim,
     ) -> Result<Plan> {
         let w = workers(n, opts);
         let depth = opts.depth.min(n.div_ceil(w));

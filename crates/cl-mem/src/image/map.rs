@@ -20,7 +20,7 @@ use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Access, MapClaim};
+use crate::runtime::track::{Access, Claim};
 
 /// How a region is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -191,7 +191,7 @@ struct Unmap<'a> {
     write: bool,
     done: bool,
     /// The map's claim on the image's bytes, released after the unmap.
-    claim: Option<MapClaim>,
+    claim: Option<Claim>,
 }
 
 impl Unmap<'_> {

@@ -451,21 +451,56 @@ impl fmt::Debug for Tracked {
 /// Extra wait-list entries a command needs, from [`Tracked::before`].
 pub(crate) type Waits = SmallVec<[Event; 2]>;
 
-/// A live map's registration; dropping it ends the map's claim on its bytes.
-pub(crate) struct MapClaim {
+/// A claim on bytes of an allocation, given back when it drops: a live map's (in the record's
+/// maps), or a command's from its check to its record, or a transfer of several commands holding
+/// its whole range (in the record's commands being enqueued). Dropped without [`Claim::done`]
+/// (a failed enqueue), a command's claim records nothing.
+pub(crate) struct Claim {
     tracker: Arc<Tracker>,
     id: u64,
+    on: ClaimOn,
 }
 
-impl Drop for MapClaim {
+/// Whose claim a [`Claim`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClaimOn {
+    Map,
+    /// A command, with the access [`Claim::done`] records.
+    Command(Access),
+    /// Recorded by [`Claim::done`]: nothing left to give back.
+    Done,
+}
+
+impl Drop for Claim {
     fn drop(&mut self) {
-        self.tracker.lock().maps.retain(|m| m.id != self.id);
+        let id = self.id;
+        match self.on {
+            ClaimOn::Done => {}
+            ClaimOn::Map => self.tracker.lock().maps.retain(|m| m.id != id),
+            ClaimOn::Command(_) => self.tracker.lock().enqueuing.retain(|m| m.id != id),
+        }
     }
 }
 
-impl fmt::Debug for MapClaim {
+impl fmt::Debug for Claim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MapClaim").field("id", &self.id).finish()
+        f.debug_struct("Claim")
+            .field("id", &self.id)
+            .field("on", &self.on)
+            .finish()
+    }
+}
+
+impl Claim {
+    /// Records the enqueued command's event (a command's claim) and forgets completed commands.
+    pub(crate) fn done(mut self, queue: &Queue, event: &Event) {
+        let mut s = self.tracker.lock();
+        s.enqueuing.retain(|m| m.id != self.id);
+        if let ClaimOn::Command(access) = self.on {
+            record(&mut s, queue, access, event);
+        }
+        drop(s);
+        self.on = ClaimOn::Done;
     }
 }
 
@@ -660,7 +695,7 @@ impl Tracked {
     }
 
     /// Checks a command's access to `range` (relative to this view; `None`: all of it) against
-    /// the live maps, and returns the claim to record the command with ([`CommandClaim::done`])
+    /// the live maps, and returns the claim to record the command with ([`Claim::done`])
     /// and the commands of other queues it must wait for.
     ///
     /// # Errors
@@ -672,7 +707,7 @@ impl Tracked {
         queue: &Queue,
         range: Option<(usize, usize)>,
         access: Access,
-    ) -> Result<(CommandClaim, Waits)> {
+    ) -> Result<(Claim, Waits)> {
         self.check_origin(queue)?;
         let span = self.span(range);
         let mut s = self.tracker.lock();
@@ -703,37 +738,16 @@ impl Tracked {
             write: access == Access::Write,
         });
         drop(s);
-        let claim = CommandClaim {
+        let claim = Claim {
             tracker: Arc::clone(&self.tracker),
             id,
-            access,
+            on: ClaimOn::Command(access),
         };
         flush_all(&flush)?;
         Ok((claim, waits))
     }
 }
 
-/// A transfer made of several commands (a staged transfer's chunks) holds its whole range for its
-/// whole life: a host map of those bytes waits until it is dropped, so no map sees a half-done
-/// transfer (each chunk command alone would let a map in between two chunks).
-pub(crate) struct TransferHold {
-    tracker: Arc<Tracker>,
-    id: u64,
-}
-
-impl Drop for TransferHold {
-    fn drop(&mut self) {
-        self.tracker.lock().enqueuing.retain(|m| m.id != self.id);
-    }
-}
-
-impl fmt::Debug for TransferHold {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TransferHold")
-            .field("id", &self.id)
-            .finish()
-    }
-}
 
 impl Tracked {
     /// Holds `range` (relative to this view) against maps until the returned guard drops; `write`:
@@ -742,7 +756,7 @@ impl Tracked {
     /// # Errors
     ///
     /// [`Error::Mapped`] when a live map conflicts now (the transfer would be refused anyway).
-    pub(crate) fn hold(&self, range: (usize, usize), write: bool) -> Result<TransferHold> {
+    pub(crate) fn hold(&self, range: (usize, usize), write: bool) -> Result<Claim> {
         let span = self.span(Some(range));
         let mut s = self.tracker.lock();
         check_acquired(&s)?;
@@ -766,43 +780,14 @@ impl Tracked {
             end: span.1,
             write,
         });
-        Ok(TransferHold {
+        Ok(Claim {
             tracker: Arc::clone(&self.tracker),
             id,
+            on: ClaimOn::Command(Access::Read),
         })
     }
 }
 
-/// A command between its check and its record; see [`Tracked::before`]. Dropped without
-/// [`CommandClaim::done`] (the enqueue failed), it records nothing.
-pub(crate) struct CommandClaim {
-    tracker: Arc<Tracker>,
-    id: u64,
-    access: Access,
-}
-
-impl Drop for CommandClaim {
-    fn drop(&mut self) {
-        self.tracker.lock().enqueuing.retain(|m| m.id != self.id);
-    }
-}
-
-impl fmt::Debug for CommandClaim {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CommandClaim")
-            .field("id", &self.id)
-            .finish()
-    }
-}
-
-impl CommandClaim {
-    /// Records the enqueued command's event and forgets completed commands.
-    pub(crate) fn done(self, queue: &Queue, event: &Event) {
-        let mut s = self.tracker.lock();
-        s.enqueuing.retain(|m| m.id != self.id);
-        record(&mut s, queue, self.access, event);
-    }
-}
 
 /// Records a command's event and forgets completed commands.
 fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
@@ -869,7 +854,7 @@ impl Tracked {
         queue: &Queue,
         range: (usize, usize),
         write: bool,
-    ) -> Result<(MapClaim, Waits)> {
+    ) -> Result<(Claim, Waits)> {
         self.check_origin(queue)?;
         let span = self.span(Some(range));
         let mut s = self.tracker.lock();
@@ -903,9 +888,10 @@ impl Tracked {
             write,
         });
         drop(s);
-        let claim = MapClaim {
+        let claim = Claim {
             tracker: Arc::clone(&self.tracker),
             id,
+            on: ClaimOn::Map,
         };
         flush_all(&flush)?;
         Ok((claim, waits))
@@ -916,7 +902,7 @@ impl Tracked {
     /// # Errors
     ///
     /// As [`Tracked::claim_map`].
-    pub(crate) fn claim_map_whole(&self, queue: &Queue, write: bool) -> Result<(MapClaim, Waits)> {
+    pub(crate) fn claim_map_whole(&self, queue: &Queue, write: bool) -> Result<(Claim, Waits)> {
         self.claim_map(queue, (0, self.end - self.start), write)
     }
 
@@ -1107,7 +1093,7 @@ pub(crate) fn enqueue_tracked(
     enqueue: impl FnOnce(&[sys::cl_event]) -> Result<Event>,
 ) -> Result<Event> {
     let mut list = crate::runtime::event::checked_list(queue, wait)?;
-    let mut claims: SmallVec<[CommandClaim; 4]> = SmallVec::new();
+    let mut claims: SmallVec<[Claim; 4]> = SmallVec::new();
     // The events of other queues' commands are kept (one reference each) until the command is
     // enqueued: the raw handles in `list` are only borrowed, and the record may drop its own
     // references meanwhile (another thread pruning completed commands).
