@@ -748,7 +748,6 @@ impl Tracked {
     }
 }
 
-
 impl Tracked {
     /// Holds `range` (relative to this view) against maps until the returned guard drops; `write`:
     /// the transfer writes the bytes (then read maps wait too).
@@ -787,7 +786,6 @@ impl Tracked {
         })
     }
 }
-
 
 /// Records a command's event and forgets completed commands.
 fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
