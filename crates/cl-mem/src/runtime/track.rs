@@ -491,6 +491,31 @@ impl fmt::Debug for Claim {
     }
 }
 
+impl Tracked {
+    /// Registers `span` (absolute bytes) in the record's maps (`ClaimOn::Map`) or commands being
+    /// enqueued, under the record's lock `s`, and returns the claim that gives it back.
+    fn claim(&self, s: &mut State, span: (usize, usize), write: bool, on: ClaimOn) -> Claim {
+        let id = s.next_id;
+        s.next_id += 1;
+        let list = if on == ClaimOn::Map {
+            &mut s.maps
+        } else {
+            &mut s.enqueuing
+        };
+        list.push(LiveMap {
+            id,
+            start: span.0,
+            end: span.1,
+            write,
+        });
+        Claim {
+            tracker: Arc::clone(&self.tracker),
+            id,
+            on,
+        }
+    }
+}
+
 impl Claim {
     /// Records the enqueued command's event (a command's claim) and forgets completed commands.
     pub(crate) fn done(mut self, queue: &Queue, event: &Event) {
@@ -729,20 +754,13 @@ impl Tracked {
             )));
         }
         let (waits, flush) = pending_for(&s, queue, access);
-        let id = s.next_id;
-        s.next_id += 1;
-        s.enqueuing.push(LiveMap {
-            id,
-            start: span.0,
-            end: span.1,
-            write: access == Access::Write,
-        });
+        let claim = self.claim(
+            &mut s,
+            span,
+            access == Access::Write,
+            ClaimOn::Command(access),
+        );
         drop(s);
-        let claim = Claim {
-            tracker: Arc::clone(&self.tracker),
-            id,
-            on: ClaimOn::Command(access),
-        };
         flush_all(&flush)?;
         Ok((claim, waits))
     }
@@ -771,19 +789,7 @@ impl Tracked {
                 if m.write { "writing" } else { "reading" },
             )));
         }
-        let id = s.next_id;
-        s.next_id += 1;
-        s.enqueuing.push(LiveMap {
-            id,
-            start: span.0,
-            end: span.1,
-            write,
-        });
-        Ok(Claim {
-            tracker: Arc::clone(&self.tracker),
-            id,
-            on: ClaimOn::Command(Access::Read),
-        })
+        Ok(self.claim(&mut s, span, write, ClaimOn::Command(Access::Read)))
     }
 }
 
@@ -877,20 +883,8 @@ impl Tracked {
         }
         let access = if write { Access::Write } else { Access::Read };
         let (waits, flush) = pending_for(&s, queue, access);
-        let id = s.next_id;
-        s.next_id += 1;
-        s.maps.push(LiveMap {
-            id,
-            start: span.0,
-            end: span.1,
-            write,
-        });
+        let claim = self.claim(&mut s, span, write, ClaimOn::Map);
         drop(s);
-        let claim = Claim {
-            tracker: Arc::clone(&self.tracker),
-            id,
-            on: ClaimOn::Map,
-        };
         flush_all(&flush)?;
         Ok((claim, waits))
     }
