@@ -15,8 +15,8 @@ impl RawHandle for Evil {
     fn into_raw(self) -> Self::Raw {
         self.0.as_raw()
     }
-    unsafe fn from_raw(_: Self::Raw) -> cl_mem::Result<Self> {
-        unimplemented!()
+    unsafe fn from_raw(raw: Self::Raw) -> cl_mem::Result<Self> {
+        unsafe { Buffer::from_raw(raw) }.map(Evil)
     }
 }
 
