@@ -288,7 +288,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.check_queue(queue)?;
         let bytes = src.host_slice()?;
         let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-        whole_values::<T>(b - a)?;
+        whole::<T>("SVM copy byte count", b - a)?;
         let bytes = &bytes[a..b];
         let off = o.dst_offset;
         check_range("SVM write", off, bytes.len(), self.size_bytes())?;
@@ -329,7 +329,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.check_queue(queue)?;
         let bytes = dst.host_slice_mut()?;
         let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-        whole_values::<T>(b - a)?;
+        whole::<T>("SVM copy byte count", b - a)?;
         let bytes = &mut bytes[a..b];
         let off = o.src_offset;
         check_range("SVM read", off, bytes.len(), self.size_bytes())?;
@@ -354,15 +354,14 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     }
 }
 
-/// [`Error::Misaligned`] unless the `bytes` a copy moves (given or taken from the host side's
-/// length) are whole values of `T`.
-fn whole_values<T>(bytes: usize) -> Result<()> {
+/// `bytes` in whole values of `T`; [`Error::Misaligned`] (naming `what`) when it is not.
+fn whole<T>(what: &'static str, bytes: usize) -> Result<usize> {
     let elem = std::mem::size_of::<T>().max(1);
     if bytes.is_multiple_of(elem) {
-        Ok(())
+        Ok(bytes / elem)
     } else {
         Err(Error::Misaligned {
-            what: "SVM copy byte count",
+            what,
             value: bytes,
             alignment: elem,
         })
@@ -372,23 +371,11 @@ fn whole_values<T>(bytes: usize) -> Result<()> {
 /// Byte offsets and count of `o` in whole values of `T`.
 fn in_elements<T>(o: &Transfer<'_>) -> Result<(usize, usize, Option<usize>)> {
     o.no_rect("an SVM copy")?;
-    let elem = std::mem::size_of::<T>().max(1);
-    let whole = |what: &'static str, v: usize| {
-        if v.is_multiple_of(elem) {
-            Ok(v / elem)
-        } else {
-            Err(Error::Misaligned {
-                what,
-                value: v,
-                alignment: elem,
-            })
-        }
-    };
     Ok((
-        whole("SVM copy source offset", o.src_offset)?,
-        whole("SVM copy destination offset", o.dst_offset)?,
+        whole::<T>("SVM copy source offset", o.src_offset)?,
+        whole::<T>("SVM copy destination offset", o.dst_offset)?,
         o.byte_count
-            .map(|n| whole("SVM copy byte count", n))
+            .map(|n| whole::<T>("SVM copy byte count", n))
             .transpose()?,
     ))
 }
