@@ -40,7 +40,7 @@ use crate::runtime::track::{
 /// 3. `host` is valid for `len` bytes of writes (a read) or reads (a write), and nothing else
 ///    accesses them until the command completes (when `blocking`: until this call returns); a
 ///    write only needs them not written.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments, reason = "one raw command's parameters")]
 pub(crate) unsafe fn enqueue_host<D: Direction>(
     queue: &Queue,
     mem: sys::cl_mem,
