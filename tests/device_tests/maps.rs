@@ -81,7 +81,7 @@ fn map_guards_unmap_and_count(dev: &TestDevice) -> TestResult {
     let settles_at = |want: u32| -> TestResult {
         let start = std::time::Instant::now();
         loop {
-            let got = buf.mem_map_count()?;
+            let got = buf.mem_info()?.map_count;
             if got == want {
                 return Ok(());
             }
@@ -96,7 +96,7 @@ fn map_guards_unmap_and_count(dev: &TestDevice) -> TestResult {
     {
         let a = buf.map::<u16, _>(&q, cl_mem::ReadOnly, .., &[])?;
         let b = buf.map::<u16, _>(&q, cl_mem::ReadOnly, 4..8, &[])?;
-        assert_eq!(buf.mem_map_count()?, map_count(2)?);
+        assert_eq!(buf.mem_info()?.map_count, map_count(2)?);
         assert_eq!(a.len(), 64);
         assert_eq!(&b[..], &[3; 4]);
         let e = b.unmap(&[])?;
@@ -118,7 +118,7 @@ fn map_guards_unmap_and_count(dev: &TestDevice) -> TestResult {
          the queue and context",
     );
     std::mem::forget(g);
-    assert_eq!(buf.mem_map_count()?, map_count(1)?);
+    assert_eq!(buf.mem_info()?.map_count, map_count(1)?);
     Ok(())
 }
 
@@ -152,7 +152,7 @@ fn map_rejects_bad_ranges_and_flags(dev: &TestDevice) -> TestResult {
         buf.map::<u8, _>(&other, cl_mem::ReadOnly, .., &[]),
         Err(Error::InvalidArgument(_))
     ));
-    assert_eq!(buf.mem_map_count()?, 0);
+    assert_eq!(buf.mem_info()?.map_count, 0);
     Ok(())
 }
 
@@ -326,12 +326,13 @@ fn commands_under_a_live_map_are_refused(dev: &TestDevice) -> TestResult {
             "kernel writing through a Memory handle",
         );
     }
-    // A sub-buffer's parent reached through `mem_associated_object` (safe) keeps to the record
+    // A sub-buffer's parent reached through `MemInfo::associated_object` (safe) keeps to the record
     // too (it was an untracked handle: a kernel wrote under a live `&mut` map).
     {
         let sub = buf.sub_buffer(0, 32, MemFlags::empty())?;
         let parent = sub
-            .mem_associated_object()?
+            .mem_info()?
+            .associated_object
             .ok_or_else(|| fail("a sub-buffer without a parent"))?;
         let mut k = program.kernel("scale")?;
         k.set_arg(0, &other)?

@@ -16,37 +16,37 @@ fn raw_handles_round_trip_and_count(dev: &TestDevice) -> TestResult {
     // from_raw_retained (`from_int_ptr(retain=True)`) takes a reference of its own.
     // SAFETY: a valid buffer.
     let again = unsafe { Buffer::from_raw_retained(buf.as_raw()) }?;
-    assert_eq!(buf.mem_reference_count()?, 2);
+    assert_eq!(buf.reference_count()?, 2);
     assert_eq!(again, buf);
     let mut set = HashSet::new();
     set.insert(buf.clone());
     assert!(set.contains(&again));
-    assert_eq!(buf.mem_reference_count()?, 3);
+    assert_eq!(buf.reference_count()?, 3);
     drop(set);
     // into_raw + from_raw moves the reference through a raw handle without counting.
     let raw = again.into_raw();
-    assert_eq!(buf.mem_reference_count()?, 2);
+    assert_eq!(buf.reference_count()?, 2);
     // SAFETY: `raw` carries the reference `again` gave away.
     let back = unsafe { Buffer::from_raw(raw) }?;
-    assert_eq!(buf.mem_reference_count()?, 2);
+    assert_eq!(buf.reference_count()?, 2);
     back.release()?;
-    assert_eq!(buf.mem_reference_count()?, 1);
+    assert_eq!(buf.reference_count()?, 1);
     // The generic handle: any memory object, narrowed back to a buffer.
     // SAFETY: a valid memory object.
     let m = unsafe { Memory::from_raw_retained(buf.as_raw()) }?;
-    assert_eq!(m.mem_type()?, MemObjectType::Buffer);
+    assert_eq!(m.mem_info()?.mem_type, MemObjectType::Buffer);
     let m2 = m.clone();
     assert_eq!(m, m2);
-    assert_eq!(buf.mem_reference_count()?, 3);
+    assert_eq!(buf.reference_count()?, 3);
     drop(m2);
     let narrowed = m
         .into_buffer()
         .map_err(|_| cl_tests::fail("a buffer did not narrow"))?;
     assert_eq!(narrowed.size_bytes(), 64);
-    assert_eq!(buf.mem_reference_count()?, 2);
+    assert_eq!(buf.reference_count()?, 2);
     let as_memory: Memory = narrowed.into();
     as_memory.release()?;
-    assert_eq!(buf.mem_reference_count()?, 1);
+    assert_eq!(buf.reference_count()?, 1);
     // A sub-buffer adopted from a raw handle finds its parent and offset.
     let align = base_align(dev)?;
     let sub = Buffer::from_slice(&ctx, MemFlags::READ_WRITE, &vec![0u8; align * 2])?.sub_buffer(

@@ -188,7 +188,7 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     let pipe = pipe?;
     assert_eq!(pipe.query_packet_size()?, 4);
     assert_eq!(pipe.query_max_packets()?, 64);
-    assert_eq!(pipe.mem_type()?, MemObjectType::Pipe);
+    assert_eq!(pipe.mem_info()?.mem_type, MemObjectType::Pipe);
     // SAFETY: a valid pipe handle; `from_raw_retained` takes its own reference.
     let again = unsafe { Pipe::from_raw_retained(pipe.as_raw()) }?;
     assert_eq!((again.packet_size(), again.max_packets()), (4, 64));

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use cl_mem::svm::csvm_empty;
 use cl_mem::{
     Buffer, ChannelOrder, ChannelType, Error, Event, Image, ImageDesc, ImageFormat, MemFlags,
-    MemObject, Program, Queue,
+    Program, Queue, RawHandle,
 };
 use cl_pool::{ImmediateAllocator, MemoryPool};
 use cl_tests::{device_test, fail, skip, TestDevice, TestError, TestResult};
@@ -290,11 +290,11 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
     assert_eq!((pool.stats().held_blocks, pool.held_blocks()), (0, 0));
     // Drivers drop their references of finished commands asynchronously: wait for it.
     let settle = Instant::now() + Duration::from_secs(5);
-    while shared.mem_reference_count()? > 1 && Instant::now() < settle {
+    while shared.reference_count()? > 1 && Instant::now() < settle {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(
-        shared.mem_reference_count()?,
+        shared.reference_count()?,
         1,
         "the shared buffer's CL reference count"
     );

@@ -5,8 +5,8 @@
 use crate::common::{coarse_svm, mapped, ARGUMENT_KERNELS, SCALE_KERNELS};
 use cl_mem::svm::{Coarse, SvmArray};
 use cl_mem::{
-    enqueue_copy, Buffer, Error, Image, ImageFormat, Kernel, MapFlags, MemFlags, MemObject,
-    NullMem, PinnedMemory, Program, Queue, RawHandle, Rect, Transfer, UserEvent,
+    enqueue_copy, Buffer, Error, Image, ImageFormat, Kernel, MapFlags, MemFlags, NullMem,
+    PinnedMemory, Program, Queue, RawHandle, Rect, Transfer, UserEvent,
 };
 use cl_pool::{ImmediateAllocator, MemoryPool, PoolBlock};
 use cl_tests::{device_test, eventually, fail, skip, TestDevice, TestResult};
@@ -221,16 +221,13 @@ fn commands_in_flight_are_pruned(dev: &TestDevice) -> TestResult {
     k.enqueue_nd_range(&q, &[16], None, &[])?;
     q.finish()?;
     k.set_arg(0, &x1)?;
-    assert!(
-        x0.mem_reference_count()? >= 2,
-        "the finished command's record"
-    );
+    assert!(x0.reference_count()? >= 2, "the finished command's record");
     k.enqueue_nd_range(&q, &[16], None, &[])?;
-    assert_eq!(x0.mem_reference_count()?, 1, "x0 let go");
+    assert_eq!(x0.reference_count()?, 1, "x0 let go");
     q.finish()?;
     drop(k);
-    assert_eq!(buf.mem_reference_count()?, 1);
-    assert_eq!(x1.mem_reference_count()?, 1);
+    assert_eq!(buf.reference_count()?, 1);
+    assert_eq!(x1.reference_count()?, 1);
     // An out-of-order queue keeps one record per command, swept as they complete.
     if let Ok(ooo) = Queue::builder(ctx, &dev.device).out_of_order(true).build() {
         let mut k = program.kernel("scale")?;

@@ -7,7 +7,7 @@ use std::hash::{Hash, Hasher};
 
 use bitflags::bitflags;
 use cl_raw::object::{self, Object};
-use cl_raw::{extra, sys, Version};
+use cl_raw::{extra, sys, InfoValue, Version};
 
 use crate::error::{Error, Result};
 use crate::raw_handle::RawHandle;
@@ -103,164 +103,107 @@ pub unsafe trait MemObject: crate::raw_handle::RawHandle<Raw = sys::cl_mem> {
         None
     }
 
+    /// `clGetMemObjectInfo`: every `CL_MEM_*` query of the object in one value (PyOpenCL's
+    /// `get_info(mem_info.*)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from `clGetMemObjectInfo`, `clRetainContext` or `clRetainMemObject`.
+    fn mem_info(&self) -> Result<MemInfo> {
+        let mem = self.as_raw();
+        let context = mem_context(mem)?;
+        let version = context.platform_version();
+        Ok(MemInfo {
+            mem_type: mem_type(mem)?,
+            flags: MemFlags::from_bits_retain(query(mem, sys::CL_MEM_FLAGS)?),
+            size_bytes: query(mem, sys::CL_MEM_SIZE)?,
+            context,
+            map_count: query(mem, sys::CL_MEM_MAP_COUNT)?,
+            reference_count: query(mem, sys::CL_MEM_REFERENCE_COUNT)?,
+            host_ptr: query(mem, sys::CL_MEM_HOST_PTR)?,
+            associated_object: mem_associated_object(mem)?,
+            offset_bytes: query(mem, sys::CL_MEM_OFFSET)?,
+            // Checked first: an older driver may hang or misbehave on the newer queries.
+            uses_svm_pointer: match version >= Version::V2_0 {
+                true => Some(query(mem, sys::CL_MEM_USES_SVM_POINTER)?),
+                false => None,
+            },
+            properties: match version >= Version::V3_0 {
+                true => Some(query(mem, extra::CL_MEM_PROPERTIES)?),
+                false => None,
+            },
+        })
+    }
+}
+
+/// What [`MemObject::mem_info`] returns: the object's `clGetMemObjectInfo` answers.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct MemInfo {
     /// `CL_MEM_TYPE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_type(&self) -> Result<MemObjectType> {
-        // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        let t = unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_TYPE) }
-            .map_err(Error::cl("clGetMemObjectInfo"))?;
-        Ok(MemObjectType::from_raw(t))
-    }
-
+    pub mem_type: MemObjectType,
     /// `CL_MEM_FLAGS` as the driver reports them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_flags(&self) -> Result<MemFlags> {
-        // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        let f = unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_FLAGS) }
-            .map_err(Error::cl("clGetMemObjectInfo"))?;
-        Ok(MemFlags::from_bits_retain(f))
-    }
-
+    pub flags: MemFlags,
     /// `CL_MEM_SIZE`, in bytes.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_size_bytes(&self) -> Result<usize> {
-        // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_SIZE) }
-            .map_err(Error::cl("clGetMemObjectInfo"))
-    }
-
+    pub size_bytes: usize,
     /// `CL_MEM_CONTEXT`, as a new owning [`Context`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo` or `clRetainContext`.
-    fn mem_context(&self) -> Result<Context> {
-        // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        let ctx: sys::cl_context =
-            unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_CONTEXT) }
-                .map_err(Error::cl("clGetMemObjectInfo"))?;
-        // SAFETY: the driver returned the object's live context.
-        unsafe { Context::from_raw_retained(ctx) }
-    }
-
-    /// `CL_MEM_REFERENCE_COUNT` (for tests and leak hunting; racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_reference_count(&self) -> Result<u32> {
-        // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_REFERENCE_COUNT) }
-            .map_err(Error::cl("clGetMemObjectInfo"))
-    }
-
+    pub context: Context,
     /// `CL_MEM_MAP_COUNT` (racy by nature).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_map_count(&self) -> Result<u32> {
-        // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_MAP_COUNT) }
-            .map_err(Error::cl("clGetMemObjectInfo"))
-    }
-
+    pub map_count: u32,
+    /// `CL_MEM_REFERENCE_COUNT` (for tests and leak hunting; racy by nature); also
+    /// [`RawHandle::reference_count`](crate::RawHandle::reference_count) on a sized type.
+    pub reference_count: u32,
     /// `CL_MEM_HOST_PTR` as a raw address (null unless created with `USE_HOST_PTR`, or a
     /// sub-buffer of such a buffer). Only an address: reading through it is the caller's
     /// `unsafe` business (PyOpenCL refuses this query and offers `get_host_array`; see
     /// [`crate::Buffer::host_slice`]).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_host_ptr(&self) -> Result<*mut c_void> {
-        // SAFETY: a valid object (trait contract); a 1.0 parameter.
-        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_HOST_PTR) }
-            .map_err(Error::cl("clGetMemObjectInfo"))
-    }
-
-    /// `CL_MEM_ASSOCIATED_MEMOBJECT` (1.1): the parent of a sub-buffer, the buffer of a 1-D image
-    /// buffer; `None` for other objects. The returned [`Memory`] owns a new reference.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo` or `clRetainMemObject`.
-    fn mem_associated_object(&self) -> Result<Option<Memory>> {
-        // SAFETY: a valid object (trait contract); a 1.1 parameter (every platform the crate
-        // accepts is 1.2+, and 1.1 platforms know it).
-        let m: sys::cl_mem = unsafe {
-            object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_ASSOCIATED_MEMOBJECT)
-        }
-        .map_err(Error::cl("clGetMemObjectInfo"))?;
-        if m.is_null() {
-            return Ok(None);
-        }
-        // SAFETY: the driver returned a live object (the parent outlives its children).
-        unsafe { object::retain(Object::Mem, m) }.map_err(Error::cl("clRetainMemObject"))?;
-        // SAFETY: the reference just taken; a buffer finds its record in `into_buffer`.
-        let mem = unsafe { Memory::adopt_untracked(m) };
-        // A buffer keeps to its record (maps, other queues) as a kernel argument too.
-        Ok(Some(match mem.into_buffer() {
-            Ok(b) => Memory::from(b),
-            Err(m) => m,
-        }))
-    }
-
+    pub host_ptr: *mut c_void,
+    /// `CL_MEM_ASSOCIATED_MEMOBJECT` (1.1): the parent of a sub-buffer, the buffer of a 1-D
+    /// image buffer; `None` for other objects. Owns a new reference.
+    pub associated_object: Option<Memory>,
     /// `CL_MEM_OFFSET` (1.1): a sub-buffer's origin in its parent, in bytes (0 otherwise).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_offset_bytes(&self) -> Result<usize> {
-        // SAFETY: a valid object (trait contract); a 1.1 parameter.
-        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_OFFSET) }
-            .map_err(Error::cl("clGetMemObjectInfo"))
-    }
-
-    /// `CL_MEM_USES_SVM_POINTER` (2.0): whether the object was created over an SVM pointer.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Unsupported`] on a platform older than 2.0 (checked first: an older driver may
-    /// hang or misbehave on the query); [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_uses_svm_pointer(&self) -> Result<bool> {
-        require_mem_version(self.as_raw(), Version::V2_0, "CL_MEM_USES_SVM_POINTER")?;
-        // SAFETY: a valid object (trait contract) of a 2.0+ platform.
-        unsafe { object::get_info(Object::Mem, self.as_raw(), sys::CL_MEM_USES_SVM_POINTER) }
-            .map_err(Error::cl("clGetMemObjectInfo"))
-    }
-
-    /// `CL_MEM_PROPERTIES` (3.0): the property list given at creation (empty when none was).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Unsupported`] on a platform older than 3.0 (checked first);
-    /// [`Error::Cl`] from `clGetMemObjectInfo`.
-    fn mem_properties(&self) -> Result<Vec<u64>> {
-        require_mem_version(self.as_raw(), Version::V3_0, "CL_MEM_PROPERTIES")?;
-        // SAFETY: a valid object (trait contract) of a 3.0+ platform.
-        unsafe { object::get_info(Object::Mem, self.as_raw(), extra::CL_MEM_PROPERTIES) }
-            .map_err(Error::cl("clGetMemObjectInfo"))
-    }
+    pub offset_bytes: usize,
+    /// `CL_MEM_USES_SVM_POINTER` (2.0): whether the object was created over an SVM pointer;
+    /// `None` on an older platform.
+    pub uses_svm_pointer: Option<bool>,
+    /// `CL_MEM_PROPERTIES` (3.0): the property list given at creation (empty when none was);
+    /// `None` on an older platform.
+    pub properties: Option<Vec<u64>>,
 }
 
-/// The platform version of a memory object's context, for gating queries.
-fn require_mem_version(mem: sys::cl_mem, needed: Version, feature: &'static str) -> Result<()> {
-    // SAFETY: callers pass a valid object.
-    let ctx: sys::cl_context = unsafe { object::get_info(Object::Mem, mem, sys::CL_MEM_CONTEXT) }
-        .map_err(Error::cl("clGetMemObjectInfo"))?;
-    // SAFETY: the driver returned the object's live context; we retain it for the wrapper.
-    let ctx = unsafe { Context::from_raw_retained(ctx) }?;
-    ctx.require_platform_version(needed, feature)
+/// One `clGetMemObjectInfo` answer; `mem` must be a valid object of a platform that knows `param`.
+pub(crate) fn query<T: InfoValue>(mem: sys::cl_mem, param: u32) -> Result<T> {
+    // SAFETY: callers pass a valid object and a parameter its platform knows.
+    unsafe { object::get_info(Object::Mem, mem, param) }.map_err(Error::cl("clGetMemObjectInfo"))
+}
+
+/// `CL_MEM_TYPE` of a valid object.
+pub(crate) fn mem_type(mem: sys::cl_mem) -> Result<MemObjectType> {
+    query(mem, sys::CL_MEM_TYPE).map(MemObjectType::from_raw)
+}
+
+/// `CL_MEM_CONTEXT` of a valid object, as a new owning [`Context`].
+pub(crate) fn mem_context(mem: sys::cl_mem) -> Result<Context> {
+    let ctx: sys::cl_context = query(mem, sys::CL_MEM_CONTEXT)?;
+    // SAFETY: the driver returned the object's live context.
+    unsafe { Context::from_raw_retained(ctx) }
+}
+
+/// `CL_MEM_ASSOCIATED_MEMOBJECT` of a valid object, owning a new reference.
+pub(crate) fn mem_associated_object(mem: sys::cl_mem) -> Result<Option<Memory>> {
+    let m: sys::cl_mem = query(mem, sys::CL_MEM_ASSOCIATED_MEMOBJECT)?;
+    if m.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the driver returned a live object (the parent outlives its children).
+    unsafe { object::retain(Object::Mem, m) }.map_err(Error::cl("clRetainMemObject"))?;
+    // SAFETY: the reference just taken; a buffer finds its record in `into_buffer`.
+    let mem = unsafe { Memory::adopt_untracked(m) };
+    // A buffer keeps to its record (maps, other queues) as a kernel argument too.
+    Ok(Some(match mem.into_buffer() {
+        Ok(b) => Memory::from(b),
+        Err(m) => m,
+    }))
 }
 
 /// Any memory object (buffer, sub-buffer, image, pipe) as an owning handle: PyOpenCL's

@@ -156,7 +156,7 @@ impl Pipe {
     ///
     /// [`Error::Unsupported`] before 3.0 (checked first); [`Error::Cl`] from `clGetPipeInfo`.
     pub fn properties(&self) -> Result<Vec<sys::cl_pipe_properties>> {
-        self.mem_context()?
+        crate::memory::mem_context(self.raw)?
             .require_platform_version(Version::V3_0, "CL_PIPE_PROPERTIES")?;
         // SAFETY: a valid pipe of a 3.0 platform; a 3.0 parameter.
         unsafe { raw::get_info(self.raw, extra::CL_PIPE_PROPERTIES) }
@@ -189,7 +189,7 @@ unsafe impl crate::raw_handle::RawHandle for Pipe {
             packet_size: 0,
             max_packets: 0,
         };
-        if p.mem_type()? != crate::memory::MemObjectType::Pipe {
+        if crate::memory::mem_type(raw)? != crate::memory::MemObjectType::Pipe {
             return Err(Error::InvalidArgument(
                 "the memory object is not a pipe".into(),
             ));

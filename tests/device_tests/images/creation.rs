@@ -45,7 +45,7 @@ fn legacy_calls_create_2d_and_3d_images(dev: &TestDevice) -> TestResult {
             Image::new_through_legacy_calls(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, Some(&data))?;
         assert_eq!(img.to_vec::<f32>(&q)?, data);
         assert_eq!(
-            img.mem_type()?,
+            img.mem_info()?.mem_type,
             if desc.image_type == ImageType::Image2d {
                 MemObjectType::Image2d
             } else {
@@ -165,7 +165,7 @@ fn one_d_array_layer_count_is_right(dev: &TestDevice) -> TestResult {
     assert_eq!(info.array_size, 3);
     assert_eq!(info.width, 8);
     assert_eq!(img.shape(), vec![8, 3]);
-    assert_eq!(img.mem_type()?, MemObjectType::Image1dArray);
+    assert_eq!(img.mem_info()?.mem_type, MemObjectType::Image1dArray);
     Ok(())
 }
 
@@ -194,7 +194,7 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         assert_eq!(info.buffer, None);
         assert_eq!(info.num_mip_levels, 0);
         assert_eq!(info.num_samples, 0);
-        assert_eq!(img.mem_flags()?, MemFlags::READ_ONLY);
+        assert_eq!(img.mem_info()?.flags, MemFlags::READ_ONLY);
         assert_eq!(
             img.size_bytes_packed(),
             desc.extent().iter().product::<usize>() * 16
@@ -209,7 +209,7 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         // Through the untyped memory handle and back.
         let mem: cl_mem::Memory = again.into();
         assert_eq!(
-            mem.mem_type()?,
+            mem.mem_info()?.mem_type,
             MemObjectType::from_raw(desc.image_type.to_raw())
         );
         let back = Image::try_from(mem).map_err(|m| fail(format!("{m:?} is not an image")))?;
@@ -269,7 +269,10 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
         img.format(),
         ImageFormat::new(ChannelOrder::R, ChannelType::Float)
     );
-    assert_eq!(img.mem_flags()? & MemFlags::READ_ONLY, MemFlags::READ_ONLY);
+    assert_eq!(
+        img.mem_info()?.flags & MemFlags::READ_ONLY,
+        MemFlags::READ_ONLY
+    );
     let back = img.read_array::<f32>(&q, &[], &img.extent(), &[])?;
     assert_eq!(back.shape(), &[4, 6]);
     assert_eq!(back.as_slice(), a.as_slice());

@@ -5,7 +5,7 @@ use crate::common::{image_queue, invalid, RGBA_F};
 use cl_mem::{
     enqueue_copy, image_from_array, supported_image_formats, ArrayImageOptions, Buffer,
     ChannelOrder, ChannelType, Error, FillColor, Image, ImageDesc, ImageFormat, ImagePitches,
-    ImageType, MapAccess, MemFlags, MemObject, Rect, Transfer,
+    ImageType, MapAccess, MemFlags, MemObject, RawHandle, Rect, Transfer,
 };
 use cl_tests::{device_test, fail, skip, TestDevice, TestResult};
 
@@ -327,8 +327,8 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         Err(Error::InvalidArgument(_))
     ));
     // Nothing above leaked a mapping or a reference.
-    assert_eq!(img.mem_map_count()?, 0);
-    assert_eq!(img.mem_reference_count()?, 1);
+    assert_eq!(img.mem_info()?.map_count, 0);
+    assert_eq!(img.reference_count()?, 1);
     Ok(())
 }
 

@@ -511,6 +511,6 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
         img.map(&q, MapAccess::Read, &[], &[4], &[], |_| ())
     })?;
     assert!(matches!(inner, Err(Error::Mapped(_))), "{inner:?}");
-    assert_eq!(img.mem_map_count()?, 0);
+    assert_eq!(img.mem_info()?.map_count, 0);
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! until its command ran.
 
 use crate::common::{SCALE_KERNELS, SCALE_SRC};
-use cl_mem::{Buffer, Error, Kernel, LocalMemory, MemFlags, MemObject, Program, UserEvent};
+use cl_mem::{Buffer, Error, Kernel, LocalMemory, MemFlags, Program, RawHandle, UserEvent};
 use cl_tests::{device_test, eventually, skip, TestDevice, TestResult};
 
 device_test!(kernel_call_sets_every_argument_and_runs_from_several_threads);
@@ -123,11 +123,7 @@ fn kernel_keeps_dropped_buffer_alive(dev: &TestDevice) -> TestResult {
     {
         let input = cl_mem::Buffer::from_slice(q.context(), MemFlags::READ_ONLY, &[2.0f32; 16])?;
         k.set_arg(0, &input)?;
-        assert_eq!(
-            input.mem_reference_count()?,
-            2,
-            "the kernel holds a reference"
-        );
+        assert_eq!(input.reference_count()?, 2, "the kernel holds a reference");
     }
     k.set_arg(1, &out)?
         .set_arg(2, &2.0f32)?
@@ -141,9 +137,9 @@ fn kernel_keeps_dropped_buffer_alive(dev: &TestDevice) -> TestResult {
     // Replacing the argument drops the kernel's reference to the old one once no command
     // needs it: the completed command's record goes at the next enqueue (or with the kernel).
     k.set_arg(1, &out)?;
-    assert!((2..=3).contains(&out.mem_reference_count()?));
+    assert!((2..=3).contains(&out.reference_count()?));
     drop(k);
-    assert_eq!(out.mem_reference_count()?, 1);
+    assert_eq!(out.reference_count()?, 1);
     Ok(())
 }
 
@@ -160,12 +156,12 @@ fn arguments_outlive_a_dropped_kernel_until_the_command_ran(dev: &TestDevice) ->
         .set_arg(1, &out)?
         .set_arg(2, &0.5f32)?
         .set_arg(3, &16u32)?;
-    assert_eq!(input.mem_reference_count()?, 2, "ours and the kernel's");
+    assert_eq!(input.reference_count()?, 2, "ours and the kernel's");
     let done = k.enqueue_nd_range(&q, &[16], None, &[&gate])?;
     assert_eq!(k.commands_in_flight(), 1);
     drop(k);
     // The gated command still holds its argument (the driver may hold more references).
-    assert!(input.mem_reference_count()? >= 2);
+    assert!(input.reference_count()? >= 2);
     let probe = input.clone();
     drop(input);
     gate.set_complete()?;
@@ -174,7 +170,7 @@ fn arguments_outlive_a_dropped_kernel_until_the_command_ran(dev: &TestDevice) ->
     out.read(&q, &mut got, &[])?;
     assert_eq!(got, [2.0f32; 16]);
     eventually("the completed command released its argument", || {
-        Ok(probe.mem_reference_count()? == 1)
+        Ok(probe.reference_count()? == 1)
     })?;
     Ok(())
 }

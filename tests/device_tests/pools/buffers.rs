@@ -48,7 +48,7 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     a.read(&q, &mut out[..4], &[])?;
     assert_eq!(out[..4], [100, 101, 102, 103]);
     // As a memory object.
-    assert_eq!(a.mem_size_bytes()?, a.allocated_bytes());
+    assert_eq!(a.mem_info()?.size_bytes, a.allocated_bytes());
     let as_mem: &dyn MemObject = a.buffer();
     assert_eq!(a.buffer().as_raw(), as_mem.as_raw());
     Ok(())
@@ -228,7 +228,7 @@ fn buffer_is_unique_until_cloned_sliced_imaged_or_set_as_an_argument(
     // Conversions through raw handles inside the crate count nothing for good: a sub-buffer's
     // parent read back, a Memory released, a Memory adopted from the handle and dropped.
     let part = b.sub_buffer(0, 16, MemFlags::empty())?;
-    drop(part.mem_associated_object()?);
+    drop(part.mem_info()?.associated_object);
     drop(part);
     assert!(b.is_unique(), "a sub-buffer's parent read back and dropped");
     cl_mem::Memory::from(b.clone()).release()?;
@@ -443,7 +443,7 @@ fn pooled_buffer_reports_requested_and_rounded_sizes(dev: &TestDevice) -> TestRe
         assert_eq!(b.requested_bytes(), size);
         assert_eq!(b.allocated_bytes(), pool.layout().rounded_size(size));
         assert_eq!(b.size_bytes(), b.allocated_bytes());
-        assert_eq!(b.mem_size_bytes()?, b.allocated_bytes());
+        assert_eq!(b.mem_info()?.size_bytes, b.allocated_bytes());
     }
     Ok(())
 }

@@ -48,7 +48,7 @@ use cl_raw::{mem as raw, sys, Version};
 
 use self::transfer::HostMemory;
 use crate::error::{Error, Result};
-use crate::memory::{
+use crate::memory::{self, 
     release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType, Memory,
 };
 use crate::pod::{slice_as_bytes, Pod};
@@ -760,18 +760,18 @@ unsafe impl crate::raw_handle::RawHandle for Buffer {
     unsafe fn from_raw(raw: sys::cl_mem) -> Result<Buffer> {
         // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
         let mem = unsafe { crate::memory::Memory::adopt_untracked(raw) };
-        if mem.mem_type()? != MemObjectType::Buffer {
+        if memory::mem_type(raw)? != MemObjectType::Buffer {
             return Err(Error::InvalidArgument(
                 "the memory object is not a buffer".into(),
             ));
         }
-        let size = mem.mem_size_bytes()?;
-        let flags = mem.mem_flags()?;
-        let context = mem.mem_context()?;
-        let host_ptr = mem.mem_host_ptr()?.cast::<u8>();
-        let (parent, origin, tracked) = match mem.mem_associated_object()? {
+        let size = memory::query(raw, sys::CL_MEM_SIZE)?;
+        let flags = MemFlags::from_bits_retain(memory::query(raw, sys::CL_MEM_FLAGS)?);
+        let context = memory::mem_context(raw)?;
+        let host_ptr = memory::query::<*mut c_void>(raw, sys::CL_MEM_HOST_PTR)?.cast::<u8>();
+        let (parent, origin, tracked) = match memory::mem_associated_object(raw)? {
             Some(p) => {
-                let origin = mem.mem_offset_bytes()?;
+                let origin = memory::query(raw, sys::CL_MEM_OFFSET)?;
                 let parent = p.into_buffer().map_err(|_| {
                     Error::InvalidArgument("a sub-buffer's parent is not a buffer".into())
                 })?;
@@ -1010,7 +1010,7 @@ impl Memory {
     ///
     /// `Err(self)` when the object is not a buffer or its type cannot be read.
     pub fn into_buffer(self) -> std::result::Result<Buffer, Memory> {
-        match self.mem_type() {
+        match crate::memory::mem_type(self.as_raw()) {
             Ok(MemObjectType::Buffer) => {
                 let raw = self.as_raw();
                 // SAFETY: a valid buffer; we take one more reference for the buffer and drop

@@ -643,8 +643,7 @@ unsafe impl crate::raw_handle::RawHandle for Image {
             MemFlags::from_bits_retain(flags),
         )?;
         // An image made from a buffer is the buffer's bytes: share the buffer's record.
-        if let Some(Ok(buffer)) = img
-            .mem_associated_object()?
+        if let Some(Ok(buffer)) = crate::memory::mem_associated_object(img.raw)?
             .map(crate::memory::Memory::into_buffer)
         {
             img.share_record_of(&buffer);
@@ -702,7 +701,7 @@ impl TryFrom<crate::memory::Memory> for Image {
 
     /// The memory object as an image, or back unchanged when it is not one.
     fn try_from(mem: crate::memory::Memory) -> std::result::Result<Image, crate::memory::Memory> {
-        match mem.mem_type().map(ImageType::from_mem_type) {
+        match crate::memory::mem_type(mem.as_raw()).map(ImageType::from_mem_type) {
             // SAFETY: a valid image; the new `Image` takes one more reference and `mem`'s is
             // dropped on return, so the count is unchanged.
             Ok(Some(_)) => unsafe { Image::from_raw_retained(mem.as_raw()) }.map_err(|_| mem),
