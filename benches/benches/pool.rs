@@ -132,11 +132,7 @@ mod device {
             g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, &size| {
                 b.iter(|| {
                     // clSVMAlloc + clEnqueueSVMFree, finished so the free really happens.
-                    drop(SvmAllocation::<Coarse>::with_options(
-                        &queue,
-                        size,
-                        SvmOptions::new(),
-                    ));
+                    drop(SvmAllocation::<Coarse>::new(&queue, size));
                     queue.finish().ok();
                 });
             });

@@ -1,7 +1,7 @@
 //! PyOpenCL parity gaps (issue 15), found by porting PyOpenCL's own memory tests: each case as
 //! PyOpenCL users write it, on every device that has the feature.
 
-use cl_mem::svm::{Coarse, SvmAllocation, SvmOptions, SvmPointer};
+use cl_mem::svm::{svm_empty, Coarse, SvmOptions, SvmPointer};
 use cl_mem::RawHandle;
 use cl_mem::{Buffer, Error, MemFlags, Program, SvmCapabilities};
 use cl_pool::{MemoryPool, SvmAllocator};
@@ -56,10 +56,10 @@ device_test!(svm_alignment_zero_is_the_drivers_default);
 fn svm_alignment_zero_is_the_drivers_default(dev: &TestDevice) -> TestResult {
     coarse_svm(dev)?;
     let q = dev.queue();
-    let a = SvmAllocation::<Coarse>::with_options(&q, 64, SvmOptions::new().alignment(0))?;
+    let a = svm_empty::<u8, Coarse>(&q, SvmOptions::new().alignment(0), 64)?;
     let addr = a.svm_ptr() as usize;
     assert_eq!(addr % 128, 0, "alignment 0 gave {addr:#x}");
-    let r = SvmAllocation::<Coarse>::with_options(&q, 64, SvmOptions::new().alignment(3));
+    let r = svm_empty::<u8, Coarse>(&q, SvmOptions::new().alignment(3), 64);
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     // The pool's allocator asks for the default when no alignment is given.
     let pool = MemoryPool::new(SvmAllocator::<Coarse>::new(&q, SvmOptions::new()));
@@ -79,7 +79,7 @@ device_test!(zero_size_svm_through_allocation_allocator_and_pool);
 fn zero_size_svm_through_allocation_allocator_and_pool(dev: &TestDevice) -> TestResult {
     coarse_svm(dev)?;
     let q = dev.queue();
-    let a = SvmAllocation::<Coarse>::with_options(&q, 0, SvmOptions::new().alignment(0))?;
+    let a = svm_empty::<u8, Coarse>(&q, SvmOptions::new().alignment(0), 0)?;
     assert!(a.svm_ptr().is_null());
     a.enqueue_release(&[])?.wait()?;
     let allocator = SvmAllocator::<Coarse>::new(&q, SvmOptions::new());

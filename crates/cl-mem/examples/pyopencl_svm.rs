@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo run -p cl-mem --example pyopencl_svm` (`CL_CTX=portable` or any selector).
 
-use cl_mem::svm::{csvm_empty, fsvm_empty, svm_from_vec};
+use cl_mem::svm::{csvm_empty, fsvm_empty, SvmArray};
 use cl_mem::{create_some_context, Program, Queue, SvmCapabilities};
 
 const SRC: &str = "
@@ -72,7 +72,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     if system {
         print!("Testing fine-grained system SVM...");
-        let ary = svm_from_vec(&queue, vec![17.0f32; 10])?;
+        let ary = SvmArray::from_vec(&queue, vec![17.0f32; 10])?;
         twice.call(&queue, &[10], None, (&ary,))?;
         queue.finish()?;
         assert_eq!(ary.into_vec()?, vec![34.0f32; 10]);

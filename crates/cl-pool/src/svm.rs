@@ -65,7 +65,7 @@ impl<G: DeviceGrain> Allocator for SvmAllocator<G> {
         if size == 0 {
             return Ok(None);
         }
-        SvmAllocation::<G>::with_options(&self.queue, size, self.options).map(Some)
+        cl_mem::svm::svm_empty::<u8, G>(&self.queue, self.options, size).map(Some)
     }
 
     fn free(&self, block: SvmAllocation<G>) -> Result<(), Error> {

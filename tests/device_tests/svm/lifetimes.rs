@@ -4,7 +4,7 @@
 use super::{kernel, require, wait_for, N};
 use crate::common::{coarse_svm, mapped};
 use cl_mem::svm::{
-    csvm_empty, enqueue_svm_memcpy, fsvm_empty, svm_from_vec, Coarse, Fine, SvmArray, SvmMemFlags,
+    csvm_empty, enqueue_svm_memcpy, fsvm_empty, svm_empty, Coarse, Fine, SvmArray, SvmMemFlags,
     SvmOptions, SvmPointer,
 };
 use cl_mem::{
@@ -421,8 +421,7 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         Err(Error::InvalidArgument(_)) => {}
         other => panic!("{what}: {other:?}"),
     };
-    let alloc =
-        |len: usize, o: SvmOptions| SvmArray::<u32, Coarse>::with_options(&q, len, o).map(drop);
+    let alloc = |len: usize, o: SvmOptions| svm_empty::<u32, Coarse>(&q, o, len).map(drop);
     invalid(alloc(4, SvmOptions::new().alignment(3)), "alignment 3");
     // Alignment 0 is the driver's default, not an error (parity::svm_alignment_zero_is_the_drivers_default).
     invalid(
@@ -509,7 +508,7 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         csvm_empty::<[u8; 3]>(&q, 4).map(drop),
         "3-byte element, default alignment",
     );
-    let odd = SvmArray::<[u8; 3], Coarse>::with_options(&q, 4, SvmOptions::new().alignment(1))?;
+    let odd = svm_empty::<[u8; 3], Coarse>(&q, SvmOptions::new().alignment(1), 4)?;
     invalid(
         odd.fill(&q, &[[1, 2, 3]], &[]).map(drop),
         "fill with a 3-byte element",
@@ -591,13 +590,13 @@ fn unsupported_kinds_are_refused_before_the_driver(dev: &TestDevice) -> TestResu
         refused += 1;
     }
     if !caps.contains(SvmCapabilities::FINE_GRAIN_SYSTEM) {
-        unsupported(svm_from_vec(&q, vec![1u8; 4]).map(drop), "system SVM");
+        unsupported(SvmArray::from_vec(&q, vec![1u8; 4]).map(drop), "system SVM");
         refused += 1;
     }
     if caps.contains(SvmCapabilities::FINE_GRAIN_BUFFER) && !caps.contains(SvmCapabilities::ATOMICS)
     {
         unsupported(
-            SvmArray::<u32, Fine>::with_options(&q, 4, SvmOptions::new().atomics(true)).map(drop),
+            svm_empty::<u32, Fine>(&q, SvmOptions::new().atomics(true), 4).map(drop),
             "SVM atomics",
         );
         refused += 1;

@@ -1,16 +1,12 @@
 //! ndarray in and out of buffers and maps: contiguous arrays only (C or Fortran order), read and
 //! written as their memory-order bytes; a strided view is a clear [`Error::InvalidArgument`]
-//! (PyOpenCL: `ValueError: ndarray is not contiguous`). Map views take a shape (with `.f()` for
-//! Fortran order, or explicit strides) and are validated against the mapped elements by
-//! ndarray, so no view reaches past the map (PyOpenCL does not validate map strides,
-//! reference §9.10).
+//! (PyOpenCL: `ValueError: ndarray is not contiguous`). A map, pinned memory or fine-grain SVM
+//! derefs to a slice, so `ndarray::ArrayView::from_shape(shape, &guard[..])` views it, checked
+//! by ndarray to stay inside the elements (PyOpenCL does not validate map strides, reference
+//! §9.10).
 
-use ndarray::{
-    Array, ArrayBase, ArrayView, ArrayViewMut, Data, DataMut, Dimension, ShapeBuilder, StrideShape,
-};
+use ndarray::{Array, ArrayBase, ArrayView, Data, DataMut, Dimension, ShapeBuilder, StrideShape};
 
-use crate::buffer::host::PinnedMemory;
-use crate::buffer::map::{MapMut, MapRead};
 use crate::buffer::transfer::{HostData, HostDataMut};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
@@ -77,55 +73,10 @@ impl Buffer {
     }
 }
 
-/// `elems` as an array view of `shape` (C order by default, `.f()` for Fortran, or explicit
-/// strides), checked by ndarray to stay inside `elems`: the one place behind every `as_array`
-/// (maps, pinned memory, SVM maps and arrays). `what` names the elements in the error
-/// ("mapped", "SVM").
-///
-/// # Errors
-///
-/// [`Error::InvalidArgument`] when the shape or strides reach past `elems`.
-pub(crate) fn view_of<'a, T, D: Dimension, Sh: Into<StrideShape<D>>>(
-    elems: &'a [T],
-    shape: Sh,
-    what: &str,
-) -> Result<ArrayView<'a, T, D>> {
-    ArrayView::from_shape(shape, elems).map_err(|e| shape_error(e, elems.len(), what))
-}
-
-/// `elems` as a mutable array view of `shape`; see [`view_of`].
-///
-/// # Errors
-///
-/// As [`view_of`].
-pub(crate) fn view_of_mut<'a, T, D: Dimension, Sh: Into<StrideShape<D>>>(
-    elems: &'a mut [T],
-    shape: Sh,
-    what: &str,
-) -> Result<ArrayViewMut<'a, T, D>> {
-    let len = elems.len();
-    ArrayViewMut::from_shape(shape, elems).map_err(|e| shape_error(e, len, what))
-}
-
-fn shape_error(e: ndarray::ShapeError, len: usize, what: &str) -> Error {
+fn shape_error(e: ndarray::ShapeError, len: usize) -> Error {
     Error::InvalidArgument(format!(
-        "the view does not fit the {len} {what} elements: {e}"
+        "the view does not fit the {len} mapped elements: {e}"
     ))
-}
-
-impl<T: Pod> MapRead<'_, T> {
-    /// The mapped elements as an array view of `shape` (C order by default, `.f()` for Fortran,
-    /// or explicit strides), checked to stay inside the map.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when the shape or strides reach past the mapped elements.
-    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &self,
-        shape: Sh,
-    ) -> Result<ArrayView<'_, T, D>> {
-        view_of(self, shape, "mapped")
-    }
 }
 
 impl Buffer {
@@ -157,61 +108,10 @@ impl Buffer {
             ));
         }
         let guard = self.map::<T, _>(queue, crate::buffer::map::ReadOnly, .., &[])?;
-        let view = guard.as_array(shape)?;
+        let len = guard.len();
+        let view = ArrayView::from_shape(shape, &guard[..]).map_err(|e| shape_error(e, len))?;
         let r = f(view);
         guard.unmap(&[])?.wait()?;
         Ok(r)
-    }
-}
-
-impl<T: Pod> MapMut<'_, T> {
-    /// The mapped elements as an array view of `shape`; see [`MapRead::as_array`].
-    ///
-    /// # Errors
-    ///
-    /// As [`MapRead::as_array`].
-    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &self,
-        shape: Sh,
-    ) -> Result<ArrayView<'_, T, D>> {
-        view_of(self, shape, "mapped")
-    }
-
-    /// The mapped elements as a mutable array view of `shape`; see [`MapRead::as_array`].
-    ///
-    /// # Errors
-    ///
-    /// As [`MapRead::as_array`].
-    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &mut self,
-        shape: Sh,
-    ) -> Result<ArrayViewMut<'_, T, D>> {
-        view_of_mut(self, shape, "mapped")
-    }
-}
-
-impl<T: Pod> PinnedMemory<T> {
-    /// The pinned elements as an array view of `shape`; see [`MapRead::as_array`].
-    ///
-    /// # Errors
-    ///
-    /// As [`MapRead::as_array`].
-    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &self,
-        shape: Sh,
-    ) -> Result<ArrayView<'_, T, D>> {
-        view_of(self, shape, "mapped")
-    }
-
-    /// The pinned elements as a mutable array view of `shape`; see [`MapRead::as_array`].
-    ///
-    /// # Errors
-    ///
-    /// As [`MapRead::as_array`].
-    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &mut self,
-        shape: Sh,
-    ) -> Result<ArrayViewMut<'_, T, D>> {
-        view_of_mut(self, shape, "mapped")
     }
 }

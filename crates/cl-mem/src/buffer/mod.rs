@@ -48,8 +48,8 @@ use cl_raw::{mem as raw, sys, Version};
 
 use self::transfer::HostMemory;
 use crate::error::{Error, Result};
-use crate::memory::{self, 
-    release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType, Memory,
+use crate::memory::{
+    self, release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType, Memory,
 };
 use crate::pod::{slice_as_bytes, Pod};
 use crate::raw_handle::RawHandle;

@@ -643,8 +643,8 @@ unsafe impl crate::raw_handle::RawHandle for Image {
             MemFlags::from_bits_retain(flags),
         )?;
         // An image made from a buffer is the buffer's bytes: share the buffer's record.
-        if let Some(Ok(buffer)) = crate::memory::mem_associated_object(img.raw)?
-            .map(crate::memory::Memory::into_buffer)
+        if let Some(Ok(buffer)) =
+            crate::memory::mem_associated_object(img.raw)?.map(crate::memory::Memory::into_buffer)
         {
             img.share_record_of(&buffer);
         }

@@ -5,11 +5,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-#[cfg(feature = "ndarray")]
-use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
-
-#[cfg(feature = "ndarray")]
-use crate::buffer::array::{view_of, view_of_mut};
 use crate::error::{Error, Result};
 use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
@@ -50,24 +45,13 @@ impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
     ///
     /// # Errors
     ///
-    /// As [`SvmArray::with_options`].
+    /// As [`svm_empty`].
     pub fn new(queue: &Queue, len: usize) -> Result<Self> {
         SvmArray::with_options(queue, len, SvmOptions::new())
     }
 
-    /// `len` values with explicit options, bound to `queue`. `len == 0` allocates nothing (and
-    /// still works everywhere below).
-    ///
-    /// # Errors
-    ///
-    /// Checked before calling the driver: [`Error::Unsupported`] when the platform or a device
-    /// is older than 2.0 or lacks the grain (or atomics) in `CL_DEVICE_SVM_CAPABILITIES`;
-    /// [`Error::InvalidArgument`] for an out-of-order queue, atomics on coarse grain, an
-    /// alignment that is not a power of two or exceeds 128 bytes (the largest OpenCL data type,
-    /// the spec's limit for `clSVMAlloc`), or a size that overflows or exceeds
-    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`. Then [`Error::SvmAllocFailed`] when `clSVMAlloc` returns
-    /// NULL (PyOpenCL's allocator silently returns address 0 instead).
-    pub fn with_options(queue: &Queue, len: usize, options: SvmOptions) -> Result<Self> {
+    /// [`svm_empty`]'s allocation, generic over the grain.
+    pub(crate) fn with_options(queue: &Queue, len: usize, options: SvmOptions) -> Result<Self> {
         let _span = tracing::debug_span!("cl_mem::alloc", kind = "svm", len, elem_bytes = std::mem::size_of::<T>(), queue = ?queue.as_raw(), device = ?queue.device().as_raw()).entered();
         let elem = std::mem::size_of::<T>().max(1);
         let size = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
@@ -410,33 +394,6 @@ impl<T: Pod, G: HostAccessible> SvmArray<T, G> {
         // `&mut self` excludes every other access for the borrow's duration.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.data_ptr(), self.len) })
     }
-
-    /// The values as an array view of `shape` (C order by default, `.f()` for Fortran), directly
-    /// (fine grain), after waiting as [`SvmArray::as_slice`] does.
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::as_slice`], plus [`Error::InvalidArgument`] when the shape does not fit.
-    #[cfg(feature = "ndarray")]
-    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &mut self,
-        shape: Sh,
-    ) -> Result<ArrayView<'_, T, D>> {
-        view_of(self.as_slice()?, shape, "SVM")
-    }
-
-    /// The values as a mutable array view of `shape`; see [`SvmArray::as_array`].
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::as_array`].
-    #[cfg(feature = "ndarray")]
-    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &mut self,
-        shape: Sh,
-    ) -> Result<ArrayViewMut<'_, T, D>> {
-        view_of_mut(self.as_mut_slice()?, shape, "SVM")
-    }
 }
 
 impl<T: Pod, G: Grain> sealed::Sealed for SvmArray<T, G> {
@@ -512,10 +469,17 @@ impl<T: Pod, G: Grain> fmt::Debug for SvmArray<T, G> {
 
 /// `len` values of `T` of grain `G` with `options` (PyOpenCL's `svm_empty(ctx, flags, shape,
 /// dtype, alignment=None, queue=...)`; the grain is the type, the queue is required).
+/// `len == 0` allocates nothing (and still works everywhere).
 ///
 /// # Errors
 ///
-/// As [`SvmArray::with_options`].
+/// Checked before calling the driver: [`Error::Unsupported`] when the platform or a device
+/// is older than 2.0 or lacks the grain (or atomics) in `CL_DEVICE_SVM_CAPABILITIES`;
+/// [`Error::InvalidArgument`] for an out-of-order queue, atomics on coarse grain, an
+/// alignment that is not a power of two or exceeds 128 bytes (the largest OpenCL data type,
+/// the spec's limit for `clSVMAlloc`), or a size that overflows or exceeds
+/// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`. Then [`Error::SvmAllocFailed`] when `clSVMAlloc` returns
+/// NULL (PyOpenCL's allocator silently returns address 0 instead).
 pub fn svm_empty<T: Pod, G: DeviceGrain>(
     queue: &Queue,
     options: SvmOptions,
@@ -524,60 +488,20 @@ pub fn svm_empty<T: Pod, G: DeviceGrain>(
     SvmArray::with_options(queue, len, options)
 }
 
-/// As [`svm_empty`] with the length of `like` (PyOpenCL's `svm_empty_like`).
-///
-/// # Errors
-///
-/// As [`SvmArray::with_options`].
-pub fn svm_empty_like<T: Pod, G: DeviceGrain>(
-    queue: &Queue,
-    options: SvmOptions,
-    like: &[T],
-) -> Result<SvmArray<T, G>> {
-    SvmArray::with_options(queue, like.len(), options)
-}
-
 /// Coarse-grain, read-write (PyOpenCL's `csvm_empty`).
 ///
 /// # Errors
 ///
-/// As [`SvmArray::with_options`].
+/// As [`svm_empty`].
 pub fn csvm_empty<T: Pod>(queue: &Queue, len: usize) -> Result<SvmArray<T, Coarse>> {
     SvmArray::new(queue, len)
-}
-
-/// As [`csvm_empty`] with the length of `like` (PyOpenCL's `csvm_empty_like`).
-///
-/// # Errors
-///
-/// As [`SvmArray::with_options`].
-pub fn csvm_empty_like<T: Pod>(queue: &Queue, like: &[T]) -> Result<SvmArray<T, Coarse>> {
-    SvmArray::new(queue, like.len())
 }
 
 /// Fine-grain, read-write (PyOpenCL's `fsvm_empty`).
 ///
 /// # Errors
 ///
-/// As [`SvmArray::with_options`].
+/// As [`svm_empty`].
 pub fn fsvm_empty<T: Pod>(queue: &Queue, len: usize) -> Result<SvmArray<T, Fine>> {
     SvmArray::new(queue, len)
-}
-
-/// As [`fsvm_empty`] with the length of `like` (PyOpenCL's `fsvm_empty_like`).
-///
-/// # Errors
-///
-/// As [`SvmArray::with_options`].
-pub fn fsvm_empty_like<T: Pod>(queue: &Queue, like: &[T]) -> Result<SvmArray<T, Fine>> {
-    SvmArray::new(queue, like.len())
-}
-
-/// Host memory as system SVM ([`SvmArray::from_vec`]).
-///
-/// # Errors
-///
-/// As [`SvmArray::from_vec`].
-pub fn svm_from_vec<T: Pod>(queue: &Queue, data: Vec<T>) -> Result<SystemSvm<T>> {
-    SvmArray::from_vec(queue, data)
 }

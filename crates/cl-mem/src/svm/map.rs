@@ -7,11 +7,7 @@ use std::ops::{Bound, Deref, DerefMut, Range, RangeBounds};
 use std::sync::Arc;
 
 use cl_raw::{queue as raw_queue, sys};
-#[cfg(feature = "ndarray")]
-use ndarray::{ArrayView, ArrayViewMut, Dimension, StrideShape};
 
-#[cfg(feature = "ndarray")]
-use crate::buffer::array::{view_of, view_of_mut};
 use crate::buffer::map::MapMode;
 use crate::error::{Error, Result};
 use crate::pod::Pod;
@@ -106,49 +102,6 @@ impl<T: Pod> SvmMapMut<'_, T> {
     /// [`Error::Cl`] from `clEnqueueSVMUnmap` or the wait.
     pub fn release(mut self) -> Result<()> {
         self.mapping.unmap()
-    }
-}
-
-#[cfg(feature = "ndarray")]
-impl<T: Pod> SvmMap<'_, T> {
-    /// The mapped values as an array view of `shape` (C order by default, `.f()` for Fortran,
-    /// or explicit strides), checked by ndarray to stay inside the map.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when the shape or strides reach past the mapped values.
-    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &self,
-        shape: Sh,
-    ) -> Result<ArrayView<'_, T, D>> {
-        view_of(self, shape, "SVM")
-    }
-}
-
-#[cfg(feature = "ndarray")]
-impl<T: Pod> SvmMapMut<'_, T> {
-    /// The mapped values as an array view; see [`SvmMap::as_array`].
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmMap::as_array`].
-    pub fn as_array<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &self,
-        shape: Sh,
-    ) -> Result<ArrayView<'_, T, D>> {
-        view_of(self, shape, "SVM")
-    }
-
-    /// The mapped values as a mutable array view; see [`SvmMap::as_array`].
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmMap::as_array`].
-    pub fn as_array_mut<D: Dimension, Sh: Into<StrideShape<D>>>(
-        &mut self,
-        shape: Sh,
-    ) -> Result<ArrayViewMut<'_, T, D>> {
-        view_of_mut(self, shape, "SVM")
     }
 }
 

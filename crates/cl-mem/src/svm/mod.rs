@@ -97,8 +97,7 @@ mod ops;
 mod view;
 
 pub use self::array::{
-    csvm_empty, csvm_empty_like, fsvm_empty, fsvm_empty_like, svm_empty, svm_empty_like,
-    svm_from_vec, SvmAllocation, SvmArgAt, SvmArray, SystemSvm,
+    csvm_empty, fsvm_empty, svm_empty, SvmAllocation, SvmArgAt, SvmArray, SystemSvm,
 };
 pub use self::core::{
     Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmAccess, SvmMemFlags, SvmOptions, System,
