@@ -186,10 +186,9 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
         ));
     }
     let pipe = pipe?;
-    assert_eq!(pipe.query_packet_size()?, 4);
-    assert_eq!(pipe.query_max_packets()?, 64);
     assert_eq!(pipe.mem_info()?.mem_type, MemObjectType::Pipe);
-    // SAFETY: a valid pipe handle; `from_raw_retained` takes its own reference.
+    // The driver's answers, read by adopting the handle. SAFETY: a valid pipe handle;
+    // `from_raw_retained` takes its own reference.
     let again = unsafe { Pipe::from_raw_retained(pipe.as_raw()) }?;
     assert_eq!((again.packet_size(), again.max_packets()), (4, 64));
     assert_eq!(again, pipe);
@@ -197,10 +196,6 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     if ctx.platform_version() >= Version::V3_0 {
         assert!(pipe.properties()?.iter().all(|&p| p == 0));
     }
-    assert!(matches!(
-        Pipe::with_properties(ctx, MemFlags::empty(), 4, 4, &[1, 0]),
-        Err(Error::InvalidArgument(_))
-    ));
     assert!(matches!(
         Pipe::new(ctx, MemFlags::READ_ONLY, 4, 4),
         Err(Error::InvalidArgument(_))

@@ -30,8 +30,9 @@ unsafe impl Sync for Pipe {}
 
 impl Pipe {
     /// A pipe of `max_packets` packets of `packet_size` bytes (PyOpenCL's
-    /// `Pipe(ctx, flags, packet_size, max_packets, properties=())`). `flags` may hold only
-    /// `READ_WRITE` and `HOST_NO_ACCESS` (empty means both).
+    /// `Pipe(ctx, flags, packet_size, max_packets, properties=())`; OpenCL 3.0 requires the
+    /// properties to be empty, so there are none to give). `flags` may hold only `READ_WRITE`
+    /// and `HOST_NO_ACCESS` (empty means both).
     ///
     /// # Errors
     ///
@@ -45,27 +46,6 @@ impl Pipe {
         packet_size: u32,
         max_packets: u32,
     ) -> Result<Pipe> {
-        Pipe::with_properties(context, flags, packet_size, max_packets, &[])
-    }
-
-    /// As [`Pipe::new`] with a property list, which OpenCL 3.0 requires to be empty (PyOpenCL's
-    /// "non-empty properties argument to Pipe not allowed").
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a non-empty list; as [`Pipe::new`].
-    pub fn with_properties(
-        context: &Context,
-        flags: MemFlags,
-        packet_size: u32,
-        max_packets: u32,
-        properties: &[sys::cl_pipe_properties],
-    ) -> Result<Pipe> {
-        if !properties.is_empty() {
-            return Err(Error::InvalidArgument(
-                "non-empty properties argument to Pipe not allowed".into(),
-            ));
-        }
         context.require_platform_version(Version::V2_0, "clCreatePipe")?;
         for d in context.devices() {
             if !d.pipe_support()? {
@@ -117,33 +97,27 @@ impl Pipe {
         })
     }
 
-    /// The packet size given at creation, in bytes.
+    /// The packet size given at creation (`CL_PIPE_PACKET_SIZE`; for an adopted pipe, the
+    /// driver's answer), in bytes.
     pub fn packet_size(&self) -> u32 {
         self.packet_size
     }
 
-    /// The capacity given at creation, in packets.
+    /// The capacity given at creation (`CL_PIPE_MAX_PACKETS`; for an adopted pipe, the
+    /// driver's answer), in packets.
     pub fn max_packets(&self) -> u32 {
         self.max_packets
     }
 
-    /// `CL_PIPE_PACKET_SIZE` as the driver reports it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetPipeInfo`.
-    pub fn query_packet_size(&self) -> Result<u32> {
+    /// `CL_PIPE_PACKET_SIZE` as the driver reports it (read when adopting a raw pipe).
+    fn query_packet_size(&self) -> Result<u32> {
         // SAFETY: a valid pipe (so a 2.0+ platform); a 2.0 parameter.
         unsafe { raw::get_info(self.raw, sys::CL_PIPE_PACKET_SIZE) }
             .map_err(Error::cl("clGetPipeInfo"))
     }
 
-    /// `CL_PIPE_MAX_PACKETS` as the driver reports it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetPipeInfo`.
-    pub fn query_max_packets(&self) -> Result<u32> {
+    /// `CL_PIPE_MAX_PACKETS` as the driver reports it (read when adopting a raw pipe).
+    fn query_max_packets(&self) -> Result<u32> {
         // SAFETY: a valid pipe (so a 2.0+ platform); a 2.0 parameter.
         unsafe { raw::get_info(self.raw, sys::CL_PIPE_MAX_PACKETS) }
             .map_err(Error::cl("clGetPipeInfo"))
