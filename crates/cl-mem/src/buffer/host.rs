@@ -54,7 +54,11 @@ impl<T: Pod> PinnedMemory<T> {
         let bytes = len.checked_mul(n).filter(|&b| b > 0).ok_or_else(|| {
             Error::InvalidArgument(format!("pinned memory of {len} elements of {n} bytes"))
         })?;
-        let buffer = Buffer::alloc_host(queue.context(), MemFlags::READ_WRITE, bytes)?;
+        let buffer = Buffer::new(
+            queue.context(),
+            MemFlags::READ_WRITE | MemFlags::ALLOC_HOST_PTR,
+            bytes,
+        )?;
         // SAFETY: valid queue and buffer of one context; blocking map of the whole buffer; the
         // pointer is used only while the map is open (until `Drop` unmaps).
         let (ptr, ev) = unsafe {

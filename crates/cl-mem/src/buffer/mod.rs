@@ -7,7 +7,7 @@
 //! | form | flags | host memory |
 //! | --- | --- | --- |
 //! | [`Buffer::new`] | any but `USE_`/`COPY_HOST_PTR` | none (uninitialised) |
-//! | [`Buffer::alloc_host`] | adds `ALLOC_HOST_PTR` | allocated by the driver, host-reachable (pinned) |
+//! | [`Buffer::new`] | with `ALLOC_HOST_PTR` | allocated by the driver, host-reachable (pinned); see also [`crate::PinnedMemory`] |
 //! | [`Buffer::from_slice`] | adds `COPY_HOST_PTR` | copied during the call |
 //! | [`Buffer::use_host_memory`] | adds `USE_HOST_PTR` | moved into the buffer, freed by the driver's destructor callback |
 //!
@@ -179,17 +179,6 @@ impl Buffer {
         ))
     }
 
-    /// An uninitialised buffer the driver allocates in host-reachable memory
-    /// (`ALLOC_HOST_PTR` is added): the pinned memory that fast transfers and maps use. See also
-    /// [`crate::PinnedMemory`], which keeps such a buffer mapped.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::new`].
-    pub fn alloc_host(context: &Context, flags: MemFlags, size_bytes: usize) -> Result<Buffer> {
-        Buffer::new(context, flags | MemFlags::ALLOC_HOST_PTR, size_bytes)
-    }
-
     /// A buffer initialised with a copy of `data` (`COPY_HOST_PTR` is added).
     ///
     /// # Errors
@@ -325,7 +314,7 @@ impl Buffer {
     }
 
     /// How many whole `T`s fit (`size_bytes() / size_of::<T>()`; 0 for zero-sized `T`).
-    pub fn len_of<T: Pod>(&self) -> usize {
+    pub(crate) fn len_of<T: Pod>(&self) -> usize {
         self.size.checked_div(std::mem::size_of::<T>()).unwrap_or(0)
     }
 
@@ -347,11 +336,6 @@ impl Buffer {
     /// The byte offset in the root buffer (0 for a root buffer).
     pub fn origin_bytes(&self) -> usize {
         self.info.origin
-    }
-
-    /// True for a sub-buffer.
-    pub fn is_sub_buffer(&self) -> bool {
-        self.info.parent.is_some()
     }
 
     /// The host memory of a `USE_HOST_PTR` buffer (or a sub-buffer of one) as `T`s, bound to
@@ -581,36 +565,6 @@ impl Buffer {
         (least, most)
     }
 
-    /// PyOpenCL's `buf[start:stop]` with its clipping: both ends are clipped to the buffer's size
-    /// (`buf.sub_buffer_clipped(0..5000)` of a 1024-byte buffer is its first 1024 bytes), for code
-    /// ported as it is. [`Buffer::sub_buffer_range`] refuses such a range instead.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::sub_buffer`]; a range that is empty after clipping is
-    /// [`Error::InvalidArgument`].
-    pub fn sub_buffer_clipped(&self, range: impl RangeBounds<usize>) -> Result<Buffer> {
-        let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.saturating_add(1),
-            Bound::Unbounded => 0,
-        }
-        .min(self.size);
-        let end = match range.end_bound() {
-            Bound::Included(&e) => e.saturating_add(1),
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => self.size,
-        }
-        .min(self.size);
-        if start >= end {
-            return Err(Error::InvalidArgument(format!(
-                "the range clipped to a {}-byte buffer is empty ({start}..{end})",
-                self.size
-            )));
-        }
-        self.sub_buffer(start, end - start, MemFlags::empty())
-    }
-
     /// A sub-buffer over a Rust range of bytes (`buf.sub_buffer_range(128..256)`,
     /// `buf.sub_buffer_range(..64)`), inheriting every flag: PyOpenCL's `buf[start:stop]`
     /// (without its negative indices and silent clipping: an out-of-range end is an error).
@@ -621,17 +575,6 @@ impl Buffer {
     pub fn sub_buffer_range(&self, range: impl RangeBounds<usize>) -> Result<Buffer> {
         let (start, end) = resolve_range(range, self.size)?;
         self.sub_buffer(start, end - start, MemFlags::empty())
-    }
-
-    /// A sub-buffer over a range of `T` elements (`buf.sub_buffer_of::<f32>(16..32)`).
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::sub_buffer_range`].
-    pub fn sub_buffer_of<T: Pod>(&self, range: impl RangeBounds<usize>) -> Result<Buffer> {
-        let (start, end) = resolve_range(range, self.len_of::<T>())?;
-        let n = std::mem::size_of::<T>();
-        self.sub_buffer(start * n, (end - start) * n, MemFlags::empty())
     }
 
     /// The plain path of a blocking write: one `clEnqueueWriteBuffer`.

@@ -876,8 +876,8 @@ impl Buffer {
             (self.tracked(), None, Access::Write),
         ];
         // PoCL crashes on a sub-buffer here: the same bytes, named from the roots.
-        let (src_mem, dst_mem, src_origin, dst_origin) = if (src.is_sub_buffer()
-            || self.is_sub_buffer())
+        let (src_mem, dst_mem, src_origin, dst_origin) = if (src.parent().is_some()
+            || self.parent().is_some())
             && quirks(&queue.context().platform()).copy_rect_sub_buffer_crashes
         {
             let root = |b: &Buffer| b.parent().map_or(b.as_raw(), Buffer::as_raw);
