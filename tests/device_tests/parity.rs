@@ -336,7 +336,7 @@ fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult 
     let fmt = cl_mem::ImageFormat::new(cl_mem::ChannelOrder::R, cl_mem::ChannelType::UnsignedInt32);
     let (w, h) = (5usize, 3usize);
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 64 * 1024)?;
-    let img = match cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &buf, (w, h), None) {
+    let img = match cl_mem::Image::from_buffer(ctx, MemFlags::empty(), fmt, &buf, &[w, h], None) {
         Ok(i) => i,
         Err(Error::Unsupported { needs, .. }) => {
             return Err(skip(format!("no 2-D images from buffers: {needs}")));
@@ -361,14 +361,12 @@ fn two_d_images_from_buffers_share_their_memory(dev: &TestDevice) -> TestResult 
         assert!(matches!(r, Err(Error::Mapped(_))), "{r:?}");
     }
     // Bad pitches and sizes are refused before the driver.
-    let r =
-        cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &buf, (w, h), Some(w * 4 - 4));
+    let r = cl_mem::Image::from_buffer(ctx, MemFlags::empty(), fmt, &buf, &[w, h], Some(w * 4 - 4));
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
-    let r =
-        cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &buf, (w, h), Some(pitch + 4));
+    let r = cl_mem::Image::from_buffer(ctx, MemFlags::empty(), fmt, &buf, &[w, h], Some(pitch + 4));
     assert!(matches!(r, Err(Error::Misaligned { .. })), "{r:?}");
     let small = Buffer::new(ctx, MemFlags::READ_WRITE, 16)?;
-    let r = cl_mem::Image::from_buffer_2d(ctx, MemFlags::empty(), fmt, &small, (w, h), None);
+    let r = cl_mem::Image::from_buffer(ctx, MemFlags::empty(), fmt, &small, &[w, h], None);
     assert!(matches!(r, Err(Error::OutOfBounds { .. })), "{r:?}");
     Ok(())
 }

@@ -88,7 +88,8 @@ impl Doomed {
                 MemFlags::READ_ONLY,
                 format,
                 &pinned_storage()?,
-                DOOMED_LEN,
+                &[DOOMED_LEN],
+                None,
             )?;
             all.push(Doomed::Image(img));
         }
@@ -424,8 +425,14 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
         return Err(skip("1-D buffer images need OpenCL 1.2"));
     }
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1.0f32; 16])?;
-    let img = match Image::from_buffer(ctx, MemFlags::READ_WRITE, ImageFormat::RGBA_FLOAT, &buf, 4)
-    {
+    let img = match Image::from_buffer(
+        ctx,
+        MemFlags::READ_WRITE,
+        ImageFormat::RGBA_FLOAT,
+        &buf,
+        &[4],
+        None,
+    ) {
         Ok(i) => i,
         Err(Error::Unsupported { .. }) => return Err(skip("no 1-D buffer images")),
         Err(e) => return Err(e.into()),

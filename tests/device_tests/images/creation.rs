@@ -195,10 +195,7 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         assert_eq!(info.num_mip_levels, 0);
         assert_eq!(info.num_samples, 0);
         assert_eq!(img.mem_info()?.flags, MemFlags::READ_ONLY);
-        assert_eq!(
-            img.size_bytes_packed(),
-            desc.extent().iter().product::<usize>() * 16
-        );
+        assert_eq!(img.element_size(), 16);
         // Adopting the raw handle reads the same description back.
         // SAFETY: a valid image handle; `from_raw_retained` takes its own reference.
         let again = unsafe { Image::from_raw_retained(img.as_raw()) }?;
@@ -273,7 +270,7 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
         img.mem_info()?.flags & MemFlags::READ_ONLY,
         MemFlags::READ_ONLY
     );
-    let back = img.read_array::<f32>(&q, &[], &img.extent(), &[])?;
+    let back = img.read_array::<f32>(&q, &[], &img.shape(), &[])?;
     assert_eq!(back.shape(), &[4, 6]);
     assert_eq!(back.as_slice(), a.as_slice());
     // The same from a flat slice and its shape, no ndarray.
@@ -300,7 +297,7 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
         img.format(),
         ImageFormat::new(ChannelOrder::Rgba, ChannelType::UnormInt8)
     );
-    let back = img.read_array::<u8>(&q, &[], &img.extent(), &[])?;
+    let back = img.read_array::<u8>(&q, &[], &img.shape(), &[])?;
     assert_eq!(back.shape(), b.shape());
     assert_eq!(back.as_slice(), b.as_slice());
     // Vector elements: [i16; 4] per pixel -> RGBA/SIGNED_INT16, 1-D.

@@ -43,7 +43,12 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         "two access flags",
     )?;
     inv(
-        Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &ImageDesc::d1_buffer(4)),
+        Image::new(
+            ctx,
+            MemFlags::READ_WRITE,
+            RGBA_F,
+            &ImageDesc::from_shape(&[4], false, true)?,
+        ),
         "1-D buffer without buffer",
     )?;
     let limits = dev.device.image_limits()?;
@@ -108,7 +113,7 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         Err(Error::InvalidArgument(_))
     ));
     let small = Buffer::new(ctx, MemFlags::READ_WRITE, 64)?;
-    match Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &small, 5) {
+    match Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &small, &[5], None) {
         Err(Error::OutOfBounds {
             len: 80, size: 64, ..
         }) => {}
@@ -394,12 +399,12 @@ fn an_image_over_a_buffer_of_another_context_is_refused(dev: &TestDevice) -> Tes
     let fmt = ImageFormat::new(ChannelOrder::R, ChannelType::UnsignedInt32);
     let buf = Buffer::new(&a, MemFlags::READ_WRITE, 4096)?;
     let msg = invalid(
-        Image::from_buffer(&b, MemFlags::empty(), fmt, &buf, 16),
+        Image::from_buffer(&b, MemFlags::empty(), fmt, &buf, &[16], None),
         "1-D image over another context's buffer",
     );
     assert!(msg.contains("another context"), "{msg}");
     invalid(
-        Image::from_buffer_2d(&b, MemFlags::empty(), fmt, &buf, (16, 4), None),
+        Image::from_buffer(&b, MemFlags::empty(), fmt, &buf, &[16, 4], None),
         "2-D image over another context's buffer",
     );
     Ok(())

@@ -72,7 +72,7 @@ fn every_image_type_roundtrips(dev: &TestDevice) -> TestResult {
         let back: Vec<f32> = img.to_vec(&q)?;
         assert_eq!(back, data, "{}", desc.image_type);
         // Overwrite one pixel row of the last layer/slice and read it back alone.
-        let e = img.extent();
+        let e = img.desc().extent();
         let origin = [1, e[1] - 1, e[2] - 1];
         let region = [e[0] - 1, 1, 1];
         let row = pattern((e[0] - 1) * 4, 1000.0);
@@ -100,7 +100,7 @@ fn every_image_type_roundtrips(dev: &TestDevice) -> TestResult {
     // 1-D buffer image: the image sees the buffer's bytes.
     let data = pattern(9 * 4, 3.0);
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &data)?;
-    let img = Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &buf, 9)?;
+    let img = Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &buf, &[9], None)?;
     assert_eq!(img.image_type(), ImageType::Image1dBuffer);
     assert_eq!(img.shape(), vec![9]);
     assert_eq!(img.to_vec::<f32>(&q)?, data);

@@ -242,7 +242,7 @@ fn buffer_is_unique_until_cloned_sliced_imaged_or_set_as_an_argument(
     // #pocl-image1d-buffer-keeps-context), where the device makes them.
     let format =
         cl_mem::ImageFormat::new(cl_mem::ChannelOrder::R, cl_mem::ChannelType::UnsignedInt32);
-    match cl_mem::Image::from_buffer_2d(ctx, MemFlags::READ_WRITE, format, &b, (n, 1), None) {
+    match cl_mem::Image::from_buffer(ctx, MemFlags::READ_WRITE, format, &b, &[n, 1], None) {
         Ok(img) => {
             assert!(!b.is_unique(), "an image over the buffer");
             drop(img);

@@ -141,15 +141,49 @@ impl Image {
         Ok(image)
     }
 
-    /// A 1-D image over `buffer`'s memory (`CL_MEM_OBJECT_IMAGE1D_BUFFER`, OpenCL 1.2), `width`
-    /// pixels wide. Empty `flags` inherit the buffer's access flags.
+    /// An image over `buffer`'s memory (PyOpenCL's `Image(ctx, flags, fmt, shape, pitches,
+    /// buffer)`), sharing the buffer's command record, so maps of one exclude maps of the other
+    /// and commands on both are ordered. Empty `flags` inherit the buffer's. `shape` is
+    ///
+    /// - `[width]`: a 1-D image buffer (`CL_MEM_OBJECT_IMAGE1D_BUFFER`, OpenCL 1.2), `row_pitch`
+    ///   `None`;
+    /// - `[width, height]`: a 2-D image (`cl_khr_image2d_from_buffer`, core in OpenCL 2.0) whose
+    ///   rows lie `row_pitch` bytes apart (`None`: the tightest pitch the devices accept).
     ///
     /// # Errors
     ///
-    /// [`Error::Unsupported`] before 1.2; [`Error::InvalidArgument`] for host-pointer flags or a
-    /// width above `CL_DEVICE_IMAGE_MAX_BUFFER_SIZE`; [`Error::OutOfBounds`] when the buffer is
-    /// smaller than `width` pixels; and as [`Image::new`].
+    /// Checked first: [`Error::InvalidArgument`] for another shape, a pitch with a 1-D shape,
+    /// host-pointer flags or a zero size; [`Error::Unsupported`] when a device of the context
+    /// lacks the feature (1-D: before 1.2; 2-D: no extension, and not a 2.x device or a 3.0
+    /// device reporting a pitch alignment) or image support; for 1-D, a width above
+    /// `CL_DEVICE_IMAGE_MAX_BUFFER_SIZE` is [`Error::InvalidArgument`]; for 2-D,
+    /// [`Error::Misaligned`] for a row pitch that is not a multiple of
+    /// `CL_DEVICE_IMAGE_PITCH_ALIGNMENT` pixels or a buffer origin that is not a multiple of
+    /// `CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT` pixels; [`Error::OutOfBounds`] when the pixels
+    /// do not fit the buffer; an unsupported format as [`Image::new`]. Then [`Error::Cl`] from
+    /// `clCreateImage`.
     pub fn from_buffer(
+        context: &Context,
+        flags: MemFlags,
+        format: ImageFormat,
+        buffer: &Buffer,
+        shape: &[usize],
+        row_pitch: Option<usize>,
+    ) -> Result<Image> {
+        match (shape, row_pitch) {
+            (&[width], None) => Image::from_buffer_1d(context, flags, format, buffer, width),
+            (&[width, height], _) => {
+                Image::from_buffer_2d(context, flags, format, buffer, (width, height), row_pitch)
+            }
+            _ => Err(Error::InvalidArgument(format!(
+                "an image from a buffer takes [width] (no row pitch) or [width, height], got \
+                 {shape:?} with row pitch {row_pitch:?}"
+            ))),
+        }
+    }
+
+    /// [`Image::from_buffer`] of a `[width]` shape.
+    fn from_buffer_1d(
         context: &Context,
         flags: MemFlags,
         format: ImageFormat,
@@ -171,23 +205,8 @@ impl Image {
         )
     }
 
-    /// A 2-D image over `buffer`'s memory (`cl_khr_image2d_from_buffer`, core in OpenCL 2.0):
-    /// `width` x `height` pixels whose rows lie `row_pitch` bytes apart (`None`: the tightest
-    /// pitch the devices accept). The image shares the buffer's command record, so maps of one
-    /// exclude maps of the other and commands on both are ordered. Empty `flags` inherit the
-    /// buffer's.
-    ///
-    /// # Errors
-    ///
-    /// Checked first: [`Error::Unsupported`] when a device of the context lacks the feature (no
-    /// extension, and not a 2.x device or a 3.0 device reporting a pitch alignment) or image
-    /// support; [`Error::InvalidArgument`] for host-pointer
-    /// flags or a zero size, [`Error::Misaligned`] for a row pitch that is not a multiple of
-    /// `CL_DEVICE_IMAGE_PITCH_ALIGNMENT` pixels or a buffer origin that is not a multiple of
-    /// `CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT` pixels, [`Error::OutOfBounds`] when the rows do not
-    /// fit the buffer; an unsupported format as [`Image::new`]. Then [`Error::Cl`] from
-    /// `clCreateImage`.
-    pub fn from_buffer_2d(
+    /// [`Image::from_buffer`] of a `[width, height]` shape.
+    fn from_buffer_2d(
         context: &Context,
         flags: MemFlags,
         format: ImageFormat,

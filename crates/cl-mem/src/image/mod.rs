@@ -9,7 +9,7 @@
 //! Origins and regions are `&[usize]` of at most three values, in pixels, completed as PyOpenCL
 //! completes them (missing origin values are 0, missing region values 1), and they follow
 //! OpenCL's convention per image type: the layer of a 1-D array is the second value, the layer of
-//! a 2-D array the third. [`Image::extent`] gives the bound of each value; every origin and region
+//! a 2-D array the third. [`ImageDesc::extent`] (of [`Image::desc`]) gives the bound of each value; every origin and region
 //! is checked against it before the driver is called.
 //!
 //! # Pitches
@@ -228,7 +228,7 @@ impl ImageDesc {
     }
 
     /// A 1-D image over a buffer (create it with [`Image::from_buffer`]).
-    pub fn d1_buffer(width: usize) -> ImageDesc {
+    pub(crate) fn d1_buffer(width: usize) -> ImageDesc {
         ImageDesc::of(ImageType::Image1dBuffer, [width, 1, 1, 1])
     }
 
@@ -492,18 +492,13 @@ impl Image {
     }
 
     /// The bound of each origin/region value (see the [module documentation](self)).
-    pub fn extent(&self) -> [usize; 3] {
+    pub(crate) fn extent(&self) -> [usize; 3] {
         self.desc.extent()
     }
 
-    /// Pixels in the image (all layers).
-    pub fn pixel_count(&self) -> usize {
-        self.desc.extent().iter().product()
-    }
-
     /// Bytes of the tightly packed image (all layers).
-    pub fn size_bytes_packed(&self) -> usize {
-        self.pixel_count() * self.element_size
+    pub(crate) fn size_bytes_packed(&self) -> usize {
+        self.desc.extent().iter().product::<usize>() * self.element_size
     }
 
     /// Everything `clGetImageInfo` reports. The 1.2 queries (array size, buffer, mip levels,

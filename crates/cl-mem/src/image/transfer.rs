@@ -380,7 +380,7 @@ impl Image {
         .and_then(|ev| ev.finished_if(blocking))
     }
 
-    /// The whole image as a tightly packed vector of `T` (`size_bytes_packed / size_of::<T>()`
+    /// The whole image as a tightly packed vector of `T` (the packed size over `size_of::<T>()`
     /// values), after every command enqueued before on `queue` (use [`Image::read`] for a wait
     /// list or a region).
     ///
