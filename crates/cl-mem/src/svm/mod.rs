@@ -8,8 +8,8 @@
 //! | [`SvmArray<T, G>`], [`SvmAllocation<G>`] (= `SvmArray<u8, G>`) | `clSVMAlloc` / `clEnqueueSVMFree` | `SVMAllocation`, the arrays of `svm_empty` |
 //! | [`Coarse`], [`Fine`], [`System`] ([`Grain`]) | `CL_MEM_SVM_FINE_GRAIN_BUFFER`, fine-grain system SVM | `svm_mem_flags`, `SVM(ndarray)` |
 //! | [`SvmOptions`], [`SvmAccess`], [`SvmMemFlags`] | `cl_svm_mem_flags`, alignment | `flags`, `alignment` |
-//! | [`svm_empty`], [`csvm_empty`], [`fsvm_empty`] and `_like` | — | same names |
-//! | [`SystemSvm<T>`] (= `SvmArray<T, System>`), [`svm_from_vec`] | host memory used as SVM | `SVM(ndarray)` |
+//! | [`svm_empty`], [`csvm_empty`], [`fsvm_empty`] | — | same names (`_like`: pass `like.len()`) |
+//! | [`SystemSvm<T>`] (= `SvmArray<T, System>`), [`SvmArray::from_vec`] | host memory used as SVM | `SVM(ndarray)` |
 //! | [`SvmArray::map`], [`SvmArray::with_map`] ([`SvmMap`], [`SvmMapMut`]) | `clEnqueueSVMMap` / `clEnqueueSVMUnmap` | `SVMMap`, `map_ro`, `map_rw` |
 //! | [`SvmBufferView`] | `clCreateBuffer(USE_HOST_PTR, svm_ptr)` | `SVMPointer.as_buffer` |
 //! | [`SvmArray::fill`] | `clEnqueueSVMMemFill` | `enqueue_svm_memfill`, `enqueue_fill` |
