@@ -29,7 +29,7 @@ pub enum MemObjectType {
 
 impl MemObjectType {
     /// Decodes a raw `cl_mem_object_type`.
-    pub fn from_raw(t: sys::cl_mem_object_type) -> MemObjectType {
+    pub(crate) fn from_raw(t: sys::cl_mem_object_type) -> MemObjectType {
         match t {
             sys::CL_MEM_OBJECT_BUFFER => MemObjectType::Buffer,
             sys::CL_MEM_OBJECT_IMAGE1D => MemObjectType::Image1d,

@@ -35,7 +35,7 @@ pub enum AddressingMode {
 
 impl AddressingMode {
     /// The raw value.
-    pub fn to_raw(self) -> sys::cl_addressing_mode {
+    pub(crate) fn to_raw(self) -> sys::cl_addressing_mode {
         match self {
             AddressingMode::None => sys::CL_ADDRESS_NONE,
             AddressingMode::ClampToEdge => sys::CL_ADDRESS_CLAMP_TO_EDGE,
@@ -47,7 +47,7 @@ impl AddressingMode {
     }
 
     /// Decodes a raw value.
-    pub fn from_raw(v: sys::cl_addressing_mode) -> AddressingMode {
+    pub(crate) fn from_raw(v: sys::cl_addressing_mode) -> AddressingMode {
         match v {
             sys::CL_ADDRESS_NONE => AddressingMode::None,
             sys::CL_ADDRESS_CLAMP_TO_EDGE => AddressingMode::ClampToEdge,
@@ -72,7 +72,7 @@ pub enum FilterMode {
 
 impl FilterMode {
     /// The raw value.
-    pub fn to_raw(self) -> sys::cl_filter_mode {
+    pub(crate) fn to_raw(self) -> sys::cl_filter_mode {
         match self {
             FilterMode::Nearest => sys::CL_FILTER_NEAREST,
             FilterMode::Linear => sys::CL_FILTER_LINEAR,
@@ -81,7 +81,7 @@ impl FilterMode {
     }
 
     /// Decodes a raw value.
-    pub fn from_raw(v: sys::cl_filter_mode) -> FilterMode {
+    pub(crate) fn from_raw(v: sys::cl_filter_mode) -> FilterMode {
         match v {
             sys::CL_FILTER_NEAREST => FilterMode::Nearest,
             sys::CL_FILTER_LINEAR => FilterMode::Linear,

@@ -346,7 +346,10 @@ fn unsupported_formats_are_reported(dev: &TestDevice) -> TestResult {
     let mut created = 0;
     for order in 0x10B0..=0x10C3u32 {
         for ty in 0x10D0..=0x10E0u32 {
-            let f = ImageFormat::new(ChannelOrder::from_raw(order), ChannelType::from_raw(ty));
+            let f = ImageFormat::from_raw(cl_raw::sys::cl_image_format {
+                image_channel_order: order,
+                image_channel_data_type: ty,
+            });
             let r = Image::new(ctx, MemFlags::READ_WRITE, f, &ImageDesc::d2(4, 4));
             if supported.contains(&f) {
                 match r {

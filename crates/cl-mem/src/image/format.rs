@@ -26,7 +26,7 @@ macro_rules! cl_enum {
 
         impl $name {
             /// Decodes a raw value; unknown values become `Other`.
-            pub fn from_raw(raw: $raw) -> $name {
+            pub(crate) fn from_raw(raw: $raw) -> $name {
                 match raw {
                     $($value => $name::$variant,)*
                     other => $name::Other(other),
@@ -34,7 +34,7 @@ macro_rules! cl_enum {
             }
 
             /// The raw value.
-            pub fn to_raw(self) -> $raw {
+            pub(crate) fn to_raw(self) -> $raw {
                 match self {
                     $($name::$variant => $value,)*
                     $name::Other(raw) => raw,
@@ -42,7 +42,7 @@ macro_rules! cl_enum {
             }
 
             /// The OpenCL name without its `CL_` prefix (`"RGBA"`), or `None` for `Other`.
-            pub fn name(self) -> Option<&'static str> {
+            pub(crate) fn name(self) -> Option<&'static str> {
                 match self {
                     $($name::$variant => Some($text),)*
                     $name::Other(_) => None,
@@ -176,7 +176,7 @@ impl ChannelType {
     }
 
     /// Whether one value of this type holds a whole pixel (565, 555, 101010, 101010_2).
-    pub fn is_packed(self) -> bool {
+    pub(crate) fn is_packed(self) -> bool {
         matches!(
             self,
             ChannelType::UnormShort565
@@ -214,7 +214,7 @@ impl ChannelOrder {
     }
 
     /// The order of `n` channels that `image_from_array` uses: R, RG, RGB, RGBA.
-    pub fn for_channels(n: usize) -> Option<ChannelOrder> {
+    pub(crate) fn for_channels(n: usize) -> Option<ChannelOrder> {
         match n {
             1 => Some(ChannelOrder::R),
             2 => Some(ChannelOrder::Rg),

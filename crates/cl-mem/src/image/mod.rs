@@ -92,7 +92,7 @@ impl ImageType {
     ];
 
     /// The raw `cl_mem_object_type`.
-    pub fn to_raw(self) -> sys::cl_mem_object_type {
+    pub(crate) fn to_raw(self) -> sys::cl_mem_object_type {
         match self {
             ImageType::Image1d => sys::CL_MEM_OBJECT_IMAGE1D,
             ImageType::Image1dArray => sys::CL_MEM_OBJECT_IMAGE1D_ARRAY,
@@ -104,7 +104,7 @@ impl ImageType {
     }
 
     /// The image type of a memory-object type, `None` for buffers, pipes and unknown types.
-    pub fn from_mem_type(t: MemObjectType) -> Option<ImageType> {
+    pub(crate) fn from_mem_type(t: MemObjectType) -> Option<ImageType> {
         Some(match t {
             MemObjectType::Image1d => ImageType::Image1d,
             MemObjectType::Image1dArray => ImageType::Image1dArray,
@@ -117,7 +117,7 @@ impl ImageType {
     }
 
     /// How many values [`Image::shape`] has: 1, 2 (1-D array, 2-D) or 3 (2-D array, 3-D).
-    pub fn rank(self) -> usize {
+    pub(crate) fn rank(self) -> usize {
         match self {
             ImageType::Image1d | ImageType::Image1dBuffer => 1,
             ImageType::Image1dArray | ImageType::Image2d => 2,
@@ -131,7 +131,7 @@ impl ImageType {
     }
 
     /// The OpenCL version that introduced it (and its creation through `clCreateImage`).
-    pub fn min_version(self) -> Version {
+    pub(crate) fn min_version(self) -> Version {
         match self {
             ImageType::Image2d | ImageType::Image3d => Version::V1_0,
             _ => Version::V1_2,
@@ -139,7 +139,7 @@ impl ImageType {
     }
 
     /// A short name for messages (`"1-D array"`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ImageType::Image1d => "1-D",
             ImageType::Image1dArray => "1-D array",
