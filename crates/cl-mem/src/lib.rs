@@ -161,7 +161,7 @@ pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook
 pub use external::cuda;
 pub use external::{ExternalMemory, MemoryHandleType, Semaphore, SemaphoreHandleType};
 pub use memory::{MemFlags, MemInfo, MemObject, MemObjectType, Memory};
-pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
+pub use pod::Pod;
 pub use raw_handle::RawHandle;
 pub use runtime::context::Context;
 pub use runtime::device::QueueProperties;

@@ -212,7 +212,7 @@ pub(crate) fn mem_associated_object(mem: sys::cl_mem) -> Result<Option<Memory>> 
 ///
 /// Use it to adopt handles from other libraries ([`Memory::from_raw`], the equivalent of
 /// `MemoryObject.from_int_ptr(ptr, retain=False)`) and to hold objects of mixed kinds; narrow
-/// it with [`Memory::into_buffer`].
+/// it with `Buffer::try_from(memory)` ([`crate::Image`] too).
 pub struct Memory {
     raw: sys::cl_mem,
     /// The command record, when the handle came from a [`crate::Buffer`] (kernels then keep to

@@ -27,7 +27,7 @@ pod!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, f32, f64);
 unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 
 /// The bytes of a `Pod` value.
-pub fn bytes_of<T: Pod>(value: &T) -> &[u8] {
+pub(crate) fn bytes_of<T: Pod>(value: &T) -> &[u8] {
     // SAFETY: `T: Pod` has no padding, so all `size_of::<T>()` bytes are initialised.
     unsafe {
         std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>())
@@ -35,7 +35,7 @@ pub fn bytes_of<T: Pod>(value: &T) -> &[u8] {
 }
 
 /// The bytes of a `Pod` slice.
-pub fn slice_as_bytes<T: Pod>(values: &[T]) -> &[u8] {
+pub(crate) fn slice_as_bytes<T: Pod>(values: &[T]) -> &[u8] {
     // SAFETY: `T: Pod` has no padding; the byte length cannot overflow because the slice exists.
     unsafe {
         std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
@@ -43,7 +43,7 @@ pub fn slice_as_bytes<T: Pod>(values: &[T]) -> &[u8] {
 }
 
 /// The bytes of a mutable `Pod` slice; any bytes written make valid `T`s.
-pub fn slice_as_bytes_mut<T: Pod>(values: &mut [T]) -> &mut [u8] {
+pub(crate) fn slice_as_bytes_mut<T: Pod>(values: &mut [T]) -> &mut [u8] {
     let len = std::mem::size_of_val(values);
     // SAFETY: `T: Pod` has no padding and accepts every bit pattern, so writing arbitrary bytes
     // keeps the slice valid; the borrow is exclusive.

@@ -107,16 +107,6 @@ impl<T: Pod> PinnedMemory<T> {
         Ok(p)
     }
 
-    /// The number of `T`s.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false (pinned memory holds at least one element).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The backing `ALLOC_HOST_PTR` buffer.
     ///
     /// # Safety

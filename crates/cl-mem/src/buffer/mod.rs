@@ -945,14 +945,19 @@ impl fmt::Debug for Buffer {
 
 // A `Memory` narrows to a buffer and a buffer widens to one here, where buffers are known:
 // memory.rs sits below the memory kinds and names none of them.
+impl TryFrom<Memory> for Buffer {
+    type Error = Memory;
+
+    /// The memory object as a buffer when `CL_MEM_TYPE` says it is one, or back unchanged (no
+    /// reference is lost either way; `Err` too when its type cannot be read).
+    fn try_from(mem: Memory) -> std::result::Result<Buffer, Memory> {
+        mem.into_buffer()
+    }
+}
+
 impl Memory {
-    /// Narrows to a [`Buffer`] when `CL_MEM_TYPE` says it is one; otherwise gives `self`
-    /// back (no reference is lost either way).
-    ///
-    /// # Errors
-    ///
-    /// `Err(self)` when the object is not a buffer or its type cannot be read.
-    pub fn into_buffer(self) -> std::result::Result<Buffer, Memory> {
+    /// [`Buffer::try_from`], named for the crate's own callers.
+    pub(crate) fn into_buffer(self) -> std::result::Result<Buffer, Memory> {
         match crate::memory::mem_type(self.as_raw()) {
             Ok(MemObjectType::Buffer) => {
                 let raw = self.as_raw();

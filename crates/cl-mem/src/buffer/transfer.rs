@@ -112,19 +112,6 @@ impl<H: HostMemory> Pending<H> {
         &self.event
     }
 
-    /// True once the command completed (successfully or not).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetEventInfo`.
-    pub fn is_complete(&self) -> Result<bool> {
-        Ok(matches!(
-            self.event.status()?,
-            crate::runtime::event::EventStatus::Complete
-                | crate::runtime::event::EventStatus::Error(_)
-        ))
-    }
-
     /// Waits for the transfer and returns the host memory.
     ///
     /// # Errors

@@ -81,7 +81,7 @@ pub enum ImageAccess {
 
 impl ImageAccess {
     /// The memory flag.
-    pub fn flags(self) -> MemFlags {
+    pub(crate) fn flags(self) -> MemFlags {
         match self {
             ImageAccess::ReadOnly => MemFlags::READ_ONLY,
             ImageAccess::WriteOnly => MemFlags::WRITE_ONLY,

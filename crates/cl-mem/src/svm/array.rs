@@ -409,9 +409,6 @@ impl<T: Pod, G: Grain> SvmPointer for SvmArray<T, G> {
     fn size_bytes(&self) -> usize {
         self.core.size()
     }
-    fn grain_name(&self) -> &'static str {
-        G::NAME
-    }
 }
 
 impl<T: Pod, G: Grain> SvmArray<T, G> {

@@ -125,10 +125,6 @@ pub trait SvmPointer: self::core::sealed::Sealed {
     /// The size in bytes (PyOpenCL's `size`).
     fn size_bytes(&self) -> usize;
 
-    /// The grain: `"coarse-grain buffer SVM"`, `"fine-grain buffer SVM"` or
-    /// `"fine-grain system SVM"`.
-    fn grain_name(&self) -> &'static str;
-
     /// Maps all bytes for reading (the untyped `map_ro`; typed: [`SvmArray::map`]).
     ///
     /// # Errors
