@@ -241,11 +241,6 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.len == 0
     }
 
-    /// The address as `*const T` (null when empty). Dereferencing it is up to the caller.
-    pub fn as_ptr(&self) -> *const T {
-        self.core.ptr().cast::<T>().cast_const()
-    }
-
     /// The alignment it was allocated with, in bytes.
     pub fn alignment(&self) -> usize {
         self.core.alignment()
@@ -407,13 +402,6 @@ impl<T: Pod, G: Grain> SvmPointer for SvmArray<T, G> {
         self.core.ptr()
     }
     fn size_bytes(&self) -> usize {
-        self.core.size()
-    }
-}
-
-impl<T: Pod, G: Grain> SvmArray<T, G> {
-    /// The size in bytes.
-    pub fn size_bytes(&self) -> usize {
         self.core.size()
     }
 }

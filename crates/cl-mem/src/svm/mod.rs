@@ -148,12 +148,14 @@ pub trait SvmPointer: self::core::sealed::Sealed {
         Ok(SvmMapMut::from_parts(parts))
     }
 
-    /// A buffer object over the memory that cannot outlive it (PyOpenCL's `as_buffer`); see
-    /// [`SvmArray::as_buffer`].
+    /// A buffer object over the whole allocation that cannot outlive it (PyOpenCL's
+    /// `as_buffer`: flags default to `READ_WRITE`; `USE_HOST_PTR` is always added).
     ///
     /// # Errors
     ///
-    /// As [`SvmArray::as_buffer`].
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an empty allocation
+    /// (buffers cannot be empty), for `COPY_HOST_PTR`/`ALLOC_HOST_PTR` (checked first);
+    /// [`Error::Cl`](crate::Error::Cl) from `clCreateBuffer`.
     fn as_buffer(&self, flags: MemFlags) -> Result<SvmBufferView<'_>> {
         view::view_core(self.core(), flags)
     }

@@ -11,7 +11,6 @@ use crate::buffer::tracked::enqueue_host;
 use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
 use crate::memory::{release_in_drop, MemFlags};
-use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KernelArg};
@@ -19,7 +18,6 @@ use crate::runtime::queue::Queue;
 use crate::runtime::track::{Hold, Read, Write};
 
 use super::core::Core;
-use super::{Grain, SvmArray};
 
 /// A buffer object whose storage is an SVM allocation; it borrows the allocation, so it cannot
 /// outlive it.
@@ -46,19 +44,6 @@ pub struct SvmBufferView<'a> {
 unsafe impl Send for SvmBufferView<'_> {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for SvmBufferView<'_> {}
-
-impl<T: Pod, G: Grain> SvmArray<T, G> {
-    /// A buffer object over the whole allocation (PyOpenCL's `as_buffer`: flags default to
-    /// `READ_WRITE`; `USE_HOST_PTR` is always added).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for an empty allocation (buffers cannot be empty), for
-    /// `COPY_HOST_PTR`/`ALLOC_HOST_PTR` (checked first); [`Error::Cl`] from `clCreateBuffer`.
-    pub fn as_buffer(&self, flags: MemFlags) -> Result<SvmBufferView<'_>> {
-        view_core(&self.core, flags)
-    }
-}
 
 /// A buffer over the whole allocation behind `core`, borrowing its owner for `'a`.
 pub(crate) fn view_core(core: &Arc<Core>, flags: MemFlags) -> Result<SvmBufferView<'_>> {
