@@ -39,7 +39,7 @@ fn format(input: &mut Input<'_>) -> ImageFormat {
 ///
 /// When they disagree.
 pub fn check_itemsize(f: ImageFormat) {
-    let known = f.channel_order.channel_count().is_some() && f.channel_type.size_bytes().is_some();
+    let known = f.channel_order.channel_count().is_some() && f.dtype_size().is_ok();
     match f.itemsize() {
         Ok(size) => {
             assert!(known, "{f}: itemsize {size} for an unknown order or type");

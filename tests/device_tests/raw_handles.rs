@@ -54,7 +54,7 @@ fn raw_handles_round_trip_and_count(dev: &TestDevice) -> TestResult {
     )?;
     // SAFETY: a valid buffer.
     let adopted = unsafe { Buffer::from_raw_retained(sub.as_raw()) }?;
-    assert_eq!(adopted.origin_bytes(), align);
+    assert_eq!(adopted.mem_info()?.offset_bytes, align);
     assert_eq!(
         adopted.parent().map(Buffer::as_raw),
         sub.parent().map(Buffer::as_raw)

@@ -42,7 +42,8 @@ bitflags! {
 
 impl MemFlags {
     /// The flags that take a host pointer (`USE_HOST_PTR`, `COPY_HOST_PTR`).
-    pub const HOST_PTR_FLAGS: MemFlags = MemFlags::USE_HOST_PTR.union(MemFlags::COPY_HOST_PTR);
+    pub(crate) const HOST_PTR_FLAGS: MemFlags =
+        MemFlags::USE_HOST_PTR.union(MemFlags::COPY_HOST_PTR);
 
     /// Those of these flags that forbid host reads (`reading`) or host writes: `HOST_WRITE_ONLY`
     /// or `HOST_READ_ONLY`, and `HOST_NO_ACCESS` (the driver's `CL_INVALID_OPERATION` for a

@@ -249,7 +249,7 @@ fn sync_to_slow(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error
 }
 
 fn check_flags(flags: MemFlags) -> Result<(), Error> {
-    if flags.intersects(MemFlags::HOST_PTR_FLAGS) {
+    if flags.intersects(MemFlags::USE_HOST_PTR | MemFlags::COPY_HOST_PTR) {
         Err(Error::InvalidArgument(
             "cannot specify USE_HOST_PTR or COPY_HOST_PTR flags".into(),
         ))

@@ -117,7 +117,7 @@ fn mem_info_queries_match_the_object(dev: &TestDevice) -> TestResult {
         .associated_object
         .expect("a sub-buffer has a parent");
     assert_eq!(parent.as_raw(), buf.as_raw());
-    assert!(sub.parent() == Some(&buf) && sub.origin_bytes() == align);
+    assert!(sub.parent() == Some(&buf) && sub.mem_info()?.offset_bytes == align);
     // The 2.0 and 3.0 queries are not asked of older platforms.
     assert_eq!(
         info.uses_svm_pointer,
@@ -309,7 +309,7 @@ fn sub_buffer_of_sub_buffer_and_of_host_buffers(dev: &TestDevice) -> TestResult 
     let root = Buffer::from_slice(q.context(), MemFlags::READ_WRITE, &bytes)?;
     let mid = root.sub_buffer(align, align * 3, MemFlags::empty())?;
     let inner = mid.sub_buffer(align, align, MemFlags::READ_ONLY)?;
-    assert_eq!(inner.origin_bytes(), 2 * align);
+    assert_eq!(inner.mem_info()?.offset_bytes, 2 * align);
     assert_eq!(inner.parent(), Some(&root));
     assert!(inner.mem_info()?.flags.contains(MemFlags::READ_ONLY));
     assert_eq!(inner.to_vec::<u8>(&q)?, &bytes[2 * align..3 * align]);

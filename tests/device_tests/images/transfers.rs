@@ -68,7 +68,7 @@ fn every_image_type_roundtrips(dev: &TestDevice) -> TestResult {
         let n = desc.extent().iter().product::<usize>() * 4;
         let data = pattern(n, 1.0);
         let img = Image::from_host(ctx, MemFlags::READ_WRITE, RGBA_F, &desc, &data)?;
-        assert_eq!(img.image_type(), desc.image_type);
+        assert_eq!(img.desc().image_type, desc.image_type);
         let back: Vec<f32> = img.to_vec(&q)?;
         assert_eq!(back, data, "{}", desc.image_type);
         // Overwrite one pixel row of the last layer/slice and read it back alone.
@@ -101,7 +101,7 @@ fn every_image_type_roundtrips(dev: &TestDevice) -> TestResult {
     let data = pattern(9 * 4, 3.0);
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &data)?;
     let img = Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &buf, &[9], None)?;
-    assert_eq!(img.image_type(), ImageType::Image1dBuffer);
+    assert_eq!(img.desc().image_type, ImageType::Image1dBuffer);
     assert_eq!(img.shape(), vec![9]);
     assert_eq!(img.to_vec::<f32>(&q)?, data);
     let px = [-1f32, -2.0, -3.0, -4.0];

@@ -333,8 +333,8 @@ impl Buffer {
         self.info.parent.as_deref()
     }
 
-    /// The byte offset in the root buffer (0 for a root buffer).
-    pub fn origin_bytes(&self) -> usize {
+    /// The byte offset in the root buffer (0 for a root buffer; `CL_MEM_OFFSET`).
+    pub(crate) fn origin_bytes(&self) -> usize {
         self.info.origin
     }
 

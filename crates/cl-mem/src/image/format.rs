@@ -163,7 +163,7 @@ pub enum ChannelKind {
 impl ChannelType {
     /// Bytes of one channel, or for packed types of the whole packed pixel (PyOpenCL's
     /// `dtype_size`: 565 and 555 are 2, 101010 is 4); `None` for `Other`.
-    pub fn size_bytes(self) -> Option<usize> {
+    pub(crate) fn size_bytes(self) -> Option<usize> {
         use ChannelType::*;
         Some(match self {
             SnormInt8 | UnormInt8 | SignedInt8 | UnsignedInt8 => 1,

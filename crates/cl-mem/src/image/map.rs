@@ -77,16 +77,6 @@ impl ImageMapping<'_> {
         self.slice_pitch
     }
 
-    /// The mapped region, in pixels.
-    pub fn region(&self) -> [usize; 3] {
-        self.region
-    }
-
-    /// The access it was mapped with.
-    pub fn access(&self) -> MapAccess {
-        self.access
-    }
-
     /// The mapped bytes: from the first pixel to the last, pitches included.
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the driver mapped `len` bytes at `ptr` (computed from its pitches), they stay

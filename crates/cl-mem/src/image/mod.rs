@@ -126,7 +126,7 @@ impl ImageType {
     }
 
     /// Whether it is an image array.
-    pub fn is_array(self) -> bool {
+    pub(crate) fn is_array(self) -> bool {
         matches!(self, ImageType::Image1dArray | ImageType::Image2dArray)
     }
 
@@ -457,11 +457,6 @@ impl Image {
                 if reading { "reads" } else { "writes" },
             )))
         }
-    }
-
-    /// The image type.
-    pub fn image_type(&self) -> ImageType {
-        self.desc.image_type
     }
 
     /// The description it was created with (pitches: those of the host data, if any).
