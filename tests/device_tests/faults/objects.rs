@@ -2,7 +2,7 @@
 //! images, samplers, pipes and SVM.
 
 use super::{settled, stable, Counts, IMAGE_SITES, SEEN, STATUSES, SVM_SITES};
-use cl_mem::svm::{csvm_empty, enqueue_svm_migrate, SvmMigrateFlags};
+use cl_mem::svm::{csvm_empty, enqueue_svm_migrate};
 use cl_mem::{
     enqueue_copy, enqueue_migrate_mem_objects, AddressingMode, Buffer, ChannelOrder, ChannelType,
     ClError, Context, Error, Event, FillColor, FilterMode, Image, ImageDesc, ImageFormat,
@@ -621,7 +621,7 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     .wait()?;
     if d.platform_version() >= Version::new(2, 1) && d.version() >= Version::new(2, 1) {
         inject("clEnqueueSVMMigrateMem", &counts, &|| {
-            enqueue_svm_migrate(&q, &[&*b.lock().unwrap()], SvmMigrateFlags::empty(), &[])
+            enqueue_svm_migrate(&q, &[&*b.lock().unwrap()], MigrationFlags::empty(), &[])
         })?
         .wait()?;
     }

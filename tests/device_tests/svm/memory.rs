@@ -4,12 +4,11 @@
 use super::{kernel, require, wait_for, N, N32};
 use cl_mem::svm::{
     csvm_empty, enqueue_svm_memcpy, enqueue_svm_migrate, fsvm_empty, svm_empty, Coarse, Fine,
-    Grain, SvmAccess, SvmAllocation, SvmArray, SvmMemFlags, SvmMigrateFlags, SvmOptions,
-    SvmPointer,
+    Grain, SvmAccess, SvmAllocation, SvmArray, SvmMemFlags, SvmOptions, SvmPointer,
 };
 use cl_mem::{
-    enqueue_copy, Context, Error, EventStatus, MemFlags, Queue, SvmCapabilities, Transfer,
-    UserEvent, Version,
+    enqueue_copy, Context, Error, EventStatus, MemFlags, MigrationFlags, Queue, SvmCapabilities,
+    Transfer, UserEvent, Version,
 };
 use cl_tests::{device_test, skip, TestDevice, TestResult};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -596,7 +595,7 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
     a.write(&q, &data, &[])?;
     if d.platform_version() < Version::V2_1 || d.version() < Version::V2_1 {
         assert!(matches!(
-            enqueue_svm_migrate(&q, &[&a], SvmMigrateFlags::empty(), &[]),
+            enqueue_svm_migrate(&q, &[&a], MigrationFlags::empty(), &[]),
             Err(Error::Unsupported {
                 feature: "clEnqueueSVMMigrateMem",
                 ..
@@ -607,10 +606,10 @@ fn migration_keeps_contents(dev: &TestDevice) -> TestResult {
             d.version()
         )));
     }
-    enqueue_svm_migrate(&q, &[&a], SvmMigrateFlags::TO_HOST, &[])?.wait()?;
-    enqueue_svm_migrate(&q, &[&a], SvmMigrateFlags::empty(), &[])?.wait()?;
+    enqueue_svm_migrate(&q, &[&a], MigrationFlags::HOST, &[])?.wait()?;
+    enqueue_svm_migrate(&q, &[&a], MigrationFlags::empty(), &[])?.wait()?;
     let empty = csvm_empty::<u32>(&q, 0)?;
-    enqueue_svm_migrate(&q, &[&a, &empty], SvmMigrateFlags::empty(), &[])?.wait()?;
+    enqueue_svm_migrate(&q, &[&a, &empty], MigrationFlags::empty(), &[])?.wait()?;
     let mut out = vec![0u32; N];
     a.read(&q, &mut out, &[])?;
     assert_eq!(out, data);

@@ -103,7 +103,7 @@ pub use self::core::{
     Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmAccess, SvmMemFlags, SvmOptions, System,
 };
 pub use self::map::{SvmMap, SvmMapMut};
-pub use self::ops::{enqueue_svm_memcpy, enqueue_svm_migrate, SvmMigrateFlags};
+pub use self::ops::{enqueue_svm_memcpy, enqueue_svm_migrate};
 pub use self::view::SvmBufferView;
 
 use std::ffi::c_void;

@@ -8,9 +8,9 @@
 use std::ffi::c_void;
 use std::ops::Range;
 
-use bitflags::bitflags;
 use cl_raw::{queue as raw_queue, sys, Version};
 
+use crate::buffer::tracked::MigrationFlags;
 use crate::buffer::transfer::{host_range, CopyPair, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::Pod;
@@ -20,17 +20,6 @@ use crate::runtime::queue::Queue;
 
 use super::core::Core;
 use super::{Grain, SvmArray, SvmPointer};
-
-bitflags! {
-    /// `cl_mem_migration_flags` for [`enqueue_svm_migrate`].
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct SvmMigrateFlags: sys::cl_mem_migration_flags {
-        /// `CL_MIGRATE_MEM_OBJECT_HOST`: to the host instead of the queue's device.
-        const TO_HOST = sys::CL_MIGRATE_MEM_OBJECT_HOST;
-        /// `CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED`: the contents need not be preserved.
-        const CONTENT_UNDEFINED = sys::CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
-    }
-}
 
 /// `ptr + offset` for a checked in-bounds offset (null stays null: only for empty ranges).
 fn offset_ptr(ptr: *mut c_void, offset: usize) -> *mut c_void {
@@ -177,7 +166,7 @@ pub fn enqueue_svm_memcpy(
 }
 
 /// Migrates whole allocations to the queue's device, or to the host with
-/// [`SvmMigrateFlags::TO_HOST`] (OpenCL 2.1; PyOpenCL's `enqueue_svm_migratemem`). Empty
+/// [`MigrationFlags::HOST`] (OpenCL 2.1; PyOpenCL's `enqueue_svm_migratemem`). Empty
 /// allocations are skipped; an empty list is a marker.
 ///
 /// # Errors
@@ -188,7 +177,7 @@ pub fn enqueue_svm_memcpy(
 pub fn enqueue_svm_migrate(
     queue: &Queue,
     svms: &[&dyn SvmPointer],
-    flags: SvmMigrateFlags,
+    flags: MigrationFlags,
     wait: &[&Event],
 ) -> Result<Event> {
     queue
