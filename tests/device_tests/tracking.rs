@@ -398,14 +398,14 @@ fn an_image_rebuilt_from_memory_keeps_its_record(dev: &TestDevice) -> TestResult
         .map_err(|_| fail("an image's Memory did not narrow back to an image"))?;
     let r = img.map(
         &q,
-        cl_mem::MapAccess::ReadWrite,
+        cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
         &[0, 0],
         &[4, 4],
         &[],
         |_| {
             twin.map(
                 &q2,
-                cl_mem::MapAccess::ReadWrite,
+                cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
                 &[0, 0],
                 &[4, 4],
                 &[],
@@ -443,7 +443,7 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
     // The case: a buffer map and a map of the image made from it aliased the same bytes.
     {
         let _w = buf.map::<f32, _>(&q, MapFlags::WRITE, .., &[])?;
-        let r = img.map(&q, cl_mem::MapAccess::Read, &[], &[4], &[], |_| ());
+        let r = img.map(&q, cl_mem::MapFlags::READ, &[], &[4], &[], |_| ());
         mapped(r, "image map under a buffer map");
         let mut px = [0f32; 16];
         mapped(
@@ -451,7 +451,7 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
             "image read under a writable buffer map",
         );
     }
-    let r = img.map(&q, cl_mem::MapAccess::Write, &[], &[4], &[], |_| {
+    let r = img.map(&q, cl_mem::MapFlags::WRITE, &[], &[4], &[], |_| {
         buf.map::<f32, _>(&q, cl_mem::ReadOnly, .., &[]).map(drop)
     })?;
     mapped(r, "buffer map under an image map");

@@ -187,7 +187,7 @@ pub use image::image_from_array;
 pub use image::{
     supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder, ChannelType, FillColor,
     Image, ImageAccess, ImageDesc, ImageElement, ImageFormat, ImageInfo, ImageMapping,
-    ImagePitches, ImageType, MapAccess,
+    ImagePitches, ImageType,
 };
 pub use pipe::Pipe;
 pub use sampler::{AddressingMode, FilterMode, Sampler, SamplerProperty};

@@ -5,8 +5,8 @@ use super::{settled, stable, Counts, IMAGE_SITES, SEEN, STATUSES, SVM_SITES};
 use cl_mem::svm::{csvm_empty, enqueue_svm_migrate};
 use cl_mem::{
     enqueue_copy, enqueue_migrate_mem_objects, AddressingMode, Buffer, ChannelOrder, ChannelType,
-    ClError, Context, Error, Event, FillColor, FilterMode, Image, ImageDesc, ImageFormat,
-    MapAccess, MemFlags, MemObject, MigrationFlags, Pipe, Program, Queue, RawHandle, Rect, Sampler,
+    ClError, Context, Error, Event, FillColor, FilterMode, Image, ImageDesc, ImageFormat, MapFlags,
+    MemFlags, MemObject, MigrationFlags, Pipe, Program, Queue, RawHandle, Rect, Sampler,
     SvmCapabilities, Transfer, UserEvent, Version,
 };
 use cl_raw::fault;
@@ -536,7 +536,7 @@ fn images_fail_typed_at_every_site(dev: &TestDevice) -> TestResult {
     )?;
     assert_eq!(filled, vec![9; 128]);
     let first = inject("clEnqueueMapImage", &counts, &|| {
-        img.map(&q, MapAccess::Read, &[], &[], &[], |m| m.bytes()[0])
+        img.map(&q, MapFlags::READ, &[], &[], &[], |m| m.bytes()[0])
     })?;
     assert_eq!(first, 9);
     Ok(())

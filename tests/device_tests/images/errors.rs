@@ -5,7 +5,7 @@ use crate::common::{image_queue, invalid, RGBA_F};
 use cl_mem::{
     enqueue_copy, image_from_array, supported_image_formats, ArrayImageOptions, Buffer,
     ChannelOrder, ChannelType, Error, FillColor, Image, ImageDesc, ImageFormat, ImagePitches,
-    ImageType, MapAccess, MemFlags, MemObject, RawHandle, Rect, Transfer,
+    ImageType, MapFlags, MemFlags, MemObject, RawHandle, Rect, Transfer,
 };
 use cl_tests::{device_test, fail, skip, TestDevice, TestResult};
 
@@ -227,7 +227,7 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         ),
         "copy from past the buffer",
     )?;
-    let m = img.map(&q, MapAccess::Read, &[2, 2], &[3, 3], &[], |_| ());
+    let m = img.map(&q, MapFlags::READ, &[2, 2], &[3, 3], &[], |_| ());
     assert!(matches!(m, Err(Error::OutOfBounds { .. })), "{m:?}");
     // Arrays.
     let f64s = ndarray::Array2::<u8>::zeros((4, 4));
@@ -285,7 +285,7 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        img.map(&other_q, MapAccess::Read, &[], &[1], &[], |_| ()),
+        img.map(&other_q, MapFlags::READ, &[], &[1], &[], |_| ()),
         Err(Error::InvalidArgument(_))
     ));
     let other_buf = Buffer::new(other_q.context(), MemFlags::READ_WRITE, 1024)?;
@@ -309,7 +309,7 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        wo.map(&q, MapAccess::Read, &[], &[1], &[], |_| ()),
+        wo.map(&q, MapFlags::READ, &[], &[1], &[], |_| ()),
         Err(Error::InvalidArgument(_))
     ));
     wo.write(

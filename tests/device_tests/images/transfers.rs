@@ -6,7 +6,7 @@ use crate::common::{image_queue, RGBA_F};
 use cl_mem::{
     enqueue_copy, image_from_array, AddressingMode, ArrayImageOptions, Buffer, ChannelOrder,
     ChannelType, Error, FillColor, FilterMode, Image, ImageDesc, ImageFormat, ImageType, Kernel,
-    MapAccess, MemFlags, MemObject, Program, Queue, Rect, Sampler, Transfer, Version,
+    MapFlags, MemFlags, MemObject, Program, Queue, Rect, Sampler, Transfer, Version,
 };
 use cl_tests::{device_test, fail, skip, Expectation, TestDevice, TestResult};
 
@@ -461,7 +461,7 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
         let img = Image::from_host(ctx, MemFlags::READ_WRITE, R_U32, &desc, &data)?;
         let t = desc.image_type;
         let intel = dev.platform_name().contains("Intel");
-        img.map(&q, MapAccess::Read, &[], &e, &[], |m| -> TestResult {
+        img.map(&q, MapFlags::READ, &[], &e, &[], |m| -> TestResult {
             // The Intel CPU runtime maps 1-D images with a row pitch of 0 (docs/DEVICES.md); no
             // other runtime may.
             let one_d = matches!(t, ImageType::Image1d | ImageType::Image1dBuffer);
@@ -492,7 +492,7 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
         let origin = [0, e[1] - 1, e[2] - 1];
         img.map(
             &q,
-            MapAccess::Write,
+            MapFlags::WRITE,
             &origin,
             &[e[0], 1, 1],
             &[],
@@ -507,8 +507,8 @@ fn maps_report_pitches_for_every_type(dev: &TestDevice) -> TestResult {
     }
     // Nested conflicting maps are refused, not aliased.
     let img = Image::new(ctx, MemFlags::READ_WRITE, R_U32, &ImageDesc::d1(4))?;
-    let inner = img.map(&q, MapAccess::Write, &[], &[4], &[], |_| {
-        img.map(&q, MapAccess::Read, &[], &[4], &[], |_| ())
+    let inner = img.map(&q, MapFlags::WRITE, &[], &[4], &[], |_| {
+        img.map(&q, MapFlags::READ, &[], &[4], &[], |_| ())
     })?;
     assert!(matches!(inner, Err(Error::Mapped(_))), "{inner:?}");
     assert_eq!(img.mem_info()?.map_count, 0);

@@ -540,7 +540,7 @@ pub(crate) fn check_map_flags(buffer: MemFlags, flags: MapFlags) -> Result<()> {
         || (writes && buffer.contains(MemFlags::HOST_READ_ONLY))
     {
         return Err(Error::InvalidArgument(format!(
-            "a {flags:?} map of a buffer created with {buffer:?}"
+            "a {flags:?} map of memory created with {buffer:?}"
         )));
     }
     Ok(())

@@ -9,11 +9,12 @@
 
 use std::marker::PhantomData;
 
-use cl_raw::{queue as raw_queue, sys, Version};
+use cl_raw::{queue as raw_queue, Version};
 use smallvec::SmallVec;
 
 use super::transfer::coords;
 use super::{Image, ImageType};
+use crate::buffer::map::{check_map_flags, MapFlags};
 
 use crate::error::{Error, Result};
 use crate::pod::Pod;
@@ -22,33 +23,9 @@ use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{Access, Claim};
 
-/// How a region is mapped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MapAccess {
-    /// `CL_MAP_READ`: the host reads.
-    Read,
-    /// `CL_MAP_WRITE`: the host writes (contents are those of the image).
-    Write,
-    /// `CL_MAP_READ | CL_MAP_WRITE`.
-    ReadWrite,
-    /// `CL_MAP_WRITE_INVALIDATE_REGION` (1.2): the host overwrites the whole region; its contents
-    /// on mapping are undefined.
-    WriteInvalidate,
-}
-
-impl MapAccess {
-    fn bits(self) -> sys::cl_map_flags {
-        match self {
-            MapAccess::Read => sys::CL_MAP_READ,
-            MapAccess::Write => sys::CL_MAP_WRITE,
-            MapAccess::ReadWrite => sys::CL_MAP_READ | sys::CL_MAP_WRITE,
-            MapAccess::WriteInvalidate => sys::CL_MAP_WRITE_INVALIDATE_REGION,
-        }
-    }
-
-    fn writes(self) -> bool {
-        self != MapAccess::Read
-    }
+/// Whether `flags` let the host write (`WRITE` or `WRITE_INVALIDATE_REGION`).
+fn writes(flags: MapFlags) -> bool {
+    flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION)
 }
 
 /// A mapped image region, alive inside [`Image::map`]'s closure.
@@ -61,7 +38,7 @@ pub struct ImageMapping<'a> {
     region: [usize; 3],
     element_size: usize,
     image_type: ImageType,
-    access: MapAccess,
+    access: MapFlags,
     _borrow: PhantomData<&'a mut [u8]>,
 }
 
@@ -89,9 +66,9 @@ impl ImageMapping<'_> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a [`MapAccess::Read`] mapping.
+    /// [`Error::InvalidArgument`] for a mapping without `WRITE` or `WRITE_INVALIDATE_REGION`.
     pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
-        if !self.access.writes() {
+        if !writes(self.access) {
             return Err(Error::InvalidArgument(
                 "the region is mapped for reading only".into(),
             ));
@@ -161,7 +138,7 @@ impl ImageMapping<'_> {
     ///
     /// As [`ImageMapping::row`], and [`Error::InvalidArgument`] for a read mapping.
     pub fn row_mut<T: Pod>(&mut self, y: usize, z: usize) -> Result<&mut [T]> {
-        if !self.access.writes() {
+        if !writes(self.access) {
             return Err(Error::InvalidArgument(
                 "the region is mapped for reading only".into(),
             ));
@@ -237,34 +214,31 @@ impl Image {
     ///
     /// # Errors
     ///
-    /// [`Error::Unsupported`] for [`MapAccess::WriteInvalidate`] before 1.2; coordinates as
+    /// [`Error::InvalidArgument`] for empty `flags`, `WRITE_INVALIDATE_REGION` with `READ` or
+    /// `WRITE`, or flags the image's host-access flags forbid; [`Error::Unsupported`] for
+    /// `WRITE_INVALIDATE_REGION` before 1.2; coordinates as
     /// [`Image::write`]; [`Error::InvalidArgument`] when the image is already mapped in a
     /// conflicting way; [`Error::Cl`] from `clEnqueueMapImage` or `clEnqueueUnmapMemObject`.
     pub fn map<R>(
         &self,
         queue: &Queue,
-        access: MapAccess,
+        access: MapFlags,
         origin: &[usize],
         region: &[usize],
         wait: &[&Event],
         f: impl FnOnce(&mut ImageMapping<'_>) -> R,
     ) -> Result<R> {
-        if access == MapAccess::WriteInvalidate {
+        check_map_flags(self.flags, access)?;
+        if access.contains(MapFlags::WRITE_INVALIDATE_REGION) {
             queue
                 .context()
                 .require_platform_version(Version::V1_2, "CL_MAP_WRITE_INVALIDATE_REGION")?;
         }
         self.check_queue(queue)?;
-        if matches!(access, MapAccess::Read | MapAccess::ReadWrite) {
-            self.check_host_access(true)?;
-        }
-        if access.writes() {
-            self.check_host_access(false)?;
-        }
         let (o, r) = coords(self.extent(), origin, region)?;
         // One writable or many read maps of the image (and of the buffer it was made from);
         // commands of other queues still writing it go first.
-        let (claim, extra) = self.tracked().claim_map_whole(queue, access.writes())?;
+        let (claim, extra) = self.tracked().claim_map_whole(queue, writes(access))?;
         let mut list = checked_list(queue, wait)?;
         list.extend(extra.iter().map(Event::as_raw));
         // Enqueued non-blocking under the allocation's map lock and waited for below (see
@@ -295,7 +269,7 @@ impl Image {
             image: self,
             queue,
             ptr: mapped.ptr,
-            write: access.writes(),
+            write: writes(access),
             done: false,
             claim: Some(claim),
         };

@@ -60,7 +60,7 @@ use crate::runtime::track::Tracked;
 pub use array::image_from_array;
 pub use array::{ArrayImageOptions, ImageAccess, ImageElement};
 pub use format::{ChannelKind, ChannelOrder, ChannelType, ImageFormat};
-pub use map::{ImageMapping, MapAccess};
+pub use map::ImageMapping;
 pub use transfer::FillColor;
 
 /// The six image types.

@@ -1,5 +1,5 @@
 // The mapped bytes cannot be stored outside the map's closure: they are unmapped when it returns.
-use cl_mem::{Image, MapAccess, Queue};
+use cl_mem::{Image, MapFlags, Queue};
 
 fn main() {}
 
@@ -7,7 +7,7 @@ fn main() {}
 fn check(queue: &Queue, image: &Image) {
     let mut leaked: Option<&[u8]> = None;
     image
-        .map(queue, MapAccess::Read, &[], &[1], &[], |m| {
+        .map(queue, MapFlags::READ, &[], &[1], &[], |m| {
             leaked = Some(m.bytes());
         })
         .unwrap();
