@@ -115,7 +115,7 @@ mod device {
             );
             return;
         }
-        let svm_pool = MemoryPool::new(SvmAllocator::<Coarse>::new(&queue, SvmOptions::new()));
+        let svm_pool = MemoryPool::new(SvmAllocator::<Coarse>::new(&queue, SvmOptions::default()));
         let mut g = c.benchmark_group("svm_pool_hit_alloc_free");
         for size in SIZES {
             if svm_pool.allocate(size).is_err() {

@@ -102,7 +102,7 @@ pub fn check_from_shape(shape: &[usize], is_array: bool, from_buffer: bool) {
                     .try_fold(1u128, |acc, &x| acc.checked_mul(x as u128))
             };
             assert_eq!(product(&extent), product(shape));
-            assert_eq!(desc.pitches, ImagePitches::PACKED);
+            assert_eq!(desc.pitches, ImagePitches::default());
         }
         (Err(Error::InvalidArgument(_)), None) => {}
         (got, want) => {
@@ -211,7 +211,7 @@ pub fn check_layout(desc: &ImageDesc, f: ImageFormat, host_len: Option<usize>) {
     let got = fuzzing::image_check_host_layout(desc, f, host_len);
     let p = desc.pitches;
     let Some(have) = host_len else {
-        let packed = p == ImagePitches::PACKED;
+        let packed = p == ImagePitches::default();
         match got {
             Ok(v) => assert!(packed && v == (0, 0)),
             Err(Error::InvalidArgument(_)) => assert!(!packed),
@@ -362,7 +362,7 @@ pub fn check(data: &[u8]) {
         depth: dim(&mut input),
         array_size: dim(&mut input),
         pitches: match input.u8() % 4 {
-            0 => ImagePitches::PACKED,
+            0 => ImagePitches::default(),
             1 => ImagePitches::new(dim(&mut input), 0),
             2 => ImagePitches::new(0, dim(&mut input)),
             _ => ImagePitches::new(input.size(), input.size()),

@@ -5,7 +5,7 @@
     reason = "test sizes and indices are small, known values"
 )]
 
-use cl_mem::{Buffer, Error, ImageFormat, Kernel, Program, Queue};
+use cl_mem::{Buffer, ChannelOrder, ChannelType, Error, ImageFormat, Kernel, Program, Queue};
 use cl_tests::{skip, TestDevice, TestResult};
 
 pub(crate) const SCALE_SRC: &str = r#"
@@ -122,7 +122,7 @@ pub(crate) fn coarse_svm(dev: &TestDevice) -> Result<(), cl_tests::TestError> {
     Ok(())
 }
 
-pub(crate) const RGBA_F: ImageFormat = ImageFormat::RGBA_FLOAT;
+pub(crate) const RGBA_F: ImageFormat = ImageFormat::new(ChannelOrder::Rgba, ChannelType::Float);
 
 /// A queue on a fresh context, or a skip when the device has no images.
 pub(crate) fn image_queue(dev: &TestDevice) -> Result<Queue, cl_tests::TestError> {

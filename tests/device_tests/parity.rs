@@ -56,13 +56,13 @@ device_test!(svm_alignment_zero_is_the_drivers_default);
 fn svm_alignment_zero_is_the_drivers_default(dev: &TestDevice) -> TestResult {
     coarse_svm(dev)?;
     let q = dev.queue();
-    let a = svm_empty::<u8, Coarse>(&q, SvmOptions::new().alignment(0), 64)?;
+    let a = svm_empty::<u8, Coarse>(&q, SvmOptions::default().alignment(0), 64)?;
     let addr = a.svm_ptr() as usize;
     assert_eq!(addr % 128, 0, "alignment 0 gave {addr:#x}");
-    let r = svm_empty::<u8, Coarse>(&q, SvmOptions::new().alignment(3), 64);
+    let r = svm_empty::<u8, Coarse>(&q, SvmOptions::default().alignment(3), 64);
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     // The pool's allocator asks for the default when no alignment is given.
-    let pool = MemoryPool::new(SvmAllocator::<Coarse>::new(&q, SvmOptions::new()));
+    let pool = MemoryPool::new(SvmAllocator::<Coarse>::new(&q, SvmOptions::default()));
     let b = pool.allocate(24)?;
     let addr = b.svm_ptr() as usize;
     assert_eq!(addr % 128, 0, "the untyped pool block at {addr:#x}");
@@ -79,10 +79,10 @@ device_test!(zero_size_svm_through_allocation_allocator_and_pool);
 fn zero_size_svm_through_allocation_allocator_and_pool(dev: &TestDevice) -> TestResult {
     coarse_svm(dev)?;
     let q = dev.queue();
-    let a = svm_empty::<u8, Coarse>(&q, SvmOptions::new().alignment(0), 0)?;
+    let a = svm_empty::<u8, Coarse>(&q, SvmOptions::default().alignment(0), 0)?;
     assert!(a.svm_ptr().is_null());
     a.enqueue_release(&[])?.wait()?;
-    let allocator = SvmAllocator::<Coarse>::new(&q, SvmOptions::new());
+    let allocator = SvmAllocator::<Coarse>::new(&q, SvmOptions::default());
     let none = cl_pool::Allocator::allocate(&allocator, 0)?;
     assert!(
         none.is_none(),

@@ -8,9 +8,9 @@
 
 use crate::common::{image_queue, IMAGE_ARGS_SRC};
 use cl_mem::{
-    AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, ImageFormat, Kernel,
-    MemFlags, MemObject, MemObjectType, Pipe, Program, RawHandle, Sampler, SamplerProperty,
-    UserEvent, Version,
+    AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, Kernel, MemFlags,
+    MemObject, MemObjectType, Pipe, Program, RawHandle, Sampler, SamplerProperty, UserEvent,
+    Version,
 };
 use cl_tests::{device_test, eventually, skip, TestDevice, TestResult};
 
@@ -92,7 +92,7 @@ fn sampler_outlives_a_dropped_kernel_until_the_command_ran(dev: &TestDevice) -> 
     let img = Image::from_host(
         ctx,
         MemFlags::READ_ONLY,
-        ImageFormat::RGBA_FLOAT,
+        crate::common::RGBA_F,
         &ImageDesc::d2(4, 1),
         &data,
     )?;
@@ -142,7 +142,7 @@ fn a_replaced_sampler_outlives_its_pending_command(dev: &TestDevice) -> TestResu
     let img = Image::from_host(
         ctx,
         MemFlags::READ_ONLY,
-        ImageFormat::RGBA_FLOAT,
+        crate::common::RGBA_F,
         &ImageDesc::d2(4, 1),
         &[0.25f32; 16],
     )?;

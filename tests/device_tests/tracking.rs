@@ -391,7 +391,7 @@ fn an_image_rebuilt_from_memory_keeps_its_record(dev: &TestDevice) -> TestResult
     let img = Image::new(
         ctx,
         MemFlags::READ_WRITE,
-        ImageFormat::RGBA_FLOAT,
+        crate::common::RGBA_F,
         &cl_mem::ImageDesc::d2(4, 4),
     )?;
     let twin = Image::try_from(cl_mem::Memory::from(img.clone()))
@@ -431,7 +431,7 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
     let img = match Image::from_buffer(
         ctx,
         MemFlags::READ_WRITE,
-        ImageFormat::RGBA_FLOAT,
+        crate::common::RGBA_F,
         &buf,
         &[4],
         None,

@@ -185,9 +185,9 @@ pub use runtime::select::{create_some_context, default_device, test_devices, Dev
 #[cfg(feature = "ndarray")]
 pub use image::image_from_array;
 pub use image::{
-    supported_image_formats, ArrayImageOptions, ChannelKind, ChannelOrder, ChannelType, FillColor,
-    Image, ImageAccess, ImageDesc, ImageElement, ImageFormat, ImageInfo, ImageMapping,
-    ImagePitches, ImageType,
+    supported_image_formats, ArrayImageOptions, ChannelOrder, ChannelType, FillColor, Image,
+    ImageAccess, ImageDesc, ImageElement, ImageFormat, ImageInfo, ImageMapping, ImagePitches,
+    ImageType,
 };
 pub use pipe::Pipe;
 pub use sampler::{AddressingMode, FilterMode, Sampler, SamplerProperty};

@@ -372,7 +372,7 @@ fn typed_image_arrays_match_the_channel_type(dev: &TestDevice) -> TestResult {
     let img = Image::from_host(
         ctx,
         MemFlags::READ_WRITE,
-        ImageFormat::RGBA_FLOAT,
+        crate::common::RGBA_F,
         &ImageDesc::d1(4),
         &data,
     )?;

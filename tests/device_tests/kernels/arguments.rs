@@ -213,14 +213,14 @@ fn image_sampler_and_buffer_parameters_take_only_their_kind(dev: &TestDevice) ->
     let img2 = Image::from_host(
         ctx,
         MemFlags::READ_ONLY,
-        ImageFormat::RGBA_FLOAT,
+        crate::common::RGBA_F,
         &ImageDesc::d2(4, 1),
         &data,
     )?;
     let img1 = Image::from_host(
         ctx,
         MemFlags::READ_ONLY,
-        ImageFormat::RGBA_FLOAT,
+        crate::common::RGBA_F,
         &ImageDesc::d1(4),
         &data,
     )?;

@@ -254,7 +254,7 @@ fn svm_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     let q1 = Queue::new(q2.context(), &dev.device)?;
     let pool = MemoryPool::new(cl_pool::SvmAllocator::<cl_mem::svm::Coarse>::new(
         &q2,
-        cl_mem::svm::SvmOptions::new(),
+        cl_mem::svm::SvmOptions::default(),
     ));
     let first = pool.allocate(64)?;
     let ptr = first.svm_ptr();
@@ -351,7 +351,7 @@ fn svm_pool_reuses_allocations_in_kernels(dev: &TestDevice) -> TestResult {
     let q = svm_queue(dev)?;
     let pool = MemoryPool::new(cl_pool::SvmAllocator::<cl_mem::svm::Coarse>::new(
         &q,
-        cl_mem::svm::SvmOptions::new(),
+        cl_mem::svm::SvmOptions::default(),
     ));
     let n = 1000;
     let a = pool.allocate(n)?;
@@ -393,7 +393,7 @@ fn svm_pool_reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> 
     let q1 = Queue::new(q2.context(), &dev.device)?;
     let pool = MemoryPool::new(cl_pool::SvmAllocator::<cl_mem::svm::Coarse>::new(
         &q2,
-        cl_mem::svm::SvmOptions::new(),
+        cl_mem::svm::SvmOptions::default(),
     ));
     let n = 256;
     let a = pool.allocate(n)?;

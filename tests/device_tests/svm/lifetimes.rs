@@ -422,27 +422,33 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         other => panic!("{what}: {other:?}"),
     };
     let alloc = |len: usize, o: SvmOptions| svm_empty::<u32, Coarse>(&q, o, len).map(drop);
-    invalid(alloc(4, SvmOptions::new().alignment(3)), "alignment 3");
+    invalid(alloc(4, SvmOptions::default().alignment(3)), "alignment 3");
     // Alignment 0 is the driver's default, not an error (parity::svm_alignment_zero_is_the_drivers_default).
     invalid(
-        alloc(4, SvmOptions::new().alignment(1 << 40)),
+        alloc(4, SvmOptions::default().alignment(1 << 40)),
         "alignment 2^40",
     );
-    invalid(alloc(usize::MAX / 2, SvmOptions::new()), "size overflow");
+    invalid(
+        alloc(usize::MAX / 2, SvmOptions::default()),
+        "size overflow",
+    );
     let max = usize::try_from(dev.device.max_mem_alloc_size()?).unwrap_or(usize::MAX);
     invalid(
-        alloc(max / 4 + 1, SvmOptions::new()),
+        alloc(max / 4 + 1, SvmOptions::default()),
         "above CL_DEVICE_MAX_MEM_ALLOC_SIZE",
     );
     invalid(
-        alloc(4, SvmOptions::new().atomics(true)),
+        alloc(4, SvmOptions::default().atomics(true)),
         "atomics on coarse grain",
     );
     // Powers of two above the largest OpenCL type (the spec's limit; PoCL and Intel return NULL
     // from clSVMAlloc there).
-    invalid(alloc(4, SvmOptions::new().alignment(256)), "alignment 256");
     invalid(
-        alloc(4, SvmOptions::new().alignment(1 << 30)),
+        alloc(4, SvmOptions::default().alignment(256)),
+        "alignment 256",
+    );
+    invalid(
+        alloc(4, SvmOptions::default().alignment(1 << 30)),
         "alignment 2^30",
     );
     // Out-of-order queues cannot order the free.
@@ -508,7 +514,7 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         csvm_empty::<[u8; 3]>(&q, 4).map(drop),
         "3-byte element, default alignment",
     );
-    let odd = svm_empty::<[u8; 3], Coarse>(&q, SvmOptions::new().alignment(1), 4)?;
+    let odd = svm_empty::<[u8; 3], Coarse>(&q, SvmOptions::default().alignment(1), 4)?;
     invalid(
         odd.fill(&q, &[[1, 2, 3]], &[]).map(drop),
         "fill with a 3-byte element",
@@ -596,7 +602,7 @@ fn unsupported_kinds_are_refused_before_the_driver(dev: &TestDevice) -> TestResu
     if caps.contains(SvmCapabilities::FINE_GRAIN_BUFFER) && !caps.contains(SvmCapabilities::ATOMICS)
     {
         unsupported(
-            svm_empty::<u32, Fine>(&q, SvmOptions::new().atomics(true), 4).map(drop),
+            svm_empty::<u32, Fine>(&q, SvmOptions::default().atomics(true), 4).map(drop),
             "SVM atomics",
         );
         refused += 1;

@@ -182,7 +182,7 @@ fn allocation_options_and_like_helpers_are_honoured(dev: &TestDevice) -> TestRes
     )?;
     let q = dev.queue();
     for align in [1usize, 8, 64, 128] {
-        let a = svm_empty::<u8, Coarse>(&q, SvmOptions::new().alignment(align), 100)?;
+        let a = svm_empty::<u8, Coarse>(&q, SvmOptions::default().alignment(align), 100)?;
         assert_eq!(a.alignment(), align);
         assert_eq!(a.size_bytes(), 100);
         assert!(
@@ -191,7 +191,7 @@ fn allocation_options_and_like_helpers_are_honoured(dev: &TestDevice) -> TestRes
         );
     }
     let w: SvmArray<u64, Coarse> =
-        svm_empty(&q, SvmOptions::new().access(SvmAccess::WriteOnly), 3)?;
+        svm_empty(&q, SvmOptions::default().access(SvmAccess::WriteOnly), 3)?;
     assert_eq!(w.alignment(), 8);
     assert!(w.flags().contains(SvmMemFlags::WRITE_ONLY));
     let host = [1u16, 2, 3, 4, 5];
@@ -201,7 +201,7 @@ fn allocation_options_and_like_helpers_are_honoured(dev: &TestDevice) -> TestRes
     let mut back = [0u16; 5];
     c.read(&q, &mut back, &[])?;
     assert_eq!(back, host);
-    let s: SvmArray<u16, Coarse> = svm_empty(&q, SvmOptions::new(), host.len())?;
+    let s: SvmArray<u16, Coarse> = svm_empty(&q, SvmOptions::default(), host.len())?;
     assert_eq!(s.len(), 5);
     if dev
         .device
@@ -372,7 +372,7 @@ fn fine_grain_is_host_accessible_between_kernels(dev: &TestDevice) -> TestResult
         .svm_capabilities()?
         .contains(SvmCapabilities::ATOMICS)
     {
-        let mut b = svm_empty::<u32, Fine>(&q, SvmOptions::new().atomics(true), 16)?;
+        let mut b = svm_empty::<u32, Fine>(&q, SvmOptions::default().atomics(true), 16)?;
         assert!(b.flags().contains(SvmMemFlags::SVM_ATOMICS));
         b.as_mut_slice()?.fill(9);
         assert_eq!(b.as_slice()?, &[9; 16]);
@@ -391,7 +391,7 @@ fn read_only_svm_is_host_writable_issue_372(dev: &TestDevice) -> TestResult {
     )?;
     let q = dev.queue();
     let mut src: SvmArray<f32, Coarse> =
-        svm_empty(&q, SvmOptions::new().access(SvmAccess::ReadOnly), N)?;
+        svm_empty(&q, SvmOptions::default().access(SvmAccess::ReadOnly), N)?;
     assert!(src.flags().contains(SvmMemFlags::READ_ONLY));
     src.with_map(
         &q,
@@ -403,7 +403,7 @@ fn read_only_svm_is_host_writable_issue_372(dev: &TestDevice) -> TestResult {
             }
         },
     )?;
-    let mut dst: SvmArray<f32, Coarse> = svm_empty(&q, SvmOptions::new(), N)?;
+    let mut dst: SvmArray<f32, Coarse> = svm_empty(&q, SvmOptions::default(), N)?;
     let mut k = kernel(&q, "plus_one")?;
     k.set_arg(0, &src)?.set_arg(1, &dst)?;
     k.enqueue_nd_range(&q, &[N], None, &[])?;

@@ -604,7 +604,7 @@ fn a_dependency_failing_during_a_blocking_transfer_is_an_error(dev: &TestDevice)
         Some(cl_mem::Image::new(
             ctx,
             MemFlags::READ_WRITE,
-            cl_mem::ImageFormat::RGBA_FLOAT,
+            crate::common::RGBA_F,
             &cl_mem::ImageDesc::d2(4, 4),
         )?)
     } else {

@@ -151,7 +151,7 @@ cl_enum! {
 /// How kernels read a channel type, which decides the fill color's type
 /// ([`crate::FillColor`]) and the image built-ins (`read_imagef`, `read_imagei`, `read_imageui`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ChannelKind {
+pub(crate) enum ChannelKind {
     /// Floats, half floats and normalized integers: `float4`.
     Float,
     /// Signed unnormalized integers: `int4`.
@@ -187,7 +187,7 @@ impl ChannelType {
     }
 
     /// How kernels read it; `None` for `Other`.
-    pub fn kind(self) -> Option<ChannelKind> {
+    pub(crate) fn kind(self) -> Option<ChannelKind> {
         use ChannelType::*;
         match self {
             SignedInt8 | SignedInt16 | SignedInt32 => Some(ChannelKind::SignedInt),
@@ -238,8 +238,10 @@ pub struct ImageFormat {
 }
 
 impl ImageFormat {
-    /// `RGBA`/`FLOAT`, the format every image-capable device supports.
-    pub const RGBA_FLOAT: ImageFormat = ImageFormat::new(ChannelOrder::Rgba, ChannelType::Float);
+    /// `RGBA`/`FLOAT`, the format every image-capable device supports (the crate's tests).
+    #[cfg(test)]
+    pub(crate) const RGBA_FLOAT: ImageFormat =
+        ImageFormat::new(ChannelOrder::Rgba, ChannelType::Float);
 
     /// A format from its two parts.
     pub const fn new(channel_order: ChannelOrder, channel_type: ChannelType) -> ImageFormat {

@@ -59,7 +59,8 @@ use crate::runtime::track::Tracked;
 #[cfg(feature = "ndarray")]
 pub use array::image_from_array;
 pub use array::{ArrayImageOptions, ImageAccess, ImageElement};
-pub use format::{ChannelKind, ChannelOrder, ChannelType, ImageFormat};
+pub(crate) use format::ChannelKind;
+pub use format::{ChannelOrder, ChannelType, ImageFormat};
 pub use map::ImageMapping;
 pub use transfer::FillColor;
 
@@ -157,7 +158,8 @@ impl fmt::Display for ImageType {
     }
 }
 
-/// Row and slice pitch of host memory (or of an image's host data), in bytes; 0 = tightly packed.
+/// Row and slice pitch of host memory (or of an image's host data), in bytes; 0 = tightly packed
+/// (the `Default`).
 /// See the [module documentation](self) for what the slice pitch means per image type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ImagePitches {
@@ -168,9 +170,6 @@ pub struct ImagePitches {
 }
 
 impl ImagePitches {
-    /// Tightly packed (both 0).
-    pub const PACKED: ImagePitches = ImagePitches { row: 0, slice: 0 };
-
     /// Given pitches.
     pub const fn new(row: usize, slice: usize) -> ImagePitches {
         ImagePitches { row, slice }
@@ -212,7 +211,7 @@ impl ImageDesc {
             height,
             depth,
             array_size,
-            pitches: ImagePitches::PACKED,
+            pitches: ImagePitches::default(),
             mip_levels: 0,
         }
     }
@@ -614,7 +613,7 @@ unsafe impl crate::raw_handle::RawHandle for Image {
             height: q(sys::CL_IMAGE_HEIGHT)?.max(1),
             depth: q(sys::CL_IMAGE_DEPTH)?.max(1),
             array_size,
-            pitches: ImagePitches::PACKED,
+            pitches: ImagePitches::default(),
             // CL_IMAGE_NUM_MIP_LEVELS is a 1.2 query; adopted images are taken as one level.
             mip_levels: 0,
         };

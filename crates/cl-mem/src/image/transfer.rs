@@ -18,7 +18,7 @@ use crate::runtime::queue::Queue;
 use crate::runtime::track::{enqueue_tracked, Access, Direction, Read, Write};
 
 /// The color of [`Image::fill`], whose type must match how kernels read the image's channel
-/// type ([`ChannelKind`]): floats for float, half and normalized types, signed integers for
+/// type (its kind): floats for float, half and normalized types, signed integers for
 /// `SIGNED_INT*`, unsigned for `UNSIGNED_INT*`. Channels are in RGBA order whatever the image's
 /// order (the driver converts).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -319,7 +319,7 @@ impl Image {
                 }
                 ImagePitches::new(p[0], p[1])
             }
-            None => ImagePitches::PACKED,
+            None => ImagePitches::default(),
         };
         let what = if reading {
             "host memory of an image read"
@@ -799,7 +799,7 @@ mod tests {
     #[test]
     fn host_sizes_follow_the_pitches() {
         use ImageType::*;
-        let p = ImagePitches::PACKED;
+        let p = ImagePitches::default();
         assert_eq!(host_bytes(Image2d, 4, [3, 2, 1], p), Ok(24));
         assert_eq!(
             host_bytes(Image2d, 4, [3, 2, 1], ImagePitches::new(16, 0)),
@@ -831,7 +831,7 @@ mod tests {
             for region in [[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 0]] {
                 assert!(
                     matches!(
-                        host_bytes(t, 4, region, ImagePitches::PACKED),
+                        host_bytes(t, 4, region, ImagePitches::default()),
                         Err(Error::InvalidArgument(_))
                     ),
                     "{t:?} {region:?}"
@@ -839,7 +839,7 @@ mod tests {
             }
         }
         assert_eq!(
-            host_bytes(Image2d, 4, [1, 1, 1], ImagePitches::PACKED),
+            host_bytes(Image2d, 4, [1, 1, 1], ImagePitches::default()),
             Ok(4)
         );
     }
@@ -855,7 +855,10 @@ mod tests {
             driver_pitches(Image1dArray, ImagePitches::new(32, 0)),
             (32, 32)
         );
-        assert_eq!(driver_pitches(Image1dArray, ImagePitches::PACKED), (0, 0));
+        assert_eq!(
+            driver_pitches(Image1dArray, ImagePitches::default()),
+            (0, 0)
+        );
         assert_eq!(driver_pitches(Image3d, ImagePitches::new(32, 64)), (32, 64));
     }
 

@@ -47,7 +47,7 @@ impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
     ///
     /// As [`svm_empty`].
     pub fn new(queue: &Queue, len: usize) -> Result<Self> {
-        SvmArray::with_options(queue, len, SvmOptions::new())
+        SvmArray::with_options(queue, len, SvmOptions::default())
     }
 
     /// [`svm_empty`]'s allocation, generic over the grain.

@@ -60,7 +60,7 @@ impl SvmAccess {
 
 /// Allocation options: access, alignment (default: the element size), atomics (fine grain).
 ///
-/// `SvmOptions::new().access(SvmAccess::ReadOnly).alignment(64)`.
+/// `SvmOptions::default().access(SvmAccess::ReadOnly).alignment(64)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[must_use]
 pub struct SvmOptions {
@@ -70,11 +70,6 @@ pub struct SvmOptions {
 }
 
 impl SvmOptions {
-    /// Read-write, element-size alignment, no atomics.
-    pub fn new() -> SvmOptions {
-        SvmOptions::default()
-    }
-
     /// Kernel access.
     pub fn access(mut self, access: SvmAccess) -> SvmOptions {
         self.access = access;

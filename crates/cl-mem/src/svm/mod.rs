@@ -177,11 +177,11 @@ mod tests {
 
     #[test]
     fn options_become_svm_flags() {
-        let o = SvmOptions::new();
+        let o = SvmOptions::default();
         assert_eq!(o.get_access().flags(), SvmMemFlags::READ_WRITE);
         assert_eq!(o.get_alignment(), None);
         assert!(!o.get_atomics());
-        let o = SvmOptions::new()
+        let o = SvmOptions::default()
             .access(SvmAccess::ReadOnly)
             .alignment(64)
             .atomics(true);
