@@ -190,4 +190,4 @@ pub use image::{
     ImageType,
 };
 pub use pipe::Pipe;
-pub use sampler::{AddressingMode, FilterMode, Sampler, SamplerProperty};
+pub use sampler::{AddressingMode, FilterMode, Sampler, SamplerInfo, SamplerProperty};

@@ -233,63 +233,52 @@ impl Sampler {
         Ok(Sampler { raw })
     }
 
-    fn info<T: cl_raw::InfoValue>(&self, param: sys::cl_sampler_info) -> Result<T> {
+    fn query<T: cl_raw::InfoValue>(&self, param: sys::cl_sampler_info) -> Result<T> {
         // SAFETY: a valid sampler; callers pass 1.0 parameters or gate newer ones.
         unsafe { object::get_info(Object::Sampler, self.raw, param) }
             .map_err(Error::cl("clGetSamplerInfo"))
     }
 
-    /// `CL_SAMPLER_NORMALIZED_COORDS`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetSamplerInfo`.
-    pub fn normalized_coords(&self) -> Result<bool> {
-        self.info(sys::CL_SAMPLER_NORMALIZED_COORDS)
-    }
-
-    /// `CL_SAMPLER_ADDRESSING_MODE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetSamplerInfo`.
-    pub fn addressing_mode(&self) -> Result<AddressingMode> {
-        self.info(sys::CL_SAMPLER_ADDRESSING_MODE)
-            .map(AddressingMode::from_raw)
-    }
-
-    /// `CL_SAMPLER_FILTER_MODE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetSamplerInfo`.
-    pub fn filter_mode(&self) -> Result<FilterMode> {
-        self.info(sys::CL_SAMPLER_FILTER_MODE)
-            .map(FilterMode::from_raw)
-    }
-
-    /// `CL_SAMPLER_CONTEXT`, as a new owning [`Context`].
+    /// `clGetSamplerInfo`: every `CL_SAMPLER_*` query in one value (PyOpenCL's
+    /// `Sampler.get_info`).
     ///
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetSamplerInfo` or `clRetainContext`.
-    pub fn context(&self) -> Result<Context> {
-        let ctx: sys::cl_context = self.info(sys::CL_SAMPLER_CONTEXT)?;
+    pub fn info(&self) -> Result<SamplerInfo> {
+        let ctx: sys::cl_context = self.query(sys::CL_SAMPLER_CONTEXT)?;
         // SAFETY: the driver returned the sampler's live context.
-        unsafe { Context::from_raw_retained(ctx) }
+        let context = unsafe { Context::from_raw_retained(ctx) }?;
+        // Asked only of 3.0 platforms: an older driver may misbehave on the newer query.
+        let properties = match context.platform_version() >= Version::V3_0 {
+            true => Some(self.query(extra::CL_SAMPLER_PROPERTIES)?),
+            false => None,
+        };
+        Ok(SamplerInfo {
+            normalized_coords: self.query(sys::CL_SAMPLER_NORMALIZED_COORDS)?,
+            addressing_mode: AddressingMode::from_raw(self.query(sys::CL_SAMPLER_ADDRESSING_MODE)?),
+            filter_mode: FilterMode::from_raw(self.query(sys::CL_SAMPLER_FILTER_MODE)?),
+            context,
+            properties,
+        })
     }
+}
 
+/// What [`Sampler::info`] returns: the sampler's `clGetSamplerInfo` answers.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SamplerInfo {
+    /// `CL_SAMPLER_NORMALIZED_COORDS`.
+    pub normalized_coords: bool,
+    /// `CL_SAMPLER_ADDRESSING_MODE`.
+    pub addressing_mode: AddressingMode,
+    /// `CL_SAMPLER_FILTER_MODE`.
+    pub filter_mode: FilterMode,
+    /// `CL_SAMPLER_CONTEXT`, as a new owning [`Context`].
+    pub context: Context,
     /// `CL_SAMPLER_PROPERTIES` (3.0): the list given at creation, 0-terminated, or empty (the
-    /// classic call).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Unsupported`] before 3.0 (checked first); [`Error::Cl`] from `clGetSamplerInfo`.
-    pub fn properties(&self) -> Result<Vec<sys::cl_sampler_properties>> {
-        self.context()?
-            .require_platform_version(Version::V3_0, "CL_SAMPLER_PROPERTIES")?;
-        self.info(extra::CL_SAMPLER_PROPERTIES)
-    }
+    /// classic call); `None` on an older platform.
+    pub properties: Option<Vec<sys::cl_sampler_properties>>,
 }
 
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind

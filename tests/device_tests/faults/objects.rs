@@ -566,7 +566,7 @@ fn samplers_and_pipes_fail_typed(dev: &TestDevice) -> TestResult {
             Sampler::new(ctx, false, AddressingMode::Clamp, FilterMode::Nearest)
         })?;
         assert_eq!(s.reference_count()?, 1);
-        assert!(!s.normalized_coords()?);
+        assert!(!s.info()?.normalized_coords);
     }
     let pipes = v2 && dev.device.pipe_support()?;
     if pipes {
