@@ -200,7 +200,7 @@ fn image_info_matches_creation(dev: &TestDevice) -> TestResult {
         assert_eq!(info.num_mip_levels, 0);
         assert_eq!(info.num_samples, 0);
         assert_eq!(img.mem_info()?.flags, MemFlags::READ_ONLY);
-        assert_eq!(img.element_size(), 16);
+        assert_eq!(img.info()?.element_size, 16);
         // Adopting the raw handle reads the same description back.
         // SAFETY: a valid image handle; `from_raw_retained` takes its own reference.
         let again = unsafe { Image::from_raw_retained(img.as_raw()) }?;

@@ -119,10 +119,6 @@ impl<T: Pod> PinnedMemory<T> {
         &self.buffer
     }
 
-    /// The queue the memory was mapped on (and will be unmapped on).
-    pub fn queue(&self) -> &Queue {
-        &self.queue
-    }
 }
 
 impl<T: Pod> Deref for PinnedMemory<T> {

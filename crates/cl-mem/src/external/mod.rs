@@ -209,15 +209,6 @@ impl ExternalMemory {
         }
     }
 
-    /// The handle type.
-    pub fn handle_type(&self) -> MemoryHandleType {
-        self.handle_type
-    }
-
-    /// The size in bytes.
-    pub fn size_bytes(&self) -> usize {
-        self.size_bytes
-    }
 }
 
 impl fmt::Debug for ExternalMemory {
@@ -606,16 +597,6 @@ impl Semaphore {
     /// The raw handle (still owned by `self`).
     pub fn as_raw(&self) -> raw_ext::cl_semaphore_khr {
         self.raw
-    }
-
-    /// The context.
-    pub fn context(&self) -> &Context {
-        &self.context
-    }
-
-    /// The device it was created for.
-    pub fn device(&self) -> Device {
-        self.device
     }
 
     /// `CL_SEMAPHORE_REFERENCE_COUNT_KHR` (for leak tests).

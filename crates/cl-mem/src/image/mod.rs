@@ -468,11 +468,6 @@ impl Image {
         self.format
     }
 
-    /// Bytes per pixel.
-    pub fn element_size(&self) -> usize {
-        self.element_size
-    }
-
     /// The flags it was created with (as the driver reports them for adopted handles).
     pub fn flags(&self) -> MemFlags {
         self.flags

@@ -251,11 +251,6 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.flags()
     }
 
-    /// The context it belongs to.
-    pub fn context(&self) -> &crate::runtime::context::Context {
-        self.core.context()
-    }
-
     /// The in-order queue whose `clEnqueueSVMFree` will release it.
     pub fn queue(&self) -> Queue {
         self.core.bound_queue()
