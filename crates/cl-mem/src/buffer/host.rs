@@ -118,7 +118,6 @@ impl<T: Pod> PinnedMemory<T> {
     pub unsafe fn buffer(&self) -> &Buffer {
         &self.buffer
     }
-
 }
 
 impl<T: Pod> Deref for PinnedMemory<T> {

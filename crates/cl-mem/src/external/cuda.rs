@@ -136,11 +136,6 @@ impl CudaDevice {
         &self.stream
     }
 
-    /// The OpenCL device.
-    pub fn device(&self) -> Device {
-        self.device
-    }
-
     /// `len` elements of device memory allocated by CUDA and shared with OpenCL: the CUDA side
     /// and an OpenCL [`Buffer`] of `queue`'s context over the same bytes, acquired on `queue`.
     /// The contents are whatever the allocation held.

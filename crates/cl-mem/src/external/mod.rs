@@ -208,7 +208,6 @@ impl ExternalMemory {
             keep: Box::new(keep),
         }
     }
-
 }
 
 impl fmt::Debug for ExternalMemory {

@@ -202,7 +202,7 @@ impl ChannelOrder {
     /// Channels per pixel; `None` for `Other`. PyOpenCL knows only R, A, RG, RA, RGB, RGBA,
     /// BGRA, INTENSITY and LUMINANCE and raises for the rest; this covers every order of the
     /// spec (the padded `x` orders count their padding channel, as the spec's pixel sizes do).
-    pub fn channel_count(self) -> Option<usize> {
+    pub(crate) fn channel_count(self) -> Option<usize> {
         use ChannelOrder::*;
         Some(match self {
             R | A | Intensity | Luminance | Depth => 1,
