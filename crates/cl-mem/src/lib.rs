@@ -186,8 +186,7 @@ pub use runtime::select::{create_some_context, default_device, test_devices, Dev
 pub use image::image_from_array;
 pub use image::{
     supported_image_formats, ArrayImageOptions, ChannelOrder, ChannelType, FillColor, Image,
-    ImageAccess, ImageDesc, ImageElement, ImageFormat, ImageInfo, ImageMapping, ImagePitches,
-    ImageType,
+    ImageDesc, ImageElement, ImageFormat, ImageInfo, ImageMapping, ImagePitches, ImageType,
 };
 pub use pipe::Pipe;
 pub use sampler::{AddressingMode, FilterMode, Sampler, SamplerInfo, SamplerProperty};

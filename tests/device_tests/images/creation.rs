@@ -4,8 +4,8 @@ use super::{descs, padded_grid, pattern, R_U32};
 use crate::common::{image_queue, RGBA_F};
 use cl_mem::{
     image_from_array, supported_image_formats, ArrayImageOptions, Buffer, ChannelOrder,
-    ChannelType, Error, Image, ImageAccess, ImageDesc, ImageFormat, ImagePitches, ImageType,
-    MemFlags, MemObject, MemObjectType, RawHandle, Rect, Transfer,
+    ChannelType, Error, Image, ImageDesc, ImageFormat, ImagePitches, ImageType, MemFlags,
+    MemObject, MemObjectType, RawHandle, Rect, Transfer,
 };
 use cl_tests::{device_test, fail, skip, Expectation, TestDevice, TestResult};
 
@@ -306,7 +306,7 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
     });
     let opts = ArrayImageOptions {
         num_channels: Some(4),
-        access: ImageAccess::ReadWrite,
+        access: MemFlags::READ_WRITE,
         norm_int: true,
     };
     let img = image_from_array(ctx, &b, opts)?;
@@ -334,7 +334,7 @@ fn image_from_array_reads_back_equal(dev: &TestDevice) -> TestResult {
         ctx,
         &a,
         ArrayImageOptions {
-            access: ImageAccess::ReadWrite,
+            access: MemFlags::READ_WRITE,
             ..Default::default()
         },
     )?;

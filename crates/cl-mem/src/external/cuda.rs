@@ -397,12 +397,6 @@ impl<T> CudaMemory<T> {
         self.len == 0
     }
 
-    /// The CUDA device address (a `CUdeviceptr`), for CUDA libraries that take raw pointers.
-    /// Valid while `self` (or the OpenCL buffer) lives.
-    pub fn device_address(&self) -> u64 {
-        self.alloc.ptr
-    }
-
     /// Fills every 32-bit word of the elements with `value` on the memory's stream
     /// (`cuMemsetD32Async`); ordered after the stream's earlier work only.
     ///

@@ -67,40 +67,29 @@ impl<T: ImageElement, const N: usize> ImageElement for [T; N] {
     const NORM_CHANNEL_TYPE: Option<ChannelType> = T::NORM_CHANNEL_TYPE;
 }
 
-/// Kernel access of an image made by [`image_from_array`] (PyOpenCL's `mode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ImageAccess {
-    /// `"r"`: `CL_MEM_READ_ONLY`.
-    #[default]
-    ReadOnly,
-    /// `"w"`: `CL_MEM_WRITE_ONLY`.
-    WriteOnly,
-    /// `"rw"`: `CL_MEM_READ_WRITE` (PyOpenCL issue #923).
-    ReadWrite,
-}
-
-impl ImageAccess {
-    /// The memory flag.
-    pub(crate) fn flags(self) -> MemFlags {
-        match self {
-            ImageAccess::ReadOnly => MemFlags::READ_ONLY,
-            ImageAccess::WriteOnly => MemFlags::WRITE_ONLY,
-            ImageAccess::ReadWrite => MemFlags::READ_WRITE,
-        }
-    }
-}
-
 /// Options of [`image_from_array`]; the default is PyOpenCL's (`num_channels=None, mode="r",
 /// norm_int=False`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ArrayImageOptions {
     /// Channels per pixel. `None`: the element's own count (1 for scalars, `N` for `[T; N]`).
     /// `Some(n > 1)` with scalar elements: the last axis holds the `n` channels.
     pub num_channels: Option<usize>,
-    /// Kernel access.
-    pub access: ImageAccess,
+    /// The image's flags (PyOpenCL's `mode`): `READ_ONLY` (`"r"`, the default), `WRITE_ONLY`
+    /// (`"w"`) or `READ_WRITE` (`"rw"`, PyOpenCL issue #923), with host-access flags if wanted;
+    /// `COPY_HOST_PTR` is added.
+    pub access: MemFlags,
     /// Use the normalized channel type (`u8` -> `UNORM_INT8`, ...).
     pub norm_int: bool,
+}
+
+impl Default for ArrayImageOptions {
+    fn default() -> Self {
+        ArrayImageOptions {
+            num_channels: None,
+            access: MemFlags::READ_ONLY,
+            norm_int: false,
+        }
+    }
 }
 
 /// The image dimensions (width first) and channel count of an array.
@@ -217,7 +206,7 @@ impl Image {
         let desc = ImageDesc::from_shape(&dims, false, false)?;
         Image::from_host(
             context,
-            options.access.flags(),
+            options.access,
             ImageFormat::new(order, channel_type),
             &desc,
             data,
@@ -418,6 +407,6 @@ mod tests {
             <[i16; 4] as ImageElement>::CHANNEL_TYPE,
             ChannelType::SignedInt16
         );
-        assert_eq!(ImageAccess::default().flags(), MemFlags::READ_ONLY);
+        assert_eq!(ArrayImageOptions::default().access, MemFlags::READ_ONLY);
     }
 }

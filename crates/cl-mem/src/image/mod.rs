@@ -58,7 +58,7 @@ use crate::runtime::track::Tracked;
 
 #[cfg(feature = "ndarray")]
 pub use array::image_from_array;
-pub use array::{ArrayImageOptions, ImageAccess, ImageElement};
+pub use array::{ArrayImageOptions, ImageElement};
 pub(crate) use format::ChannelKind;
 pub use format::{ChannelOrder, ChannelType, ImageFormat};
 pub use map::ImageMapping;
