@@ -574,7 +574,7 @@ fn zero_size_allocations_work(dev: &TestDevice) -> TestResult {
         .svm_capabilities()?
         .contains(SvmCapabilities::FINE_GRAIN_SYSTEM)
     {
-        let mut s = cl_mem::svm::SystemSvm::<u8>::from_vec(&q, Vec::new())?;
+        let mut s = SvmArray::<u8, cl_mem::svm::System>::from_vec(&q, Vec::new())?;
         assert!(s.as_slice()?.is_empty());
         assert!(s.into_vec()?.is_empty());
     }

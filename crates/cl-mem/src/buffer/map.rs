@@ -445,7 +445,8 @@ pub trait MapMode: Copy + sealed::Sealed {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ReadOnly;
 
-mod sealed {
+/// Seals the closed sets of marker types: [`MapMode`] and [`crate::svm::Grain`].
+pub(crate) mod sealed {
     pub trait Sealed {}
     impl Sealed for super::ReadOnly {}
     impl Sealed for super::MapFlags {}

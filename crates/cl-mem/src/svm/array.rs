@@ -36,9 +36,6 @@ pub struct SvmArray<T: Pod, G: Grain = Coarse> {
 /// Untyped SVM bytes: PyOpenCL's `SVMAllocation`.
 pub type SvmAllocation<G = Coarse> = SvmArray<u8, G>;
 
-/// Host memory used as SVM (needs fine-grain system SVM): PyOpenCL's `SVM(ndarray)`.
-pub type SystemSvm<T> = SvmArray<T, System>;
-
 impl<T: Pod, G: DeviceGrain> SvmArray<T, G> {
     /// `len` uninitialised (driver-provided) values, read-write, aligned to `size_of::<T>()`,
     /// bound to `queue`.

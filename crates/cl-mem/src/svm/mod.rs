@@ -9,7 +9,7 @@
 //! | [`Coarse`], [`Fine`], [`System`] ([`Grain`]) | `CL_MEM_SVM_FINE_GRAIN_BUFFER`, fine-grain system SVM | `svm_mem_flags`, `SVM(ndarray)` |
 //! | [`SvmOptions`], [`SvmAccess`], [`SvmMemFlags`] | `cl_svm_mem_flags`, alignment | `flags`, `alignment` |
 //! | [`svm_empty`], [`csvm_empty`], [`fsvm_empty`] | — | same names (`_like`: pass `like.len()`) |
-//! | [`SystemSvm<T>`] (= `SvmArray<T, System>`), [`SvmArray::from_vec`] | host memory used as SVM | `SVM(ndarray)` |
+//! | `SvmArray<T, System>` ([`SvmArray::from_vec`]) | host memory used as SVM | `SVM(ndarray)` |
 //! | [`SvmArray::map`], [`SvmArray::with_map`] ([`SvmMap`], [`SvmMapMut`]) | `clEnqueueSVMMap` / `clEnqueueSVMUnmap` | `SVMMap`, `map_ro`, `map_rw` |
 //! | [`SvmBufferView`] | `clCreateBuffer(USE_HOST_PTR, svm_ptr)` | `SVMPointer.as_buffer` |
 //! | [`SvmArray::fill`] | `clEnqueueSVMMemFill` | `enqueue_svm_memfill`, `enqueue_fill` |
@@ -96,9 +96,7 @@ mod map;
 mod ops;
 mod view;
 
-pub use self::array::{
-    csvm_empty, fsvm_empty, svm_empty, SvmAllocation, SvmArgAt, SvmArray, SystemSvm,
-};
+pub use self::array::{csvm_empty, fsvm_empty, svm_empty, SvmAllocation, SvmArgAt, SvmArray};
 pub use self::core::{
     Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmAccess, SvmMemFlags, SvmOptions, System,
 };
@@ -171,7 +169,7 @@ mod tests {
     fn owned_svm_and_views_cross_threads() {
         send_sync::<SvmArray<f32, Coarse>>();
         send_sync::<SvmArray<u8, Fine>>();
-        send_sync::<SystemSvm<u64>>();
+        send_sync::<SvmArray<u64, System>>();
         send_sync::<SvmBufferView<'static>>();
     }
 
