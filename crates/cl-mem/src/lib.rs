@@ -129,7 +129,7 @@ mod external;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod image;
+mod image;
 mod mem_type;
 mod memory;
 mod pipe;

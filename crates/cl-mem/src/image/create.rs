@@ -60,7 +60,7 @@ impl Image {
     ///
     /// [`Error::InvalidArgument`] for host-pointer flags (use [`Image::from_host`] or
     /// [`Image::from_owned_host`]), pitches (they describe host data), a 1-D buffer type (use
-    /// [`Image::from_buffer`]), and every check of [the module docs](crate::image#checks) (size
+    /// [`Image::from_buffer`]), and every check of [`Image`](crate::Image#checks) (size
     /// limits, host layout, supported format); [`Error::Cl`] from
     /// `clCreateImage`.
     pub fn new(

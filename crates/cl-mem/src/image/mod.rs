@@ -2,39 +2,9 @@
 //! (1-D, 1-D array, 1-D from a buffer, 2-D, 2-D array, 3-D), its info, [`image_from_array`],
 //! and the image transfers (fill, read, write, copies, maps) — PyOpenCL's `ImageFormat`,
 //! `get_supported_image_formats`, `Image`/`create_image`, `image_from_array`,
-//! `enqueue_fill_image`, the image forms of `enqueue_copy` and `enqueue_map_image`.
-//!
-//! # Coordinates
-//!
-//! Origins and regions are `&[usize]` of at most three values, in pixels, completed as PyOpenCL
-//! completes them (missing origin values are 0, missing region values 1), and they follow
-//! OpenCL's convention per image type: the layer of a 1-D array is the second value, the layer of
-//! a 2-D array the third. [`ImageDesc::extent`] (of [`Image::desc`]) gives the bound of each value; every origin and region
-//! is checked against it before the driver is called.
-//!
-//! # Pitches
-//!
-//! [`ImagePitches`] are in bytes, 0 meaning tightly packed. As in OpenCL, the slice pitch is the
-//! distance between 2-D slices of a 3-D image or layers of a 2-D array, and between the rows
-//! (layers) of a 1-D array; 1-D and 2-D images take no slice pitch.
-//!
-//! # Checks
-//!
-//! Every mismatch PyOpenCL leaves to the driver (or misreports) is a typed error before the driver
-//! is called, in this order: image support and platform version ([`Error::Unsupported`]); flags,
-//! sizes against the largest device limits, pitches without host data or not fitting the shape
-//! ([`Error::InvalidArgument`]); host data too small for the shape and pitches
-//! ([`Error::OutOfBounds`]); a format the context does not support for these flags and this type
-//! ([`Error::Unsupported`], after one `clGetSupportedImageFormats`). Transfers check the queue's
-//! context, the host-access flags, origins and regions, host slice lengths against region and
-//! pitches, and buffer ranges.
-//!
-//! # Driver differences handled here
-//!
-//! - Copied host data with pitches is repacked tightly before `clCreateImage`: Oclgrind ignores
-//!   `image_row_pitch`/`image_slice_pitch`, PoCL the layer pitch of 1-D arrays.
-//! - For 1-D arrays the layer stride is passed as both row and slice pitch: PoCL, Oclgrind and
-//!   the Intel CPU runtime step `row_pitch` between layers where the spec says `slice_pitch`.
+//! `enqueue_fill_image`, the image forms of `enqueue_copy` and `enqueue_map_image`. The
+//! coordinate, pitch and checking rules are on [`Image`] (this module is private: its items are
+//! re-exported at the crate root).
 
 mod array;
 pub(crate) mod create;
@@ -161,7 +131,7 @@ impl fmt::Display for ImageType {
 
 /// Row and slice pitch of host memory (or of an image's host data), in bytes; 0 = tightly packed
 /// (the `Default`).
-/// See the [module documentation](self) for what the slice pitch means per image type.
+/// See [`Image`] (pitches) for what the slice pitch means per image type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ImagePitches {
     /// Bytes from one row to the next.
@@ -320,6 +290,38 @@ impl ImageDesc {
 
 /// An image object. Owns one reference: `Clone` retains (both values name the same image),
 /// `Drop` releases (never panics). Its type, format, size and flags are read once, at creation.
+///
+/// # Coordinates
+///
+/// Origins and regions are `&[usize]` of at most three values, in pixels, completed as PyOpenCL
+/// completes them (missing origin values are 0, missing region values 1), and they follow
+/// OpenCL's convention per image type: the layer of a 1-D array is the second value, the layer of
+/// a 2-D array the third. [`ImageDesc::extent`] (of [`Image::desc`]) gives the bound of each
+/// value; every origin and region is checked against it before the driver is called.
+///
+/// # Pitches
+///
+/// [`ImagePitches`] are in bytes, 0 meaning tightly packed. As in OpenCL, the slice pitch is the
+/// distance between 2-D slices of a 3-D image or layers of a 2-D array, and between the rows
+/// (layers) of a 1-D array; 1-D and 2-D images take no slice pitch.
+///
+/// # Checks
+///
+/// Every mismatch PyOpenCL leaves to the driver (or misreports) is a typed error before the driver
+/// is called, in this order: image support and platform version ([`Error::Unsupported`]); flags,
+/// sizes against the largest device limits, pitches without host data or not fitting the shape
+/// ([`Error::InvalidArgument`]); host data too small for the shape and pitches
+/// ([`Error::OutOfBounds`]); a format the context does not support for these flags and this type
+/// ([`Error::Unsupported`], after one `clGetSupportedImageFormats`). Transfers check the queue's
+/// context, the host-access flags, origins and regions, host slice lengths against region and
+/// pitches, and buffer ranges.
+///
+/// # Driver differences handled here
+///
+/// - Copied host data with pitches is repacked tightly before `clCreateImage`: Oclgrind ignores
+///   `image_row_pitch`/`image_slice_pitch`, PoCL the layer pitch of 1-D arrays.
+/// - For 1-D arrays the layer stride is passed as both row and slice pitch: PoCL, Oclgrind and
+///   the Intel CPU runtime step `row_pitch` between layers where the spec says `slice_pitch`.
 pub struct Image {
     raw: sys::cl_mem,
     context: Context,
@@ -481,7 +483,7 @@ impl Image {
         self.desc.extent()[..self.desc.image_type.rank()].to_vec()
     }
 
-    /// The bound of each origin/region value (see the [module documentation](self)).
+    /// The bound of each origin/region value (see [`Image`], coordinates).
     pub(crate) fn extent(&self) -> [usize; 3] {
         self.desc.extent()
     }
