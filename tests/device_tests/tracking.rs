@@ -62,12 +62,16 @@ impl Doomed {
     /// One of each kind the device has; the kinds it lacks are printed with the reason.
     fn every_kind(dev: &TestDevice, q: &Queue) -> Result<Vec<Doomed>, cl_tests::TestError> {
         let ctx = q.context();
+        let pinned = || -> Result<PinnedMemory<u32>, Error> {
+            let mut p = PinnedMemory::new(q, DOOMED_LEN)?;
+            p.fill(1);
+            Ok(p)
+        };
         let pinned_storage = || -> Result<Buffer, Error> {
-            let storage = PinnedMemory::<u32>::from_slice(q, &[1; DOOMED_LEN])?;
-            Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, storage)
+            Buffer::use_host_memory(ctx, MemFlags::READ_WRITE, pinned()?)
         };
         let mut all = vec![
-            Doomed::Pinned(PinnedMemory::from_slice(q, &[1; DOOMED_LEN])?),
+            Doomed::Pinned(pinned()?),
             Doomed::PinnedStorage(pinned_storage()?),
         ];
         match coarse_svm(dev) {

@@ -582,7 +582,9 @@ fn pinned_memory_is_a_transfer_endpoint(dev: &TestDevice) -> TestResult {
     enqueue_copy(&q, &mut pinned, &buf, &[])?;
     assert!(pinned.iter().enumerate().all(|(i, &x)| x == i as i32 + 3));
     // Non-blocking, owning the pinned memory.
-    let w = buf.enqueue_write(&q, PinnedMemory::from_slice(&q, &vec![8i32; n])?, &[])?;
+    let mut eights = PinnedMemory::new(&q, n)?;
+    eights.fill(8i32);
+    let w = buf.enqueue_write(&q, eights, &[])?;
     let back = w.wait()?;
     assert_eq!(back.len(), n);
     let r = buf.enqueue_read(&q, pinned, &[])?;

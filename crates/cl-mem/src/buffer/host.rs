@@ -96,17 +96,6 @@ impl<T: Pod> PinnedMemory<T> {
         Ok(this)
     }
 
-    /// Pinned memory holding a copy of `data`.
-    ///
-    /// # Errors
-    ///
-    /// As [`PinnedMemory::new`].
-    pub fn from_slice(queue: &Queue, data: &[T]) -> Result<PinnedMemory<T>> {
-        let mut p = PinnedMemory::new(queue, data.len())?;
-        p.copy_from_slice(data);
-        Ok(p)
-    }
-
     /// The backing `ALLOC_HOST_PTR` buffer.
     ///
     /// # Safety

@@ -87,11 +87,6 @@ impl SvmBufferView<'_> {
         self.raw
     }
 
-    /// The size in bytes.
-    pub fn size_bytes(&self) -> usize {
-        self.size
-    }
-
     /// The flags of the buffer (with `USE_HOST_PTR`).
     pub fn flags(&self) -> MemFlags {
         self.flags
