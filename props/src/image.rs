@@ -26,16 +26,6 @@ use cl_mem::{
 
 use crate::input::Input;
 
-/// Every image type.
-const IMAGE_TYPES: [ImageType; 6] = [
-    ImageType::Image1d,
-    ImageType::Image1dArray,
-    ImageType::Image1dBuffer,
-    ImageType::Image2d,
-    ImageType::Image2dArray,
-    ImageType::Image3d,
-];
-
 fn format(input: &mut Input<'_>) -> ImageFormat {
     ImageFormat::from_raw(cl_raw::sys::cl_image_format {
         image_channel_order: 0x10B0 + u32::from(input.u8() % 24),
@@ -346,7 +336,7 @@ pub fn check(data: &[u8]) {
         .collect();
     check_coords(extent, &origin, &region);
 
-    let t = IMAGE_TYPES[usize::from(input.u8()) % IMAGE_TYPES.len()];
+    let t = ImageType::ALL[usize::from(input.u8()) % ImageType::ALL.len()];
     let elem = if input.bool() {
         input.size()
     } else {
@@ -364,7 +354,7 @@ pub fn check(data: &[u8]) {
             input.small(40)
         }
     };
-    let t = IMAGE_TYPES[usize::from(input.u8()) % IMAGE_TYPES.len()];
+    let t = ImageType::ALL[usize::from(input.u8()) % ImageType::ALL.len()];
     let desc = ImageDesc {
         image_type: t,
         width: dim(&mut input),

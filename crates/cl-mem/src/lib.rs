@@ -62,7 +62,7 @@
 //! | [`Queue`], [`QueueProperties`] | `cl_command_queue` | `CommandQueue` |
 //! | [`Event`], [`UserEvent`] | `cl_event` | `Event`, `UserEvent` |
 //! | [`Program`], [`Kernel`], [`KernelArg`], [`LocalMemory`] | `cl_program`, `cl_kernel` | `Program`, `Kernel`, `LocalMemory` |
-//! | [`MemObject`], [`MemFlags`] | `cl_mem`, `cl_mem_flags` | `MemoryObjectHolder`, `mem_flags` |
+//! | [`MemObject`] ([`MemInfo`]), [`MemFlags`] | `cl_mem`, `cl_mem_flags` | `MemoryObjectHolder`, `mem_flags` |
 //! | [`Buffer`] | buffer `cl_mem` | `Buffer` |
 //! | [`Memory`] | any `cl_mem`, owned | `MemoryObject` (`from_int_ptr`) |
 //! | [`Buffer::sub_buffer`], [`Buffer::fill`], [`enqueue_migrate_mem_objects`] | `clCreateSubBuffer`, `clEnqueueFillBuffer`, `clEnqueueMigrateMemObjects` | `get_sub_region`, `enqueue_fill_buffer`, `enqueue_migrate_mem_objects` |
@@ -114,7 +114,7 @@
 //!
 //! | feature | default | what it adds |
 //! | --- | --- | --- |
-//! | `ndarray` | on | ndarray arrays as transfer host memory ([`HostData`]), `Buffer::to_array`, `Image::read_array` / `write_array`, `as_array` / `as_array_mut` on maps, pinned memory and SVM, `image_from_array` (PyOpenCL's numpy side) |
+//! | `ndarray` | on | ndarray arrays as transfer host memory ([`HostData`]), `Buffer::to_array`, `Image::read_array` / `write_array`, `image_from_array`; ndarray views of maps, pinned memory and SVM through `ArrayView::from_shape(shape, &guard[..])` (PyOpenCL's numpy side) |
 //! | `half` | on | `half::f16` as a [`Pod`] and an [`ImageElement`] (`HALF_FLOAT` channels) |
 //!
 //! Without either the crate works on plain slices (`default-features = false`).

@@ -13,15 +13,7 @@ device_test!(supported_formats_are_listed_per_type);
 fn supported_formats_are_listed_per_type(dev: &TestDevice) -> TestResult {
     let q = image_queue(dev)?;
     let ctx = q.context();
-    use ImageType::*;
-    for t in [
-        Image1d,
-        Image1dArray,
-        Image1dBuffer,
-        Image2d,
-        Image2dArray,
-        Image3d,
-    ] {
+    for t in ImageType::ALL {
         let formats = supported_image_formats(ctx, MemFlags::READ_WRITE, t)?;
         // The spec's minimum list has RGBA/FLOAT for read-write 2-D and 3-D images; every type
         // on these CPU runtimes lists it.

@@ -52,9 +52,8 @@ pub enum ImageType {
 }
 
 impl ImageType {
-    /// Every image type (the crate's tests).
-    #[cfg(test)]
-    pub(crate) const ALL: [ImageType; 6] = [
+    /// Every image type.
+    pub const ALL: [ImageType; 6] = [
         ImageType::Image1d,
         ImageType::Image1dArray,
         ImageType::Image1dBuffer,
