@@ -1,5 +1,5 @@
 //! A buffer view of SVM cannot outlive the SVM array.
-use cl_mem::svm::{csvm_empty, SvmBufferView};
+use cl_mem::svm::{csvm_empty, SvmBufferView, SvmPointer};
 use cl_mem::{MemFlags, Queue};
 
 fn escape(q: &Queue) -> cl_mem::Result<SvmBufferView<'static>> {
