@@ -1232,7 +1232,547 @@ pub(crate) fn enqueue_tracked<Q: CommandQueue>(
 
 #[cfg(test)]
 mod tests {
-    use super::{conflicting, LiveMap};
+    //! The record's rules on the host: a fake queue whose events finish when a test says so,
+    //! and an `enqueue` that reports the wait list the driver would have been given.
+
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    use cl_raw::sys;
+    use smallvec::SmallVec;
+
+    use super::{
+        conflicting, enqueue_tracked, Access, CommandQueue, ExternalState, Handover, LiveMap,
+        Tracked, Tracker, Use,
+    };
+    use crate::error::{Error, Result};
+
+    /// A command's event: pending until [`Ev::finish`].
+    #[derive(Clone, Debug)]
+    struct Ev(Arc<(usize, AtomicBool)>);
+
+    impl Ev {
+        fn new() -> Ev {
+            static NEXT: AtomicUsize = AtomicUsize::new(1);
+            Ev(Arc::new((
+                NEXT.fetch_add(1, Relaxed),
+                AtomicBool::new(false),
+            )))
+        }
+
+        fn finish(&self) {
+            self.0 .1.store(true, Relaxed);
+        }
+
+        fn raw(&self) -> sys::cl_event {
+            std::ptr::without_provenance_mut(self.0 .0)
+        }
+    }
+
+    /// A queue of the fake driver; clones are the same queue.
+    #[derive(Clone)]
+    struct Fake(Arc<FakeState>);
+
+    struct FakeState {
+        key: usize,
+        in_order: bool,
+        align: usize,
+        orders_map_commands: bool,
+        flushes: AtomicUsize,
+        fail_flush: AtomicBool,
+    }
+
+    impl Fake {
+        fn with(in_order: bool, align: usize, orders_map_commands: bool) -> Fake {
+            static NEXT: AtomicUsize = AtomicUsize::new(1);
+            Fake(Arc::new(FakeState {
+                key: NEXT.fetch_add(1, Relaxed),
+                in_order,
+                align,
+                orders_map_commands,
+                flushes: AtomicUsize::new(0),
+                fail_flush: AtomicBool::new(false),
+            }))
+        }
+
+        fn in_order() -> Fake {
+            Fake::with(true, 1, false)
+        }
+
+        fn out_of_order() -> Fake {
+            Fake::with(false, 1, false)
+        }
+
+        fn flushes(&self) -> usize {
+            self.0.flushes.load(Relaxed)
+        }
+    }
+
+    impl CommandQueue for Fake {
+        type Event = Ev;
+        type Device = usize;
+
+        fn key(&self) -> usize {
+            self.0.key
+        }
+
+        fn in_order(&self) -> bool {
+            self.0.in_order
+        }
+
+        fn flush(&self) -> Result<()> {
+            if self.0.fail_flush.load(Relaxed) {
+                return Err(Error::InvalidArgument("flush failed".into()));
+            }
+            self.0.flushes.fetch_add(1, Relaxed);
+            Ok(())
+        }
+
+        fn device(&self) -> usize {
+            self.0.key
+        }
+
+        fn base_addr_align(&self) -> usize {
+            self.0.align
+        }
+
+        fn orders_map_commands(&self) -> bool {
+            self.0.orders_map_commands
+        }
+
+        fn checked_list(&self, wait: &[&Ev]) -> Result<SmallVec<[sys::cl_event; 8]>> {
+            Ok(wait.iter().map(|e| e.raw()).collect())
+        }
+
+        fn is_done(event: &Ev) -> bool {
+            event.0 .1.load(Relaxed)
+        }
+
+        fn raw(event: &Ev) -> sys::cl_event {
+            event.raw()
+        }
+    }
+
+    /// A new allocation of `size` bytes: its root view.
+    fn alloc(size: usize) -> Arc<Tracked<Fake>> {
+        Tracked::counted(Arc::default(), 0, size)
+    }
+
+    /// Enqueues one command through the record: its event and the wait list the driver got.
+    fn run(q: &Fake, uses: &[Use<'_, Fake>]) -> Result<(Ev, Vec<sys::cl_event>)> {
+        let mut seen = Vec::new();
+        let ev = enqueue_tracked(q, &[], uses, |list| {
+            seen = list.to_vec();
+            Ok(Ev::new())
+        })?;
+        Ok((ev, seen))
+    }
+
+    fn whole(t: &Tracked<Fake>, access: Access) -> Use<'_, Fake> {
+        (t, None, access)
+    }
+
+    fn enqueuing(t: &Tracked<Fake>) -> usize {
+        t.tracker.lock().enqueuing.len()
+    }
+
+    fn is_mapped<T: std::fmt::Debug>(r: Result<T>) -> bool {
+        matches!(r, Err(Error::Mapped(_)))
+    }
+
+    /// Memory last written on queue A is read on B only after the write: B's command waits for it
+    /// (A flushed first, the spec's rule for waiting across queues), A's own next command does not
+    /// (an in-order queue orders it already), and a finished write orders nothing.
+    #[test]
+    fn a_command_waits_for_another_queues_pending_write() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(256);
+        let (w, _) = run(&a, &[whole(&buf, Access::Write)])?;
+        let (_, seen) = run(&b, &[whole(&buf, Access::Read)])?;
+        assert_eq!(seen, [w.raw()]);
+        assert_eq!(a.flushes(), 1, "A flushed before B waits for it");
+        let (_, seen) = run(&a, &[whole(&buf, Access::Read)])?;
+        assert!(seen.is_empty(), "the same in-order queue: {seen:?}");
+        w.finish();
+        let (_, seen) = run(&b, &[whole(&buf, Access::Read)])?;
+        assert!(seen.is_empty(), "a finished write orders nothing: {seen:?}");
+        Ok(())
+    }
+
+    /// Reads of other queues do not order a read (they share the bytes) but do order a write.
+    #[test]
+    fn a_write_waits_for_other_queues_reads_and_a_read_does_not() -> Result<()> {
+        let (a, b, c) = (Fake::in_order(), Fake::in_order(), Fake::in_order());
+        let buf = alloc(64);
+        let (ra, _) = run(&a, &[whole(&buf, Access::Read)])?;
+        let (rb, seen) = run(&b, &[whole(&buf, Access::Read)])?;
+        assert!(seen.is_empty(), "reads share: {seen:?}");
+        assert_eq!(a.flushes(), 0, "nothing to wait for, nothing flushed");
+        let (_, mut seen) = run(&c, &[whole(&buf, Access::Write)])?;
+        seen.sort();
+        let mut want = vec![ra.raw(), rb.raw()];
+        want.sort();
+        assert_eq!(seen, want);
+        Ok(())
+    }
+
+    /// An out-of-order queue runs its commands in any order: a command waits for the conflicting
+    /// commands of its own queue too (without flushing it), and for every one still pending.
+    #[test]
+    fn an_out_of_order_queue_waits_for_its_own_pending_commands() -> Result<()> {
+        let o = Fake::out_of_order();
+        let buf = alloc(64);
+        let (w1, _) = run(&o, &[whole(&buf, Access::Write)])?;
+        let (r, seen) = run(&o, &[whole(&buf, Access::Read)])?;
+        assert_eq!(seen, [w1.raw()]);
+        let (_, seen) = run(&o, &[whole(&buf, Access::Write)])?;
+        assert_eq!(seen, [w1.raw(), r.raw()]);
+        assert_eq!(o.flushes(), 0, "a queue is not flushed for itself");
+        // The in-order queue beside it sees the out-of-order queue's pending commands as any other.
+        let i = Fake::in_order();
+        let (_, seen) = run(&i, &[whole(&buf, Access::Read)])?;
+        assert_eq!(
+            seen.len(),
+            2,
+            "both pending writes of the other queue: {seen:?}"
+        );
+        Ok(())
+    }
+
+    /// Commands are ordered per allocation (a command on other bytes of the same allocation is a
+    /// spurious but harmless wait), never across allocations; maps are exclusive per byte range.
+    #[test]
+    fn commands_are_ordered_per_allocation_and_maps_per_byte_range() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(256);
+        let (lo, hi) = (buf.view(0, 128), buf.view(128, 128));
+        let other = alloc(256);
+        let (w, _) = run(&a, &[(&lo, Some((0, 64)), Access::Write)])?;
+        let (_, seen) = run(&b, &[(&hi, Some((0, 8)), Access::Read)])?;
+        assert_eq!(
+            seen,
+            [w.raw()],
+            "disjoint bytes of one allocation still order"
+        );
+        let (_, seen) = run(&b, &[(&buf, Some((32, 64)), Access::Read)])?;
+        assert_eq!(seen, [w.raw()], "overlapping bytes order");
+        let (_, seen) = run(&b, &[whole(&other, Access::Write)])?;
+        assert!(seen.is_empty(), "another allocation: {seen:?}");
+        // Maps: the sub-buffers map disjoint bytes at once, the root over both cannot.
+        let (_m1, _) = lo.claim_map(&a, (0, 128), true)?;
+        let (_m2, _) = hi.claim_map(&a, (0, 128), true)?;
+        assert!(is_mapped(buf.claim_map(&a, (120, 16), false)));
+        Ok(())
+    }
+
+    /// Any number of read maps of a byte, at most one writable map and nothing beside it; a view's
+    /// range is taken at its offset in the allocation; a map's claim gives its bytes back on drop.
+    #[test]
+    fn maps_are_exclusive_and_released_on_drop() -> Result<()> {
+        let q = Fake::in_order();
+        let buf = alloc(256);
+        let (r1, _) = buf.claim_map(&q, (0, 64), false)?;
+        let (r2, _) = buf.claim_map(&q, (32, 64), false)?;
+        assert!(
+            is_mapped(buf.claim_map(&q, (60, 10), true)),
+            "a write over reads"
+        );
+        let (w, _) = buf.claim_map(&q, (96, 32), true)?;
+        let view = buf.view(120, 64);
+        assert!(
+            is_mapped(view.claim_map(&q, (0, 8), false)),
+            "the view's byte 0 is 120"
+        );
+        let (vm, _) = view.claim_map(&q, (8, 8), true)?;
+        assert_eq!(buf.live_maps(), 4);
+        drop(vm);
+        assert_eq!(buf.live_maps(), 3);
+        drop(r1);
+        assert!(
+            is_mapped(buf.claim_map(&q, (60, 10), true)),
+            "r2 still covers 60..70"
+        );
+        drop(r2);
+        let (w2, _) = buf.claim_map(&q, (60, 10), true)?;
+        drop(w);
+        assert!(
+            is_mapped(buf.claim_map_whole(&q, false)),
+            "60..70 is mapped for writing"
+        );
+        drop(w2);
+        buf.claim_map_whole(&q, true)?;
+        Ok(())
+    }
+
+    /// A command that writes bytes under a live map, or touches bytes under a writable map, is
+    /// refused before the driver sees it; disjoint bytes are free; the refusal ends with the map.
+    #[test]
+    fn commands_under_a_live_map_are_refused_until_it_is_released() -> Result<()> {
+        let q = Fake::in_order();
+        let buf = alloc(256);
+        let (read_map, _) = buf.claim_map(&q, (0, 64), false)?;
+        let (write_map, _) = buf.claim_map(&q, (128, 64), true)?;
+        run(&q, &[(&buf, Some((0, 64)), Access::Read)])?;
+        let mut called = false;
+        let refused = enqueue_tracked(&q, &[], &[(&buf, Some((32, 8)), Access::Write)], |_| {
+            called = true;
+            Ok(Ev::new())
+        });
+        assert!(is_mapped(refused) && !called, "a write under a read map");
+        assert!(is_mapped(run(&q, &[(&buf, Some((150, 1)), Access::Read)])));
+        assert!(is_mapped(buf.hold((0, 8), true)), "a transfer's hold too");
+        run(&q, &[(&buf, Some((64, 64)), Access::Write)])?;
+        let _hold = buf.hold((64, 64), true)?;
+        drop((read_map, write_map));
+        run(&q, &[whole(&buf, Access::Write)])?;
+        Ok(())
+    }
+
+    /// A map waits for the pending commands of other queues as a command does: a read map for
+    /// writes, a writable map for reads too.
+    #[test]
+    fn a_map_waits_for_other_queues_pending_commands() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(128);
+        let (w, _) = run(&a, &[(&buf, Some((0, 64)), Access::Write)])?;
+        let (r, _) = run(&a, &[(&buf, Some((64, 64)), Access::Read)])?;
+        let (m, waits) = buf.claim_map(&b, (0, 8), false)?;
+        assert_eq!(waits.iter().map(Ev::raw).collect::<Vec<_>>(), [w.raw()]);
+        assert_eq!(a.flushes(), 1);
+        drop(m);
+        let (_, waits) = buf.claim_map(&b, (64, 8), true)?;
+        assert_eq!(
+            waits.iter().map(Ev::raw).collect::<Vec<_>>(),
+            [w.raw(), r.raw()]
+        );
+        Ok(())
+    }
+
+    /// A failed enqueue records nothing and gives its claims back: a later map is not held off,
+    /// and a later command on another queue waits for what was recorded before only.
+    #[test]
+    fn a_failed_enqueue_leaves_the_record_unchanged() -> Result<()> {
+        let (a, b, c) = (Fake::in_order(), Fake::in_order(), Fake::in_order());
+        let buf = alloc(64);
+        let (w, _) = run(&a, &[whole(&buf, Access::Write)])?;
+        let failed = enqueue_tracked(&b, &[], &[whole(&buf, Access::Write)], |_| {
+            Err(Error::InvalidArgument("the driver refused".into()))
+        });
+        assert!(matches!(failed, Err(Error::InvalidArgument(_))));
+        assert_eq!((buf.recorded_commands(), enqueuing(&buf)), (1, 0));
+        let (_, seen) = run(&c, &[whole(&buf, Access::Write)])?;
+        assert_eq!(seen, [w.raw()], "nothing of the failed command on b");
+        let (_m, _) = buf.claim_map(&c, (0, 64), true)?;
+        Ok(())
+    }
+
+    /// A command over several allocations refused on one of them (mapped) reaches no driver and
+    /// gives back the claims it took on the others.
+    #[test]
+    fn a_refused_use_releases_the_claims_of_the_others() -> Result<()> {
+        let q = Fake::in_order();
+        let (src, dst) = (alloc(64), alloc(64));
+        let (_map, _) = dst.claim_map(&q, (0, 64), false)?;
+        let mut called = false;
+        let refused = enqueue_tracked(
+            &q,
+            &[],
+            &[whole(&src, Access::Read), whole(&dst, Access::Write)],
+            |_| {
+                called = true;
+                Ok(Ev::new())
+            },
+        );
+        assert!(is_mapped(refused) && !called);
+        assert_eq!((enqueuing(&src), src.recorded_commands()), (0, 0));
+        Ok(())
+    }
+
+    /// A flush that fails (the queue to wait for) fails the command and releases its claim.
+    #[test]
+    fn a_failed_flush_releases_the_claim() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(64);
+        run(&a, &[whole(&buf, Access::Write)])?;
+        a.0.fail_flush.store(true, Relaxed);
+        let failed = run(&b, &[whole(&buf, Access::Read)]);
+        assert!(matches!(failed, Err(Error::InvalidArgument(_))));
+        assert_eq!((enqueuing(&buf), buf.recorded_commands()), (0, 1));
+        assert!(
+            buf.claim_map(&b, (0, 8), false).is_err(),
+            "the flush is still needed"
+        );
+        a.0.fail_flush.store(false, Relaxed);
+        buf.claim_map(&b, (0, 8), false)?;
+        Ok(())
+    }
+
+    /// Between its check and its record (the driver call) a command holds a claim: a map of its
+    /// bytes claimed meanwhile waits for the record, a map of other bytes does not; a claim
+    /// dropped without `done` records nothing.
+    #[test]
+    fn a_command_claim_holds_off_overlapping_maps_until_recorded() -> Result<()> {
+        let q = Fake::in_order();
+        let buf = alloc(128);
+        let (claim, _) = buf.before(&q, Some((0, 64)), Access::Write)?;
+        assert_eq!(enqueuing(&buf), 1);
+        let (other, _) = buf.claim_map(&q, (64, 64), true)?;
+        std::thread::scope(|s| -> Result<()> {
+            let (tx, rx) = mpsc::channel();
+            let buf = &buf;
+            let q2 = q.clone();
+            s.spawn(move || {
+                let got = buf.claim_map(&q2, (32, 8), false).map(|_| ());
+                tx.send(got).ok();
+            });
+            assert!(
+                rx.recv_timeout(Duration::from_millis(100)).is_err(),
+                "the map waited"
+            );
+            claim.done(&q, &Ev::new());
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("the map ran")?;
+            Ok(())
+        })?;
+        assert_eq!((enqueuing(&buf), buf.recorded_commands()), (0, 1));
+        drop(other);
+        let (claim, _) = buf.before(&q, None, Access::Read)?;
+        drop(claim);
+        assert_eq!((enqueuing(&buf), buf.recorded_commands()), (0, 1));
+        Ok(())
+    }
+
+    /// An in-order queue's record holds its last write and last read, however many commands are
+    /// pending; an out-of-order queue's is swept of finished commands as it grows; a queue whose
+    /// commands all finished is forgotten.
+    #[test]
+    fn the_record_stays_bounded() -> Result<()> {
+        let (i, o) = (Fake::in_order(), Fake::out_of_order());
+        let buf = alloc(64);
+        for _ in 0..40 {
+            run(&i, &[whole(&buf, Access::Write)])?;
+            run(&i, &[whole(&buf, Access::Read)])?;
+        }
+        assert_eq!(buf.recorded_commands(), 2);
+        let other = alloc(64);
+        let mut pending = Vec::new();
+        for _ in 0..8 {
+            pending.push(run(&o, &[whole(&other, Access::Write)])?.0);
+        }
+        assert_eq!(
+            other.recorded_commands(),
+            8,
+            "every pending out-of-order command counts"
+        );
+        pending.iter().for_each(Ev::finish);
+        run(&o, &[whole(&other, Access::Write)])?;
+        assert_eq!(other.recorded_commands(), 1, "swept at 8");
+        // `i`'s commands finish: after the next prune only `o` is left.
+        let (w, _) = run(&i, &[whole(&other, Access::Write)])?;
+        w.finish();
+        for _ in 0..super::PRUNE_EVERY {
+            run(&o, &[whole(&other, Access::Read)])?;
+        }
+        assert_eq!(other.tracker.lock().queues.len(), 1);
+        Ok(())
+    }
+
+    /// Where the platform needs it (PoCL), a map or unmap command waits for the allocation's
+    /// previous one still pending (its other queue flushed first); elsewhere nothing is added.
+    #[test]
+    fn map_commands_run_one_after_another_where_the_quirk_says() -> Result<()> {
+        let (a, b) = (Fake::with(true, 1, true), Fake::with(true, 1, true));
+        let buf = alloc(64);
+        let map = |q: &Fake| {
+            let mut seen = Vec::new();
+            let ((), ev) = buf.map_command(q, SmallVec::new(), |list| {
+                seen = list.to_vec();
+                Ok(((), Ev::new()))
+            })?;
+            Ok::<_, Error>((ev, seen))
+        };
+        let (e1, seen) = map(&a)?;
+        assert!(seen.is_empty());
+        let (e2, seen) = map(&b)?;
+        assert_eq!((seen, a.flushes()), (vec![e1.raw()], 1));
+        e2.finish();
+        let (_, seen) = map(&a)?;
+        assert!(seen.is_empty(), "a finished command orders nothing");
+        let plain = Fake::in_order();
+        let mut seen = vec![Ev::new().raw()];
+        buf.map_command(&plain, SmallVec::new(), |list| {
+            seen = list.to_vec();
+            Ok(((), Ev::new()))
+        })?;
+        assert!(seen.is_empty(), "no quirk, no order: {seen:?}");
+        Ok(())
+    }
+
+    /// A sub-buffer origin its queue's device cannot address is refused before the driver.
+    #[test]
+    fn a_misaligned_origin_is_refused_on_its_device() -> Result<()> {
+        let q = Fake::with(true, 128, false);
+        let buf = alloc(512);
+        let bad = buf.view(64, 64);
+        assert!(matches!(
+            bad.before(&q, None, Access::Read),
+            Err(Error::Misaligned {
+                value: 64,
+                alignment: 128,
+                ..
+            })
+        ));
+        assert!(bad.claim_map(&q, (0, 8), false).is_err());
+        buf.view(256, 64).before(&q, None, Access::Read)?;
+        Ok(())
+    }
+
+    /// The acquire and release commands of external memory, counted.
+    struct Switch(Arc<AtomicUsize>);
+
+    impl Handover<Fake> for Switch {
+        fn enqueue(&self, _queue: &Fake, _acquire: bool, _wait: &[sys::cl_event]) -> Result<Ev> {
+            self.0.fetch_add(1, Relaxed);
+            Ok(Ev::new())
+        }
+    }
+
+    /// Memory handed back to the API that exported it takes no command or map until acquired
+    /// again, is not handed back while mapped, and is handed back when its record goes.
+    #[test]
+    fn external_memory_is_used_only_while_acquired() -> Result<()> {
+        let q = Fake::in_order();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let tracker: Arc<Tracker<Fake>> = Arc::default();
+        tracker.lock().external = Some(ExternalState::acquired_on(
+            &q,
+            Box::new(Switch(Arc::clone(&calls))),
+        ));
+        let buf = Tracked::counted(tracker, 0, 64);
+        let (map, _) = buf.claim_map(&q, (0, 8), false)?;
+        assert!(is_mapped(buf.switch_external(&q, &[], false)));
+        drop(map);
+        buf.switch_external(&q, &[], false)?;
+        assert!(matches!(
+            run(&q, &[whole(&buf, Access::Read)]),
+            Err(Error::HandedBack(_))
+        ));
+        assert!(matches!(
+            buf.claim_map(&q, (0, 8), false),
+            Err(Error::HandedBack(_))
+        ));
+        assert!(
+            buf.switch_external(&q, &[], false).is_err(),
+            "already handed back"
+        );
+        buf.switch_external(&q, &[], true)?;
+        run(&q, &[whole(&buf, Access::Write)])?;
+        assert_eq!(calls.load(Relaxed), 2);
+        drop(buf);
+        assert_eq!(calls.load(Relaxed), 3, "released when the record went");
+        Ok(())
+    }
 
     fn map(id: u64, start: usize, end: usize, write: bool) -> LiveMap {
         LiveMap {
