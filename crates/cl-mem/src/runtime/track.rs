@@ -24,7 +24,6 @@
 //! host tests at the end run its rules against a fake queue, without a device; the crate uses one
 //! instantiation, `Queue`, the default type argument everywhere.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
@@ -361,28 +360,22 @@ pub(crate) trait ArgMemory {
     fn end_command(&self) {}
 }
 
-impl ArgMemory for Tracked {
-    fn tracked(&self) -> Option<&Tracked> {
-        Some(self)
-    }
-}
-
-/// The keep-alive a kernel argument of tracked memory (a buffer, an image, a `Memory` from one)
-/// holds: how the kernel finds the record, and how the record counts the kernel's *slots*
+/// What a kernel argument of tracked memory (a buffer, an image, a `Memory` from one) keeps
+/// alive: how the kernel finds the record, and how the record counts the kernel's *slots*
 /// ([`ArgMemory::slot`]) as handles. The view itself is not counted: the commands enqueued with
 /// the argument keep it until they complete, and they cannot start new work (a pool may hand the
 /// memory out again once only they are left, see [`Tracked::is_sole_handle`]).
 pub(crate) struct ArgHold(Tracked);
 
 impl ArgHold {
-    /// A keep-alive for a kernel argument of `tracked`'s bytes.
-    pub(crate) fn keep_alive(tracked: &Tracked) -> Arc<dyn Any + Send + Sync> {
-        Arc::new(ArgHold(Tracked {
+    /// An uncounted view of `tracked`'s bytes.
+    pub(crate) fn new(tracked: &Tracked) -> ArgHold {
+        ArgHold(Tracked {
             tracker: Arc::clone(&tracked.tracker),
             start: tracked.start,
             end: tracked.end,
             counted: false,
-        }))
+        })
     }
 }
 
@@ -400,31 +393,6 @@ impl ArgMemory for ArgHold {
             handles.fetch_sub(1, Ordering::Release);
         }
     }
-}
-
-/// A kernel argument's keep-alive that names its memory through the seam: what memory kinds
-/// other than buffers (SVM) hand to kernels, so this module needs no knowledge of them.
-pub(crate) struct Hold(pub(crate) Arc<dyn ArgMemory + Send + Sync>);
-
-impl Hold {
-    /// `memory` as a kernel argument's keep-alive.
-    pub(crate) fn keep_alive(
-        memory: Arc<dyn ArgMemory + Send + Sync>,
-    ) -> Arc<dyn Any + Send + Sync> {
-        Arc::new(Hold(memory))
-    }
-}
-
-/// The memory behind a kernel argument's keep-alive, when it is of a kind this crate made.
-pub(crate) fn arg_memory(keep_alive: &Arc<dyn Any + Send + Sync>) -> Option<&dyn ArgMemory> {
-    let any: &(dyn Any + Send + Sync) = &**keep_alive;
-    if let Some(t) = any.downcast_ref::<ArgHold>() {
-        return Some(t);
-    }
-    if let Some(t) = any.downcast_ref::<Tracked>() {
-        return Some(t);
-    }
-    any.downcast_ref::<Hold>().map(|h| &*h.0 as &dyn ArgMemory)
 }
 
 /// True once the command finished (successfully or not) or its state cannot be read.
