@@ -1759,7 +1759,10 @@ mod tests {
         // A registry key only: the record makes no driver call here.
         let root = Tracked::new_root(std::ptr::without_provenance_mut(0x5eed), 64);
         let kept = KeepAlive::tracked(&root);
-        assert!(Tracked::is_sole_handle(&root), "the keep-alive alone is no handle");
+        assert!(
+            Tracked::is_sole_handle(&root),
+            "the keep-alive alone is no handle"
+        );
         let memory = kept.arg_memory().expect("this crate's memory");
         assert!(memory.tracked().is_some());
         memory.slot(true);

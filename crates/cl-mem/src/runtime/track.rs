@@ -1585,24 +1585,25 @@ mod tests {
         let buf = alloc(128);
         let (claim, _) = buf.before(&q, Some((0, 64)), Access::Write)?;
         assert_eq!(enqueuing(&buf), 1);
-        let (other, _) = buf.claim_map(&q, (64, 64), true)?;
-        std::thread::scope(|s| -> Result<()> {
+        // Maps are claimed on threads of their own: one that waits too long fails the test
+        // instead of hanging it.
+        let map = |range, write| {
             let (tx, rx) = mpsc::channel();
-            let buf = &buf;
-            let q2 = q.clone();
-            s.spawn(move || {
-                let got = buf.claim_map(&q2, (32, 8), false).map(|_| ());
-                tx.send(got).ok();
-            });
-            assert!(
-                rx.recv_timeout(Duration::from_millis(100)).is_err(),
-                "the map waited"
-            );
-            claim.done(&q, &Ev::new());
-            rx.recv_timeout(Duration::from_secs(10))
-                .expect("the map ran")?;
-            Ok(())
-        })?;
+            let (buf, q) = (Arc::clone(&buf), q.clone());
+            std::thread::spawn(move || tx.send(buf.claim_map(&q, range, write).map(|(c, _)| c)));
+            rx
+        };
+        let other = map((64, 64), true)
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a map of other bytes does not wait")?;
+        let held = map((32, 8), false);
+        assert!(
+            held.recv_timeout(Duration::from_millis(100)).is_err(),
+            "the map waited"
+        );
+        claim.done(&q, &Ev::new());
+        held.recv_timeout(Duration::from_secs(10))
+            .expect("the map ran once the command was recorded")?;
         assert_eq!((enqueuing(&buf), buf.recorded_commands()), (0, 1));
         drop(other);
         let (claim, _) = buf.before(&q, None, Access::Read)?;
