@@ -172,8 +172,8 @@ pub use runtime::device::{
 pub use runtime::event::future::EventFuture;
 pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
 pub use runtime::kernel::{
-    ArgValue, AsKernelArg, Kernel, KernelArg, KernelArgs, KernelParam, LocalMemory, NullMem,
-    ParamKind,
+    ArgValue, AsKernelArg, KeepAlive, Kernel, KernelArg, KernelArgs, KernelParam, LocalMemory,
+    NullMem, ParamKind,
 };
 pub use runtime::live::{live_objects, LiveObjects};
 pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};

@@ -1,6 +1,5 @@
 //! [`Kernel`]: a kernel with its arguments, and [`KernelArg`], what can be passed to it.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::fmt;
@@ -17,7 +16,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::program::Program;
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{arg_memory, enqueue_tracked, is_done, Access, ArgMemory, Use};
+use crate::runtime::track::{enqueue_tracked, is_done, Access, ArgHold, ArgMemory, Tracked, Use};
 use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.
@@ -29,14 +28,14 @@ pub enum ArgValue<'a> {
     /// A memory object (buffer, image, pipe); the kernel retains it until the argument changes or
     /// the kernel is dropped.
     Mem(sys::cl_mem),
-    /// A memory object whose storage belongs to something else (a buffer view of an SVM
-    /// allocation): passed as [`ArgValue::Mem`], and the kernel also holds `keep_alive` while the
-    /// argument is set (and reports each enqueue to it, see [`crate::svm`]).
+    /// A memory object the kernel also holds `keep_alive` for while the argument is set: a
+    /// buffer's or image's command record, the SVM allocation behind a buffer view of it (told
+    /// each enqueue, see [`crate::svm`]), or whatever else owns the storage.
     MemKeepAlive {
         /// The memory object.
         mem: sys::cl_mem,
-        /// Whatever owns the storage.
-        keep_alive: Arc<dyn Any + Send + Sync>,
+        /// What owns the storage or records its commands.
+        keep_alive: KeepAlive,
     },
     /// A sampler (`sampler_t`); the kernel retains it until the argument changes or the kernel
     /// is dropped.
@@ -49,8 +48,62 @@ pub enum ArgValue<'a> {
         /// The pointer.
         ptr: *const c_void,
         /// Whatever keeps the allocation alive.
-        keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+        keep_alive: Option<KeepAlive>,
     },
+}
+
+/// What a kernel holds while an argument is set ([`ArgValue::MemKeepAlive`], [`ArgValue::Svm`]).
+/// This crate's memory types make their own, through which the kernel reaches their command
+/// records; an argument type of yours keeps anything alive with `KeepAlive::from(Arc::new(x))`.
+pub struct KeepAlive(Kept);
+
+/// What a [`KeepAlive`] holds: the memory kinds kernels really keep, as values (a match, not a
+/// downcast, finds the memory behind an argument).
+enum Kept {
+    /// A buffer's or image's view of its command record.
+    Tracked(ArgHold),
+    /// Memory with its own rules, reached through the seam (an SVM allocation).
+    Memory(Arc<dyn ArgMemory + Send + Sync>),
+    /// A caller's owner of the storage: held, never looked into.
+    Owner(#[expect(dead_code, reason = "held for its drop, never read")] Arc<dyn Send + Sync>),
+}
+
+impl KeepAlive {
+    /// Keeps `tracked`'s record: the kernel orders its commands through it and counts its slot
+    /// as a handle of the allocation.
+    pub(crate) fn tracked(tracked: &Tracked) -> KeepAlive {
+        KeepAlive(Kept::Tracked(ArgHold::new(tracked)))
+    }
+
+    /// Keeps `memory` (an SVM allocation), told about the kernel's slots and enqueues.
+    pub(crate) fn memory(memory: Arc<dyn ArgMemory + Send + Sync>) -> KeepAlive {
+        KeepAlive(Kept::Memory(memory))
+    }
+
+    /// The memory behind it, when this crate made it.
+    pub(crate) fn arg_memory(&self) -> Option<&dyn ArgMemory> {
+        match &self.0 {
+            Kept::Tracked(t) => Some(t),
+            Kept::Memory(m) => Some(&**m),
+            Kept::Owner(_) => None,
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> From<Arc<T>> for KeepAlive {
+    fn from(owner: Arc<T>) -> KeepAlive {
+        KeepAlive(Kept::Owner(owner))
+    }
+}
+
+impl fmt::Debug for KeepAlive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Kept::Tracked(_) => "KeepAlive(command record)",
+            Kept::Memory(_) => "KeepAlive(memory)",
+            Kept::Owner(_) => "KeepAlive(owner)",
+        })
+    }
 }
 
 impl fmt::Debug for ArgValue<'_> {
@@ -212,8 +265,8 @@ unsafe impl KernelArg for NullMem {
 /// arguments and the commands enqueued with them; the last owner releases the handle.
 enum Held {
     Set,
-    Mem(sys::cl_mem, Option<Arc<dyn Any + Send + Sync>>),
-    Svm(Option<Arc<dyn Any + Send + Sync>>),
+    Mem(sys::cl_mem, Option<KeepAlive>),
+    Svm(Option<KeepAlive>),
     Sampler(sys::cl_sampler),
 }
 
@@ -225,7 +278,7 @@ unsafe impl Sync for Held {}
 
 impl Held {
     /// What keeps an argument's storage alive (SVM), told about each enqueue.
-    fn keep_alive(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+    fn keep_alive(&self) -> Option<&KeepAlive> {
         match self {
             Held::Mem(_, k) | Held::Svm(k) => k.as_ref(),
             Held::Set | Held::Sampler(_) => None,
@@ -1075,7 +1128,7 @@ impl Kernel {
             ArgValue::Svm {
                 keep_alive: Some(k),
                 ..
-            } => (arg_memory(k).and_then(|m| m.arg_context()), None),
+            } => (k.arg_memory().and_then(|m| m.arg_context()), None),
             _ => (None, None),
         };
         match theirs {
@@ -1167,13 +1220,13 @@ impl Kernel {
         // The old value is released when the last command that used it completes; an SVM
         // allocation counts the slots that hold it (only a slot can start new commands).
         if let Some(k) = held.keep_alive() {
-            if let Some(m) = arg_memory(k) {
+            if let Some(m) = k.arg_memory() {
                 m.slot(true);
             }
         }
         if let Some(old) = args.held[slot].replace(Arc::new(held)) {
             if let Some(k) = old.keep_alive() {
-                if let Some(m) = arg_memory(k) {
+                if let Some(m) = k.arg_memory() {
                     m.slot(false);
                 }
             }
@@ -1187,7 +1240,7 @@ impl Kernel {
         &self,
         index: u32,
         mem: sys::cl_mem,
-        keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+        keep_alive: Option<KeepAlive>,
     ) -> Result<Held> {
         // SAFETY: exclusive access; `mem` is valid (KernelArg contract) and read as a `cl_mem`
         // value.
@@ -1382,7 +1435,7 @@ impl Kernel {
             let Some(Held::Mem(_, Some(k))) = held.as_deref() else {
                 continue;
             };
-            if let Some(tracked) = arg_memory(k).and_then(|m| m.tracked()) {
+            if let Some(tracked) = k.arg_memory().and_then(|m| m.tracked()) {
                 let read_only = self
                     .params
                     .as_ref()
@@ -1399,7 +1452,7 @@ impl Kernel {
         // command is ended below, enqueued or not.
         let mut begun: SmallVec<[&dyn ArgMemory; 4]> = SmallVec::new();
         for k in args.held.iter().flatten().filter_map(|h| h.keep_alive()) {
-            if let Some(m) = arg_memory(k) {
+            if let Some(m) = k.arg_memory() {
                 if let Err(e) = m.begin_command() {
                     for b in begun {
                         b.end_command();
@@ -1641,7 +1694,7 @@ impl Args {
 /// an argument keep their own `Arc`).
 fn clear(args: &mut Args) {
     for held in args.held.iter_mut().filter_map(Option::take) {
-        if let Some(m) = held.keep_alive().and_then(|k| arg_memory(k)) {
+        if let Some(m) = held.keep_alive().and_then(KeepAlive::arg_memory) {
             m.slot(false);
         }
     }
@@ -1688,5 +1741,39 @@ impl fmt::Debug for Kernel {
             .field("raw", &self.raw)
             .field("name", &self.name)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::KeepAlive;
+    use crate::runtime::track::Tracked;
+
+    /// A buffer's keep-alive leads the kernel to its record and counts the kernel's slot as a
+    /// handle (a pool must not hand the memory out while a kernel can still start work on it); an
+    /// owner of the caller's is only held.
+    #[test]
+    fn a_keep_alive_finds_the_record_and_counts_slots() {
+        // A registry key only: the record makes no driver call here.
+        let root = Tracked::new_root(std::ptr::without_provenance_mut(0x5eed), 64);
+        let kept = KeepAlive::tracked(&root);
+        assert!(
+            Tracked::is_sole_handle(&root),
+            "the keep-alive alone is no handle"
+        );
+        let memory = kept.arg_memory().expect("this crate's memory");
+        assert!(memory.tracked().is_some());
+        memory.slot(true);
+        assert!(!Tracked::is_sole_handle(&root), "a set slot is a handle");
+        memory.slot(false);
+        assert!(Tracked::is_sole_handle(&root));
+        let owner = Arc::new(7u32);
+        let foreign = KeepAlive::from(Arc::clone(&owner));
+        assert!(foreign.arg_memory().is_none());
+        assert_eq!(Arc::strong_count(&owner), 2);
+        drop(foreign);
+        assert_eq!(Arc::strong_count(&owner), 1);
     }
 }
