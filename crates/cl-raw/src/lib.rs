@@ -60,7 +60,7 @@
 //! - `fault-injection` (off by default; never enabled by a library crate, only by the test
 //!   package `cl-tests`): [`fault::arm`] makes a chosen call of a chosen allocation or enqueue site
 //!   return a chosen status before the driver is called. Without it [`fault`] has only the list of
-//!   sites and the plan types, and each site check is an empty inline function.
+//!   sites, and each site check is an empty inline function.
 //!
 //! `cl-sys` is built with `opencl_version_2_0` and `opencl_version_2_1`.
 
