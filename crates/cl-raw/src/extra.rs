@@ -34,7 +34,7 @@ use crate::sys::{cl_context, cl_int, cl_mem, cl_mem_flags, cl_uint, cl_ulong};
 
 /// `cl_mem_properties` (3.0): the 0-terminated key/value list of `clCreateBufferWithProperties`
 /// (external memory imports are its one use here).
-pub type cl_mem_properties = cl_ulong;
+pub(crate) type cl_mem_properties = cl_ulong;
 
 /// `CL_NAME_VERSION_MAX_NAME_SIZE` (3.0): the size of [`cl_name_version::name`].
 pub(crate) const CL_NAME_VERSION_MAX_NAME_SIZE: usize = 64;
