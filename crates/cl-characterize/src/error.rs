@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::profile::DeviceType;
-
 /// A kernel-based probe PyOpenCL runs to answer a question (feature `probe` runs them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -38,8 +36,8 @@ pub enum CharacterizeError {
     /// nor a CPU (PyOpenCL: `RuntimeError`).
     #[error("unexpected AMD device type")]
     UnexpectedAmdDeviceType {
-        /// The device's type bits.
-        device_type: DeviceType,
+        /// The device's `CL_DEVICE_TYPE` bits.
+        device_type: u64,
     },
     /// The platform version string does not match `^OpenCL ([0-9]+)\.([0-9]+) .*$` (PyOpenCL:
     /// builtin `RuntimeError` from `_get_cl_version()`, raised by the SVM predicates).

@@ -73,13 +73,13 @@
 //!
 //! ```
 //! use cl_characterize::{
-//!     get_simd_group_size, local_memory_bank_count, DeviceProfile, DeviceType, LocalMemType,
+//!     get_simd_group_size, local_memory_bank_count, DeviceProfile, LocalMemType,
 //! };
 //!
 //! let dev = DeviceProfile {
 //!     name: "NVIDIA H100 80GB HBM3".into(),
 //!     vendor: "NVIDIA Corporation".into(),
-//!     device_type: DeviceType::GPU,
+//!     device_type: 4, // CL_DEVICE_TYPE_GPU
 //!     local_mem_type: LocalMemType::Local,
 //!     local_mem_size: 49152,
 //!     nv_compute_capability: Some((9, 0)),
@@ -120,10 +120,7 @@ pub use heuristics::{
     has_fine_grain_system_svm_atomics, has_src_build_cache, has_struct_arg_count_bug,
     local_memory_access_granularity, local_memory_bank_count, may_have_svm, nv_compute_capability,
     reasonable_work_group_size_multiple, simultaneous_work_items_on_local_access,
-    usable_local_mem_size, StructArgCountBug, AMD_APP_PLATFORM_NAME, APPLE_PLATFORM_NAME,
-    POCL_PLATFORM_NAME,
+    usable_local_mem_size, StructArgCountBug,
 };
-pub use profile::{
-    parse_cl_version, DeviceProfile, DeviceType, LocalMemType, PlatformProfile, SvmCapabilities,
-};
+pub use profile::{DeviceProfile, LocalMemType, PlatformProfile};
 pub use report::DeviceReport;

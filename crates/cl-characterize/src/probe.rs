@@ -34,7 +34,7 @@ use cl_raw::object::{self, Object};
 use cl_raw::sys;
 use cl_raw::ClError;
 
-use crate::profile::{DeviceProfile, DeviceType, LocalMemType, PlatformProfile, SvmCapabilities};
+use crate::profile::{DeviceProfile, LocalMemType, PlatformProfile};
 
 /// PyOpenCL's `reasonable_work_group_size_multiple` kernel, byte for byte.
 pub const WORK_GROUP_MULTIPLE_KERNEL: &str = "
@@ -397,11 +397,11 @@ pub unsafe fn profile_device(
         vendor: required(device, sys::CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR")?,
         version: required(device, sys::CL_DEVICE_VERSION, "CL_DEVICE_VERSION")?,
         driver_version: required(device, sys::CL_DRIVER_VERSION, "CL_DRIVER_VERSION")?,
-        device_type: DeviceType(required::<sys::cl_device_type>(
+        device_type: required::<sys::cl_device_type>(
             device,
             sys::CL_DEVICE_TYPE,
             "CL_DEVICE_TYPE",
-        )?),
+        )?,
         extensions: required(device, sys::CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS")?,
         local_mem_type: LocalMemType::from_raw(required::<sys::cl_device_local_mem_type>(
             device,
@@ -431,7 +431,7 @@ pub unsafe fn profile_device(
         match unsafe {
             cl_raw::device::get_info::<sys::cl_bitfield>(device, sys::CL_DEVICE_SVM_CAPABILITIES)
         } {
-            Ok(bits) => p.svm_capabilities = Some(SvmCapabilities(bits)),
+            Ok(bits) => p.svm_capabilities = Some(bits),
             Err(e) => notes.push(format!("CL_DEVICE_SVM_CAPABILITIES: {e}")),
         }
     }

@@ -15,7 +15,10 @@ use std::fmt::Write as _;
 use crate::conflict::{why_not_local_access_conflict_free, LocalAccessConflict};
 use crate::error::{CharacterizeError, Estimate};
 use crate::heuristics::*;
-use crate::profile::DeviceProfile;
+use crate::profile::{
+    device_type_names, device_type_pyopencl_string, DeviceProfile, SVM_ATOMICS,
+    SVM_COARSE_GRAIN_BUFFER, SVM_FINE_GRAIN_BUFFER, SVM_FINE_GRAIN_SYSTEM,
+};
 use crate::queried::{self, QueriedSimdGroupSize};
 
 /// Item sizes `pyopencl_probe.py` asks about.
@@ -74,7 +77,7 @@ pub struct PyOpenClCharacterization {
     pub version: String,
     /// Driver version.
     pub driver_version: String,
-    /// `cl.device_type.to_string(dev.type)`, quirks included ([`crate::DeviceType::pyopencl_string`]).
+    /// `cl.device_type.to_string(dev.type)`, quirks included (`ALL`, `_is_bitfield`).
     #[cfg_attr(feature = "serde", serde(rename = "type"))]
     pub device_type: String,
     /// Platform name.
@@ -243,7 +246,7 @@ impl DeviceReport {
             vendor: dev.vendor.clone(),
             version: dev.version.clone(),
             driver_version: dev.driver_version.clone(),
-            device_type: dev.device_type.pyopencl_string(),
+            device_type: device_type_pyopencl_string(dev.device_type),
             platform: dev.platform.name.clone(),
             platform_version: dev.platform.version.clone(),
             simd_group_size_1: simd(1),
@@ -326,8 +329,8 @@ impl DeviceReport {
             "type",
             format!(
                 "{} = {}",
-                p.device_type.bits(),
-                p.device_type.names().join(" | ")
+                p.device_type,
+                device_type_names(p.device_type).join(" | ")
             ),
         );
         row(
@@ -540,19 +543,18 @@ pub fn format_rows(rows: &[(String, String)]) -> String {
 }
 
 /// `CL_DEVICE_SVM_CAPABILITIES` by name (`"none"` for 0).
-fn svm_names(c: crate::SvmCapabilities) -> String {
-    use crate::SvmCapabilities as S;
+fn svm_names(c: u64) -> String {
     let names: Vec<&str> = [
-        (S::COARSE_GRAIN_BUFFER, "coarse-grain buffer"),
-        (S::FINE_GRAIN_BUFFER, "fine-grain buffer"),
-        (S::FINE_GRAIN_SYSTEM, "fine-grain system"),
-        (S::ATOMICS, "atomics"),
+        (SVM_COARSE_GRAIN_BUFFER, "coarse-grain buffer"),
+        (SVM_FINE_GRAIN_BUFFER, "fine-grain buffer"),
+        (SVM_FINE_GRAIN_SYSTEM, "fine-grain system"),
+        (SVM_ATOMICS, "atomics"),
     ]
     .into_iter()
-    .filter(|&(bit, _)| c.contains(bit))
+    .filter(|&(bit, _)| c & bit != 0)
     .map(|(_, n)| n)
     .collect();
-    let unknown = c.0 & !0xf;
+    let unknown = c & !0xf;
     match (names.is_empty(), unknown) {
         (true, 0) => "none".to_owned(),
         (_, 0) => names.join(", "),

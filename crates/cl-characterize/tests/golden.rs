@@ -368,7 +368,7 @@ fn intel_gpu_takes_the_amd_branch_but_the_query_does_not() {
 #[test]
 fn amd_accelerator_is_an_unexpected_device_type() {
     let mut amd = load_profile("amd-gpu-rocm-gfx1030");
-    amd.device_type = cl_characterize::DeviceType::ACCELERATOR;
+    amd.device_type = 8; // CL_DEVICE_TYPE_ACCELERATOR
     let e = get_simd_group_size(&amd, 4).unwrap_err();
     assert!(matches!(
         e,
