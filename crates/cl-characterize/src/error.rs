@@ -184,7 +184,7 @@ pub struct Estimate<T> {
 
 impl<T> Estimate<T> {
     /// A value with no warning.
-    pub fn exact(value: T) -> Self {
+    pub(crate) fn exact(value: T) -> Self {
         Self {
             value,
             warnings: Vec::new(),
@@ -192,7 +192,7 @@ impl<T> Estimate<T> {
     }
 
     /// A value with one warning (logged through `tracing`).
-    pub fn warned(value: T, warning: Warning) -> Self {
+    pub(crate) fn warned(value: T, warning: Warning) -> Self {
         emit(&warning);
         Self {
             value,
@@ -203,11 +203,6 @@ impl<T> Estimate<T> {
     /// Whether any warning says the value is a guess.
     pub fn is_guess(&self) -> bool {
         self.warnings.iter().any(Warning::is_guess)
-    }
-
-    /// The value, dropping the warnings.
-    pub fn into_value(self) -> T {
-        self.value
     }
 
     /// Maps the value, keeping the warnings.

@@ -36,7 +36,7 @@ pub fn has_amd_double_support(dev: &DeviceProfile) -> bool {
 /// `reasonable_work_group_size_multiple(dev, ctx=None)`: the NVIDIA warp size if the device
 /// reports one, else the preferred work-group-size multiple of PyOpenCL's trivial kernel.
 ///
-/// See [`crate::queried::preferred_work_group_size_multiple`] for the OpenCL 3.0 device query that
+/// See [`DeviceProfile::preferred_work_group_size_multiple`] for the OpenCL 3.0 device query that
 /// answers the same question without building a kernel.
 ///
 /// # Errors
@@ -103,7 +103,7 @@ pub fn local_memory_access_granularity(_dev: &DeviceProfile) -> u32 {
 /// `local_memory_bank_count(dev)`: 16 or 32 banks on NVIDIA by compute capability; a guess of 16
 /// elsewhere.
 ///
-/// See [`crate::queried::amd_local_mem_banks`] for AMD's queried bank count.
+/// See [`DeviceProfile::amd_local_mem_banks`] for AMD's queried bank count.
 ///
 /// # Errors
 ///

@@ -52,14 +52,14 @@
 //! Results are kept identical to PyOpenCL even where its heuristic misleads (users compare against
 //! it), and a queried alternative sits next to each ([`queried`]): `get_simd_group_size`'s `"ati"`
 //! substring matches `"Intel(R) Corporation"` (use [`queried::simd_group_size`]); the bank count is
-//! a fixed guess off NVIDIA (use [`queried::amd_local_mem_banks`] on AMD);
+//! a fixed guess off NVIDIA (read [`DeviceProfile::amd_local_mem_banks`] on AMD);
 //! `reasonable_work_group_size_multiple` builds a kernel where OpenCL 3.0 has a device query
-//! ([`queried::preferred_work_group_size_multiple`]).
+//! ([`DeviceProfile::preferred_work_group_size_multiple`]).
 //!
 //! # Features
 //!
 //! - `serde`: `Serialize`/`Deserialize` for [`DeviceProfile`] (recorded profiles are JSON) and
-//!   `Serialize` for the [`report`].
+//!   `Serialize` for the [`DeviceReport`].
 //! - `probe`: `probe::profile_device` fills a profile from a live device through `cl-raw` and runs
 //!   PyOpenCL's two kernel probes; `parity::compare` checks a report against PyOpenCL's own output;
 //!   builds the `cl-report` binary (the device report, `cargo xtask report`).
@@ -109,7 +109,7 @@ pub mod parity;
 pub mod probe;
 mod profile;
 pub mod queried;
-pub mod report;
+mod report;
 
 pub use conflict::{why_not_local_access_conflict_free, LocalAccessConflict};
 pub use error::{CharacterizeError, Estimate, Probe, Warning};
@@ -123,4 +123,4 @@ pub use heuristics::{
     usable_local_mem_size, StructArgCountBug,
 };
 pub use profile::{DeviceProfile, LocalMemType, PlatformProfile};
-pub use report::DeviceReport;
+pub use report::{format_rows, DeviceReport};
