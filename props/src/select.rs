@@ -192,7 +192,10 @@ pub fn check_text(text: &str, cat: &[PlatformEntry]) {
         Err(other) => panic!("parse of {text:?} returned a resolution error: {other:?}"),
     };
     if text.trim().is_empty() {
-        assert!(sel.is_empty(), "blank text {text:?} parsed to {sel:?}");
+        assert!(
+            sel.entries.is_empty(),
+            "blank text {text:?} parsed to {sel:?}"
+        );
     } else {
         assert_eq!(
             sel.entries.len(),

@@ -7,11 +7,12 @@ use std::hash::{Hash, Hasher};
 
 use bitflags::bitflags;
 use cl_raw::object::{self, Object};
-use cl_raw::{extra, sys, Version};
+use cl_raw::{sys, Version};
 
 use crate::error::{Error, Result};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
+use crate::runtime::extra;
 
 bitflags! {
     /// `cl_mem_flags` for buffers and images (SVM has its own flags).

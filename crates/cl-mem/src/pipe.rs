@@ -7,12 +7,13 @@
 
 use std::fmt;
 
-use cl_raw::{extra, pipe as raw, sys, Version};
+use cl_raw::{pipe as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
+use crate::runtime::extra;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 
 /// A pipe object. Owns one reference: `Clone` retains, `Drop` releases (never panics).

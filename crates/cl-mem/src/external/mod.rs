@@ -50,12 +50,13 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod raw_ext;
 
 use std::any::Any;
 use std::fmt;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 
-use cl_raw::external::{self as raw_ext, ExternalMemoryFns, SemaphoreFns};
+use cl_raw::external::{ExternalMemoryFns, SemaphoreFns};
 use cl_raw::{mem as raw_mem, sys, Version};
 
 use crate::buffer::{check_size, drop_when_destroyed, Buffer};

@@ -4,9 +4,10 @@
 use std::fmt;
 
 use bitflags::bitflags;
-use cl_raw::{device as raw, extra, sys, InfoValue, Version};
+use cl_raw::{device as raw, sys, InfoValue, Version};
 
 use crate::error::{Error, Result};
+use crate::runtime::extra;
 use crate::runtime::platform::Platform;
 
 bitflags! {
@@ -364,7 +365,7 @@ impl Device {
             return Ok(None);
         }
         // SAFETY: a 3.0 parameter asked of a 3.0 device.
-        let v: extra::cl_version = unsafe { self.info(extra::CL_DEVICE_NUMERIC_VERSION) }?;
+        let v: sys::cl_uint = unsafe { self.info(extra::CL_DEVICE_NUMERIC_VERSION) }?;
         Ok(Some(Version::from_cl_version(v)))
     }
 

@@ -502,9 +502,8 @@ impl Limits {
         let device_allows = device.version() >= Version::V2_0
             && (device.version() < Version::V3_0 || {
                 // SAFETY: a 3.0 parameter asked of a 3.0 device; `cl_bool`.
-                let b: sys::cl_bool = unsafe {
-                    device.info(cl_raw::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)
-                }?;
+                let b: sys::cl_bool =
+                    unsafe { device.info(super::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT) }?;
                 b != 0
             });
         let non_uniform = device_allows && {

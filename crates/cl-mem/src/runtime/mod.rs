@@ -5,6 +5,7 @@
 pub(crate) mod context;
 pub(crate) mod device;
 pub(crate) mod event;
+pub(crate) mod extra;
 pub(crate) mod kernel;
 pub(crate) mod live;
 pub(crate) mod partition;
