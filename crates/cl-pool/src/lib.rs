@@ -39,7 +39,7 @@
 //! | [`DevicePools`] | one pool per device of a multi-device context | - (one `MemoryPool` per context) |
 //! | [`PooledBuffer`], [`PooledSlice`], [`PooledSvm`] | a `cl_mem` / SVM pointer held by the pool | `PooledBuffer`, `PooledSVM` |
 //! | [`PinnedAllocator`] | `ALLOC_HOST_PTR` buffers, mapped | - |
-//! | [`TestAllocator`], [`SimulatedAllocator`] | - | `_TestMemoryPool`'s fake allocator |
+//! | [`SimulatedAllocator`] (host-only: replay, host benches) | - | `_TestMemoryPool`'s fake allocator |
 //! | [`FirstArgCache`], [`ContextCache`], [`clear_first_arg_caches`] | - | `first_arg_dependent_memoize`, `context_dependent_memoize`, `clear_first_arg_caches` |
 //! | [`trace`] | - | `_set_trace` (stdout only) |
 //!
@@ -66,10 +66,7 @@ mod stats;
 mod svm;
 pub mod trace;
 
-pub use allocator::{
-    Allocator, AllocatorCall, AllocatorError, HostAllocError, HostBlock, SimulatedAllocator,
-    TestAllocator,
-};
+pub use allocator::{Allocator, AllocatorError, HostAllocError, HostBlock, SimulatedAllocator};
 pub use bins::{
     alloc_size, bin_number, bitlog2, BinLayout, BinNumber, InvalidLeadingBits,
     DEFAULT_LEADING_BITS, MAX_LEADING_BITS,

@@ -2,8 +2,11 @@
 //! places and a slot's spare references past `SPARE_MAX` (64), with the host allocator shared
 //! through an `Arc` (which forwards every call, also tested here).
 #![allow(clippy::unwrap_used)]
-use cl_pool::{MemoryPool, TestAllocator};
+use cl_pool::MemoryPool;
 use std::sync::Arc;
+
+mod support;
+use support::TestAllocator;
 
 /// 50 blocks of one bin freed oldest first pass the 16-block cache twice over: the next
 /// allocations must come back newest first (PyOpenCL LIFO), with exact held figures.

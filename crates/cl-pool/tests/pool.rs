@@ -7,9 +7,12 @@
 use std::sync::{Arc, Barrier, Mutex};
 
 use cl_pool::{
-    Allocator, AllocatorCall, AllocatorError, Eviction, HostAllocError, HostBlock, MemoryPool,
-    OomMode, Policy, PoolBlock, PoolError, TestAllocator,
+    Allocator, AllocatorError, Eviction, HostAllocError, HostBlock, MemoryPool, OomMode, Policy,
+    PoolBlock, PoolError,
 };
+
+mod support;
+use support::{AllocatorCall, TestAllocator};
 
 fn figures(p: &MemoryPool<TestAllocator>) -> (usize, usize, usize, usize) {
     (
@@ -1390,4 +1393,35 @@ fn thread_cache_limits_keep_large_blocks_in_the_shared_bins() {
         ..cl_pool::ThreadCacheLimits::default()
     };
     assert_eq!(freed_by_another_thread(off), 1);
+}
+
+#[test]
+fn test_allocator_returns_nothing_for_zero() {
+    let a = TestAllocator::new();
+    assert!(a.allocate(0).unwrap().is_none());
+    assert_eq!(a.allocations(), 0);
+}
+
+#[test]
+fn test_allocator_enforces_capacity_and_injected_failures() {
+    let a = TestAllocator::with_capacity(100);
+    let b = a.allocate(60).unwrap().unwrap();
+    assert_eq!(b.size, 60);
+    let e = a.allocate(41).unwrap_err();
+    assert!(e.is_out_of_memory());
+    assert_eq!(
+        e.to_string(),
+        "out of memory: 41 bytes requested, 60 of 100 in use"
+    );
+    a.fail_next_invalid(1);
+    let e = a.allocate(1).unwrap_err();
+    assert!(!e.is_out_of_memory());
+    a.fail_next_out_of_memory(1);
+    assert!(a.allocate(1).unwrap_err().is_out_of_memory());
+    assert_eq!(a.in_use(), 60);
+    let c = a.allocate(40).unwrap().unwrap();
+    a.free(b).unwrap();
+    a.free(c).unwrap();
+    assert_eq!(a.in_use(), 0);
+    assert_eq!(a.frees(), 2);
 }

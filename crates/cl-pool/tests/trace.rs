@@ -10,7 +10,10 @@ use cl_pool::trace::{
     from_json_lines, random_trace, replay, to_json_lines, RandomTraceShape, ReplayConfig,
     ReplayReport, TraceEvent,
 };
-use cl_pool::{BinLayout, Eviction, MemoryPool, Policy, TestAllocator};
+use cl_pool::{BinLayout, Eviction, MemoryPool, Policy};
+
+mod support;
+use support::TestAllocator;
 
 /// A straightforward re-computation of PyOpenCL's algorithm (reference section 10.2) over a
 /// simulated upstream: counts only, written independently of the pool.

@@ -98,9 +98,9 @@ pub const DEFAULT_SHARDS: usize = 16;
 /// # Examples
 ///
 /// ```
-/// use cl_pool::{MemoryPool, TestAllocator};
+/// use cl_pool::{MemoryPool, SimulatedAllocator};
 ///
-/// let pool = MemoryPool::new(TestAllocator::new());
+/// let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
 /// let a = pool.allocate(1000)?;
 /// assert_eq!(a.allocated_bytes(), 1023);
 /// drop(a);
