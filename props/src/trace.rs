@@ -20,7 +20,10 @@
 use cl_pool::trace::{
     from_json_lines, replay, replay_with_timeline, to_json_lines, ReplayConfig, TraceEvent,
 };
-use cl_pool::{Eviction, OomMode, Policy, MAX_LEADING_BITS};
+use cl_pool::{Eviction, OomMode, Policy};
+
+/// The largest `leading_bits_in_bin_id` cl-pool documents as accepted (`InvalidLeadingBits`).
+const MAX_LEADING_BITS: u32 = 25;
 
 use crate::input::Input;
 

@@ -30,7 +30,7 @@
 //!
 //! | Rust | OpenCL | PyOpenCL |
 //! | --- | --- | --- |
-//! | [`bitlog2`], [`bin_number`], [`alloc_size`], [`BinLayout`] | - | `_cl.bitlog2`, `MemoryPool.bin_number`, `MemoryPool.alloc_size` |
+//! | [`MemoryPool::bin_number`], [`MemoryPool::alloc_size`], [`BinLayout`] | - | `MemoryPool.bin_number`, `MemoryPool.alloc_size` |
 //! | [`Allocator`], [`AllocatorError`] | - | `AllocatorBase` |
 //! | [`DeferredAllocator`] | `clCreateBuffer` | `DeferredAllocator` |
 //! | [`ImmediateAllocator`] | `clCreateBuffer` + `clEnqueueMigrateMemObjects` | `ImmediateAllocator` |
@@ -67,10 +67,7 @@ mod svm;
 pub mod trace;
 
 pub use allocator::{Allocator, AllocatorError, HostAllocError, HostBlock, SimulatedAllocator};
-pub use bins::{
-    alloc_size, bin_number, bitlog2, BinLayout, BinNumber, InvalidLeadingBits,
-    DEFAULT_LEADING_BITS, MAX_LEADING_BITS,
-};
+pub use bins::{BinLayout, BinNumber, InvalidLeadingBits};
 pub use buffer::{
     BufferBlock, DeferredAllocator, ForceMode, ImmediateAllocator, PooledBuffer, PooledSlice,
 };

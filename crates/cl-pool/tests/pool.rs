@@ -95,7 +95,7 @@ fn requested_and_allocated_sizes_are_both_reported() {
     for size in [1usize, 17, 100, 4097, 1 << 20, (1 << 32) + 5] {
         let b = pool.allocate(size).unwrap();
         assert_eq!(b.requested_bytes(), size);
-        assert_eq!(b.allocated_bytes(), pool.layout().rounded_size(size));
+        assert_eq!(b.allocated_bytes(), pool.alloc_size(pool.bin_number(size)));
         assert_eq!(b.block().size, b.allocated_bytes());
         assert!(b.allocated_bytes() >= size);
     }
@@ -371,7 +371,8 @@ fn larger_bins_is_bounded_by_the_bins_that_can_exist() {
     assert_eq!(huge, run(10_000));
     // The 64-byte request is served by the held 1 MiB block (a larger-bin hit), the next one
     // by a fresh block of its own bin.
-    let rounded = |n: usize| cl_pool::alloc_size(cl_pool::bin_number(n));
+    let bins = cl_pool::BinLayout::default();
+    let rounded = |n: usize| bins.alloc_size(bins.bin_number(n));
     assert_eq!(huge, (rounded(1 << 20), rounded(64), 1, 1, 2));
 }
 

@@ -441,7 +441,7 @@ fn pooled_buffer_reports_requested_and_rounded_sizes(dev: &TestDevice) -> TestRe
     for size in [1usize, 100, 1000, 4097, 1 << 20] {
         let b = pool.allocate(size)?;
         assert_eq!(b.requested_bytes(), size);
-        assert_eq!(b.allocated_bytes(), pool.layout().rounded_size(size));
+        assert_eq!(b.allocated_bytes(), pool.alloc_size(pool.bin_number(size)));
         assert_eq!(b.size_bytes(), b.allocated_bytes());
         assert_eq!(b.mem_size_bytes()?, b.allocated_bytes());
     }
