@@ -59,7 +59,7 @@ pub enum PoolError<E> {
         source: E,
     },
     /// The managed-bytes limit set on the pool (or the hard bound
-    /// [`MAX_MANAGED_BYTES`](crate::MAX_MANAGED_BYTES)) would be exceeded even with no held blocks
+    /// `isize::MAX`, see [`Policy::managed_bytes_limit`](crate::Policy::managed_bytes_limit)) would be exceeded even with no held blocks
     /// left.
     LimitReached(Box<OomReport>),
     /// The allocator answered `Ok(None)` for a non-zero size (PyOpenCL: "allocator succeeded but

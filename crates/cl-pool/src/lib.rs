@@ -77,7 +77,7 @@ pub use multi::DevicePools;
 pub use pinned::PinnedAllocator;
 pub use pool::{
     CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
-    ThreadCacheLimits, DEFAULT_SHARDS, MAX_MANAGED_BYTES,
+    ThreadCacheLimits,
 };
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 pub use svm::{PooledSvm, SvmAllocator};

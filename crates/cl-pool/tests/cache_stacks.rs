@@ -20,7 +20,7 @@ fn lifo_and_held_figures_through_overflow() {
         for (i, b) in blocks.into_iter().enumerate() {
             drop(b);
             assert_eq!(pool.held_blocks(), i + 1, "n {n} i {i}");
-            assert_eq!(pool.held_bytes(), (i + 1) * per);
+            assert_eq!(pool.stats().held_bytes, (i + 1) * per);
             let s = pool.stats();
             assert_eq!((s.held_blocks, s.active_blocks), (i + 1, n - i - 1));
         }
@@ -29,15 +29,15 @@ fn lifo_and_held_figures_through_overflow() {
         let want: Vec<u64> = ids.iter().rev().copied().collect();
         assert_eq!(got, want, "n {n}");
         assert_eq!(pool.held_blocks(), 0);
-        assert_eq!(pool.held_bytes(), 0);
+        assert_eq!(pool.stats().held_bytes, 0);
         assert_eq!(pool.allocator().allocations(), n as u64);
         drop(again);
         // a walk drains the cache; refill and drain again
         pool.free_held();
-        assert_eq!((pool.held_blocks(), pool.held_bytes()), (0, 0));
+        assert_eq!((pool.held_blocks(), pool.stats().held_bytes), (0, 0));
         let v: Vec<_> = (0..n).map(|_| pool.allocate(1000).unwrap()).collect();
         drop(v);
-        assert_eq!((pool.held_blocks(), pool.held_bytes()), (n, n * per));
+        assert_eq!((pool.held_blocks(), pool.stats().held_bytes), (n, n * per));
         let bs: usize = pool.bin_stats().iter().map(|b| b.held_blocks).sum();
         assert_eq!(bs, n);
     }

@@ -242,7 +242,10 @@ fn release_hook_returns_blocks_that_then_serve_the_request_without_freeing() {
 #[test]
 fn managed_limit_triggers_the_reclaim_path_and_then_limit_reached() {
     let pool = MemoryPool::new(TestAllocator::new());
-    pool.set_managed_limit(Some(4000));
+    pool.set_policy(Policy {
+        managed_bytes_limit: Some(4000),
+        ..pool.policy()
+    });
     drop(pool.allocate(2000).unwrap()); // 2047 held
     let a = pool.allocate(3000).unwrap(); // 3071: needs the 2047 freed
     assert_eq!(pool.managed_bytes(), 3071);
@@ -256,7 +259,10 @@ fn managed_limit_triggers_the_reclaim_path_and_then_limit_reached() {
     assert_eq!(report.rounded, 1023);
     assert_eq!(report.managed_bytes, 3071);
     assert_eq!(pool.managed_bytes(), 3071);
-    pool.set_managed_limit(None);
+    pool.set_policy(Policy {
+        managed_bytes_limit: None,
+        ..pool.policy()
+    });
     let b = pool.allocate(1000).unwrap();
     assert_eq!(pool.managed_bytes(), 4094);
     drop((a, b));
@@ -307,15 +313,14 @@ fn held_cap_frees_returned_blocks_past_the_cap() {
     drop(a);
     drop(b); // would make 2046 held > 1500: freed
     assert_eq!(pool.held_blocks(), 1);
-    assert_eq!(pool.held_bytes(), 1023);
+    assert_eq!(pool.stats().held_bytes, 1023);
     assert_eq!(pool.managed_bytes(), 1023);
     assert_eq!(pool.allocator().frees(), 1);
     pool.set_policy(Policy {
         held_bytes_cap: Some(0),
         ..Policy::default()
     });
-    pool.enforce_held_cap();
-    assert_eq!(pool.held_bytes(), 0);
+    assert_eq!(pool.stats().held_bytes, 0, "set_policy applies a cap at once");
 }
 
 #[test]
@@ -383,8 +388,17 @@ fn idle_bins_are_released_by_age() {
     for _ in 0..10 {
         drop(pool.allocate(5000).unwrap());
     }
-    assert_eq!(pool.idle_held_bytes(5), 103);
-    assert_eq!(pool.idle_held_bytes(20), 0);
+    // Held bytes of the bins no request touched in the last `n` allocations.
+    let idle_held_bytes = |n: u64| {
+        let before = pool.stats().tick.saturating_sub(n);
+        pool.bin_stats()
+            .iter()
+            .filter(|b| b.last_used_tick < before)
+            .map(|b| b.held_blocks * b.block_bytes)
+            .sum::<usize>()
+    };
+    assert_eq!(idle_held_bytes(5), 103);
+    assert_eq!(idle_held_bytes(20), 0);
     assert_eq!(pool.release_idle(5), 103);
     assert_eq!(pool.held_blocks(), 1);
     // As a policy: checked on every miss.
@@ -497,10 +511,16 @@ fn the_pool_frees_held_blocks_when_dropped() {
 
 #[test]
 fn leading_bits_change_the_rounding() {
-    let pool = MemoryPool::with_leading_bits(TestAllocator::new(), 0).unwrap();
+    let pool = MemoryPool::builder(TestAllocator::new())
+        .leading_bits(0)
+        .build()
+        .unwrap();
     assert_eq!(pool.allocate(1000).unwrap().allocated_bytes(), 1023);
     assert_eq!(pool.allocate(1024).unwrap().allocated_bytes(), 2047);
-    assert!(MemoryPool::with_leading_bits(TestAllocator::new(), 26).is_err());
+    assert!(MemoryPool::builder(TestAllocator::new())
+        .leading_bits(26)
+        .build()
+        .is_err());
 }
 
 #[test]
@@ -975,7 +995,7 @@ fn thread_caches_are_held_freed_from_other_threads_and_given_back_at_exit() {
         });
         ready_rx.recv().unwrap();
         assert_eq!(pool.held_blocks(), 3);
-        assert_eq!(pool.held_bytes(), 3 * rounded);
+        assert_eq!(pool.stats().held_bytes, 3 * rounded);
         let bins = pool.bin_stats();
         assert_eq!(bins.iter().map(|b| b.held_blocks).sum::<usize>(), 3);
         if stop {
@@ -1138,9 +1158,9 @@ fn set_policy_cap_ignores_cached_blocks() {
     });
     drop(b); // PyOpenCL-with-cap: 1023 + 1023 > cap -> freed
     assert!(
-        pool.held_bytes() <= 1023,
+        pool.stats().held_bytes <= 1023,
         "held {} > cap 1023",
-        pool.held_bytes()
+        pool.stats().held_bytes
     );
 }
 

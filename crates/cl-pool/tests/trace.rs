@@ -15,6 +15,9 @@ use cl_pool::{BinLayout, Eviction, MemoryPool, Policy};
 mod support;
 use support::TestAllocator;
 
+/// The most bytes a pool manages (`Policy::managed_bytes_limit`'s documented bound).
+const MAX_MANAGED_BYTES: usize = isize::MAX as usize;
+
 /// A straightforward re-computation of PyOpenCL's algorithm (reference section 10.2) over a
 /// simulated upstream: counts only, written independently of the pool.
 fn pyopencl_recompute(trace: &[TraceEvent], capacity: usize, l: u32) -> ReplayReport {
@@ -325,11 +328,11 @@ fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
         TraceEvent::Free { id: 0 },
         TraceEvent::Alloc {
             id: 2,
-            size: cl_pool::MAX_MANAGED_BYTES / 2 + 1,
+            size: MAX_MANAGED_BYTES / 2 + 1,
         },
         TraceEvent::Alloc {
             id: 3,
-            size: cl_pool::MAX_MANAGED_BYTES / 2 + 1,
+            size: MAX_MANAGED_BYTES / 2 + 1,
         },
         TraceEvent::Alloc { id: 4, size: 100 },
     ];
@@ -341,7 +344,7 @@ fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
     assert_eq!(report.requests, 5);
     // The huge request, and the second of two halves (the sum would pass the bound).
     assert_eq!(report.failures, 2);
-    assert!(report.peak_managed_bytes <= cl_pool::MAX_MANAGED_BYTES);
+    assert!(report.peak_managed_bytes <= MAX_MANAGED_BYTES);
 
     let pool = MemoryPool::new(cl_pool::SimulatedAllocator::new(usize::MAX));
     let err = pool.allocate(usize::MAX).unwrap_err();
@@ -361,7 +364,7 @@ fn per_thread_deltas_wrap_while_the_figures_stay_exact() {
         TraceEvent::Free { id: 1 },
         TraceEvent::Alloc {
             id: 2,
-            size: cl_pool::MAX_MANAGED_BYTES,
+            size: MAX_MANAGED_BYTES,
         },
         TraceEvent::Free { id: 2 },
     ];
@@ -375,6 +378,6 @@ fn per_thread_deltas_wrap_while_the_figures_stay_exact() {
     assert_eq!(report.oom_frees, 1);
     let last = timeline.last().unwrap();
     assert_eq!(last.active_bytes, 0);
-    assert_eq!(last.held_bytes, cl_pool::MAX_MANAGED_BYTES);
-    assert_eq!(last.managed_bytes, cl_pool::MAX_MANAGED_BYTES);
+    assert_eq!(last.held_bytes, MAX_MANAGED_BYTES);
+    assert_eq!(last.managed_bytes, MAX_MANAGED_BYTES);
 }
