@@ -76,8 +76,7 @@ pub use error::{OomReport, PoolError};
 pub use multi::DevicePools;
 pub use pinned::PinnedAllocator;
 pub use pool::{
-    CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
-    ThreadCacheLimits,
+    Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder, ThreadCacheLimits,
 };
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 pub use svm::{PooledSvm, SvmAllocator};

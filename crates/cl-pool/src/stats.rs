@@ -164,7 +164,7 @@ fn lossy_f64(v: u64) -> f64 {
     v as f64
 }
 
-/// What a [`CounterScope`](crate::CounterScope) saw between its start and its end.
+/// What a [`MemoryPool::scope`](crate::MemoryPool::scope) saw between its start and its end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScopeReport {
     /// Highest `active_bytes` during the scope.

@@ -469,16 +469,17 @@ fn per_bin_statistics_match_hand_computed_values() {
 fn nested_scopes_report_phase_peaks_without_resetting_the_global_peak() {
     let pool = MemoryPool::new(TestAllocator::new());
     drop(pool.allocate(10_000).unwrap());
-    let outer = pool.scope();
-    let x = pool.allocate(1000).unwrap();
-    let inner = pool.scope();
-    let y = pool.allocate(500).unwrap();
-    drop(y);
-    let r_inner = inner.finish();
-    drop(x);
-    let z = pool.allocate(2000).unwrap();
-    drop(z);
-    let r_outer = outer.finish();
+    let (r_inner, r_outer) = pool.scope(|| {
+        let x = pool.allocate(1000).unwrap();
+        let ((), r_inner) = pool.scope(|| {
+            let y = pool.allocate(500).unwrap();
+            drop(y);
+        });
+        drop(x);
+        let z = pool.allocate(2000).unwrap();
+        drop(z);
+        r_inner
+    });
     assert_eq!(r_inner.peak_active_bytes, 1500);
     assert_eq!(r_inner.misses, 1);
     assert_eq!(r_outer.peak_active_bytes, 2000);

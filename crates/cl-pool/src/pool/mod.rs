@@ -8,7 +8,7 @@ mod scope;
 
 pub use self::blocks::{LocalBlock, PoolBlock};
 pub use self::policy::{Eviction, OomMode, Policy, ThreadCacheLimits};
-pub use self::scope::CounterScope;
+use self::scope::CounterScope;
 
 use std::fmt;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed, SeqCst};
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use crate::allocator::Allocator;
 use crate::bins::{BinLayout, BinNumber, InvalidLeadingBits};
 use crate::error::PoolError;
-use crate::stats::{BinStats, PoolStats};
+use crate::stats::{BinStats, PoolStats, ScopeReport};
 use crate::trace::TraceEvent;
 
 use self::blocks::WideBin;
@@ -832,10 +832,18 @@ impl<A: Allocator> MemoryPool<A> {
         i.peak_managed.store(i.managed_bytes.load(Relaxed), Relaxed);
     }
 
-    /// Opens a counter scope: [`CounterScope::finish`] gives the peaks and counts of the phase
-    /// without resetting the global peaks. Scopes nest (close them in reverse order of opening);
-    /// while a scope is open each counter increase costs one more atomic compare.
-    pub fn scope(&self) -> CounterScope<A> {
+    /// Runs `f` as a phase of the pool's life and reports its peaks and counts, without
+    /// resetting the global peaks. Scopes nest (a scope inside `f` reports its own phase and the
+    /// enclosing one sees everything); while a scope is open each counter increase costs one
+    /// more atomic compare.
+    pub fn scope<R>(&self, f: impl FnOnce() -> R) -> (R, ScopeReport) {
+        let mut scope = self.open_scope();
+        let r = f();
+        (r, scope.close())
+    }
+
+    /// Opens a counter scope; it closes when its report is taken, or on drop (a panicking `f`).
+    fn open_scope(&self) -> CounterScope<A> {
         let i = &*self.inner;
         let before = self.stats();
         let mut stack = i.scope_stack.lock();
