@@ -774,7 +774,7 @@ fn local_blocks_count_and_return_like_pooled_blocks() {
     assert_eq!((a.requested_bytes(), a.allocated_bytes()), (1000, 1023));
     let id = a.block().id;
     assert_eq!(figures(&pool), (0, 1, 1023, 1000));
-    a.release();
+    drop(a);
     assert_eq!(figures(&pool), (1, 0, 1023, 0));
     let b = pool.allocate(1001).unwrap();
     assert_eq!(b.block().id, id);
