@@ -418,12 +418,12 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     assert_eq!(out, filled(11, n));
     drop((x, y));
     let _x2 = pools.allocate(a, n * 4)?;
-    let stats = pools.stats();
+    let stats: Vec<_> = pools.pools().iter().map(|(_, p)| p.stats()).collect();
     assert_eq!(stats.len(), m.queues.len());
-    assert_eq!((stats[0].1.hits, stats[0].1.misses), (1, 1));
-    assert_eq!((stats[1].1.hits, stats[1].1.misses), (0, 1));
-    assert_eq!(stats[1].1.held_blocks, 1);
-    assert_eq!(pools.total_stats().misses, 2);
+    assert_eq!((stats[0].hits, stats[0].misses), (1, 1));
+    assert_eq!((stats[1].hits, stats[1].misses), (0, 1));
+    assert_eq!(stats[1].held_blocks, 1);
+    assert_eq!(stats.iter().map(|s| s.misses).sum::<u64>(), 2);
     // Bad input.
     for (what, r) in [
         (
@@ -450,11 +450,11 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     // A queue on the same (interned) device in another context: refused, nothing counted.
     let elsewhere = Context::new(&[*a.device()])?;
     let foreign = Queue::new(&elsewhere, a.device())?;
-    let before = one.stats()[0].1.upstream_allocations;
+    let before = one.pools()[0].1.stats().upstream_allocations;
     if one.allocate(&foreign, 64).is_ok() {
         return Err(fail("a queue of another context was served"));
     }
-    assert_eq!(one.stats()[0].1.upstream_allocations, before);
+    assert_eq!(one.pools()[0].1.stats().upstream_allocations, before);
     Ok(())
 }
 
