@@ -44,8 +44,8 @@
 //! | [`trace`] | - | `_set_trace` (stdout only) |
 //!
 //! Crate features: `serde` (default): trace JSON lines ([`trace::to_json_lines`],
-//! [`trace::from_json_lines`]), serde derives on [`trace::TraceEvent`] and
-//! [`trace::pytorch_snapshot`]. Without it the pool, recording, replay and the SVG plots remain.
+//! [`trace::from_json_lines`]) and serde derives on [`trace::TraceEvent`]. Without it the pool,
+//! recording and replay remain.
 //!
 //! Safety model: no `unsafe` code (`#![forbid(unsafe_code)]`). Every OpenCL call goes through
 //! `cl-mem`, and no allocator (so no OpenCL) call is made while one of the pool's locks is held.

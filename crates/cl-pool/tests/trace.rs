@@ -6,14 +6,34 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use cl_pool::trace::{
-    from_json_lines, random_trace, replay, to_json_lines, RandomTraceShape, ReplayConfig,
-    ReplayReport, TraceEvent,
-};
+use cl_pool::trace::{from_json_lines, replay, to_json_lines, ReplayConfig, ReplayReport, TraceEvent};
 use cl_pool::{BinLayout, Eviction, MemoryPool, Policy};
 
 mod support;
 use support::TestAllocator;
+
+// The trace tools of the examples (random traces, plots, snapshots), tested here.
+#[path = "../examples/support/mod.rs"]
+mod trace_tools;
+use trace_tools::{pytorch_snapshot, random_trace, timeline_svg, RandomTraceShape};
+
+/// `peak managed / peak active`: the memory a replay held at its peak per byte in use.
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "a ratio of byte counts; 52 bits of mantissa are plenty"
+)]
+fn managed_to_active_at_peak(r: &ReplayReport) -> f64 {
+    r.peak_managed_bytes as f64 / r.peak_active_bytes as f64
+}
+
+/// `hits / requests`.
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "a ratio of counts; 52 bits of mantissa are plenty"
+)]
+fn hit_rate(r: &ReplayReport) -> f64 {
+    r.hits as f64 / r.requests as f64
+}
 
 /// The most bytes a pool manages (`Policy::managed_bytes_limit`'s documented bound).
 const MAX_MANAGED_BYTES: usize = isize::MAX as usize;
@@ -198,7 +218,7 @@ fn a_1_25x_managed_limit_is_enforced_and_still_serves_85_percent_hits() {
         };
         let trace = random_trace(&shape);
         let unbounded = replay(&trace, &ReplayConfig::default()).unwrap();
-        let ratio = unbounded.managed_to_active_at_peak();
+        let ratio = managed_to_active_at_peak(&unbounded);
         assert!(
             ratio > 2.9 && ratio < 3.3,
             "seed {seed}: unbounded ratio {ratio}"
@@ -220,15 +240,15 @@ fn a_1_25x_managed_limit_is_enforced_and_still_serves_85_percent_hits() {
             },
         )
         .unwrap();
-        let ratio = capped.managed_to_active_at_peak();
+        let ratio = managed_to_active_at_peak(&capped);
         assert!(
             ratio <= 1.25,
             "seed {seed}: the managed limit was overshot: ratio {ratio}"
         );
         assert!(
-            capped.hit_rate() >= 0.85,
+            hit_rate(&capped) >= 0.85,
             "seed {seed}: hits {}",
-            capped.hit_rate()
+            hit_rate(&capped)
         );
         assert_eq!(capped.failures, 0);
     }
@@ -242,8 +262,15 @@ fn timeline_follows_the_gauges_and_plots_as_svg() {
         TraceEvent::Free { id: 1 },
         TraceEvent::Free { id: 2 },
     ];
-    let (report, t) =
-        cl_pool::trace::replay_with_timeline(&trace, &ReplayConfig::default()).unwrap();
+    let report = replay(
+        &trace,
+        &ReplayConfig {
+            timeline: true,
+            ..ReplayConfig::default()
+        },
+    )
+    .unwrap();
+    let t = &report.timeline;
     assert_eq!(report.upstream_allocations, 2);
     let got: Vec<_> = t
         .iter()
@@ -258,7 +285,7 @@ fn timeline_follows_the_gauges_and_plots_as_svg() {
             (1126, 0, 1126)
         ]
     );
-    let svg = cl_pool::trace::timeline_svg(&t, "a <small> trace");
+    let svg = timeline_svg(t, "a <small> trace");
     assert!(svg.starts_with("<svg"));
     assert!(svg.contains("a &lt;small&gt; trace"));
     assert_eq!(svg.matches("<path").count(), 2);
@@ -274,7 +301,7 @@ fn pytorch_snapshot_lists_segments_and_events() {
         TraceEvent::Free { id: 2 },
         TraceEvent::Free { id: 3 },
     ];
-    let snap = cl_pool::trace::pytorch_snapshot(&trace, &ReplayConfig::default()).unwrap();
+    let snap = pytorch_snapshot(&trace, &ReplayConfig::default()).unwrap();
     let segs = snap["segments"].as_array().unwrap();
     assert_eq!(segs.len(), 2);
     assert_eq!(segs[0]["address"], 0);
@@ -370,9 +397,11 @@ fn per_thread_deltas_wrap_while_the_figures_stay_exact() {
     ];
     let config = ReplayConfig {
         leading_bits: 7,
+        timeline: true,
         ..ReplayConfig::default()
     };
-    let (report, timeline) = cl_pool::trace::replay_with_timeline(&trace, &config).unwrap();
+    let report = replay(&trace, &config).unwrap();
+    let timeline = &report.timeline;
     assert_eq!((report.requests, report.failures), (2, 0));
     // The second block needed the first one's bytes back: one reclaim.
     assert_eq!(report.oom_frees, 1);
