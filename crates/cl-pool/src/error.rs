@@ -109,15 +109,6 @@ impl<E: AllocatorError> PoolError<E> {
             Self::NoBlock { .. } => false,
         }
     }
-
-    /// The figures of an out-of-memory or limit failure.
-    #[must_use]
-    pub fn oom_report(&self) -> Option<&OomReport> {
-        match self {
-            Self::OutOfMemory { report, .. } | Self::LimitReached(report) => Some(report),
-            Self::Allocator(_) | Self::NoBlock { .. } => None,
-        }
-    }
 }
 
 impl<E: AllocatorError> AllocatorError for PoolError<E> {

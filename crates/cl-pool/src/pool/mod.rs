@@ -274,11 +274,6 @@ impl<A: Allocator> MemoryPool<A> {
         &self.inner.allocator
     }
 
-    /// The bin layout.
-    pub fn layout(&self) -> BinLayout {
-        self.inner.layout
-    }
-
     /// PyOpenCL's `bin_number(size)`.
     pub fn bin_number(&self, size: usize) -> BinNumber {
         self.inner.layout.bin_number(size)
