@@ -20,9 +20,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         _ => random_trace(&RandomTraceShape::default()),
     };
     let out = PathBuf::from(args.next().unwrap_or_else(|| "target".to_owned()));
-    let peak_active = {
-        replay(&trace, &ReplayConfig::default())?.peak_active_bytes
-    };
+    let peak_active = { replay(&trace, &ReplayConfig::default())?.peak_active_bytes };
     let runs = [
         ("pyopencl", Policy::default()),
         (

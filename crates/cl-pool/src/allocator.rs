@@ -223,6 +223,9 @@ mod tests {
         let b = a.allocate(10).unwrap().unwrap();
         assert!(a.allocate(1).unwrap_err().is_out_of_memory());
         a.free(b).unwrap();
-        assert!(a.allocate(10).unwrap().is_some(), "the freed bytes are free again");
+        assert!(
+            a.allocate(10).unwrap().is_some(),
+            "the freed bytes are free again"
+        );
     }
 }

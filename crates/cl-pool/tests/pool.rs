@@ -320,7 +320,11 @@ fn held_cap_frees_returned_blocks_past_the_cap() {
         held_bytes_cap: Some(0),
         ..Policy::default()
     });
-    assert_eq!(pool.stats().held_bytes, 0, "set_policy applies a cap at once");
+    assert_eq!(
+        pool.stats().held_bytes,
+        0,
+        "set_policy applies a cap at once"
+    );
 }
 
 #[test]
@@ -636,7 +640,9 @@ fn one_random_trace(seed: u64) {
             );
             assert_eq!(
                 st.held_bytes,
-                bins.iter().map(|b| b.held_blocks * b.block_bytes).sum::<usize>()
+                bins.iter()
+                    .map(|b| b.held_blocks * b.block_bytes)
+                    .sum::<usize>()
             );
             if let Some(limit) = policy.managed_bytes_limit {
                 assert!(st.managed_bytes <= limit);

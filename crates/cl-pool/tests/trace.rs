@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use cl_pool::trace::{from_json_lines, replay, to_json_lines, ReplayConfig, ReplayReport, TraceEvent};
+use cl_pool::trace::{
+    from_json_lines, replay, to_json_lines, ReplayConfig, ReplayReport, TraceEvent,
+};
 use cl_pool::{BinLayout, Eviction, MemoryPool, Policy};
 
 mod support;

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use cl_pool::trace::{ReplayConfig, TraceEvent};
-use cl_pool::{HostAllocError, HostBlock, InvalidLeadingBits, MemoryPool, PoolBlock, SimulatedAllocator};
+use cl_pool::{
+    HostAllocError, HostBlock, InvalidLeadingBits, MemoryPool, PoolBlock, SimulatedAllocator,
+};
 
 /// An upstream that gives every block an address (a bump pointer, never reused) and logs
 /// PyTorch-style segment events.

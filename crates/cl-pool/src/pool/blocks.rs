@@ -255,7 +255,6 @@ impl<A: Allocator> LocalBlock<'_, A> {
     pub fn allocated_bytes(&self) -> usize {
         self.inner.layout.alloc_size(self.bin.get())
     }
-
 }
 
 impl<A: Allocator> Drop for LocalBlock<'_, A> {
