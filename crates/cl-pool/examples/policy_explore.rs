@@ -5,7 +5,7 @@ use cl_pool::trace::{replay, ReplayConfig};
 use cl_pool::{Eviction, InvalidLeadingBits, Policy};
 
 mod support;
-use support::{random_trace, RandomTraceShape};
+use support::{random_trace, ratio, RandomTraceShape};
 
 fn main() -> Result<(), InvalidLeadingBits> {
     println!(
@@ -50,16 +50,4 @@ fn main() -> Result<(), InvalidLeadingBits> {
         }
     }
     Ok(())
-}
-
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "ratios of counts; 52 bits of mantissa are plenty"
-)]
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
 }

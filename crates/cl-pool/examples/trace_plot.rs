@@ -11,7 +11,7 @@ use cl_pool::trace::{from_json_lines, replay, ReplayConfig};
 use cl_pool::{Eviction, Policy};
 
 mod support;
-use support::{pytorch_snapshot, random_trace, timeline_svg, RandomTraceShape};
+use support::{pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
@@ -62,16 +62,4 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!("{}: PyTorch memory-viewer snapshot (JSON)", path.display());
     }
     Ok(())
-}
-
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "ratios of counts; 52 bits of mantissa are plenty"
-)]
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
 }

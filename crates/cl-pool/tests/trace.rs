@@ -17,24 +17,16 @@ use support::TestAllocator;
 // The trace tools of the examples (random traces, plots, snapshots), tested here.
 #[path = "../examples/support/mod.rs"]
 mod trace_tools;
-use trace_tools::{pytorch_snapshot, random_trace, timeline_svg, RandomTraceShape};
+use trace_tools::{pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape};
 
 /// `peak managed / peak active`: the memory a replay held at its peak per byte in use.
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "a ratio of byte counts; 52 bits of mantissa are plenty"
-)]
 fn managed_to_active_at_peak(r: &ReplayReport) -> f64 {
-    r.peak_managed_bytes as f64 / r.peak_active_bytes as f64
+    ratio(r.peak_managed_bytes as u64, r.peak_active_bytes as u64)
 }
 
 /// `hits / requests`.
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "a ratio of counts; 52 bits of mantissa are plenty"
-)]
 fn hit_rate(r: &ReplayReport) -> f64 {
-    r.hits as f64 / r.requests as f64
+    ratio(r.hits, r.requests)
 }
 
 /// The most bytes a pool manages (`Policy::managed_bytes_limit`'s documented bound).

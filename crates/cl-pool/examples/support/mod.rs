@@ -14,7 +14,7 @@ mod random;
 #[cfg(feature = "serde")]
 mod snapshot;
 
-pub(crate) use self::plot::timeline_svg;
+pub(crate) use self::plot::{ratio, timeline_svg};
 pub(crate) use self::random::{random_trace, RandomTraceShape};
 #[cfg(feature = "serde")]
 pub(crate) use self::snapshot::pytorch_snapshot;

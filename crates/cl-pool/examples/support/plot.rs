@@ -2,11 +2,12 @@
 
 use cl_pool::trace::TimelinePoint;
 
+/// `a / b` as a float, 0 when `b` is 0 (plot coordinates, hit rates, peak ratios).
 #[expect(
     clippy::cast_precision_loss,
-    reason = "plot coordinates; 52 bits of mantissa are plenty"
+    reason = "ratios of counts; 52 bits of mantissa are plenty"
 )]
-fn ratio(a: u64, b: u64) -> f64 {
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
     } else {
