@@ -395,13 +395,13 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     // Shared: allocated through A's allocator, written on B, read on A; reused from B's side.
     let shared = MemoryPool::new(ImmediateAllocator::new(a, MemFlags::READ_WRITE)?);
     let blk = shared.allocate(n * 4)?;
-    kernel_on(b, "fill", blk.buffer(), 5, n, &[])?;
+    kernel_on(b, "fill", &blk, 5, n, &[])?;
     let mut out = vec![0u32; n];
     blk.read(a, &mut out, &[])?;
     assert_eq!(out, filled(5, n));
     drop(blk);
     let again = shared.allocate(n * 4)?;
-    kernel_on(b, "add", again.buffer(), 1, n, &[])?;
+    kernel_on(b, "add", &again, 1, n, &[])?;
     again.read(b, &mut out, &[])?;
     assert_eq!(out, filled(6, n));
     assert_eq!((shared.stats().hits, shared.stats().misses), (1, 1));
@@ -410,20 +410,20 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     let pools = DevicePools::new(&m.queues, MemFlags::READ_WRITE)?;
     let x = pools.allocate(a, n * 4)?;
     let y = pools.allocate(b, 3 * n * 4)?;
-    kernel_on(a, "fill", x.buffer(), 1, n, &[])?;
-    kernel_on(b, "fill", y.buffer(), 2, 3 * n, &[])?;
+    kernel_on(a, "fill", &x, 1, n, &[])?;
+    kernel_on(b, "fill", &y, 2, 3 * n, &[])?;
     // Cross use: A's block updated on B.
-    kernel_on(b, "add", x.buffer(), 10, n, &[])?;
+    kernel_on(b, "add", &x, 10, n, &[])?;
     x.read(a, &mut out, &[])?;
     assert_eq!(out, filled(11, n));
     drop((x, y));
     let _x2 = pools.allocate(a, n * 4)?;
-    let stats = pools.stats();
+    let stats: Vec<_> = pools.pools().iter().map(|(_, p)| p.stats()).collect();
     assert_eq!(stats.len(), m.queues.len());
-    assert_eq!((stats[0].1.hits, stats[0].1.misses), (1, 1));
-    assert_eq!((stats[1].1.hits, stats[1].1.misses), (0, 1));
-    assert_eq!(stats[1].1.held_blocks, 1);
-    assert_eq!(pools.total_stats().misses, 2);
+    assert_eq!((stats[0].hits, stats[0].misses), (1, 1));
+    assert_eq!((stats[1].hits, stats[1].misses), (0, 1));
+    assert_eq!(stats[1].held_blocks, 1);
+    assert_eq!(stats.iter().map(|s| s.misses).sum::<u64>(), 2);
     // Bad input.
     for (what, r) in [
         (
@@ -450,11 +450,11 @@ fn pools_serve_every_device(dev: &TestDevice) -> TestResult {
     // A queue on the same (interned) device in another context: refused, nothing counted.
     let elsewhere = Context::new(&[*a.device()])?;
     let foreign = Queue::new(&elsewhere, a.device())?;
-    let before = one.stats()[0].1.upstream_allocations;
+    let before = one.pools()[0].1.stats().upstream_allocations;
     if one.allocate(&foreign, 64).is_ok() {
         return Err(fail("a queue of another context was served"));
     }
-    assert_eq!(one.stats()[0].1.upstream_allocations, before);
+    assert_eq!(one.pools()[0].1.stats().upstream_allocations, before);
     Ok(())
 }
 

@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data: Vec<u32> = (0..1024u32).map(|i| i * 3 + 1).collect();
     assert_eq!(data.len(), N);
     block.write(&queue, &data, &[])?;
-    let o3_view = O3Buffer::<u32>::new(block.buffer().clone().into_raw().cast());
+    let o3_view = O3Buffer::<u32>::new((*block).clone().into_raw().cast());
     let mut back = vec![0u32; N];
     // SAFETY: a blocking read of `N` values from a buffer of at least `N * 4` bytes.
     unsafe { o3_queue.enqueue_read_buffer(&o3_view, CL_BLOCKING, 0, &mut back, &[]) }?;

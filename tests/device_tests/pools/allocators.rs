@@ -113,7 +113,10 @@ device_test!(managed_limit_reclaims_held_buffers);
 fn managed_limit_reclaims_held_buffers(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
-    pool.set_managed_limit(Some(3 << 20));
+    pool.set_policy(cl_pool::Policy {
+        managed_bytes_limit: Some(3 << 20),
+        ..pool.policy()
+    });
     let held: Vec<_> = (0..2)
         .map(|_| pool.allocate(1 << 20))
         .collect::<Result<_, _>>()?;
