@@ -26,7 +26,7 @@ fn devices(want: &str) -> Res<Vec<Device>> {
         if !p.name()?.contains(want) {
             continue;
         }
-        let gpus = p.devices_of_type(DeviceType::GPU).unwrap_or_default();
+        let gpus = p.devices(DeviceType::GPU).unwrap_or_default();
         if gpus.len() >= 2 {
             return Ok(gpus);
         }
@@ -35,7 +35,7 @@ fn devices(want: &str) -> Res<Vec<Device>> {
         if !p.name()?.contains(want) {
             continue;
         }
-        for d in p.devices()? {
+        for d in p.devices(DeviceType::ALL)? {
             let units = d.max_compute_units()?;
             if d.partition_support()?.equally && units >= 2 {
                 return Ok(d.create_sub_devices(&Partition::Equally(units / 2))?);

@@ -66,7 +66,7 @@ fn main() -> Res<()> {
         .unwrap_or(1024);
     let device = Platform::list()?
         .into_iter()
-        .flat_map(|p| p.devices().unwrap_or_default())
+        .flat_map(|p| p.devices(cl_mem::DeviceType::ALL).unwrap_or_default())
         .find(|d| d.name().is_ok_and(|n| n.contains(&want)))
         .ok_or("no device matches")?;
     let ctx = Context::from_device(&device)?;

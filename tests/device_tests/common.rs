@@ -90,7 +90,7 @@ __kernel void iota(__global int* a, int base) {
 "#;
 
 pub(crate) fn base_align(dev: &TestDevice) -> Result<usize, Error> {
-    Ok(dev.device.mem_base_addr_align_bytes()?.max(1))
+    Ok(dev.device.base_addr_align().max(1))
 }
 
 /// Runs `add(buf, v)` over `n` items and waits.

@@ -32,7 +32,7 @@ fn label_names_platform_and_device(dev: &TestDevice) -> TestResult {
         format!("[{}/{}]", dev.platform_name(), dev.device_name())
     );
     assert_eq!(dev.device.platform(), dev.platform);
-    let listed = dev.platform.devices()?;
+    let listed = dev.platform.devices(cl_mem::DeviceType::ALL)?;
     assert_eq!(listed.get(dev.device_index()), Some(&dev.device));
     assert!(
         dev.version().starts_with("OpenCL "),

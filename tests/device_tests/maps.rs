@@ -160,7 +160,7 @@ device_test!(maps_are_exclusive_across_an_allocation);
 fn maps_are_exclusive_across_an_allocation(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let align = dev.device.mem_base_addr_align_bytes()?.max(16);
+    let align = dev.device.base_addr_align().max(16);
     let n = align * 4 / 4;
     let root = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &vec![1u32; n])?;
     let rw = MapFlags::READ | MapFlags::WRITE;

@@ -23,7 +23,7 @@ fn group(dev: &TestDevice) -> Result<(Vec<Device>, &'static str), TestError> {
     let ty = dev.device.device_type()?;
     let siblings: Vec<Device> = dev
         .platform
-        .devices()?
+        .devices(cl_mem::DeviceType::ALL)?
         .into_iter()
         .filter(|d| d.device_type().is_ok_and(|t| t == ty))
         .collect();

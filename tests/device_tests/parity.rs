@@ -108,7 +108,7 @@ device_test!(sub_buffers_clip_and_round_as_pyopencl_users_write_them);
 fn sub_buffers_clip_and_round_as_pyopencl_users_write_them(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let align = dev.device.mem_base_addr_align_bytes()?.max(1);
+    let align = dev.device.base_addr_align().max(1);
     let n = align * 4;
     let data: Vec<u8> = (0..n).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &data)?;

@@ -98,8 +98,14 @@ impl TestDevice {
             device,
             platform_name: platform.name()?.trim().to_owned(),
             device_name: device.name()?.trim().to_owned(),
-            version: device.version_string()?.trim().to_owned(),
-            driver: device.driver_version()?.trim().to_owned(),
+            version: device
+                .info::<String>(cl_raw::sys::CL_DEVICE_VERSION)?
+                .trim()
+                .to_owned(),
+            driver: device
+                .info::<String>(cl_raw::sys::CL_DRIVER_VERSION)?
+                .trim()
+                .to_owned(),
             platform_index: selected.platform_index,
             device_index: selected.device_index,
             created: Arc::default(),

@@ -86,7 +86,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let context = create_some_context()?;
     let device = context.devices()[0];
     let queue = Queue::new(&context, &device)?;
-    println!("device: {} ({})", device.name()?, device.version_string()?);
+    println!(
+        "device: {} ({})",
+        device.name()?,
+        device.info::<String>(cl_raw::sys::CL_DEVICE_VERSION)?
+    );
     println!(
         "external memory import handle types: {:?}",
         device.external_memory_import_handle_types()?

@@ -165,10 +165,7 @@ pub use pod::{bytes_of, slice_as_bytes, slice_as_bytes_mut, Pod};
 pub use raw_handle::RawHandle;
 pub use runtime::context::Context;
 pub use runtime::device::QueueProperties;
-pub use runtime::device::{
-    AtomicCapabilities, Device, DeviceType, ImageLimits, LocalMemType, SvmCapabilities,
-    VendorAttributes,
-};
+pub use runtime::device::{Device, DeviceType, ImageLimits, SvmCapabilities};
 pub use runtime::event::future::EventFuture;
 pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
 pub use runtime::kernel::{

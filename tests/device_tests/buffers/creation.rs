@@ -424,7 +424,7 @@ device_test!(sub_buffer_of_a_sub_buffer_keeps_its_host_access);
 fn sub_buffer_of_a_sub_buffer_keeps_its_host_access(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let align = dev.device.mem_base_addr_align_bytes()?.max(4);
+    let align = dev.device.base_addr_align().max(4);
     let root = Buffer::new(ctx, MemFlags::READ_WRITE, align * 4)?;
     let ro = root.sub_buffer(0, align * 2, MemFlags::HOST_READ_ONLY)?;
     assert!(ro.flags().contains(MemFlags::HOST_READ_ONLY));

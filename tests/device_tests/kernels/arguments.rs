@@ -418,7 +418,9 @@ device_test!(constant_buffer_above_the_device_is_refused);
 fn constant_buffer_above_the_device_is_refused(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let limit = dev.device.max_constant_buffer_size()?;
+    let limit = dev
+        .device
+        .info::<u64>(cl_raw::sys::CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE)?;
     if limit + 4 > dev.device.max_mem_alloc_size()? || limit > 1 << 30 {
         return Err(skip(
             "the constant buffer limit is too large for a buffer above it",
@@ -462,8 +464,7 @@ fn local_sizes_are_checked_before_the_driver(dev: &TestDevice) -> TestResult {
     // A 2.0 program on a device with non-uniform groups may leave a partial group.
     let non_uniform = dev.device.version() >= Version::V2_0
         && (dev.device.version() < Version::V3_0 || {
-            // SAFETY: a 3.0 query asked of a 3.0 device; `cl_bool`.
-            let b: u32 = unsafe { dev.device.info(0x1065) }?;
+            let b: u32 = dev.device.info(0x1065)?;
             b != 0
         });
     if non_uniform {

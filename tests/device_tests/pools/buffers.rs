@@ -143,7 +143,7 @@ device_test!(pooled_buffers_slice_and_migrate);
 fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
-    let align = dev.device.mem_base_addr_align_bytes()?;
+    let align = dev.device.base_addr_align();
     let n = 2 * align + 64;
     let b = pool.allocate(n)?;
     b.write(&q, &vec![0u8; n], &[])?;

@@ -341,7 +341,9 @@ fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
     let t = dev.device.device_type()?;
     let discrete = t.contains(cl_mem::DeviceType::GPU)
         && !t.contains(cl_mem::DeviceType::CPU)
-        && !dev.device.host_unified_memory()?;
+        && !dev
+            .device
+            .info::<bool>(cl_raw::sys::CL_DEVICE_HOST_UNIFIED_MEMORY)?;
     let used = idle_staging_chunks(&q) > 0;
     if used != discrete {
         return Err(fail(format!(

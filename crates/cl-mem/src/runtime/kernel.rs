@@ -417,7 +417,10 @@ impl KernelParam {
 
 /// The address width of the context's devices in bytes, when they agree (the size of `size_t`).
 fn address_bytes(context: &Context) -> Option<usize> {
-    let mut bits = context.devices().iter().map(|d| d.address_bits().ok());
+    let mut bits = context
+        .devices()
+        .iter()
+        .map(|d| d.info::<u32>(sys::CL_DEVICE_ADDRESS_BITS).ok());
     let first = bits.next()??;
     bits.all(|b| b == Some(first)).then_some(first as usize / 8)
 }
@@ -448,10 +451,8 @@ impl Limits {
         }
         let device_allows = device.version() >= Version::V2_0
             && (device.version() < Version::V3_0 || {
-                // SAFETY: a 3.0 parameter asked of a 3.0 device; `cl_bool`.
-                let b: sys::cl_bool = unsafe {
-                    device.info(cl_raw::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)
-                }?;
+                let b: sys::cl_bool =
+                    device.info(cl_raw::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)?;
                 b != 0
             });
         let non_uniform = device_allows && {

@@ -149,11 +149,7 @@ impl Device {
     }
 
     /// `CL_DEVICE_PARTITION_MAX_SUB_DEVICES` (0 before 1.2).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn partition_max_sub_devices(&self) -> Result<u32> {
+    fn partition_max_sub_devices(&self) -> Result<u32> {
         if self.version() < Version::V1_2 || self.platform_version() < Version::V1_2 {
             return Ok(0);
         }

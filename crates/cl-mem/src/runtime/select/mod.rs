@@ -41,7 +41,7 @@ fn catalogue() -> Result<(Vec<PlatformEntry>, Vec<Vec<Device>>)> {
     let mut entries = Vec::new();
     let mut devices = Vec::new();
     for p in Platform::list()? {
-        let devs = p.devices()?;
+        let devs = p.devices(DeviceType::ALL)?;
         entries.push(PlatformEntry {
             name: p.name()?,
             vendor: p.vendor()?,
