@@ -69,7 +69,7 @@ fn main() -> Res<()> {
         .flat_map(|p| p.devices(cl_mem::DeviceType::ALL).unwrap_or_default())
         .find(|d| d.name().is_ok_and(|n| n.contains(&want)))
         .ok_or("no device matches")?;
-    let ctx = Context::from_device(&device)?;
+    let ctx = Context::new(&[device])?;
     let q = Queue::new(&ctx, &device)?;
     println!(
         "device '{}', {reps} reps, GB/s (median); default staged options: {:?}",

@@ -2,10 +2,10 @@
 //! (user events, callbacks, profiling), program builds, version gating and device selection.
 
 use crate::common::SCALE_SRC;
-use cl_mem::select::{select_devices, Selector};
+use cl_mem::{select_devices, Selector};
 use cl_mem::{
-    ClError, Context, DeviceType, Error, Event, EventStatus, MemFlags, Program, Queue,
-    QueueProperties, RawHandle, SvmCapabilities, UserEvent, Version,
+    ClError, Context, DeviceType, Error, EventStatus, MemFlags, Program, Queue, QueueProperties,
+    RawHandle, SvmCapabilities, UserEvent, Version,
 };
 use cl_raw::{extra, sys};
 use cl_tests::{device_test, Expectation, TestDevice, TestResult};
@@ -214,9 +214,8 @@ fn vendor_attributes_only_with_their_extension(dev: &TestDevice) -> TestResult {
 
 device_test!(context_lists_its_device_and_refcounts);
 fn context_lists_its_device_and_refcounts(dev: &TestDevice) -> TestResult {
-    let ctx = Context::from_device(&dev.device)?;
+    let ctx = Context::new(&[dev.device])?;
     assert_eq!(ctx.devices(), [dev.device]);
-    assert_eq!(ctx.num_devices(), 1);
     assert_eq!(ctx.platform(), dev.platform);
     assert_eq!(ctx.platform_version(), dev.device.platform_version());
     assert_eq!(ctx.reference_count()?, 1);
@@ -237,7 +236,7 @@ fn context_lists_its_device_and_refcounts(dev: &TestDevice) -> TestResult {
 
 device_test!(context_destructor_callback_runs_or_is_refused);
 fn context_destructor_callback_runs_or_is_refused(dev: &TestDevice) -> TestResult {
-    let ctx = Context::from_device(&dev.device)?;
+    let ctx = Context::new(&[dev.device])?;
     let (tx, rx) = mpsc::channel();
     let r = ctx.on_destroy(move || {
         let _ = tx.send(());
@@ -282,13 +281,29 @@ fn context_rejects_bad_device_lists(_dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+/// `CL_QUEUE_PROPERTIES` as the driver reports it.
+fn driver_properties(q: &Queue) -> Result<QueueProperties, Error> {
+    // SAFETY: a valid queue; a 1.0 parameter.
+    let bits = unsafe {
+        cl_raw::object::get_info(
+            cl_raw::object::Object::Queue,
+            q.as_raw(),
+            sys::CL_QUEUE_PROPERTIES,
+        )
+    }
+    .map_err(|status| Error::Cl {
+        call: "clGetCommandQueueInfo",
+        status,
+    })?;
+    Ok(QueueProperties::from_bits_retain(bits))
+}
+
 device_test!(queue_properties_round_trip);
 fn queue_properties_round_trip(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let q = Queue::new(&ctx, &dev.device)?;
     assert_eq!(q.properties(), QueueProperties::empty());
-    assert!(q.is_in_order());
-    assert_eq!(q.queried_properties()?, QueueProperties::empty());
+    assert_eq!(driver_properties(&q)?, QueueProperties::empty());
     assert_eq!(q.context(), &ctx);
     assert_eq!(q.device(), &dev.device);
     let supported = dev.device.queue_properties()?;
@@ -296,15 +311,16 @@ fn queue_properties_round_trip(dev: &TestDevice) -> TestResult {
         supported.contains(QueueProperties::PROFILING_ENABLE),
         "profiling is mandatory"
     );
-    let p = Queue::builder(&ctx, &dev.device).profiling(true).build()?;
-    assert_eq!(p.queried_properties()?, QueueProperties::PROFILING_ENABLE);
-    let ooo = Queue::builder(&ctx, &dev.device).out_of_order(true).build();
+    let p = Queue::with_properties(&ctx, &dev.device, QueueProperties::PROFILING_ENABLE)?;
+    assert_eq!(driver_properties(&p)?, QueueProperties::PROFILING_ENABLE);
+    let ooo = Queue::with_properties(
+        &ctx,
+        &dev.device,
+        QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE,
+    );
     if supported.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE) {
         let ooo = ooo?;
-        assert!(!ooo.is_in_order());
-        assert!(ooo
-            .queried_properties()?
-            .contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE));
+        assert!(driver_properties(&ooo)?.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE));
         ooo.finish()?;
     } else {
         assert!(matches!(ooo, Err(Error::Unsupported { .. })), "{ooo:?}");
@@ -320,7 +336,11 @@ fn queue_properties_round_trip(dev: &TestDevice) -> TestResult {
 device_test!(queue_rejects_device_side_properties);
 fn queue_rejects_device_side_properties(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
-    let r = Queue::with_properties(&ctx, &dev.device, QueueProperties::ON_DEVICE);
+    let r = Queue::with_properties(
+        &ctx,
+        &dev.device,
+        QueueProperties::from_bits_retain(sys::CL_QUEUE_ON_DEVICE),
+    );
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     Ok(())
 }
@@ -360,8 +380,8 @@ fn marker_waits_for_user_event(dev: &TestDevice) -> TestResult {
         cl_raw::sys::CL_COMMAND_MARKER,
         "CL_EVENT_COMMAND_TYPE of a marker with a wait list: {ty:#x}"
     );
-    Event::wait_for_all(&[&marker, &gate])?;
-    Event::wait_for_all(&[])?;
+    marker.wait()?;
+    gate.wait()?;
     Ok(())
 }
 
@@ -387,7 +407,7 @@ fn user_event_callback_gets_complete(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let ev = UserEvent::new(&ctx)?;
     let (tx, rx) = mpsc::channel();
-    ev.on_complete(move |status| {
+    ev.on(cl_mem::CallbackOn::Complete, move |status| {
         let _ = tx.send(status);
     })?;
     assert!(rx.try_recv().is_err(), "callback ran before completion");
@@ -427,7 +447,7 @@ fn user_event_error_reaches_callback(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let ev = UserEvent::new(&ctx)?;
     let (tx, rx) = mpsc::channel();
-    ev.on_complete(move |status| {
+    ev.on(cl_mem::CallbackOn::Complete, move |status| {
         let _ = tx.send(status);
     })?;
     assert!(matches!(
@@ -482,7 +502,7 @@ fn user_event_status_is_set_once(dev: &TestDevice) -> TestResult {
 device_test!(profiling_times_are_ordered);
 fn profiling_times_are_ordered(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
-    let q = Queue::builder(&ctx, &dev.device).profiling(true).build()?;
+    let q = Queue::with_properties(&ctx, &dev.device, QueueProperties::PROFILING_ENABLE)?;
     let buf = cl_mem::Buffer::new(&ctx, MemFlags::READ_WRITE, 1 << 16)?;
     let ev = buf.write(&q, &vec![3u8; 1 << 16], &[])?;
     ev.wait()?;
@@ -555,15 +575,15 @@ fn build_error_carries_the_log(dev: &TestDevice) -> TestResult {
         }
     }
     assert!(matches!(
-        Program::from_source(&ctx, "  "),
+        Program::build_from_source(&ctx, "  ", ""),
         Err(Error::InvalidArgument(_))
     ));
-    let ok = Program::from_source(&ctx, "__kernel void k(int x) {}")?;
+    let src = "__kernel void k(int x) {}";
     assert!(matches!(
-        ok.build("-D A=\0"),
+        Program::build_from_source(&ctx, src, "-D A=\0"),
         Err(Error::InvalidArgument(_))
     ));
-    ok.build("")?;
+    let ok = Program::build_from_source(&ctx, src, "")?;
     assert_eq!(ok.kernel_names()?, vec!["k".to_owned()]);
     Ok(())
 }
@@ -613,8 +633,8 @@ fn newer_entry_points_refused_on_older_platforms(dev: &TestDevice) -> TestResult
         assert_eq!(d.svm_capabilities()?, SvmCapabilities::empty());
     } else {
         // 2.0+: queues go through clCreateCommandQueueWithProperties and still report properties.
-        let p = Queue::builder(q.context(), &d).profiling(true).build()?;
-        assert_eq!(p.queried_properties()?, QueueProperties::PROFILING_ENABLE);
+        let p = Queue::with_properties(q.context(), &d, QueueProperties::PROFILING_ENABLE)?;
+        assert_eq!(driver_properties(&p)?, QueueProperties::PROFILING_ENABLE);
     }
     Ok(())
 }
@@ -622,20 +642,29 @@ fn newer_entry_points_refused_on_older_platforms(dev: &TestDevice) -> TestResult
 device_test!(selection_finds_this_device);
 fn selection_finds_this_device(dev: &TestDevice) -> TestResult {
     let by_index = format!("{}:{}", dev.platform_index(), dev.device_index());
-    assert_eq!(select_devices(&by_index, "test")?, vec![dev.device]);
+    let devices = |spec: &str| -> Result<Vec<cl_mem::Device>, Error> {
+        Ok(select_devices(spec, "test")?
+            .into_iter()
+            .map(|s| s.device)
+            .collect())
+    };
+    let picked = select_devices(&by_index, "test")?;
+    assert_eq!(picked.len(), 1);
+    assert_eq!(picked[0].device, dev.device);
+    assert_eq!(
+        (picked[0].platform_index, picked[0].device_index),
+        (dev.platform_index(), dev.device_index())
+    );
     let twice = format!(
         "{}:{},{}",
         dev.platform_index(),
         dev.device_index(),
         dev.device_index()
     );
-    assert_eq!(
-        select_devices(&twice, "test")?,
-        vec![dev.device, dev.device]
-    );
-    let all = select_devices("", "test")?;
+    assert_eq!(devices(&twice)?, vec![dev.device, dev.device]);
+    let all = devices("")?;
     assert!(all.contains(&dev.device));
-    let whole_platform = select_devices(&dev.platform_index().to_string(), "test")?;
+    let whole_platform = devices(&dev.platform_index().to_string())?;
     assert_eq!(whole_platform, dev.platform.devices(DeviceType::ALL)?);
     let e = select_devices("no-such-platform-xyz", "CL_TEST").unwrap_err();
     let msg = e.to_string();

@@ -8,9 +8,9 @@
 
 use crate::common::{image_queue, IMAGE_ARGS_SRC};
 use cl_mem::{
-    AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, ImageFormat, Kernel,
-    MemFlags, MemObject, MemObjectType, Pipe, Program, RawHandle, Sampler, SamplerProperty,
-    UserEvent, Version,
+    AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, ImageFormat, MemFlags,
+    MemObject, MemObjectType, Pipe, Program, RawHandle, Sampler, SamplerProperty, UserEvent,
+    Version,
 };
 use cl_tests::{device_test, eventually, skip, TestDevice, TestResult};
 
@@ -214,9 +214,9 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     let input: Vec<i32> = (0..n as i32).map(|v| v * 7 + 3).collect();
     let src = Buffer::from_slice(ctx, MemFlags::READ_ONLY, &input)?;
     let dst = Buffer::new(ctx, MemFlags::WRITE_ONLY, n * 4)?;
-    let mut produce = Kernel::new(&program, "produce")?;
+    let mut produce = program.kernel("produce")?;
     produce.set_arg(0, &pipe)?.set_arg(1, &src)?;
-    let mut consume = Kernel::new(&program, "consume")?;
+    let mut consume = program.kernel("consume")?;
     consume.set_arg(0, &pipe)?.set_arg(1, &dst)?;
     let written = produce.enqueue_nd_range(&q, &[n], None, &[])?;
     consume

@@ -146,10 +146,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     mem.fill_u32(7)?;
     to_opencl(&buffer, &queue, &cuda, sems.as_ref())?;
     let program = Program::build_from_source(&context, SRC, "")?;
-    let mut k = program.kernel("scale")?;
-    k.set_arg(0, &buffer)?
-        .set_arg(1, &3u32)?
-        .run(&queue, &[n])?;
+    let k = program.kernel("scale")?;
+    k.call(&queue, &[n], None, (&buffer, &3u32))?;
     to_cuda(&buffer, &queue, &cuda, sems.as_ref())?;
     let mut back = vec![0u32; n];
     cuda.stream().memcpy_dtoh(&mem, &mut back)?;

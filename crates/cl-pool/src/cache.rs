@@ -242,7 +242,8 @@ impl Hash for ContextKey {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), cl_mem::Error> {
-/// let context = cl_mem::Context::from_device(&cl_mem::Platform::list()?[0].devices(cl_mem::DeviceType::ALL)?[0])?;
+/// let device = cl_mem::Platform::list()?[0].devices(cl_mem::DeviceType::ALL)?[0];
+/// let context = cl_mem::Context::new(&[device])?;
 /// let cache = cl_pool::ContextCache::<(u32,), u64>::new();
 /// let v = cache.get_or_insert_with(&context, (5,), || 42);
 /// assert_eq!(v, 42);

@@ -250,7 +250,7 @@ device_test!(objects_of_another_context_are_refused);
 fn objects_of_another_context_are_refused(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let other = Context::from_device(&dev.device)?;
+    let other = Context::new(&[dev.device])?;
     let other_q = cl_mem::Queue::new(&other, &dev.device)?;
     let program = Program::build_from_source(ctx, SCALE_KERNELS, "")?;
     let mut k = program.kernel("scale")?;
@@ -453,7 +453,7 @@ fn local_sizes_are_checked_before_the_driver(dev: &TestDevice) -> TestResult {
     // Built without -cl-std=CL2.0: groups are uniform on every version.
     let msg = invalid(k.enqueue_nd_range(&q, &[10], Some(&[4]), &[]), "4 into 10");
     assert!(msg.contains("sneaky") && msg.contains("divide"), "{msg}");
-    let max = k.work_group_size(&q)?;
+    let max: usize = k.work_group_info(q.device(), cl_raw::sys::CL_KERNEL_WORK_GROUP_SIZE)?;
     let msg = invalid(
         k.enqueue_nd_range(&q, &[2 * (max + 1)], Some(&[max + 1]), &[]),
         "above the kernel's work-group size",

@@ -541,9 +541,5 @@ bitflags! {
         const OUT_OF_ORDER_EXEC_MODE_ENABLE = sys::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
         /// `CL_QUEUE_PROFILING_ENABLE`: events carry profiling timestamps.
         const PROFILING_ENABLE = sys::CL_QUEUE_PROFILING_ENABLE;
-        /// `CL_QUEUE_ON_DEVICE` (2.0; device-side queues are not wrapped by `Queue`).
-        const ON_DEVICE = sys::CL_QUEUE_ON_DEVICE;
-        /// `CL_QUEUE_ON_DEVICE_DEFAULT` (2.0).
-        const ON_DEVICE_DEFAULT = sys::CL_QUEUE_ON_DEVICE_DEFAULT;
     }
 }

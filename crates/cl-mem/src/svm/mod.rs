@@ -57,7 +57,7 @@
 //!
 //! # fn main() -> cl_mem::Result<()> {
 //! let device: Device = Platform::list()?[0].devices()?[0];
-//! let context = Context::from_device(&device)?;
+//! let context = Context::new(&[device])?;
 //! let queue = Queue::new(&context, &device)?;
 //! let program = Program::build_from_source(
 //!     &context,
