@@ -59,7 +59,7 @@ fn main() -> Res<()> {
         "devices: '{}' and '{}' ({} platform), {reps} reps per size, GB/s (median)",
         devs[0].name()?.trim(),
         devs[1].name()?.trim(),
-        ctx.platform().name()?
+        ctx.devices()[0].platform().name()?
     );
     println!(
         "copy / migrate dev0 -> dev1: plain = the driver's one command, auto = TransferPath::Auto, \

@@ -72,7 +72,7 @@ fn device_facts_are_within_spec_minimums(dev: &TestDevice) -> TestResult {
     assert!(d.info::<bool>(sys::CL_DEVICE_AVAILABLE)?);
     assert!(d.info::<bool>(sys::CL_DEVICE_COMPILER_AVAILABLE)?);
     assert!(d.version() <= d.platform_version() || d.version() >= Version::V1_2);
-    let c = d.opencl_c_version()?;
+    let c = Version::parse_opencl_c(&d.info::<String>(sys::CL_DEVICE_OPENCL_C_VERSION)?)?;
     assert!(
         c >= Version::V1_0 && c <= Version::new(3, 9),
         "OpenCL C {c}"
@@ -216,8 +216,6 @@ device_test!(context_lists_its_device_and_refcounts);
 fn context_lists_its_device_and_refcounts(dev: &TestDevice) -> TestResult {
     let ctx = Context::new(&[dev.device])?;
     assert_eq!(ctx.devices(), [dev.device]);
-    assert_eq!(ctx.platform(), dev.platform);
-    assert_eq!(ctx.platform_version(), dev.device.platform_version());
     assert_eq!(ctx.reference_count()?, 1);
     let copy = ctx.clone();
     assert_eq!(ctx.reference_count()?, 2);

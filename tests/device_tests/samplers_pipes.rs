@@ -49,7 +49,7 @@ fn sampler_reports_its_properties(dev: &TestDevice) -> TestResult {
     assert!(!p.normalized_coords()?);
     assert_eq!(p.addressing_mode()?, AddressingMode::Clamp);
     assert_eq!(p.filter_mode()?, FilterMode::Nearest);
-    if ctx.platform_version() >= Version::V3_0 {
+    if ctx.devices()[0].platform_version() >= Version::V3_0 {
         let props = s.properties()?;
         assert_eq!(props.last(), Some(&0));
         assert!(
@@ -194,7 +194,7 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     assert_eq!((again.packet_size(), again.max_packets()), (4, 64));
     assert_eq!(again, pipe);
     drop(again);
-    if ctx.platform_version() >= Version::V3_0 {
+    if ctx.devices()[0].platform_version() >= Version::V3_0 {
         assert!(pipe.properties()?.iter().all(|&p| p == 0));
     }
     assert!(matches!(

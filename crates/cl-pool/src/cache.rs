@@ -322,7 +322,7 @@ where
     /// registered, strong where it cannot be.
     fn key_for(&self, context: &cl_mem::Context) -> ContextKey {
         let raw = context.as_raw() as usize;
-        if context.platform_version() < cl_mem::Version::V3_0 {
+        if context.devices()[0].platform_version() < cl_mem::Version::V3_0 {
             return ContextKey {
                 raw,
                 keep_alive: Some(context.clone()),

@@ -288,7 +288,7 @@ device_test!(fill_sets_every_pixel_of_the_region);
 fn fill_sets_every_pixel_of_the_region(dev: &TestDevice) -> TestResult {
     let q = image_queue(dev)?;
     let ctx = q.context();
-    if ctx.platform_version() < Version::V1_2 {
+    if ctx.devices()[0].platform_version() < Version::V1_2 {
         return Err(skip("clEnqueueFillImage needs OpenCL 1.2"));
     }
     for desc in descs() {

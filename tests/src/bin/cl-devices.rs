@@ -45,7 +45,7 @@ fn main() -> ExitCode {
                         "type": text(d.device_type().map(|t| format!("{t:?}"))),
                         "version": text(d.info::<String>(cl_raw::sys::CL_DEVICE_VERSION)),
                         "driver_version": text(d.info::<String>(cl_raw::sys::CL_DRIVER_VERSION)),
-                        "opencl_c_version": text(d.opencl_c_version()),
+                        "opencl_c_version": text(d.info::<String>(cl_raw::sys::CL_DEVICE_OPENCL_C_VERSION)),
                         "global_mem_bytes": text(d.global_mem_size()),
                         "max_alloc_bytes": text(d.max_mem_alloc_size()),
                     });

@@ -123,12 +123,12 @@ impl Context {
     }
 
     /// The platform of the context's devices.
-    pub fn platform(&self) -> Platform {
+    pub(crate) fn platform(&self) -> Platform {
         self.devices[0].platform()
     }
 
     /// The platform's version; entry points are gated on it.
-    pub fn platform_version(&self) -> Version {
+    pub(crate) fn platform_version(&self) -> Version {
         self.devices[0].platform_version()
     }
 

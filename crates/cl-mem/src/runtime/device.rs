@@ -274,17 +274,6 @@ impl Device {
         self.core(sys::CL_DEVICE_VENDOR)
     }
 
-    /// `CL_DEVICE_OPENCL_C_VERSION`, parsed: the highest OpenCL C version the compiler accepts
-    /// without `-cl-std`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`, [`Error::Version`] for a malformed string.
-    pub fn opencl_c_version(&self) -> Result<Version> {
-        let s: String = self.core(sys::CL_DEVICE_OPENCL_C_VERSION)?;
-        Ok(Version::parse_opencl_c(&s)?)
-    }
-
     /// `CL_DEVICE_TYPE`. Unknown bits are kept.
     ///
     /// # Errors

@@ -184,11 +184,6 @@ impl LocalMemory {
             bytes: len.saturating_mul(std::mem::size_of::<T>()),
         }
     }
-
-    /// The size in bytes.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
 }
 
 // SAFETY: `Local` carries no handle.

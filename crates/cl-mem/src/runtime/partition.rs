@@ -72,14 +72,6 @@ pub struct PartitionSupport {
     pub by_affinity_domain: bool,
 }
 
-impl PartitionSupport {
-    /// True when the device can be split at all.
-    #[must_use]
-    pub fn any(self) -> bool {
-        self.equally || self.by_counts || self.by_affinity_domain
-    }
-}
-
 impl Partition {
     /// The 0-terminated property list, after the checks that need no driver.
     fn properties(&self) -> Result<Vec<sys::cl_device_partition_property>> {

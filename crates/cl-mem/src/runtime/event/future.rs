@@ -226,7 +226,7 @@ impl EventFuture {
     }
 
     /// The event it waits for.
-    pub fn event(&self) -> &Event {
+    pub(crate) fn event(&self) -> &Event {
         &self.event
     }
 }
