@@ -304,7 +304,8 @@ fn queue_properties_round_trip(dev: &TestDevice) -> TestResult {
     assert_eq!(driver_properties(&q)?, QueueProperties::empty());
     assert_eq!(q.context(), &ctx);
     assert_eq!(q.device(), &dev.device);
-    let supported = dev.device.queue_properties()?;
+    let supported =
+        QueueProperties::from_bits_retain(dev.device.info(sys::CL_DEVICE_QUEUE_PROPERTIES)?);
     assert!(
         supported.contains(QueueProperties::PROFILING_ENABLE),
         "profiling is mandatory"
@@ -508,7 +509,6 @@ fn profiling_times_are_ordered(dev: &TestDevice) -> TestResult {
     assert!(t.queued <= t.submitted, "{t:?}");
     assert!(t.submitted <= t.started, "{t:?}");
     assert!(t.started <= t.ended, "{t:?}");
-    assert_eq!(t.duration_ns(), t.ended - t.started);
     Ok(())
 }
 
@@ -717,7 +717,7 @@ fn default_device_ranks_gpus_first_and_simulators_last(dev: &TestDevice) -> Test
     // The matrix runs each device in its own process with CL_TEST naming it.
     let by_test = std::env::var("CL_TEST").unwrap_or_default();
     if !by_test.trim().is_empty() && select_devices(&by_test, "CL_TEST")?.len() == 1 {
-        assert_eq!(cl_mem::default_device()?, dev.device);
+        assert_eq!(cl_mem::create_some_context()?.devices(), [dev.device]);
     }
     Ok(())
 }

@@ -75,7 +75,7 @@
 //! | [`Pipe`] | pipe `cl_mem` | `Pipe` |
 //! | [`svm::SvmArray`] ([`svm::csvm_empty`], [`svm::fsvm_empty`], [`svm::SvmPointer`], maps, [`svm::SvmBufferView`]) | `clSVMAlloc`, `clEnqueueSVM*` | `SVMAllocation`, `SVMPointer`, `SVMMap`, `svm_empty`, `SVM` |
 //! | [`Pod`] | by-value data | numpy dtypes |
-//! | [`create_some_context`], [`default_device`], [`test_devices`], [`select_devices`] (`CL_TEST`, `CL_CTX`) | — | `create_some_context`, `PYOPENCL_CTX`, `PYOPENCL_TEST`, `get_test_platforms_and_devices` |
+//! | [`create_some_context`], [`test_devices`], [`select_devices`] (`CL_TEST`, `CL_CTX`) | — | `create_some_context`, `PYOPENCL_CTX`, `PYOPENCL_TEST`, `get_test_platforms_and_devices` |
 //!
 //! # Handles
 //!
@@ -178,7 +178,7 @@ pub use runtime::platform::Platform;
 pub use runtime::program::Program;
 pub use runtime::queue::Queue;
 pub use runtime::select::{
-    create_some_context, default_device, select_devices, test_devices, DeviceRank, Selected,
+    create_some_context, select_devices, test_devices, DeviceRank, Selected,
 };
 
 #[cfg(feature = "ndarray")]

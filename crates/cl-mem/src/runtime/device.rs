@@ -375,18 +375,6 @@ impl Device {
         self.core(sys::CL_DEVICE_MAX_WORK_ITEM_SIZES)
     }
 
-    /// `CL_DEVICE_QUEUE_PROPERTIES` (`CL_DEVICE_QUEUE_ON_HOST_PROPERTIES` in 2.0+): what host
-    /// queues support.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn queue_properties(&self) -> Result<QueueProperties> {
-        Ok(QueueProperties::from_bits_retain(
-            self.core(sys::CL_DEVICE_QUEUE_PROPERTIES)?,
-        ))
-    }
-
     /// `CL_DEVICE_IMAGE_SUPPORT`.
     ///
     /// # Errors

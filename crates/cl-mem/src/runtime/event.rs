@@ -71,13 +71,6 @@ pub struct ProfilingTimes {
     pub ended: u64,
 }
 
-impl ProfilingTimes {
-    /// `ended - started`, in nanoseconds (0 if a driver reports them out of order).
-    pub fn duration_ns(&self) -> u64 {
-        self.ended.saturating_sub(self.started)
-    }
-}
-
 /// An OpenCL event. Owns one reference: `Clone` retains, `Drop` releases (never panics).
 pub struct Event {
     raw: sys::cl_event,

@@ -67,7 +67,8 @@ impl Queue {
                 "device-side queues are not supported by Queue".into(),
             ));
         }
-        let supported = device.queue_properties()?;
+        let supported =
+            QueueProperties::from_bits_retain(device.info(sys::CL_DEVICE_QUEUE_PROPERTIES)?);
         if properties.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
             && !supported.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
         {

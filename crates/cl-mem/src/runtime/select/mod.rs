@@ -118,7 +118,10 @@ fn test_selector(cl_test: Option<String>, pyopencl_test: Option<String>) -> (Str
     }
 }
 
-/// A context on [`default_device`]: the device a program without configuration should use.
+/// A context on the device a program without configuration should use: the first device
+/// `CL_CTX` selects; else the first `CL_TEST` (else `PYOPENCL_TEST`) selects; else the best
+/// device present by [`DeviceRank`], the first one enumerated among equals (its device:
+/// `create_some_context()?.devices()[0]`).
 ///
 /// Differences from PyOpenCL's `create_some_context()`: it never prompts (PyOpenCL asks on a
 /// terminal when several devices exist), it reads `CL_CTX`, then `CL_TEST` / `PYOPENCL_TEST`
@@ -130,20 +133,15 @@ fn test_selector(cl_test: Option<String>, pyopencl_test: Option<String>) -> (Str
 ///
 /// # Errors
 ///
-/// As [`default_device`], plus [`Context::new`]'s errors.
+/// As [`select_devices`] (a malformed or unmatched selector, no devices at all), plus
+/// [`Context::new`]'s errors.
 pub fn create_some_context() -> Result<Context> {
     let device = default_device()?;
     Context::new(&[device])
 }
 
-/// The device [`create_some_context`] uses: the first device `CL_CTX` selects; else the first
-/// `CL_TEST` (else `PYOPENCL_TEST`) selects; else the best device present by [`DeviceRank`], the
-/// first one enumerated among equals.
-///
-/// # Errors
-///
-/// As [`select_devices`] (a malformed or unmatched selector, no devices at all).
-pub fn default_device() -> Result<Device> {
+/// The device [`create_some_context`] uses.
+fn default_device() -> Result<Device> {
     if let Some(v) = env_nonempty("CL_CTX") {
         let d = select_devices(&v, "CL_CTX")?[0].device;
         tracing::info!(target: "cl_mem::select", device = %describe(&d), selector = %v, "device chosen by CL_CTX");
@@ -169,7 +167,7 @@ pub fn default_device() -> Result<Device> {
     Ok(d)
 }
 
-/// How [`default_device`] orders devices when nothing selects one: lower is preferred.
+/// How [`create_some_context`] orders devices when nothing selects one: lower is preferred.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DeviceRank {
     /// A GPU.
