@@ -85,7 +85,7 @@ fn device_facts_are_within_spec_minimums(dev: &TestDevice) -> TestResult {
     );
     let bits: u32 = d.info(sys::CL_DEVICE_MEM_BASE_ADDR_ALIGN)?;
     assert!(
-        bits >= 8 && bits % 8 == 0,
+        bits >= 8 && bits.is_multiple_of(8),
         "CL_DEVICE_MEM_BASE_ADDR_ALIGN {bits}"
     );
     assert_eq!(d.base_addr_align(), (bits / 8) as usize);
