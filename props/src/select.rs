@@ -12,7 +12,7 @@
 //!   indices, first case-insensitive substring match of `"name vendor"`): the same pairs, all in
 //!   range, or the same typed error.
 
-use cl_mem::select::{Entry, Ident, PlatformEntry, SelectError, Selector};
+use cl_raw::select::{Entry, Ident, PlatformEntry, SelectError, Selector};
 
 use crate::input::Input;
 

@@ -23,7 +23,7 @@ fn group(dev: &TestDevice) -> Result<(Vec<Device>, &'static str), TestError> {
     let ty = dev.device.device_type()?;
     let siblings: Vec<Device> = dev
         .platform
-        .devices()?
+        .devices(cl_mem::DeviceType::ALL)?
         .into_iter()
         .filter(|d| d.device_type().is_ok_and(|t| t == ty))
         .collect();
@@ -199,11 +199,11 @@ fn commands_on_one_device_wait_for_gated_commands_on_the_other(dev: &TestDevice)
     ] {
         let gate = UserEvent::new(&m.context)?;
         let on_a = if case.contains("after a read") {
-            enqueue_copy(a, &other, &buf, &[gate.event()])?
+            enqueue_copy(a, &other, &buf, &[&*gate])?
         } else {
             let mut k = program.kernel("fill")?;
             k.set_arg(0, &buf)?.set_arg(1, &5u32)?;
-            k.enqueue_nd_range(a, &[n], None, &[gate.event()])?
+            k.enqueue_nd_range(a, &[n], None, &[&*gate])?
         };
         a.flush()?;
         let on_b = match case {
@@ -574,8 +574,8 @@ fn staged_copies_between_devices_wait_for_gated_commands_on_both(dev: &TestDevic
     for gated in ["source", "destination", "both"] {
         let gate_a = UserEvent::new(&m.context)?;
         let gate_b = UserEvent::new(&m.context)?;
-        let on_a = src.enqueue_write(a, data.clone(), &[gate_a.event()])?;
-        let on_b = dst.fill(b, &[9u8], &[gate_b.event()])?;
+        let on_a = src.enqueue_write(a, data.clone(), &[&*gate_a])?;
+        let on_b = dst.fill(b, &[9u8], &[&*gate_b])?;
         a.flush()?;
         b.flush()?;
         // The user events are set after the call: a copy that blocked would never return.
@@ -638,7 +638,7 @@ fn gated_staged_copies_one_after_another_both_return(dev: &TestDevice) -> TestRe
     // Fresh chunks each time: the cache may hold fewer than the calls take.
     let gate = UserEvent::new(&m.context)?;
     let mut copies = Vec::new();
-    let wait = [gate.event()];
+    let wait = [&*gate];
     for (src, dst) in &pairs {
         let o = Transfer::default().wait(&wait).options(opts);
         copies.push(enqueue_copy(b, dst, src, o)?);

@@ -33,7 +33,7 @@ fn pick_device() -> cl_mem::Result<Device> {
         .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
     if by_test_selector {
         // `test_devices` errors when the selector matches nothing, so there is a first one.
-        Ok(cl_mem::test_devices()?[0])
+        Ok(cl_mem::test_devices()?[0].device)
     } else {
         Ok(cl_mem::create_some_context()?.devices()[0])
     }

@@ -86,7 +86,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let context = create_some_context()?;
     let device = context.devices()[0];
     let queue = Queue::new(&context, &device)?;
-    println!("device: {} ({})", device.name()?, device.version_string()?);
+    println!(
+        "device: {} ({})",
+        device.name()?,
+        device.info::<String>(cl_raw::sys::CL_DEVICE_VERSION)?
+    );
     println!(
         "external memory import handle types: {:?}",
         device.external_memory_import_handle_types()?
@@ -142,10 +146,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     mem.fill_u32(7)?;
     to_opencl(&buffer, &queue, &cuda, sems.as_ref())?;
     let program = Program::build_from_source(&context, SRC, "")?;
-    let mut k = program.kernel("scale")?;
-    k.set_arg(0, &buffer)?
-        .set_arg(1, &3u32)?
-        .run(&queue, &[n])?;
+    let k = program.kernel("scale")?;
+    k.call(&queue, &[n], None, (&buffer, &3u32))?;
     to_cuda(&buffer, &queue, &cuda, sems.as_ref())?;
     let mut back = vec![0u32; n];
     cuda.stream().memcpy_dtoh(&mem, &mut back)?;

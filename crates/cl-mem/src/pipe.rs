@@ -91,8 +91,7 @@ impl Pipe {
             )));
         }
         for d in context.devices() {
-            // SAFETY: a 2.0 parameter asked of a device of a 2.0+ platform with pipe support.
-            let max: u32 = unsafe { d.info(sys::CL_DEVICE_PIPE_MAX_PACKET_SIZE) }?;
+            let max: u32 = d.info(sys::CL_DEVICE_PIPE_MAX_PACKET_SIZE)?;
             if packet_size > max {
                 return Err(Error::InvalidArgument(format!(
                     "packet size {packet_size} exceeds CL_DEVICE_PIPE_MAX_PACKET_SIZE ({max})"

@@ -229,7 +229,8 @@ impl Hash for ContextKey {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), cl_mem::Error> {
-/// let context = cl_mem::Context::from_device(&cl_mem::Platform::list()?[0].devices()?[0])?;
+/// let device = cl_mem::Platform::list()?[0].devices(cl_mem::DeviceType::ALL)?[0];
+/// let context = cl_mem::Context::new(&[device])?;
 /// let cache = cl_pool::ContextCache::<(u32,), u64>::new();
 /// let v = cache.get_or_insert_with(&context, (5,), || 42);
 /// assert_eq!(v, 42);
@@ -292,7 +293,7 @@ where
     /// registered, strong where it cannot be.
     fn key_for(&self, context: &cl_mem::Context) -> ContextKey {
         let raw = context.as_raw() as usize;
-        if context.platform_version() < cl_mem::Version::V3_0 {
+        if context.devices()[0].platform_version() < cl_mem::Version::V3_0 {
             return ContextKey {
                 raw,
                 keep_alive: Some(context.clone()),

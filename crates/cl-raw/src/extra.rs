@@ -1,9 +1,9 @@
 //! What `cl-sys` 0.4 lacks and more than one crate of this workspace (or a wrapper here) needs:
-//! the OpenCL 3.0 entry points and types the wrappers use, and the vendor device-attribute
-//! constants both `cl-mem` and `cl-characterize` read. A value only `cl-mem` reads lives in
-//! `cl-mem` (its `runtime/extra.rs`, where each has a typed `Device` method); other values of the
-//! Khronos headers are not copied here: pass them to `Device::info` (or
-//! [`crate::device::get_info`]) as literals.
+//! the OpenCL 3.0 entry points and types the wrappers use, the 3.0 device queries `Device::info`
+//! takes in place of a getter of its own, and the vendor device-attribute constants both `cl-mem`
+//! and `cl-characterize` read. A value only `cl-mem` reads behind a typed method lives in `cl-mem`
+//! (its `runtime/extra.rs`); other values of the Khronos headers are not copied here: pass them
+//! to `Device::info` (or [`crate::device::get_info`]) as literals.
 //!
 //! Values are copied from the Khronos OpenCL-Headers (v2023.02.06: `CL/cl.h`, `CL/cl_ext.h`) and
 //! checked against the current Khronos `cl_ext.h`. The entry points are declared against the ICD
@@ -26,7 +26,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use crate::sys::{cl_context, cl_int, cl_mem, cl_mem_flags, cl_uint, cl_ulong};
+use crate::sys::{cl_bitfield, cl_context, cl_int, cl_mem, cl_mem_flags, cl_uint, cl_ulong};
 
 // ---------------------------------------------------------------------------------------------
 // Types (cl.h, OpenCL 3.0)
@@ -57,6 +57,43 @@ pub(crate) type ContextDestructorCallback =
 // Constants (cl.h, OpenCL 3.0)
 // ---------------------------------------------------------------------------------------------
 
+/// `cl_device_atomic_capabilities` (3.0): bits `CL_DEVICE_ATOMIC_*`.
+#[expect(
+    non_camel_case_types,
+    reason = "the C names of OpenCL types are kept verbatim"
+)]
+pub type cl_device_atomic_capabilities = cl_bitfield;
+
+/// `CL_DEVICE_NUMERIC_VERSION` (3.0): `cl_version`.
+pub const CL_DEVICE_NUMERIC_VERSION: cl_uint = 0x105E;
+/// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES` (3.0): `cl_device_atomic_capabilities`.
+pub const CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES: cl_uint = 0x1063;
+/// `CL_DEVICE_ATOMIC_FENCE_CAPABILITIES` (3.0): `cl_device_atomic_capabilities`.
+pub const CL_DEVICE_ATOMIC_FENCE_CAPABILITIES: cl_uint = 0x1064;
+/// `CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT` (3.0): `cl_bool`.
+pub const CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT: cl_uint = 0x1065;
+/// `CL_DEVICE_OPENCL_C_ALL_VERSIONS` (3.0): `cl_name_version[]`.
+pub const CL_DEVICE_OPENCL_C_ALL_VERSIONS: cl_uint = 0x1066;
+/// `CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES` (3.0): `cl_device_device_enqueue_capabilities`.
+pub const CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES: cl_uint = 0x1070;
+/// `CL_DEVICE_PIPE_SUPPORT` (3.0): `cl_bool`.
+pub const CL_DEVICE_PIPE_SUPPORT: cl_uint = 0x1071;
+
+/// `CL_DEVICE_ATOMIC_ORDER_RELAXED` (3.0).
+pub const CL_DEVICE_ATOMIC_ORDER_RELAXED: cl_bitfield = 1 << 0;
+/// `CL_DEVICE_ATOMIC_ORDER_ACQ_REL` (3.0).
+pub const CL_DEVICE_ATOMIC_ORDER_ACQ_REL: cl_bitfield = 1 << 1;
+/// `CL_DEVICE_ATOMIC_ORDER_SEQ_CST` (3.0).
+pub const CL_DEVICE_ATOMIC_ORDER_SEQ_CST: cl_bitfield = 1 << 2;
+/// `CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM` (3.0).
+pub const CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM: cl_bitfield = 1 << 3;
+/// `CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP` (3.0).
+pub const CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP: cl_bitfield = 1 << 4;
+/// `CL_DEVICE_ATOMIC_SCOPE_DEVICE` (3.0).
+pub const CL_DEVICE_ATOMIC_SCOPE_DEVICE: cl_bitfield = 1 << 5;
+/// `CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES` (3.0).
+pub const CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES: cl_bitfield = 1 << 6;
+
 /// `CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` (3.0): `size_t`.
 pub const CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: cl_uint = 0x1067;
 
@@ -70,6 +107,9 @@ pub const CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV: cl_uint = 0x4000;
 pub const CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV: cl_uint = 0x4001;
 /// `CL_DEVICE_WARP_SIZE_NV` (`cl_nv_device_attribute_query`): `cl_uint`.
 pub const CL_DEVICE_WARP_SIZE_NV: cl_uint = 0x4003;
+
+/// `CL_DEVICE_SIMD_PER_COMPUTE_UNIT_AMD` (`cl_amd_device_attribute_query`): `cl_uint`.
+pub const CL_DEVICE_SIMD_PER_COMPUTE_UNIT_AMD: cl_uint = 0x4040;
 
 /// `CL_DEVICE_SIMD_WIDTH_AMD` (`cl_amd_device_attribute_query`): `cl_uint`.
 pub const CL_DEVICE_SIMD_WIDTH_AMD: cl_uint = 0x4041;
@@ -126,3 +166,7 @@ mod tests {
         assert_eq!(CL_DEVICE_SUB_GROUP_SIZES_INTEL, 0x4108);
     }
 }
+
+// cl-sys agrees where both define a value: the 3.0 device queries follow its last 2.1 one.
+const _: () =
+    assert!(crate::sys::CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS + 1 == CL_DEVICE_NUMERIC_VERSION);

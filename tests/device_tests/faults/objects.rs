@@ -93,7 +93,7 @@ fn base_counts(q: &Queue, more: &[&dyn MemObject]) -> Vec<u64> {
     let mut v = vec![
         u64::from(q.context().reference_count().unwrap()),
         u64::from(q.reference_count().unwrap()),
-        Event::live_count() as u64,
+        cl_mem::live_objects().events as u64,
     ];
     for m in more {
         v.push(u64::from(m.mem_reference_count().unwrap()));
@@ -116,7 +116,7 @@ scenario!(
 fn context_and_queue_creation_fail_typed(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let devices = [dev.device];
-    let counts = || vec![Event::live_count() as u64];
+    let counts = || vec![cl_mem::live_objects().events as u64];
     let ctx = inject("clCreateContext", &counts, &|| Context::new(&devices))?;
     assert_eq!(ctx.reference_count()?, 1);
     let counts = || base_counts(&q, &[]);
@@ -330,7 +330,7 @@ fn programs_kernels_and_launches_fail_typed(dev: &TestDevice) -> TestResult {
     inject_then(
         "clEnqueueNDRangeKernel",
         &kc,
-        &|| kernel.run(&q, &[16]),
+        &|| kernel.enqueue_nd_range(&q, &[16], None, &[]),
         &|| {
             assert_eq!(a.read_vec_of::<u32>(&q, 16)?, vec![3; 16]);
             Ok(())
@@ -392,7 +392,7 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
     let r = std::sync::Arc::clone(&ran);
     inject("clSetEventCallback", &counts, &|| {
         let r = std::sync::Arc::clone(&r);
-        user.on_complete(move |_| {
+        user.on(cl_mem::CallbackOn::Complete, move |_| {
             r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         })
     })?;
@@ -410,7 +410,7 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
             &q,
             &[&b],
             MigrationFlags::CONTENT_UNDEFINED,
-            &[gate.event()],
+            &[&*gate],
         );
         let fired = armed.fired();
         drop(armed);

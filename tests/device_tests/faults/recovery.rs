@@ -3,8 +3,7 @@
 
 use super::{settled, stable, SEEN, STATUSES};
 use cl_mem::{
-    enqueue_copy, Buffer, Event, MemFlags, Queue, RawHandle, Rect, Transfer, TransferOptions,
-    Version,
+    enqueue_copy, Buffer, MemFlags, Queue, RawHandle, Rect, Transfer, TransferOptions, Version,
 };
 use cl_pool::{ImmediateAllocator, MemoryPool, PoolError};
 use cl_raw::fault;
@@ -65,7 +64,7 @@ fn pool_reclaims_on_injected_upstream_failures_and_stays_balanced(dev: &TestDevi
             let refs_and_events = || {
                 vec![
                     u64::from(q.context().reference_count().unwrap_or(0)),
-                    Event::live_count() as u64,
+                    cl_mem::live_objects().events as u64,
                 ]
             };
             let before = stable(&refs_and_events);
@@ -190,7 +189,7 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
     // chunks are cached, so the live-event count before and after a failure compare like for like.
     a.write(&q, &data, Transfer::default().options(opts))?;
     a.read(&q, &mut vec![0u8; n], Transfer::default().options(opts))?;
-    let live_events = || vec![Event::live_count() as u64];
+    let live_events = || vec![cl_mem::live_objects().events as u64];
     for status in STATUSES {
         // Worker threads release their chunk events asynchronously: compare settled counts.
         let events = stable(&live_events);
@@ -308,7 +307,7 @@ fn staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whol
         threads: 2,
         depth: 2,
     };
-    let live_events = || vec![Event::live_count() as u64];
+    let live_events = || vec![cl_mem::live_objects().events as u64];
     for status in STATUSES {
         for (site, nth) in [("clEnqueueWriteBuffer", 3), ("clEnqueueReadBuffer", 2)] {
             // The records of two queues are pruned in phases, so events are counted with no

@@ -143,7 +143,7 @@ device_test!(pooled_buffers_slice_and_migrate);
 fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
-    let align = dev.device.mem_base_addr_align_bytes()?;
+    let align = dev.device.base_addr_align();
     let n = 2 * align + 64;
     let b = pool.allocate(n)?;
     b.write(&q, &vec![0u8; n], &[])?;
@@ -337,12 +337,15 @@ fn a_kernel_argument_keeps_its_pooled_memory_until_replaced_or_dropped(
     let mut k = program.kernel("fill")?;
     let a = pool.allocate(n * 4)?;
     let first = a.as_raw();
-    k.set_arg(0, &a)?.set_arg(1, &1u32)?.run(&q, &[n])?.wait()?;
+    k.set_arg(0, &a)?
+        .set_arg(1, &1u32)?
+        .enqueue_nd_range(&q, &[n], None, &[])?
+        .wait()?;
     drop(a);
     let b = pool.allocate(n * 4)?;
     assert_ne!(b.as_raw(), first, "the kernel still has the memory set");
     b.write(&q, &vec![9u32; n], &[])?;
-    k.run(&q, &[n])?.wait()?; // writes the kernel's argument, not `b`
+    k.enqueue_nd_range(&q, &[n], None, &[])?.wait()?; // writes the kernel's argument, not `b`
     assert_eq!(b.to_vec::<u32>(&q)?, vec![9u32; n], "the kernel wrote b");
     // Replaced: the first memory comes back at the next hand-out.
     k.set_arg(0, &b)?;

@@ -17,15 +17,15 @@ const HAND_OFF_ROUNDS: usize = 50_000;
 /// Checks the live-event counter sees events at all, then returns its value.
 fn live_events_baseline(q: &Queue) -> Result<usize, Error> {
     q.finish()?;
-    let before = cl_mem::Event::live_count();
+    let before = cl_mem::live_objects().events;
     let marker = q.enqueue_marker(&[])?;
     assert_eq!(
-        cl_mem::Event::live_count(),
+        cl_mem::live_objects().events,
         before + 1,
         "the counter sees events"
     );
     drop(marker);
-    assert_eq!(cl_mem::Event::live_count(), before);
+    assert_eq!(cl_mem::live_objects().events, before);
     Ok(before)
 }
 
@@ -286,7 +286,7 @@ fn svm_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     drop(b);
     q2.finish()?;
     assert_eq!(
-        cl_mem::Event::live_count(),
+        cl_mem::live_objects().events,
         before,
         "live events after {} hand-offs in {elapsed:?}",
         2 * rounds
@@ -294,7 +294,7 @@ fn svm_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     eprintln!(
         "    svm pool: {} hand-offs in {elapsed:?}, live events {before} -> {}",
         2 * rounds,
-        cl_mem::Event::live_count()
+        cl_mem::live_objects().events
     );
     Ok(())
 }
@@ -334,7 +334,7 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     drop(b);
     q2.finish()?;
     assert_eq!(
-        cl_mem::Event::live_count(),
+        cl_mem::live_objects().events,
         before,
         "live events after {} hand-offs in {elapsed:?}",
         2 * rounds
@@ -342,7 +342,7 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     eprintln!(
         "    buffer pool: {} hand-offs in {elapsed:?}, live events {before} -> {}",
         2 * rounds,
-        cl_mem::Event::live_count()
+        cl_mem::live_objects().events
     );
     Ok(())
 }

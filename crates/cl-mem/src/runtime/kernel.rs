@@ -6,13 +6,14 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cl_raw::object::{self, Object};
-use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, Version};
+use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, InfoValue, Version};
 
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
+use crate::runtime::device::Device;
 use crate::runtime::event::Event;
 use crate::runtime::program::Program;
 use crate::runtime::queue::Queue;
@@ -235,11 +236,6 @@ impl LocalMemory {
         LocalMemory {
             bytes: len.saturating_mul(std::mem::size_of::<T>()),
         }
-    }
-
-    /// The size in bytes.
-    pub fn bytes(&self) -> usize {
-        self.bytes
     }
 }
 
@@ -470,7 +466,10 @@ impl KernelParam {
 
 /// The address width of the context's devices in bytes, when they agree (the size of `size_t`).
 fn address_bytes(context: &Context) -> Option<usize> {
-    let mut bits = context.devices().iter().map(|d| d.address_bits().ok());
+    let mut bits = context
+        .devices()
+        .iter()
+        .map(|d| d.info::<u32>(sys::CL_DEVICE_ADDRESS_BITS).ok());
     let first = bits.next()??;
     bits.all(|b| b == Some(first)).then_some(first as usize / 8)
 }
@@ -501,9 +500,8 @@ impl Limits {
         }
         let device_allows = device.version() >= Version::V2_0
             && (device.version() < Version::V3_0 || {
-                // SAFETY: a 3.0 parameter asked of a 3.0 device; `cl_bool`.
                 let b: sys::cl_bool =
-                    unsafe { device.info(super::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT) }?;
+                    device.info(super::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)?;
                 b != 0
             });
         let non_uniform = device_allows && {
@@ -678,7 +676,8 @@ fn read_params(
 /// `Send + Sync`, not `Clone`: the spec exempts `clSetKernelArg` (and the SVM/exec-info setters)
 /// from thread safety for one kernel object, so [`Kernel::set_arg`] takes `&mut self`, and
 /// [`Kernel::call`] (`&self`, for a kernel shared between threads) sets the arguments and enqueues
-/// under the kernel's lock. Use [`Kernel::duplicate`] for a second, independent kernel object.
+/// under the kernel's lock. For a second, independent kernel object ask the program again
+/// (`kernel.program().kernel(kernel.name())`).
 ///
 /// Every argument is checked against the parameter's declaration (`clGetKernelArgInfo`) when
 /// set: a scalar for a pointer, image, sampler or pipe parameter, a memory object for a scalar,
@@ -733,7 +732,7 @@ impl Kernel {
     ///
     /// [`Error::InvalidArgument`] for a name with a NUL byte (checked first); [`Error::Cl`] from
     /// `clCreateKernel` (`CL_INVALID_KERNEL_NAME`, `CL_INVALID_PROGRAM_EXECUTABLE` if unbuilt).
-    pub fn new(program: &Program, name: &str) -> Result<Kernel> {
+    pub(crate) fn new(program: &Program, name: &str) -> Result<Kernel> {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument("kernel name contains a NUL byte".into()))?;
         // SAFETY: a valid program; we own the returned kernel.
@@ -758,16 +757,6 @@ impl Kernel {
         Ok(k)
     }
 
-    /// A new kernel object for the same function, with no arguments set (works on every version;
-    /// `clCloneKernel` needs 2.1 and copies the arguments).
-    ///
-    /// # Errors
-    ///
-    /// As [`Kernel::new`].
-    pub fn duplicate(&self) -> Result<Kernel> {
-        Kernel::new(&self.program, &self.name)
-    }
-
     /// The kernel's function name.
     pub fn name(&self) -> &str {
         &self.name
@@ -779,7 +768,7 @@ impl Kernel {
     }
 
     /// The kernel's context.
-    pub fn context(&self) -> &Context {
+    fn context(&self) -> &Context {
         self.program.context()
     }
 
@@ -794,21 +783,43 @@ impl Kernel {
             .map_err(Error::cl("clGetKernelInfo"))
     }
 
-    /// `CL_KERNEL_WORK_GROUP_SIZE` for `queue`'s device.
+    /// A `clGetKernelWorkGroupInfo` parameter for `device`, decoded as `T`: PyOpenCL's
+    /// `Kernel.get_work_group_info(param, device)` (`sys` being `cl_raw::sys`):
+    ///
+    /// | parameter | `T` | |
+    /// | --- | --- | --- |
+    /// | `CL_KERNEL_WORK_GROUP_SIZE` | `usize` | the largest work-group this kernel can run in |
+    /// | `CL_KERNEL_COMPILE_WORK_GROUP_SIZE` | `Vec<usize>` | `reqd_work_group_size`, zeros without one |
+    /// | `CL_KERNEL_LOCAL_MEM_SIZE` | `u64` | local memory used, the `__local` arguments as set now included |
+    /// | `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` | `usize` | |
+    /// | `CL_KERNEL_PRIVATE_MEM_SIZE` | `u64` | |
+    /// | `CL_KERNEL_GLOBAL_WORK_SIZE` | `Vec<usize>` | custom devices and built-in kernels only |
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn work_group_size(&self, queue: &Queue) -> Result<usize> {
-        // SAFETY: a valid kernel and device; a 1.0 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_WORK_GROUP_SIZE,
-            )
+    /// [`Error::InvalidArgument`] for a device outside the kernel's context or another parameter
+    /// (both checked first: a foreign device id can crash the driver); [`Error::Cl`] from
+    /// `clGetKernelWorkGroupInfo` (`CL_INVALID_VALUE` when the value does not fit `T`).
+    pub fn work_group_info<T: InfoValue>(
+        &self,
+        device: &Device,
+        param: sys::cl_kernel_work_group_info,
+    ) -> Result<T> {
+        if !self.context().devices().contains(device) {
+            return Err(Error::InvalidArgument(format!(
+                "kernel '{}': the device is not one of its context's devices",
+                self.name
+            )));
         }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
+        if !(sys::CL_KERNEL_WORK_GROUP_SIZE..=sys::CL_KERNEL_GLOBAL_WORK_SIZE).contains(&param) {
+            return Err(Error::InvalidArgument(format!(
+                "clGetKernelWorkGroupInfo parameter {param:#x} is not one cl-mem knows"
+            )));
+        }
+        // SAFETY: a valid kernel and a device of its context (checked); a 1.0-1.2 parameter
+        // (checked), every accepted platform being 1.2+.
+        unsafe { raw::get_work_group_info(self.raw, device.as_raw(), param) }
+            .map_err(Error::cl("clGetKernelWorkGroupInfo"))
     }
 
     /// `CL_KERNEL_ATTRIBUTES` (1.2): the `__attribute__` qualifiers of the kernel's declaration
@@ -823,81 +834,6 @@ impl Kernel {
             unsafe { object::get_info(Object::Kernel, self.raw, sys::CL_KERNEL_ATTRIBUTES) }
                 .map_err(Error::cl("clGetKernelInfo"))?;
         Ok(s.trim_end_matches('\0').to_owned())
-    }
-
-    /// `CL_KERNEL_LOCAL_MEM_SIZE` for `queue`'s device: local memory the kernel uses, its
-    /// `__local` arguments as set now included.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn local_mem_size(&self, queue: &Queue) -> Result<u64> {
-        // SAFETY: a valid kernel and device; a 1.0 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_LOCAL_MEM_SIZE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
-    }
-
-    /// `CL_KERNEL_PRIVATE_MEM_SIZE` for `queue`'s device.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn private_mem_size(&self, queue: &Queue) -> Result<u64> {
-        // SAFETY: a valid kernel and device; a 1.1 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_PRIVATE_MEM_SIZE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
-    }
-
-    /// `CL_KERNEL_COMPILE_WORK_GROUP_SIZE` for `queue`'s device: the
-    /// `reqd_work_group_size` attribute, `[0, 0, 0]` without one.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn compile_work_group_size(&self, queue: &Queue) -> Result<[usize; 3]> {
-        // SAFETY: a valid kernel and device; a 1.0 parameter.
-        let v: Vec<usize> = unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))?;
-        let mut out = [0usize; 3];
-        for (o, x) in out.iter_mut().zip(v) {
-            *o = x;
-        }
-        Ok(out)
-    }
-
-    /// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` for `queue`'s device.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn preferred_work_group_size_multiple(&self, queue: &Queue) -> Result<usize> {
-        // SAFETY: a valid kernel and device; a 1.1 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
     }
 
     /// The parameters as the driver describes them (`clGetKernelArgInfo`); `None` when it gives
@@ -1286,21 +1222,6 @@ impl Kernel {
         self.set_arg(index, &Raw(ptr))
     }
 
-    /// Enqueues the kernel over `global` work-items with the driver's choice of local size and
-    /// no wait list: [`Kernel::enqueue_nd_range`]`(queue, global, None, &[])`, the common case
-    /// on an in-order queue (which orders it after everything enqueued before).
-    ///
-    /// ```ignore
-    /// kernel.set_arg(0, &a)?.set_arg(1, &b)?.run(&queue, &[n])?;
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`Kernel::enqueue_nd_range`].
-    pub fn run(&self, queue: &Queue, global: &[usize]) -> Result<Event> {
-        self.enqueue_nd_range(queue, global, None, &[])
-    }
-
     /// Enqueues the kernel over `global` work-items (1 to 3 dimensions), with an optional local
     /// size, after `wait`.
     ///
@@ -1503,7 +1424,7 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
 
     /// Adopts one reference to a raw kernel (no retain), reading its program
     /// (`CL_KERNEL_PROGRAM`, retained by the new `Kernel`), function name, argument count and
-    /// argument descriptions (`clGetKernelArgInfo`, as [`Kernel::new`] does): PyOpenCL's
+    /// argument descriptions (`clGetKernelArgInfo`, as [`Program::kernel`] does): PyOpenCL's
     /// `Kernel.from_int_ptr(ptr, retain=False)`.
     ///
     /// The new `Kernel` holds no argument: arguments set before through the raw handle are the

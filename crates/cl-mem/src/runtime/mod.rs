@@ -13,7 +13,7 @@ pub(crate) mod platform;
 pub(crate) mod program;
 pub(crate) mod queue;
 pub(crate) mod quirks;
-pub mod select;
+pub(crate) mod select;
 pub(crate) mod staging;
 pub(crate) mod track;
 pub(crate) mod worker;
