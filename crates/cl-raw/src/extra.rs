@@ -147,6 +147,11 @@ extern "system" {
     ) -> cl_int;
 }
 
+// cl-sys agrees where both define a value: the 3.0 device queries follow its last 2.1 one.
+const _: () = assert!(
+    crate::sys::CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS + 1 == CL_DEVICE_NUMERIC_VERSION
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,7 +171,3 @@ mod tests {
         assert_eq!(CL_DEVICE_SUB_GROUP_SIZES_INTEL, 0x4108);
     }
 }
-
-// cl-sys agrees where both define a value: the 3.0 device queries follow its last 2.1 one.
-const _: () =
-    assert!(crate::sys::CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS + 1 == CL_DEVICE_NUMERIC_VERSION);

@@ -406,12 +406,8 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
             1..=1,
             Threads::Current,
         );
-        let migrated = enqueue_migrate_mem_objects(
-            &q,
-            &[&b],
-            MigrationFlags::CONTENT_UNDEFINED,
-            &[&*gate],
-        );
+        let migrated =
+            enqueue_migrate_mem_objects(&q, &[&b], MigrationFlags::CONTENT_UNDEFINED, &[&*gate]);
         let fired = armed.fired();
         drop(armed);
         let migrated = migrated?;

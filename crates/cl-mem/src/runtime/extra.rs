@@ -14,4 +14,3 @@ pub(crate) const CL_MEM_PROPERTIES: sys::cl_uint = 0x110A;
 pub(crate) const CL_PIPE_PROPERTIES: sys::cl_uint = 0x1122;
 /// `CL_SAMPLER_PROPERTIES` (3.0): `clGetSamplerInfo`, `cl_sampler_properties[]`.
 pub(crate) const CL_SAMPLER_PROPERTIES: sys::cl_uint = 0x1158;
-
