@@ -92,7 +92,7 @@ fn rng(s: &mut u64) -> u64 {
 /// still be going when its scope returns, and a cache asked to free its blocks frees them at its
 /// thread's exit (the allocator's count then moves a moment after the pool's).
 fn settle(p: &MemoryPool<TA>, done: impl Fn(&MemoryPool<TA>) -> bool) {
-    for _ in 0..3000 {
+    for _ in 0..10_000 {
         if done(p) {
             return;
         }
