@@ -26,7 +26,7 @@ fn devices(want: &str) -> Res<Vec<Device>> {
         if !p.name()?.contains(want) {
             continue;
         }
-        let gpus = p.devices_of_type(DeviceType::GPU).unwrap_or_default();
+        let gpus = p.devices(DeviceType::GPU).unwrap_or_default();
         if gpus.len() >= 2 {
             return Ok(gpus);
         }
@@ -35,7 +35,7 @@ fn devices(want: &str) -> Res<Vec<Device>> {
         if !p.name()?.contains(want) {
             continue;
         }
-        for d in p.devices()? {
+        for d in p.devices(DeviceType::ALL)? {
             let units = d.max_compute_units()?;
             if d.partition_support()?.equally && units >= 2 {
                 return Ok(d.create_sub_devices(&Partition::Equally(units / 2))?);
@@ -59,7 +59,7 @@ fn main() -> Res<()> {
         "devices: '{}' and '{}' ({} platform), {reps} reps per size, GB/s (median)",
         devs[0].name()?.trim(),
         devs[1].name()?.trim(),
-        ctx.platform().name()?
+        ctx.devices()[0].platform().name()?
     );
     println!(
         "copy / migrate dev0 -> dev1: plain = the driver's one command, auto = TransferPath::Auto, \

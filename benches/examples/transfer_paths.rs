@@ -66,10 +66,10 @@ fn main() -> Res<()> {
         .unwrap_or(1024);
     let device = Platform::list()?
         .into_iter()
-        .flat_map(|p| p.devices().unwrap_or_default())
+        .flat_map(|p| p.devices(cl_mem::DeviceType::ALL).unwrap_or_default())
         .find(|d| d.name().is_ok_and(|n| n.contains(&want)))
         .ok_or("no device matches")?;
-    let ctx = Context::from_device(&device)?;
+    let ctx = Context::new(&[device])?;
     let q = Queue::new(&ctx, &device)?;
     println!(
         "device '{}', {reps} reps, GB/s (median); default staged options: {:?}",

@@ -6,20 +6,20 @@ use cl_mem::Queue;
 /// all devices) selects. `None`, after saying why on stderr, when there is none: the benches then do
 /// nothing rather than fail.
 pub fn bench_queue() -> Option<Queue> {
-    let devices = match cl_mem::select::test_devices() {
+    let devices = match cl_mem::test_devices() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("cl-benches: device selection failed: {e}");
             return None;
         }
     };
-    let Some(device) = devices.first() else {
+    let Some(device) = devices.first().map(|s| &s.device) else {
         eprintln!(
             "cl-benches: no OpenCL device selected: nothing to bench (run `cargo xtask setup`)"
         );
         return None;
     };
-    let queue = cl_mem::Context::from_device(device).and_then(|ctx| Queue::new(&ctx, device));
+    let queue = cl_mem::Context::new(&[*device]).and_then(|ctx| Queue::new(&ctx, device));
     match queue {
         Ok(q) => {
             let name = device.name().unwrap_or_default();

@@ -16,7 +16,7 @@
 
 use cl_characterize::{
     local_memory_bank_count, simultaneous_work_items_on_local_access,
-    why_not_local_access_conflict_free, CharacterizeError, DeviceProfile, DeviceType, LocalMemType,
+    why_not_local_access_conflict_free, CharacterizeError, DeviceProfile, LocalMemType,
 };
 
 use crate::input::Input;
@@ -29,7 +29,7 @@ fn profile(input: &mut Input<'_>) -> DeviceProfile {
         None
     };
     DeviceProfile {
-        device_type: DeviceType(u64::from(input.u8() & 0x1F)),
+        device_type: u64::from(input.u8() & 0x1F),
         local_mem_type: LocalMemType::from_raw(u32::from(flags >> 1) % 4),
         nv_compute_capability: nv,
         extensions: if nv.is_some() {

@@ -14,7 +14,7 @@
 //!
 //! | module | target | code under test |
 //! | --- | --- | --- |
-//! | [`select`] | `select` | `cl_mem::select::Selector::{parse, resolve}` |
+//! | [`select`] | `select` | `cl_raw::select::Selector::{parse, resolve}` (`cl_mem::Selector`) |
 //! | [`trace`] | `trace` | `cl_pool::trace::{from_json_lines, to_json_lines, replay}` |
 //! | [`conflict`] | `conflict` | `cl_characterize::why_not_local_access_conflict_free` |
 //! | [`profile`] | `profile` | `DeviceProfile` JSON, `DeviceReport::new` |

@@ -12,7 +12,7 @@
 //!   indices, first case-insensitive substring match of `"name vendor"`): the same pairs, all in
 //!   range, or the same typed error.
 
-use cl_mem::select::{Entry, Ident, PlatformEntry, SelectError, Selector};
+use cl_raw::select::{Entry, Ident, PlatformEntry, SelectError, Selector};
 
 use crate::input::Input;
 
@@ -192,7 +192,10 @@ pub fn check_text(text: &str, cat: &[PlatformEntry]) {
         Err(other) => panic!("parse of {text:?} returned a resolution error: {other:?}"),
     };
     if text.trim().is_empty() {
-        assert!(sel.is_empty(), "blank text {text:?} parsed to {sel:?}");
+        assert!(
+            sel.entries.is_empty(),
+            "blank text {text:?} parsed to {sel:?}"
+        );
     } else {
         assert_eq!(
             sel.entries.len(),

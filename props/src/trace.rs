@@ -13,14 +13,15 @@
 //!   success came from a held block or one upstream allocation (`hits + upstream_allocations +
 //!   failures >= requests`), the peaks are ordered (`active <= managed`, `held <= managed`,
 //!   managed within the capacity and the managed-bytes limit);
-//! - `replay_with_timeline` gives the same report and one point per event, each with
+//! - `replay` with a timeline gives the same figures and one point per event, each with
 //!   `held + active <= managed`;
 //! - with an unlimited upstream, no limit and sizes below 2^48, nothing fails.
 
-use cl_pool::trace::{
-    from_json_lines, replay, replay_with_timeline, to_json_lines, ReplayConfig, TraceEvent,
-};
-use cl_pool::{Eviction, OomMode, Policy, MAX_LEADING_BITS};
+use cl_pool::trace::{from_json_lines, replay, to_json_lines, ReplayConfig, TraceEvent};
+use cl_pool::{Eviction, OomMode, Policy};
+
+/// The largest `leading_bits_in_bin_id` cl-pool documents as accepted (`InvalidLeadingBits`).
+const MAX_LEADING_BITS: u32 = 25;
 
 use crate::input::Input;
 
@@ -94,6 +95,7 @@ fn config(input: &mut Input<'_>) -> ReplayConfig {
         capacity,
         leading_bits,
         policy,
+        timeline: false,
     }
 }
 
@@ -186,7 +188,12 @@ pub fn check_replay(trace: &[TraceEvent], config: &ReplayConfig) {
     if plain {
         assert_eq!(report.failures, 0, "{report:?}");
     }
-    let (again, timeline) = replay_with_timeline(trace, config).expect("replayed once already");
+    let with_timeline = ReplayConfig {
+        timeline: true,
+        ..*config
+    };
+    let mut again = replay(trace, &with_timeline).expect("replayed once already");
+    let timeline = std::mem::take(&mut again.timeline);
     assert_eq!(again, report, "replay is deterministic");
     assert_eq!(timeline.len(), trace.len());
     for p in &timeline {

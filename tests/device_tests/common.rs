@@ -5,7 +5,7 @@
     reason = "test sizes and indices are small, known values"
 )]
 
-use cl_mem::{Buffer, ChannelOrder, ChannelType, Error, ImageFormat, Kernel, Program, Queue};
+use cl_mem::{Buffer, ChannelOrder, ChannelType, Error, ImageFormat, Program, Queue};
 use cl_tests::{skip, TestDevice, TestResult};
 
 pub(crate) const SCALE_SRC: &str = r#"
@@ -90,12 +90,12 @@ __kernel void iota(__global int* a, int base) {
 "#;
 
 pub(crate) fn base_align(dev: &TestDevice) -> Result<usize, Error> {
-    Ok(dev.device.mem_base_addr_align_bytes()?.max(1))
+    Ok(dev.device.base_addr_align().max(1))
 }
 
 /// Runs `add(buf, v)` over `n` items and waits.
 pub(crate) fn add(q: &Queue, p: &Program, buf: &Buffer, v: i32, n: usize) -> TestResult {
-    let mut k = Kernel::new(p, "add")?;
+    let mut k = p.kernel("add")?;
     k.set_arg(0, buf)?.set_arg(1, &v)?;
     k.enqueue_nd_range(q, &[n], None, &[])?.wait()?;
     Ok(())

@@ -159,7 +159,7 @@ mod cuda {
                 .kernel("scale")?
                 .set_arg(0, &b)?
                 .set_arg(1, &7u32)?
-                .run(&q, &[n])?;
+                .enqueue_nd_range(&q, &[n], None, &[])?;
             to_cuda(&b, &q)?;
             let mut back = vec![0u32; n];
             c.stream().memcpy_dtoh(&m, &mut back)?;

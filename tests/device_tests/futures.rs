@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use cl_mem::{Buffer, ClError, Error, MemFlags, UserEvent};
+use cl_mem::{Buffer, ClError, Error, Event, MemFlags, UserEvent};
 use cl_tests::{device_test, TestDevice, TestResult};
 
 /// Unparks the thread that blocks on the future.
@@ -145,7 +145,7 @@ fn a_user_event_set_on_another_thread_wakes_the_future(dev: &TestDevice) -> Test
     let ctx = dev.context();
     let user = UserEvent::new(&ctx)?;
     // Through the plain `Event`: only the driver's CL_COMPLETE callback can wake this one.
-    let fut = user.event().wait_async();
+    let fut = Event::wait_async(&user);
     block_on_while_set(fut, &user, UserEvent::set_complete)??;
     Ok(())
 }
@@ -164,7 +164,7 @@ fn a_user_event_set_to_an_error_resolves_to_that_error(dev: &TestDevice) -> Test
         "awaiting a user event set to CL_OUT_OF_RESOURCES"
     );
     // Awaited again (already failed): the same error at once.
-    let (again, polls) = block_on(user.event().wait_async(), LIMIT).map_err(cl_tests::fail)?;
+    let (again, polls) = block_on(Event::wait_async(&user), LIMIT).map_err(cl_tests::fail)?;
     assert_eq!(polls, 1);
     assert!(
         matches!(again, Err(Error::CommandFailed { .. })),
@@ -189,7 +189,7 @@ fn a_transfer_whose_dependency_fails_resolves_to_an_error(dev: &TestDevice) -> T
     let ctx = queue.context();
     let buf = Buffer::new(ctx, MemFlags::READ_WRITE, 4096)?;
     let user = UserEvent::new(ctx)?;
-    let pending = buf.enqueue_read(&queue, vec![0u8; 4096], &[user.event()])?;
+    let pending = buf.enqueue_read(&queue, vec![0u8; 4096], &[&*user])?;
     let out = block_on_while_set(pending.into_future(), &user, |u| {
         u.set_error(ClError::OutOfResources)
     })?;

@@ -8,7 +8,7 @@
 
 use crate::common::{add, base_align, mapped, program, SCALE_KERNELS};
 use cl_mem::{
-    enqueue_copy, Buffer, Error, Kernel, MapFlags, MemFlags, MemObject, Program, Queue, Transfer,
+    enqueue_copy, Buffer, Error, MapFlags, MemFlags, MemObject, Program, Queue, Transfer,
     UserEvent, Version,
 };
 use cl_tests::{device_test, fail, skip, TestDevice, TestResult};
@@ -43,7 +43,7 @@ fn maps_see_kernel_results_and_feed_kernels(dev: &TestDevice) -> TestResult {
         let mut m = buf.map::<i32, _>(&q, MapFlags::WRITE_INVALIDATE_REGION, ..8, &[])?;
         m.copy_from_slice(&[-1; 8]);
         let e = m.unmap(&[])?;
-        let mut k = Kernel::new(&p, "add")?;
+        let mut k = p.kernel("add")?;
         k.set_arg(0, &buf)?.set_arg(1, &1i32)?;
         k.enqueue_nd_range(&q, &[8], None, &[&e])?.wait()?;
         let mut head = [0i32; 9];
@@ -160,7 +160,7 @@ device_test!(maps_are_exclusive_across_an_allocation);
 fn maps_are_exclusive_across_an_allocation(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let align = dev.device.mem_base_addr_align_bytes()?.max(16);
+    let align = dev.device.base_addr_align().max(16);
     let n = align * 4 / 4;
     let root = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &vec![1u32; n])?;
     let rw = MapFlags::READ | MapFlags::WRITE;

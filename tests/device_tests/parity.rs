@@ -5,6 +5,7 @@ use cl_mem::svm::{svm_empty, Coarse, SvmOptions, SvmPointer};
 use cl_mem::RawHandle;
 use cl_mem::{Buffer, Error, MemFlags, Program, SvmCapabilities};
 use cl_pool::{MemoryPool, SvmAllocator};
+use cl_raw::sys;
 use cl_tests::{device_test, skip, Expectation, TestDevice, TestResult};
 
 const SRC: &str = r#"
@@ -108,7 +109,7 @@ device_test!(sub_buffers_clip_and_round_as_pyopencl_users_write_them);
 fn sub_buffers_clip_and_round_as_pyopencl_users_write_them(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let align = dev.device.mem_base_addr_align_bytes()?.max(1);
+    let align = dev.device.base_addr_align().max(1);
     let n = align * 4;
     let data: Vec<u8> = (0..n).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &data)?;
@@ -158,13 +159,9 @@ fn info_queries_answer_as_in_pyopencls_test_get_info(dev: &TestDevice) -> TestRe
     let program = Program::build_from_source(ctx, INFO_SRC, "")?;
     assert!(program.reference_count()? >= 1);
     assert_eq!(program.source()?.trim(), INFO_SRC.trim());
-    assert_eq!(program.num_devices()?, 1);
-    let sizes = program.binary_sizes()?;
-    assert_eq!(sizes.len(), 1);
-    assert!(sizes[0] > 0, "a built program has a binary: {sizes:?}");
     let binaries = program.binaries()?;
     assert_eq!(binaries.len(), 1);
-    assert_eq!(binaries[0].len(), sizes[0]);
+    assert!(!binaries[0].is_empty(), "a built program has a binary");
     assert!(
         binaries[0].iter().any(|&b| b != 0),
         "the binary has content"
@@ -172,11 +169,16 @@ fn info_queries_answer_as_in_pyopencls_test_get_info(dev: &TestDevice) -> TestRe
     assert_eq!(program.kernel_names()?, vec!["fixed".to_owned()]);
     let mut k = program.kernel("fixed")?;
     assert!(k.reference_count()? >= 1);
-    assert_eq!(k.compile_work_group_size(&q)?, [4, 1, 1]);
+    let compiled: Vec<usize> =
+        k.work_group_info(q.device(), sys::CL_KERNEL_COMPILE_WORK_GROUP_SIZE)?;
+    assert_eq!(compiled, [4, 1, 1]);
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1i32, 2, 3, 4])?;
     k.set_arg(0, &buf)?
         .set_arg(1, &cl_mem::LocalMemory::of::<i32>(4))?;
-    let _private = k.private_mem_size(&q)?;
+    let _private: u64 = k.work_group_info(q.device(), sys::CL_KERNEL_PRIVATE_MEM_SIZE)?;
+    // An unknown parameter is refused before the driver sees it.
+    let e = k.work_group_info::<usize>(q.device(), 0x1234).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     let ev = k.enqueue_nd_range(&q, &[4], Some(&[4]), &[])?;
     ev.wait()?;
     assert_eq!(buf.to_vec::<i32>(&q)?, vec![4, 3, 2, 1]);
@@ -315,7 +317,7 @@ fn kernel_local_mem_size_counts_local_arguments(dev: &TestDevice) -> TestResult 
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1i32, 2, 3, 4])?;
     k.set_arg(0, &buf)?
         .set_arg(1, &cl_mem::LocalMemory::of::<i32>(4))?;
-    let local = k.local_mem_size(&q)?;
+    let local: u64 = k.work_group_info(q.device(), sys::CL_KERNEL_LOCAL_MEM_SIZE)?;
     assert!(
         local >= 16,
         "CL_KERNEL_LOCAL_MEM_SIZE with a 16-byte __local argument: {local}"

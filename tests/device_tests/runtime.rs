@@ -2,11 +2,12 @@
 //! (user events, callbacks, profiling), program builds, version gating and device selection.
 
 use crate::common::SCALE_SRC;
-use cl_mem::select::{select_devices, Selector};
+use cl_mem::{select_devices, Selector};
 use cl_mem::{
-    ClError, Context, DeviceType, Error, Event, EventStatus, LocalMemType, MemFlags, Program,
-    Queue, QueueProperties, RawHandle, SvmCapabilities, UserEvent, Version,
+    ClError, Context, DeviceType, Error, EventStatus, MemFlags, Program, Queue, QueueProperties,
+    RawHandle, SvmCapabilities, UserEvent, Version,
 };
+use cl_raw::{extra, sys};
 use cl_tests::{device_test, Expectation, TestDevice, TestResult};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -17,15 +18,19 @@ fn platform_facts_are_consistent(dev: &TestDevice) -> TestResult {
     assert!(!p.name()?.trim().is_empty());
     assert!(!p.vendor()?.trim().is_empty());
     let version = p.version()?;
-    assert_eq!(version, Version::parse_platform(&p.version_string()?)?);
+    assert_eq!(
+        version,
+        Version::parse_platform(&p.info::<String>(sys::CL_PLATFORM_VERSION)?)?
+    );
     assert_eq!(version, dev.device.platform_version());
     assert!(version >= Version::V1_2, "platform {version}");
-    let profile = p.profile()?;
+    let profile: String = p.info(sys::CL_PLATFORM_PROFILE)?;
     assert!(
         profile == "FULL_PROFILE" || profile == "EMBEDDED_PROFILE",
         "{profile}"
     );
-    let exts = p.extensions()?;
+    let exts: String = p.info(sys::CL_PLATFORM_EXTENSIONS)?;
+    let exts: Vec<&str> = exts.split_whitespace().collect();
     for e in &exts {
         assert!(p.has_extension(e)?, "{e}");
     }
@@ -33,8 +38,26 @@ fn platform_facts_are_consistent(dev: &TestDevice) -> TestResult {
     // Exact match, not substring: a prefix of a listed extension is not listed.
     if let Some(e) = exts.iter().find(|e| e.len() > 4) {
         let prefix = &e[..e.len() - 1];
-        assert_eq!(p.has_extension(prefix)?, exts.iter().any(|x| x == prefix));
+        assert_eq!(p.has_extension(prefix)?, exts.contains(&prefix));
     }
+    // The generic query checks the parameter first: a 3.0 one on an older platform and one it
+    // does not know never reach the driver.
+    let numeric = p.info::<u32>(0x0906);
+    if version < Version::V3_0 {
+        assert!(
+            matches!(numeric, Err(Error::Unsupported { .. })),
+            "{numeric:?}"
+        );
+    } else {
+        assert_eq!(
+            cl_raw::Version::from_cl_version(numeric?).major,
+            version.major
+        );
+    }
+    assert!(matches!(
+        p.info::<u32>(0x0999),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(cl_mem::Platform::list()?.contains(&p));
     Ok(())
 }
@@ -44,49 +67,48 @@ fn device_facts_are_within_spec_minimums(dev: &TestDevice) -> TestResult {
     let d = dev.device;
     assert_eq!(d.platform(), dev.platform);
     assert!(!d.name()?.trim().is_empty());
-    assert!(!d.driver_version()?.trim().is_empty());
+    assert!(!d.info::<String>(sys::CL_DRIVER_VERSION)?.trim().is_empty());
     assert!(!d.device_type()?.is_empty());
-    assert!(d.available()?);
-    assert!(d.compiler_available()?);
+    assert!(d.info::<bool>(sys::CL_DEVICE_AVAILABLE)?);
+    assert!(d.info::<bool>(sys::CL_DEVICE_COMPILER_AVAILABLE)?);
     assert!(d.version() <= d.platform_version() || d.version() >= Version::V1_2);
-    let c = d.opencl_c_version()?;
+    let c = Version::parse_opencl_c(&d.info::<String>(sys::CL_DEVICE_OPENCL_C_VERSION)?)?;
     assert!(
         c >= Version::V1_0 && c <= Version::new(3, 9),
         "OpenCL C {c}"
     );
-    assert!(d.opencl_c_all_versions()?.contains(&c) || d.version() >= Version::V3_0);
     let global = d.global_mem_size()?;
     let max_alloc = d.max_mem_alloc_size()?;
     assert!(
         max_alloc > 0 && max_alloc <= global,
         "max alloc {max_alloc}, global {global}"
     );
-    let bits = d.mem_base_addr_align_bits()?;
+    let bits: u32 = d.info(sys::CL_DEVICE_MEM_BASE_ADDR_ALIGN)?;
     assert!(
-        bits >= 8 && bits % 8 == 0,
+        bits >= 8 && bits.is_multiple_of(8),
         "CL_DEVICE_MEM_BASE_ADDR_ALIGN {bits}"
     );
-    assert_eq!(d.mem_base_addr_align_bytes()?, (bits / 8) as usize);
-    assert!(d.mem_base_addr_align_bytes()?.is_power_of_two());
+    assert_eq!(d.base_addr_align(), (bits / 8) as usize);
+    assert!(d.base_addr_align().is_power_of_two());
     assert!(
         d.local_mem_size()? >= 1024,
         "local memory {}",
         d.local_mem_size()?
     );
-    let lmt = d.local_mem_type()?;
-    assert!(
-        matches!(lmt, LocalMemType::Local | LocalMemType::Global),
-        "{lmt:?}"
-    );
+    let lmt: u32 = d.info(sys::CL_DEVICE_LOCAL_MEM_TYPE)?;
+    assert!(lmt == sys::CL_LOCAL || lmt == sys::CL_GLOBAL, "{lmt:#x}");
     let wg = d.max_work_group_size()?;
     assert!(wg >= 1);
-    let items = d.max_work_item_sizes()?;
+    let items: Vec<usize> = d.info(sys::CL_DEVICE_MAX_WORK_ITEM_SIZES)?;
     assert!(items.len() >= 3, "{items:?}");
     assert!(items[0] >= 1);
-    assert!(matches!(d.address_bits()?, 32 | 64));
+    assert!(matches!(
+        d.info::<u32>(sys::CL_DEVICE_ADDRESS_BITS)?,
+        32 | 64
+    ));
     assert!(d.max_compute_units()? >= 1);
     // The harness machines are x86-64.
-    assert!(d.endian_little()?);
+    assert!(d.info::<bool>(sys::CL_DEVICE_ENDIAN_LITTLE)?);
     let img = d.image_support()?;
     let limits = d.image_limits()?;
     if img {
@@ -116,20 +138,35 @@ fn version_gated_facts_follow_the_version(dev: &TestDevice) -> TestResult {
         );
         assert!(d.pipe_support()?);
     }
-    let three = v >= Version::V3_0;
-    assert_eq!(d.preferred_work_group_size_multiple()?.is_some(), three);
-    assert_eq!(d.numeric_version()?.is_some(), three);
-    assert_eq!(d.atomic_memory_capabilities()?.is_some(), three);
-    assert_eq!(d.atomic_fence_capabilities()?.is_some(), three);
-    if let Some(n) = d.numeric_version()? {
-        assert_eq!(n.major, v.major, "numeric {n} vs string {v}");
-    }
-    if let Some(m) = d.preferred_work_group_size_multiple()? {
-        assert!(m >= 1);
-    }
+    // The generic query refuses a parameter newer than the device before the driver sees it.
+    let three = v >= Version::V3_0 && d.platform_version() >= Version::V3_0;
+    let multiple = d.info::<usize>(extra::CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE);
+    let numeric = d.info::<u32>(extra::CL_DEVICE_NUMERIC_VERSION);
+    let atomics = d.info::<u64>(extra::CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES);
+    let fences = d.info::<u64>(extra::CL_DEVICE_ATOMIC_FENCE_CAPABILITIES);
+    let c_versions = d.info::<Vec<extra::cl_name_version>>(extra::CL_DEVICE_OPENCL_C_ALL_VERSIONS);
     if three {
-        assert!(!d.opencl_c_all_versions()?.is_empty());
+        assert!(multiple? >= 1);
+        let n = Version::from_cl_version(numeric?);
+        assert_eq!(n.major, v.major, "numeric {n} vs string {v}");
+        assert!(atomics? & extra::CL_DEVICE_ATOMIC_ORDER_RELAXED != 0);
+        fences?;
+        assert!(!c_versions?.is_empty());
+    } else {
+        for r in [
+            multiple.map(|_| ()),
+            numeric.map(|_| ()),
+            atomics.map(|_| ()),
+            fences.map(|_| ()),
+            c_versions.map(|_| ()),
+        ] {
+            assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
+        }
     }
+    assert!(matches!(
+        d.info::<u32>(0x7777),
+        Err(Error::InvalidArgument(_))
+    ));
     // Every gate against the rule (both the device and the platform at least the version), at
     // every version, so the check can fail on any device.
     for needed in [Version::V1_2, Version::V2_0, Version::V2_1, Version::V3_0] {
@@ -146,24 +183,27 @@ fn version_gated_facts_follow_the_version(dev: &TestDevice) -> TestResult {
 device_test!(vendor_attributes_only_with_their_extension);
 fn vendor_attributes_only_with_their_extension(dev: &TestDevice) -> TestResult {
     let d = dev.device;
-    let va = d.vendor_attributes()?;
+    let nv = d.has_extension("cl_nv_device_attribute_query")?;
+    assert_eq!(d.info::<u32>(extra::CL_DEVICE_WARP_SIZE_NV).is_ok(), nv);
     assert_eq!(
-        va.nv_warp_size.is_some(),
-        d.has_extension("cl_nv_device_attribute_query")?
+        d.info::<u32>(extra::CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV)
+            .is_ok(),
+        nv
     );
+    let amd = d.info::<u32>(extra::CL_DEVICE_WAVEFRONT_WIDTH_AMD);
     assert_eq!(
-        va.nv_compute_capability.is_some(),
-        d.has_extension("cl_nv_device_attribute_query")?
-    );
-    assert_eq!(
-        va.amd_wavefront_width.is_some(),
+        amd.is_ok(),
         d.has_extension("cl_amd_device_attribute_query")?
     );
+    if let Err(e) = amd {
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    }
+    let intel = d.info::<Vec<usize>>(extra::CL_DEVICE_SUB_GROUP_SIZES_INTEL);
     assert_eq!(
-        va.intel_sub_group_sizes.is_some(),
+        intel.is_ok(),
         d.has_extension("cl_intel_required_subgroup_size")?
     );
-    if let Some(sizes) = &va.intel_sub_group_sizes {
+    if let Ok(sizes) = &intel {
         assert!(
             !sizes.is_empty() && sizes.iter().all(|s| s.is_power_of_two()),
             "{sizes:?}"
@@ -174,11 +214,8 @@ fn vendor_attributes_only_with_their_extension(dev: &TestDevice) -> TestResult {
 
 device_test!(context_lists_its_device_and_refcounts);
 fn context_lists_its_device_and_refcounts(dev: &TestDevice) -> TestResult {
-    let ctx = Context::from_device(&dev.device)?;
+    let ctx = Context::new(&[dev.device])?;
     assert_eq!(ctx.devices(), [dev.device]);
-    assert_eq!(ctx.num_devices(), 1);
-    assert_eq!(ctx.platform(), dev.platform);
-    assert_eq!(ctx.platform_version(), dev.device.platform_version());
     assert_eq!(ctx.reference_count()?, 1);
     let copy = ctx.clone();
     assert_eq!(ctx.reference_count()?, 2);
@@ -197,7 +234,7 @@ fn context_lists_its_device_and_refcounts(dev: &TestDevice) -> TestResult {
 
 device_test!(context_destructor_callback_runs_or_is_refused);
 fn context_destructor_callback_runs_or_is_refused(dev: &TestDevice) -> TestResult {
-    let ctx = Context::from_device(&dev.device)?;
+    let ctx = Context::new(&[dev.device])?;
     let (tx, rx) = mpsc::channel();
     let r = ctx.on_destroy(move || {
         let _ = tx.send(());
@@ -232,7 +269,7 @@ fn context_rejects_bad_device_lists(_dev: &TestDevice) -> TestResult {
     let platforms = cl_mem::Platform::list()?;
     let firsts: Vec<_> = platforms
         .iter()
-        .filter_map(|p| p.devices().ok()?.first().copied())
+        .filter_map(|p| p.devices(DeviceType::ALL).ok()?.first().copied())
         .collect();
     if firsts.len() >= 2 {
         assert!(
@@ -242,29 +279,47 @@ fn context_rejects_bad_device_lists(_dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+/// `CL_QUEUE_PROPERTIES` as the driver reports it.
+fn driver_properties(q: &Queue) -> Result<QueueProperties, Error> {
+    // SAFETY: a valid queue; a 1.0 parameter.
+    let bits = unsafe {
+        cl_raw::object::get_info(
+            cl_raw::object::Object::Queue,
+            q.as_raw(),
+            sys::CL_QUEUE_PROPERTIES,
+        )
+    }
+    .map_err(|status| Error::Cl {
+        call: "clGetCommandQueueInfo",
+        status,
+    })?;
+    Ok(QueueProperties::from_bits_retain(bits))
+}
+
 device_test!(queue_properties_round_trip);
 fn queue_properties_round_trip(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let q = Queue::new(&ctx, &dev.device)?;
     assert_eq!(q.properties(), QueueProperties::empty());
-    assert!(q.is_in_order());
-    assert_eq!(q.queried_properties()?, QueueProperties::empty());
+    assert_eq!(driver_properties(&q)?, QueueProperties::empty());
     assert_eq!(q.context(), &ctx);
     assert_eq!(q.device(), &dev.device);
-    let supported = dev.device.queue_properties()?;
+    let supported =
+        QueueProperties::from_bits_retain(dev.device.info(sys::CL_DEVICE_QUEUE_PROPERTIES)?);
     assert!(
         supported.contains(QueueProperties::PROFILING_ENABLE),
         "profiling is mandatory"
     );
-    let p = Queue::builder(&ctx, &dev.device).profiling(true).build()?;
-    assert_eq!(p.queried_properties()?, QueueProperties::PROFILING_ENABLE);
-    let ooo = Queue::builder(&ctx, &dev.device).out_of_order(true).build();
+    let p = Queue::with_properties(&ctx, &dev.device, QueueProperties::PROFILING_ENABLE)?;
+    assert_eq!(driver_properties(&p)?, QueueProperties::PROFILING_ENABLE);
+    let ooo = Queue::with_properties(
+        &ctx,
+        &dev.device,
+        QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE,
+    );
     if supported.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE) {
         let ooo = ooo?;
-        assert!(!ooo.is_in_order());
-        assert!(ooo
-            .queried_properties()?
-            .contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE));
+        assert!(driver_properties(&ooo)?.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE));
         ooo.finish()?;
     } else {
         assert!(matches!(ooo, Err(Error::Unsupported { .. })), "{ooo:?}");
@@ -280,7 +335,11 @@ fn queue_properties_round_trip(dev: &TestDevice) -> TestResult {
 device_test!(queue_rejects_device_side_properties);
 fn queue_rejects_device_side_properties(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
-    let r = Queue::with_properties(&ctx, &dev.device, QueueProperties::ON_DEVICE);
+    let r = Queue::with_properties(
+        &ctx,
+        &dev.device,
+        QueueProperties::from_bits_retain(sys::CL_QUEUE_ON_DEVICE),
+    );
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     Ok(())
 }
@@ -320,8 +379,8 @@ fn marker_waits_for_user_event(dev: &TestDevice) -> TestResult {
         cl_raw::sys::CL_COMMAND_MARKER,
         "CL_EVENT_COMMAND_TYPE of a marker with a wait list: {ty:#x}"
     );
-    Event::wait_for_all(&[&marker, &gate])?;
-    Event::wait_for_all(&[])?;
+    marker.wait()?;
+    gate.wait()?;
     Ok(())
 }
 
@@ -347,7 +406,7 @@ fn user_event_callback_gets_complete(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let ev = UserEvent::new(&ctx)?;
     let (tx, rx) = mpsc::channel();
-    ev.on_complete(move |status| {
+    ev.on(cl_mem::CallbackOn::Complete, move |status| {
         let _ = tx.send(status);
     })?;
     assert!(rx.try_recv().is_err(), "callback ran before completion");
@@ -387,7 +446,7 @@ fn user_event_error_reaches_callback(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
     let ev = UserEvent::new(&ctx)?;
     let (tx, rx) = mpsc::channel();
-    ev.on_complete(move |status| {
+    ev.on(cl_mem::CallbackOn::Complete, move |status| {
         let _ = tx.send(status);
     })?;
     assert!(matches!(
@@ -442,7 +501,7 @@ fn user_event_status_is_set_once(dev: &TestDevice) -> TestResult {
 device_test!(profiling_times_are_ordered);
 fn profiling_times_are_ordered(dev: &TestDevice) -> TestResult {
     let ctx = dev.context();
-    let q = Queue::builder(&ctx, &dev.device).profiling(true).build()?;
+    let q = Queue::with_properties(&ctx, &dev.device, QueueProperties::PROFILING_ENABLE)?;
     let buf = cl_mem::Buffer::new(&ctx, MemFlags::READ_WRITE, 1 << 16)?;
     let ev = buf.write(&q, &vec![3u8; 1 << 16], &[])?;
     ev.wait()?;
@@ -450,7 +509,6 @@ fn profiling_times_are_ordered(dev: &TestDevice) -> TestResult {
     assert!(t.queued <= t.submitted, "{t:?}");
     assert!(t.submitted <= t.started, "{t:?}");
     assert!(t.started <= t.ended, "{t:?}");
-    assert_eq!(t.duration_ns(), t.ended - t.started);
     Ok(())
 }
 
@@ -515,15 +573,15 @@ fn build_error_carries_the_log(dev: &TestDevice) -> TestResult {
         }
     }
     assert!(matches!(
-        Program::from_source(&ctx, "  "),
+        Program::build_from_source(&ctx, "  ", ""),
         Err(Error::InvalidArgument(_))
     ));
-    let ok = Program::from_source(&ctx, "__kernel void k(int x) {}")?;
+    let src = "__kernel void k(int x) {}";
     assert!(matches!(
-        ok.build("-D A=\0"),
+        Program::build_from_source(&ctx, src, "-D A=\0"),
         Err(Error::InvalidArgument(_))
     ));
-    ok.build("")?;
+    let ok = Program::build_from_source(&ctx, src, "")?;
     assert_eq!(ok.kernel_names()?, vec!["k".to_owned()]);
     Ok(())
 }
@@ -573,8 +631,8 @@ fn newer_entry_points_refused_on_older_platforms(dev: &TestDevice) -> TestResult
         assert_eq!(d.svm_capabilities()?, SvmCapabilities::empty());
     } else {
         // 2.0+: queues go through clCreateCommandQueueWithProperties and still report properties.
-        let p = Queue::builder(q.context(), &d).profiling(true).build()?;
-        assert_eq!(p.queried_properties()?, QueueProperties::PROFILING_ENABLE);
+        let p = Queue::with_properties(q.context(), &d, QueueProperties::PROFILING_ENABLE)?;
+        assert_eq!(driver_properties(&p)?, QueueProperties::PROFILING_ENABLE);
     }
     Ok(())
 }
@@ -582,21 +640,30 @@ fn newer_entry_points_refused_on_older_platforms(dev: &TestDevice) -> TestResult
 device_test!(selection_finds_this_device);
 fn selection_finds_this_device(dev: &TestDevice) -> TestResult {
     let by_index = format!("{}:{}", dev.platform_index(), dev.device_index());
-    assert_eq!(select_devices(&by_index, "test")?, vec![dev.device]);
+    let devices = |spec: &str| -> Result<Vec<cl_mem::Device>, Error> {
+        Ok(select_devices(spec, "test")?
+            .into_iter()
+            .map(|s| s.device)
+            .collect())
+    };
+    let picked = select_devices(&by_index, "test")?;
+    assert_eq!(picked.len(), 1);
+    assert_eq!(picked[0].device, dev.device);
+    assert_eq!(
+        (picked[0].platform_index, picked[0].device_index),
+        (dev.platform_index(), dev.device_index())
+    );
     let twice = format!(
         "{}:{},{}",
         dev.platform_index(),
         dev.device_index(),
         dev.device_index()
     );
-    assert_eq!(
-        select_devices(&twice, "test")?,
-        vec![dev.device, dev.device]
-    );
-    let all = select_devices("", "test")?;
+    assert_eq!(devices(&twice)?, vec![dev.device, dev.device]);
+    let all = devices("")?;
     assert!(all.contains(&dev.device));
-    let whole_platform = select_devices(&dev.platform_index().to_string(), "test")?;
-    assert_eq!(whole_platform, dev.platform.devices()?);
+    let whole_platform = devices(&dev.platform_index().to_string())?;
+    assert_eq!(whole_platform, dev.platform.devices(DeviceType::ALL)?);
     let e = select_devices("no-such-platform-xyz", "CL_TEST").unwrap_err();
     let msg = e.to_string();
     assert!(
@@ -610,7 +677,7 @@ fn selection_finds_this_device(dev: &TestDevice) -> TestResult {
         select_devices("a:b:c", "x"),
         Err(Error::Select { .. })
     ));
-    assert!(!Selector::parse("0:0")?.is_empty());
+    assert!(!Selector::parse("0:0")?.entries.is_empty());
     // The selected device is of one of the concrete types (ALL is a query mask, not a type).
     let t = dev.device.device_type()?;
     assert!(
@@ -650,7 +717,7 @@ fn default_device_ranks_gpus_first_and_simulators_last(dev: &TestDevice) -> Test
     // The matrix runs each device in its own process with CL_TEST naming it.
     let by_test = std::env::var("CL_TEST").unwrap_or_default();
     if !by_test.trim().is_empty() && select_devices(&by_test, "CL_TEST")?.len() == 1 {
-        assert_eq!(cl_mem::default_device()?, dev.device);
+        assert_eq!(cl_mem::create_some_context()?.devices(), [dev.device]);
     }
     Ok(())
 }

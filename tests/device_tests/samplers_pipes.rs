@@ -8,9 +8,8 @@
 
 use crate::common::{image_queue, IMAGE_ARGS_SRC};
 use cl_mem::{
-    AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, Kernel, MemFlags,
-    MemObject, MemObjectType, Pipe, Program, RawHandle, Sampler, SamplerProperty, UserEvent,
-    Version,
+    AddressingMode, Buffer, Context, Error, FilterMode, Image, ImageDesc, MemFlags, MemObject,
+    MemObjectType, Pipe, Program, RawHandle, Sampler, SamplerProperty, UserEvent, Version,
 };
 use cl_tests::{device_test, eventually, skip, TestDevice, TestResult};
 
@@ -59,7 +58,7 @@ fn sampler_reports_its_properties(dev: &TestDevice) -> TestResult {
             "{props:?}"
         );
     } else {
-        assert!(ctx.platform_version() < Version::V3_0);
+        assert!(ctx.devices()[0].platform_version() < Version::V3_0);
     }
     let twice = Sampler::with_properties(
         ctx,
@@ -195,7 +194,7 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     assert_eq!((again.packet_size(), again.max_packets()), (4, 64));
     assert_eq!(again, pipe);
     drop(again);
-    if ctx.platform_version() >= Version::V3_0 {
+    if ctx.devices()[0].platform_version() >= Version::V3_0 {
         assert!(pipe.properties()?.iter().all(|&p| p == 0));
     }
     assert!(matches!(
@@ -211,9 +210,9 @@ fn pipe_passes_packets_between_kernels(dev: &TestDevice) -> TestResult {
     let input: Vec<i32> = (0..n as i32).map(|v| v * 7 + 3).collect();
     let src = Buffer::from_slice(ctx, MemFlags::READ_ONLY, &input)?;
     let dst = Buffer::new(ctx, MemFlags::WRITE_ONLY, n * 4)?;
-    let mut produce = Kernel::new(&program, "produce")?;
+    let mut produce = program.kernel("produce")?;
     produce.set_arg(0, &pipe)?.set_arg(1, &src)?;
-    let mut consume = Kernel::new(&program, "consume")?;
+    let mut consume = program.kernel("consume")?;
     consume.set_arg(0, &pipe)?.set_arg(1, &dst)?;
     let written = produce.enqueue_nd_range(&q, &[n], None, &[])?;
     consume

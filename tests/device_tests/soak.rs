@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use cl_mem::svm::csvm_empty;
 use cl_mem::{
-    Buffer, ChannelOrder, ChannelType, Error, Event, Image, ImageDesc, ImageFormat, MemFlags,
-    Program, Queue, RawHandle,
+    Buffer, ChannelOrder, ChannelType, Error, Image, ImageDesc, ImageFormat, MemFlags, Program,
+    Queue, RawHandle,
 };
 use cl_pool::{ImmediateAllocator, MemoryPool};
 use cl_tests::{device_test, fail, skip, TestDevice, TestError, TestResult};
@@ -126,7 +126,7 @@ device_test!(mixed_workload_keeps_data_and_counters);
 /// wrapper is left, and the shared buffer's CL reference count is 1. Prints the operation count.
 fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
     skip_on_oclgrind(dev)?;
-    let events_before = Event::live_count();
+    let events_before = cl_mem::live_objects().events;
     let ctx = dev.context();
     let q0 = Queue::new(&ctx, &dev.device)?;
     let program = Program::build_from_source(&ctx, SOAK_SRC, "")?;
@@ -186,7 +186,7 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                         kernel
                             .set_arg(0, &*block)
                             .and_then(|k| k.set_arg(1, &seed))
-                            .and_then(|k| k.run(&q, &[n]))
+                            .and_then(|k| k.enqueue_nd_range(&q, &[n], None, &[]))
                             .map_err(|x| e("kernel on a pooled block", round, &x))?;
                         let got = block
                             .with_map::<u32, _, _>(&q, cl_mem::ReadOnly, ..n, checksum)
@@ -214,7 +214,7 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
                             svm_kernel
                                 .set_arg(0, &arr)
                                 .and_then(|k| k.set_arg(1, &seed))
-                                .and_then(|k| k.run(&q, &[n]))
+                                .and_then(|k| k.enqueue_nd_range(&q, &[n], None, &[]))
                                 .map_err(|x| e("kernel on SVM", round, &x))?;
                             let got = arr
                                 .with_map(&q, cl_mem::ReadOnly, .., checksum)
@@ -302,11 +302,11 @@ fn mixed_workload_keeps_data_and_counters(dev: &TestDevice) -> TestResult {
     q0.finish()?;
     drop((pool, shared, program, q0, ctx));
     let settle = Instant::now() + Duration::from_secs(5);
-    while Event::live_count() > events_before && Instant::now() < settle {
+    while cl_mem::live_objects().events > events_before && Instant::now() < settle {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(
-        Event::live_count(),
+        cl_mem::live_objects().events,
         events_before,
         "event wrappers left by the soak"
     );

@@ -174,7 +174,7 @@ fn an_event_callback_may_drop_objects_that_talk_to_the_driver(dev: &TestDevice) 
     for d in Doomed::every_kind(dev, &q)? {
         let gate = UserEvent::new(q.context())?;
         let marker = q.enqueue_marker(&[&gate])?;
-        marker.on_complete(move |_| drop(d))?;
+        marker.on(cl_mem::CallbackOn::Complete, move |_| drop(d))?;
         gate.set_complete()?;
         marker.wait()?;
     }
@@ -195,7 +195,7 @@ fn a_user_event_set_here_may_drop_objects_in_its_callback(dev: &TestDevice) -> T
             Some((k, done)) => (Some(k), done),
             None => (None, q.enqueue_marker(&[&user])?),
         };
-        user.on_complete(move |_| drop((k, d)))?;
+        user.on(cl_mem::CallbackOn::Complete, move |_| drop((k, d)))?;
         user.set_complete()?;
         gated.wait()?;
     }
@@ -234,7 +234,8 @@ fn commands_in_flight_are_pruned(dev: &TestDevice) -> TestResult {
     assert_eq!(buf.reference_count()?, 1);
     assert_eq!(x1.reference_count()?, 1);
     // An out-of-order queue keeps one record per command, swept as they complete.
-    if let Ok(ooo) = Queue::builder(ctx, &dev.device).out_of_order(true).build() {
+    let out_of_order = cl_mem::QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE;
+    if let Ok(ooo) = Queue::with_properties(ctx, &dev.device, out_of_order) {
         let mut k = program.kernel("scale")?;
         k.set_arg(0, &buf)?
             .set_arg(1, &buf)?
@@ -362,7 +363,7 @@ fn a_handle_given_away_keeps_its_pending_commands(dev: &TestDevice) -> TestResul
     let src = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[9u32; 64])?;
     let dst = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[0u32; 64])?;
     let gate = UserEvent::new(ctx)?;
-    let copy = enqueue_copy(&q, &dst, &src, &[gate.event()])?;
+    let copy = enqueue_copy(&q, &dst, &src, &[&*gate])?;
     let before = dst.recorded_commands();
     assert!(before >= 1, "the gated copy is not recorded");
     let raw = dst.into_raw();
@@ -428,7 +429,7 @@ fn an_image_from_a_buffer_shares_its_map_lock_and_record(dev: &TestDevice) -> Te
     }
     let q = dev.queue();
     let ctx = q.context();
-    if ctx.platform_version() < cl_mem::Version::V1_2 {
+    if ctx.devices()[0].platform_version() < cl_mem::Version::V1_2 {
         return Err(skip("1-D buffer images need OpenCL 1.2"));
     }
     let buf = Buffer::from_slice(ctx, MemFlags::READ_WRITE, &[1.0f32; 16])?;

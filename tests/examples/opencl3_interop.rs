@@ -33,7 +33,7 @@ fn pick_device() -> cl_mem::Result<Device> {
         .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
     if by_test_selector {
         // `test_devices` errors when the selector matches nothing, so there is a first one.
-        Ok(cl_mem::test_devices()?[0])
+        Ok(cl_mem::test_devices()?[0].device)
     } else {
         Ok(cl_mem::create_some_context()?.devices()[0])
     }
@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data: Vec<u32> = (0..1024u32).map(|i| i * 3 + 1).collect();
     assert_eq!(data.len(), N);
     block.write(&queue, &data, &[])?;
-    let o3_view = O3Buffer::<u32>::new(block.buffer().clone().into_raw().cast());
+    let o3_view = O3Buffer::<u32>::new((*block).clone().into_raw().cast());
     let mut back = vec![0u32; N];
     // SAFETY: a blocking read of `N` values from a buffer of at least `N * 4` bytes.
     unsafe { o3_queue.enqueue_read_buffer(&o3_view, CL_BLOCKING, 0, &mut back, &[]) }?;

@@ -83,14 +83,13 @@ impl TestDevice {
         if Platform::list()?.is_empty() {
             return Ok(Vec::new());
         }
-        let selected =
-            cl_mem::select::test_selection().map_err(|e| SelectionError(e.to_string()))?;
+        let selected = cl_mem::test_devices().map_err(|e| SelectionError(e.to_string()))?;
         selected.into_iter().map(TestDevice::new).collect()
     }
 
     /// Wraps a selected device, reading its names; its `platform index:device index` (the grammar's
     /// index form, which `cargo xtask test-devices` uses to pin one device) comes from the selection.
-    fn new(selected: cl_mem::select::Selected) -> Result<TestDevice, SelectionError> {
+    fn new(selected: cl_mem::Selected) -> Result<TestDevice, SelectionError> {
         let device = selected.device;
         let platform = device.platform();
         Ok(TestDevice {
@@ -98,8 +97,14 @@ impl TestDevice {
             device,
             platform_name: platform.name()?.trim().to_owned(),
             device_name: device.name()?.trim().to_owned(),
-            version: device.version_string()?.trim().to_owned(),
-            driver: device.driver_version()?.trim().to_owned(),
+            version: device
+                .info::<String>(cl_raw::sys::CL_DEVICE_VERSION)?
+                .trim()
+                .to_owned(),
+            driver: device
+                .info::<String>(cl_raw::sys::CL_DRIVER_VERSION)?
+                .trim()
+                .to_owned(),
             platform_index: selected.platform_index,
             device_index: selected.device_index,
             created: Arc::default(),
@@ -112,7 +117,7 @@ impl TestDevice {
     ///
     /// When the driver cannot create one: inside a device test that is a failure with the message.
     pub fn context(&self) -> Context {
-        let context = Context::from_device(&self.device)
+        let context = Context::new(&[self.device])
             .unwrap_or_else(|e| panic!("cannot create a context on {}: {e}", self.label()));
         // A destructor callback, not a second reference: holding one would change the reference
         // counts tests assert and keep the context's caches alive. Older platforms (Oclgrind,

@@ -5,7 +5,7 @@
 //!   each other; three or more modules that all reach each other cannot be understood one at a
 //!   time);
 //! - cl-mem's `runtime/` names no memory module: kernels reach the memory behind their arguments
-//!   only through `crate::runtime::track`'s `ArgMemory` seam.
+//!   only through `crate::runtime::track`'s `ArgMemory` seam, typed (no `dyn Any`, no downcast).
 //!
 //! An edge is any `crate::a::b` path (or `super::`/`self::` path) outside comments and outside the
 //! `#[cfg(test)] mod tests` block, resolved to the longest module path that is a file; a parent
@@ -220,6 +220,21 @@ fn runtime_reaches_memory_only_through_the_track_seam() {
         assert!(
             t.starts_with("runtime") || t == "error" || t == "raw_handle",
             "track names {t}: the seam must not know memory kinds"
+        );
+    }
+}
+
+#[test]
+fn kernels_reach_memory_without_a_downcast() {
+    // The seam is typed (`KeepAlive`, `ArgMemory`): no `dyn Any` on the kernel path.
+    let mods = src("cl-mem");
+    for m in ["runtime::kernel", "runtime::track"] {
+        let code = code_of(&mods[m]);
+        assert!(
+            !["std::any", "dyn Any", "downcast"]
+                .iter()
+                .any(|w| code.contains(w)),
+            "{m} reaches memory through a downcast"
         );
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo run -p cl-characterize --features probe --example characterize`.
 
-use cl_characterize::probe::{profile_all, ProbeOptions};
+use cl_characterize::probe::{profile_selected, ProbeOptions};
 use cl_characterize::{why_not_local_access_conflict_free, DeviceProfile};
 
 fn show(p: &DeviceProfile) {
@@ -60,7 +60,8 @@ fn show(p: &DeviceProfile) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (devices, errors) = profile_all(ProbeOptions::default())?;
+    // "" selects every device of every platform (else a `PYOPENCL_TEST`-style selector).
+    let (devices, errors) = profile_selected("", ProbeOptions::default())?;
     for d in &devices {
         show(&d.profile);
     }

@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::profile::DeviceType;
-
 /// A kernel-based probe PyOpenCL runs to answer a question (feature `probe` runs them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -38,8 +36,8 @@ pub enum CharacterizeError {
     /// nor a CPU (PyOpenCL: `RuntimeError`).
     #[error("unexpected AMD device type")]
     UnexpectedAmdDeviceType {
-        /// The device's type bits.
-        device_type: DeviceType,
+        /// The device's `CL_DEVICE_TYPE` bits.
+        device_type: u64,
     },
     /// The platform version string does not match `^OpenCL ([0-9]+)\.([0-9]+) .*$` (PyOpenCL:
     /// builtin `RuntimeError` from `_get_cl_version()`, raised by the SVM predicates).
@@ -186,7 +184,7 @@ pub struct Estimate<T> {
 
 impl<T> Estimate<T> {
     /// A value with no warning.
-    pub fn exact(value: T) -> Self {
+    pub(crate) fn exact(value: T) -> Self {
         Self {
             value,
             warnings: Vec::new(),
@@ -194,7 +192,7 @@ impl<T> Estimate<T> {
     }
 
     /// A value with one warning (logged through `tracing`).
-    pub fn warned(value: T, warning: Warning) -> Self {
+    pub(crate) fn warned(value: T, warning: Warning) -> Self {
         emit(&warning);
         Self {
             value,
@@ -205,11 +203,6 @@ impl<T> Estimate<T> {
     /// Whether any warning says the value is a guess.
     pub fn is_guess(&self) -> bool {
         self.warnings.iter().any(Warning::is_guess)
-    }
-
-    /// The value, dropping the warnings.
-    pub fn into_value(self) -> T {
-        self.value
     }
 
     /// Maps the value, keeping the warnings.

@@ -7,14 +7,17 @@
 //! [`DeviceProfile::pocl_struct_arg_count_bug`]).
 
 use crate::error::{CharacterizeError, Estimate, Probe, Warning};
-use crate::profile::{parse_cl_version, DeviceProfile, LocalMemType, SvmCapabilities};
+use crate::profile::{
+    parse_cl_version, DeviceProfile, LocalMemType, SVM_ATOMICS, SVM_COARSE_GRAIN_BUFFER,
+    SVM_FINE_GRAIN_BUFFER, SVM_FINE_GRAIN_SYSTEM,
+};
 
 /// PyOpenCL's `platform.name` for PoCL.
-pub const POCL_PLATFORM_NAME: &str = "Portable Computing Language";
+const POCL_PLATFORM_NAME: &str = "Portable Computing Language";
 /// PyOpenCL's `platform.name` for AMD's APP SDK / ROCm platform.
-pub const AMD_APP_PLATFORM_NAME: &str = "AMD Accelerated Parallel Processing";
+const AMD_APP_PLATFORM_NAME: &str = "AMD Accelerated Parallel Processing";
 /// PyOpenCL's `platform.name` for Apple's OpenCL.
-pub const APPLE_PLATFORM_NAME: &str = "Apple";
+const APPLE_PLATFORM_NAME: &str = "Apple";
 
 /// The OpenCL header version PyOpenCL's PyPI wheels are built against, `(3, 0)`; this workspace's
 /// headers are at least 2.0 as well, so every `header >= (2, 0)` test of PyOpenCL is true here.
@@ -33,7 +36,7 @@ pub fn has_amd_double_support(dev: &DeviceProfile) -> bool {
 /// `reasonable_work_group_size_multiple(dev, ctx=None)`: the NVIDIA warp size if the device
 /// reports one, else the preferred work-group-size multiple of PyOpenCL's trivial kernel.
 ///
-/// See [`crate::queried::preferred_work_group_size_multiple`] for the OpenCL 3.0 device query that
+/// See [`DeviceProfile::preferred_work_group_size_multiple`] for the OpenCL 3.0 device query that
 /// answers the same question without building a kernel.
 ///
 /// # Errors
@@ -86,8 +89,8 @@ pub fn simultaneous_work_items_on_local_access(dev: &DeviceProfile) -> Estimate<
         Some(cc) if cc < (2, 0) => Estimate::exact(16),
         Some(cc) if cc >= (3, 0) => Estimate::warned(32, guess()),
         Some(_) => Estimate::exact(32),
-        None if dev.device_type.is_gpu() => Estimate::warned(16, guess()),
-        None if dev.device_type.is_cpu() => Estimate::exact(1),
+        None if dev.is_gpu() => Estimate::warned(16, guess()),
+        None if dev.is_cpu() => Estimate::exact(1),
         None => Estimate::warned(16, guess()),
     }
 }
@@ -100,7 +103,7 @@ pub fn local_memory_access_granularity(_dev: &DeviceProfile) -> u32 {
 /// `local_memory_bank_count(dev)`: 16 or 32 banks on NVIDIA by compute capability; a guess of 16
 /// elsewhere.
 ///
-/// See [`crate::queried::amd_local_mem_banks`] for AMD's queried bank count.
+/// See [`DeviceProfile::amd_local_mem_banks`] for AMD's queried bank count.
 ///
 /// # Errors
 ///
@@ -115,11 +118,11 @@ pub fn local_memory_bank_count(dev: &DeviceProfile) -> Result<Estimate<u32>, Cha
             Warning::GuessingLocalMemoryBankCount { device: device() },
         ),
         Some(_) => Estimate::exact(32),
-        None if dev.device_type.is_gpu() => Estimate::warned(
+        None if dev.is_gpu() => Estimate::warned(
             16,
             Warning::GuessingLocalMemoryBankCount { device: device() },
         ),
-        None if dev.device_type.is_cpu() && dev.local_mem_type == LocalMemType::Global => {
+        None if dev.is_cpu() && dev.local_mem_type == LocalMemType::Global => {
             return Err(CharacterizeError::BankCountMeaningless)
         }
         // PyOpenCL's text here is the access-size one (sic).
@@ -176,9 +179,9 @@ pub fn get_simd_group_size(
     }
     let amd = |s: &str| s.contains("advanced micro") || s.contains("ati");
     if amd(&p) || amd(&d) {
-        return if dev.device_type.is_gpu() {
+        return if dev.is_gpu() {
             reasonable_work_group_size_multiple(dev).map(Some)
-        } else if dev.device_type.is_cpu() {
+        } else if dev.is_cpu() {
             Ok(Some(1))
         } else {
             Err(CharacterizeError::UnexpectedAmdDeviceType {
@@ -186,7 +189,7 @@ pub fn get_simd_group_size(
             })
         };
     }
-    if dev.device_type.is_cpu() {
+    if dev.is_cpu() {
         return Ok(Some(1));
     }
     Ok(None)
@@ -253,11 +256,6 @@ pub enum StructArgCountBug {
 }
 
 impl StructArgCountBug {
-    /// Whether there is a bug (PyOpenCL's truthiness).
-    pub fn is_present(self) -> bool {
-        self != Self::None
-    }
-
     /// PyOpenCL's value as text: `"False"`, `"apple"`, `"pocl"`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -281,7 +279,7 @@ impl StructArgCountBug {
 pub fn has_struct_arg_count_bug(
     dev: &DeviceProfile,
 ) -> Result<Estimate<StructArgCountBug>, CharacterizeError> {
-    if dev.platform.name == APPLE_PLATFORM_NAME && dev.device_type.is_cpu() {
+    if dev.platform.name == APPLE_PLATFORM_NAME && dev.is_cpu() {
         return Ok(Estimate::exact(StructArgCountBug::Apple));
     }
     if dev.platform.name == POCL_PLATFORM_NAME {
@@ -352,10 +350,10 @@ fn svm_bit(dev: &DeviceProfile, bit: u64) -> Result<bool, CharacterizeError> {
     if !may_have_svm(dev)? {
         return Ok(false);
     }
-    Ok(svm_capabilities(dev)?.contains(bit))
+    Ok(svm_capabilities(dev)? & bit != 0)
 }
 
-fn svm_capabilities(dev: &DeviceProfile) -> Result<SvmCapabilities, CharacterizeError> {
+fn svm_capabilities(dev: &DeviceProfile) -> Result<u64, CharacterizeError> {
     dev.svm_capabilities
         .ok_or(CharacterizeError::SvmCapabilitiesUnavailable)
 }
@@ -367,7 +365,7 @@ fn svm_capabilities(dev: &DeviceProfile) -> Result<SvmCapabilities, Characterize
 /// As [`may_have_svm`], and [`CharacterizeError::SvmCapabilitiesUnavailable`] when SVM may be
 /// present but the profile has no SVM capabilities.
 pub fn has_coarse_grain_buffer_svm(dev: &DeviceProfile) -> Result<bool, CharacterizeError> {
-    svm_bit(dev, SvmCapabilities::COARSE_GRAIN_BUFFER)
+    svm_bit(dev, SVM_COARSE_GRAIN_BUFFER)
 }
 
 /// `has_fine_grain_buffer_svm(dev)`: `_may_have_svm` and the `FINE_GRAIN_BUFFER` bit.
@@ -377,7 +375,7 @@ pub fn has_coarse_grain_buffer_svm(dev: &DeviceProfile) -> Result<bool, Characte
 /// As [`may_have_svm`], and [`CharacterizeError::SvmCapabilitiesUnavailable`] when SVM may be
 /// present but the profile has no SVM capabilities.
 pub fn has_fine_grain_buffer_svm(dev: &DeviceProfile) -> Result<bool, CharacterizeError> {
-    svm_bit(dev, SvmCapabilities::FINE_GRAIN_BUFFER)
+    svm_bit(dev, SVM_FINE_GRAIN_BUFFER)
 }
 
 /// `has_fine_grain_system_svm(dev)`: `_may_have_svm` and the `FINE_GRAIN_SYSTEM` bit.
@@ -387,7 +385,7 @@ pub fn has_fine_grain_buffer_svm(dev: &DeviceProfile) -> Result<bool, Characteri
 /// As [`may_have_svm`], and [`CharacterizeError::SvmCapabilitiesUnavailable`] when SVM may be
 /// present but the profile has no SVM capabilities.
 pub fn has_fine_grain_system_svm(dev: &DeviceProfile) -> Result<bool, CharacterizeError> {
-    svm_bit(dev, SvmCapabilities::FINE_GRAIN_SYSTEM)
+    svm_bit(dev, SVM_FINE_GRAIN_SYSTEM)
 }
 
 /// `has_fine_grain_buffer_svm_atomics(dev)`: fine-grain buffer SVM and the `ATOMICS` bit.
@@ -397,10 +395,7 @@ pub fn has_fine_grain_system_svm(dev: &DeviceProfile) -> Result<bool, Characteri
 /// As [`may_have_svm`], and [`CharacterizeError::SvmCapabilitiesUnavailable`] when SVM may be
 /// present but the profile has no SVM capabilities.
 pub fn has_fine_grain_buffer_svm_atomics(dev: &DeviceProfile) -> Result<bool, CharacterizeError> {
-    Ok(
-        has_fine_grain_buffer_svm(dev)?
-            && svm_capabilities(dev)?.contains(SvmCapabilities::ATOMICS),
-    )
+    Ok(has_fine_grain_buffer_svm(dev)? && svm_capabilities(dev)? & SVM_ATOMICS != 0)
 }
 
 /// `has_fine_grain_system_svm_atomics(dev)`: fine-grain system SVM and the `ATOMICS` bit.
@@ -410,10 +405,7 @@ pub fn has_fine_grain_buffer_svm_atomics(dev: &DeviceProfile) -> Result<bool, Ch
 /// As [`may_have_svm`], and [`CharacterizeError::SvmCapabilitiesUnavailable`] when SVM may be
 /// present but the profile has no SVM capabilities.
 pub fn has_fine_grain_system_svm_atomics(dev: &DeviceProfile) -> Result<bool, CharacterizeError> {
-    Ok(
-        has_fine_grain_system_svm(dev)?
-            && svm_capabilities(dev)?.contains(SvmCapabilities::ATOMICS),
-    )
+    Ok(has_fine_grain_system_svm(dev)? && svm_capabilities(dev)? & SVM_ATOMICS != 0)
 }
 
 #[cfg(test)]

@@ -52,14 +52,14 @@
 //! Results are kept identical to PyOpenCL even where its heuristic misleads (users compare against
 //! it), and a queried alternative sits next to each ([`queried`]): `get_simd_group_size`'s `"ati"`
 //! substring matches `"Intel(R) Corporation"` (use [`queried::simd_group_size`]); the bank count is
-//! a fixed guess off NVIDIA (use [`queried::amd_local_mem_banks`] on AMD);
+//! a fixed guess off NVIDIA (read [`DeviceProfile::amd_local_mem_banks`] on AMD);
 //! `reasonable_work_group_size_multiple` builds a kernel where OpenCL 3.0 has a device query
-//! ([`queried::preferred_work_group_size_multiple`]).
+//! ([`DeviceProfile::preferred_work_group_size_multiple`]).
 //!
 //! # Features
 //!
 //! - `serde`: `Serialize`/`Deserialize` for [`DeviceProfile`] (recorded profiles are JSON) and
-//!   `Serialize` for the [`report`].
+//!   `Serialize` for the [`DeviceReport`].
 //! - `probe`: `probe::profile_device` fills a profile from a live device through `cl-raw` and runs
 //!   PyOpenCL's two kernel probes; `parity::compare` checks a report against PyOpenCL's own output;
 //!   builds the `cl-report` binary (the device report, `cargo xtask report`).
@@ -73,13 +73,13 @@
 //!
 //! ```
 //! use cl_characterize::{
-//!     get_simd_group_size, local_memory_bank_count, DeviceProfile, DeviceType, LocalMemType,
+//!     get_simd_group_size, local_memory_bank_count, DeviceProfile, LocalMemType,
 //! };
 //!
 //! let dev = DeviceProfile {
 //!     name: "NVIDIA H100 80GB HBM3".into(),
 //!     vendor: "NVIDIA Corporation".into(),
-//!     device_type: DeviceType::GPU,
+//!     device_type: 4, // CL_DEVICE_TYPE_GPU
 //!     local_mem_type: LocalMemType::Local,
 //!     local_mem_size: 49152,
 //!     nv_compute_capability: Some((9, 0)),
@@ -109,7 +109,7 @@ pub mod parity;
 pub mod probe;
 mod profile;
 pub mod queried;
-pub mod report;
+mod report;
 
 pub use conflict::{why_not_local_access_conflict_free, LocalAccessConflict};
 pub use error::{CharacterizeError, Estimate, Probe, Warning};
@@ -120,10 +120,7 @@ pub use heuristics::{
     has_fine_grain_system_svm_atomics, has_src_build_cache, has_struct_arg_count_bug,
     local_memory_access_granularity, local_memory_bank_count, may_have_svm, nv_compute_capability,
     reasonable_work_group_size_multiple, simultaneous_work_items_on_local_access,
-    usable_local_mem_size, StructArgCountBug, AMD_APP_PLATFORM_NAME, APPLE_PLATFORM_NAME,
-    POCL_PLATFORM_NAME,
+    usable_local_mem_size, StructArgCountBug,
 };
-pub use profile::{
-    parse_cl_version, DeviceProfile, DeviceType, LocalMemType, PlatformProfile, SvmCapabilities,
-};
-pub use report::DeviceReport;
+pub use profile::{DeviceProfile, LocalMemType, PlatformProfile};
+pub use report::{format_rows, DeviceReport};

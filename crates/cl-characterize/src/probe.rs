@@ -13,13 +13,15 @@
 //!   `cl_intel_required_subgroup_size`. (PyOpenCL asks and catches the exception; some drivers
 //!   misbehave on unknown parameters.)
 //!
-//! The two kernel probes are PyOpenCL's, with its exact sources:
+//! The two kernel probes are PyOpenCL's, with its exact sources, run when
+//! [`ProbeOptions::kernel_probes`] is on (the default):
 //!
-//! - [`kernel_preferred_work_group_size_multiple`] reads `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`
-//!   of `__kernel void knl(__global float *a){ a[get_global_id(0)] = 0; }`
+//! - [`DeviceProfile::kernel_preferred_work_group_size_multiple`] is
+//!   `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` of
+//!   `__kernel void knl(__global float *a){ a[get_global_id(0)] = 0; }`
 //!   (`reasonable_work_group_size_multiple`);
-//! - [`pocl_struct_arg_count_bug`] checks whether `test_knl(struct two_things x)` reports 2 arguments
-//!   (`_check_for_pocl_arg_count_bug`).
+//! - [`DeviceProfile::pocl_struct_arg_count_bug`] is whether `test_knl(struct two_things x)` reports
+//!   2 arguments (`_check_for_pocl_arg_count_bug`).
 //!
 //! A failed optional query or probe leaves its field `None` and adds a note to
 //! [`ProbedDevice::notes`]; the heuristics then say which fact is missing instead of guessing.
@@ -34,10 +36,10 @@ use cl_raw::object::{self, Object};
 use cl_raw::sys;
 use cl_raw::ClError;
 
-use crate::profile::{DeviceProfile, DeviceType, LocalMemType, PlatformProfile, SvmCapabilities};
+use crate::profile::{DeviceProfile, LocalMemType, PlatformProfile};
 
 /// PyOpenCL's `reasonable_work_group_size_multiple` kernel, byte for byte.
-pub const WORK_GROUP_MULTIPLE_KERNEL: &str = "
+const WORK_GROUP_MULTIPLE_KERNEL: &str = "
         __kernel void knl(__global float *a)
         {
             a[get_global_id(0)] = 0;
@@ -45,7 +47,7 @@ pub const WORK_GROUP_MULTIPLE_KERNEL: &str = "
         ";
 
 /// PyOpenCL's `_check_for_pocl_arg_count_bug` kernel, byte for byte.
-pub const STRUCT_ARG_COUNT_KERNEL: &str = "
+const STRUCT_ARG_COUNT_KERNEL: &str = "
             struct two_things
             {
                 long a;
@@ -127,7 +129,7 @@ pub struct DeviceBasics {
 /// # Safety
 ///
 /// 1. `device` is a valid device id for the whole call (as for [`profile_device`]).
-pub unsafe fn device_basics(device: sys::cl_device_id) -> Result<DeviceBasics, ProbeError> {
+unsafe fn device_basics(device: sys::cl_device_id) -> Result<DeviceBasics, ProbeError> {
     let image_support: bool = required(
         device,
         sys::CL_DEVICE_IMAGE_SUPPORT,
@@ -216,43 +218,21 @@ pub struct ProbedDevice {
     pub notes: Vec<String>,
 }
 
-/// Every device of every platform, profiled; a platform or device that cannot be listed or
-/// profiled is reported in the error list instead, so one broken ICD does not hide the others.
+/// Every device `selector` picks (the grammar of `CL_TEST` / `PYOPENCL_TEST`, [`cl_raw::select`]),
+/// profiled, in selection order; `""` picks every device of every platform. A device that cannot
+/// be listed or profiled is reported in the error list instead, so one broken ICD does not hide
+/// the others; [`ProbedDevice::basics`] holds the general facts the report shows.
 ///
 /// # Errors
 ///
-/// `clGetPlatformIDs`'s status (`CL_PLATFORM_NOT_FOUND_KHR` when no ICD is registered).
-pub fn profile_all(options: ProbeOptions) -> Result<(Vec<ProbedDevice>, Vec<String>), ClError> {
-    let platforms = cl_raw::platform::get_ids()?;
-    let mut found = Vec::new();
-    let mut errors = Vec::new();
-    for (pi, &platform) in platforms.iter().enumerate() {
-        // SAFETY: `platform` was just returned by clGetPlatformIDs.
-        let devices = match unsafe { cl_raw::device::get_ids(platform, sys::CL_DEVICE_TYPE_ALL) } {
-            Ok(d) => d,
-            Err(e) => {
-                errors.push(format!("platform {pi}: clGetDeviceIDs failed: {e}"));
-                continue;
-            }
-        };
-        for (di, &device) in devices.iter().enumerate() {
-            probe_into(pi, di, device, options, &mut found, &mut errors);
-        }
-    }
-    Ok((found, errors))
-}
-
-/// As [`profile_all`], for the devices `selector` picks (the grammar of `CL_TEST` /
-/// `PYOPENCL_TEST`, [`cl_raw::select`]), in selection order; the empty selector picks every device.
-///
-/// # Errors
-///
-/// [`ProbeError::Platforms`] when `clGetPlatformIDs` fails, [`ProbeError::Select`] when the
-/// selector matches nothing (the message lists what is available).
+/// [`ProbeError::Platforms`] when `clGetPlatformIDs` fails (`CL_PLATFORM_NOT_FOUND_KHR` when no
+/// ICD is registered), [`ProbeError::Select`] when the selector is malformed or matches nothing
+/// (the message lists what is available).
 pub fn profile_selected(
-    selector: &cl_raw::select::Selector,
+    selector: &str,
     options: ProbeOptions,
 ) -> Result<(Vec<ProbedDevice>, Vec<String>), ProbeError> {
+    let selector = cl_raw::select::Selector::parse(selector)?;
     let platforms = cl_raw::platform::get_ids().map_err(ProbeError::Platforms)?;
     let mut errors = Vec::new();
     let mut catalogue = Vec::new();
@@ -397,11 +377,11 @@ pub unsafe fn profile_device(
         vendor: required(device, sys::CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR")?,
         version: required(device, sys::CL_DEVICE_VERSION, "CL_DEVICE_VERSION")?,
         driver_version: required(device, sys::CL_DRIVER_VERSION, "CL_DRIVER_VERSION")?,
-        device_type: DeviceType(required::<sys::cl_device_type>(
+        device_type: required::<sys::cl_device_type>(
             device,
             sys::CL_DEVICE_TYPE,
             "CL_DEVICE_TYPE",
-        )?),
+        )?,
         extensions: required(device, sys::CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS")?,
         local_mem_type: LocalMemType::from_raw(required::<sys::cl_device_local_mem_type>(
             device,
@@ -431,7 +411,7 @@ pub unsafe fn profile_device(
         match unsafe {
             cl_raw::device::get_info::<sys::cl_bitfield>(device, sys::CL_DEVICE_SVM_CAPABILITIES)
         } {
-            Ok(bits) => p.svm_capabilities = Some(SvmCapabilities(bits)),
+            Ok(bits) => p.svm_capabilities = Some(bits),
             Err(e) => notes.push(format!("CL_DEVICE_SVM_CAPABILITIES: {e}")),
         }
     }
@@ -600,7 +580,7 @@ unsafe fn build(device: sys::cl_device_id, source: &str, name: &CStr) -> Result<
 /// # Safety
 ///
 /// 1. `device` is a valid device id.
-pub unsafe fn kernel_preferred_work_group_size_multiple(
+unsafe fn kernel_preferred_work_group_size_multiple(
     device: sys::cl_device_id,
 ) -> Result<usize, ClError> {
     // SAFETY: obligation 1.
@@ -625,7 +605,7 @@ pub unsafe fn kernel_preferred_work_group_size_multiple(
 /// # Safety
 ///
 /// 1. `device` is a valid device id.
-pub unsafe fn pocl_struct_arg_count_bug(device: sys::cl_device_id) -> Result<bool, ClError> {
+unsafe fn pocl_struct_arg_count_bug(device: sys::cl_device_id) -> Result<bool, ClError> {
     // SAFETY: obligation 1.
     let built = unsafe { build(device, STRUCT_ARG_COUNT_KERNEL, c"test_knl") }?;
     // SAFETY: valid kernel; an OpenCL 1.0 query.

@@ -7,101 +7,65 @@
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-/// The `cl_device_type` bit-field (`CL_DEVICE_TYPE_*`).
+/// `CL_DEVICE_TYPE_CPU`.
+pub(crate) const DEVICE_TYPE_CPU: u64 = 2;
+/// `CL_DEVICE_TYPE_GPU`.
+pub(crate) const DEVICE_TYPE_GPU: u64 = 4;
+
+/// `CL_DEVICE_TYPE_*` names and bits in `dir(cl.device_type)` order, with the two extra class
+/// attributes PyOpenCL's `to_string` also matches: `ALL` and the monkeypatched `_is_bitfield`.
+const PYOPENCL_DEVICE_TYPE_ATTRS: [(&str, u64); 7] = [
+    ("ACCELERATOR", 8),
+    ("ALL", 0xFFFF_FFFF),
+    ("CPU", 2),
+    ("CUSTOM", 16),
+    ("DEFAULT", 1),
+    ("GPU", 4),
+    ("_is_bitfield", 1),
+];
+
+/// The string PyOpenCL's `cl.device_type.to_string(bits)` gives, byte for byte.
 ///
-/// PyOpenCL tests bits with `dev.type & X`, so a device that reports several bits (Oclgrind reports
-/// 15: DEFAULT | CPU | GPU | ACCELERATOR) takes the first branch that matches; this type keeps the raw
-/// bits for the same reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(transparent))]
-pub struct DeviceType(pub u64);
-
-impl DeviceType {
-    /// `CL_DEVICE_TYPE_DEFAULT` (1).
-    pub const DEFAULT: Self = Self(1);
-    /// `CL_DEVICE_TYPE_CPU` (2).
-    pub const CPU: Self = Self(2);
-    /// `CL_DEVICE_TYPE_GPU` (4).
-    pub const GPU: Self = Self(4);
-    /// `CL_DEVICE_TYPE_ACCELERATOR` (8).
-    pub const ACCELERATOR: Self = Self(8);
-    /// `CL_DEVICE_TYPE_CUSTOM` (16, OpenCL 1.2).
-    pub const CUSTOM: Self = Self(16);
-
-    /// The raw bits.
-    pub const fn bits(self) -> u64 {
-        self.0
+/// PyOpenCL lists, in `dir()` order, every class attribute that is an `int` and either equals the
+/// value or shares a bit with it. `ALL` (0xFFFFFFFF) therefore always appears, and the
+/// monkeypatched marker `_is_bitfield = True` (an `int` equal to 1) appears for every odd value:
+/// Oclgrind's 15 renders as `"ACCELERATOR | ALL | CPU | DEFAULT | GPU | _is_bitfield"` (reference
+/// §9 item 21). The report keeps this text under the PyOpenCL-compatible `type` key so its JSON
+/// compares equal; [`device_type_names`] is the clean list.
+pub(crate) fn device_type_pyopencl_string(bits: u64) -> String {
+    let names: Vec<&str> = PYOPENCL_DEVICE_TYPE_ATTRS
+        .iter()
+        .filter(|(_, attr)| *attr == bits || attr & bits != 0)
+        .map(|(name, _)| *name)
+        .collect();
+    if names.is_empty() {
+        // PyOpenCL raises ValueError here; the report only needs a readable stand-in.
+        format!("<unknown device type {bits}>")
+    } else {
+        names.join(" | ")
     }
+}
 
-    /// Whether any bit of `other` is set (PyOpenCL's `dev.type & X`).
-    pub const fn intersects(self, other: Self) -> bool {
-        self.0 & other.0 != 0
+/// The names of the set `CL_DEVICE_TYPE_*` bits, lowest bit first (`["CPU"]`, `["DEFAULT", "CPU",
+/// "GPU", "ACCELERATOR"]`), with unknown bits as a hexadecimal number.
+pub(crate) fn device_type_names(bits: u64) -> Vec<String> {
+    const NAMES: [(&str, u64); 5] = [
+        ("DEFAULT", 1),
+        ("CPU", 2),
+        ("GPU", 4),
+        ("ACCELERATOR", 8),
+        ("CUSTOM", 16),
+    ];
+    let mut out: Vec<String> = NAMES
+        .iter()
+        .filter(|(_, bit)| bits & bit != 0)
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    let unknown = bits & !0x1F;
+    if unknown != 0 {
+        out.push(format!("{unknown:#x}"));
     }
-
-    /// Whether the GPU bit is set.
-    pub const fn is_gpu(self) -> bool {
-        self.intersects(Self::GPU)
-    }
-
-    /// Whether the CPU bit is set.
-    pub const fn is_cpu(self) -> bool {
-        self.intersects(Self::CPU)
-    }
-
-    /// The string PyOpenCL's `cl.device_type.to_string(dev.type)` gives, byte for byte.
-    ///
-    /// PyOpenCL lists, in `dir()` order, every class attribute that is an `int` and either equals
-    /// the value or shares a bit with it. `ALL` (0xFFFFFFFF) therefore always appears, and the
-    /// monkeypatched marker `_is_bitfield = True` (an `int` equal to 1) appears for every odd value:
-    /// Oclgrind's 15 renders as `"ACCELERATOR | ALL | CPU | DEFAULT | GPU | _is_bitfield"`
-    /// (reference §9 item 21). The report keeps this text under the PyOpenCL-compatible `type` key so
-    /// its JSON compares equal; [`DeviceType::names`] is the clean list.
-    pub fn pyopencl_string(self) -> String {
-        // `dir(cl.device_type)` order: upper-case names sort before the underscore.
-        const ATTRS: [(&str, u64); 7] = [
-            ("ACCELERATOR", 8),
-            ("ALL", 0xFFFF_FFFF),
-            ("CPU", 2),
-            ("CUSTOM", 16),
-            ("DEFAULT", 1),
-            ("GPU", 4),
-            ("_is_bitfield", 1),
-        ];
-        let v = self.0;
-        let names: Vec<&str> = ATTRS
-            .iter()
-            .filter(|(_, attr)| *attr == v || attr & v != 0)
-            .map(|(name, _)| *name)
-            .collect();
-        if names.is_empty() {
-            // PyOpenCL raises ValueError here; the report only needs a readable stand-in.
-            format!("<unknown device type {v}>")
-        } else {
-            names.join(" | ")
-        }
-    }
-
-    /// The names of the set type bits, lowest bit first (`["CPU"]`, `["DEFAULT", "CPU", "GPU",
-    /// "ACCELERATOR"]`), with unknown bits as a hexadecimal number.
-    pub fn names(self) -> Vec<String> {
-        const NAMES: [(&str, u64); 5] = [
-            ("DEFAULT", 1),
-            ("CPU", 2),
-            ("GPU", 4),
-            ("ACCELERATOR", 8),
-            ("CUSTOM", 16),
-        ];
-        let mut out: Vec<String> = NAMES
-            .iter()
-            .filter(|(_, bit)| self.0 & bit != 0)
-            .map(|(name, _)| (*name).to_owned())
-            .collect();
-        let unknown = self.0 & !0x1F;
-        if unknown != 0 {
-            out.push(format!("{unknown:#x}"));
-        }
-        out
-    }
+    out
 }
 
 /// `CL_DEVICE_LOCAL_MEM_TYPE`: whether `__local` memory is dedicated or carved from global memory.
@@ -135,26 +99,14 @@ impl LocalMemType {
     }
 }
 
-/// `CL_DEVICE_SVM_CAPABILITIES` bits (OpenCL 2.0); 0 when the device cannot report them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(transparent))]
-pub struct SvmCapabilities(pub u64);
-
-impl SvmCapabilities {
-    /// `CL_DEVICE_SVM_COARSE_GRAIN_BUFFER` (1).
-    pub const COARSE_GRAIN_BUFFER: u64 = 1;
-    /// `CL_DEVICE_SVM_FINE_GRAIN_BUFFER` (2).
-    pub const FINE_GRAIN_BUFFER: u64 = 2;
-    /// `CL_DEVICE_SVM_FINE_GRAIN_SYSTEM` (4).
-    pub const FINE_GRAIN_SYSTEM: u64 = 4;
-    /// `CL_DEVICE_SVM_ATOMICS` (8).
-    pub const ATOMICS: u64 = 8;
-
-    /// Whether any bit of `bit` is set.
-    pub const fn contains(self, bit: u64) -> bool {
-        self.0 & bit != 0
-    }
-}
+/// `CL_DEVICE_SVM_COARSE_GRAIN_BUFFER`.
+pub(crate) const SVM_COARSE_GRAIN_BUFFER: u64 = 1;
+/// `CL_DEVICE_SVM_FINE_GRAIN_BUFFER`.
+pub(crate) const SVM_FINE_GRAIN_BUFFER: u64 = 2;
+/// `CL_DEVICE_SVM_FINE_GRAIN_SYSTEM`.
+pub(crate) const SVM_FINE_GRAIN_SYSTEM: u64 = 4;
+/// `CL_DEVICE_SVM_ATOMICS`.
+pub(crate) const SVM_ATOMICS: u64 = 8;
 
 /// The platform facts PyOpenCL's heuristics read (`dev.platform.name`, `.vendor`, `.version`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -193,9 +145,11 @@ pub struct DeviceProfile {
     pub version: String,
     /// `CL_DRIVER_VERSION`.
     pub driver_version: String,
-    /// `CL_DEVICE_TYPE` bits.
+    /// `CL_DEVICE_TYPE` bits, as the driver reports them (`cl_device_type`): `CL_DEVICE_TYPE_DEFAULT`
+    /// 1, `CPU` 2, `GPU` 4, `ACCELERATOR` 8, `CUSTOM` 16. Several may be set (Oclgrind reports 15);
+    /// PyOpenCL tests single bits (`dev.type & cl.device_type.GPU`), and so do the heuristics.
     #[cfg_attr(feature = "serde", serde(rename = "type"))]
-    pub device_type: DeviceType,
+    pub device_type: u64,
     /// `CL_DEVICE_EXTENSIONS`, verbatim. PyOpenCL splits it on single spaces (`split(" ")`), so
     /// the raw string is kept: some drivers put several spaces between names.
     pub extensions: String,
@@ -203,10 +157,11 @@ pub struct DeviceProfile {
     pub local_mem_type: LocalMemType,
     /// `CL_DEVICE_LOCAL_MEM_SIZE` in bytes.
     pub local_mem_size: u64,
-    /// `CL_DEVICE_SVM_CAPABILITIES`; `None` where the device cannot report it (device version
-    /// below 2.0). PyOpenCL reads it only when the *platform* version (or the PoCL version) allows
+    /// `CL_DEVICE_SVM_CAPABILITIES` bits (`cl_device_svm_capabilities`: `COARSE_GRAIN_BUFFER` 1,
+    /// `FINE_GRAIN_BUFFER` 2, `FINE_GRAIN_SYSTEM` 4, `ATOMICS` 8); `None` where the device cannot
+    /// report it (device version below 2.0). PyOpenCL reads it only when the *platform* version (or the PoCL version) allows
     /// SVM, so `None` matters only for an old device on a newer platform.
-    pub svm_capabilities: Option<SvmCapabilities>,
+    pub svm_capabilities: Option<u64>,
     /// `(CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, _MINOR_NV)` (`cl_nv_device_attribute_query`).
     pub nv_compute_capability: Option<(u32, u32)>,
     /// `CL_DEVICE_WARP_SIZE_NV` (`cl_nv_device_attribute_query`).
@@ -230,6 +185,16 @@ pub struct DeviceProfile {
 }
 
 impl DeviceProfile {
+    /// Whether the `CL_DEVICE_TYPE_GPU` bit is set (PyOpenCL's `dev.type & cl.device_type.GPU`).
+    pub(crate) fn is_gpu(&self) -> bool {
+        self.device_type & DEVICE_TYPE_GPU != 0
+    }
+
+    /// Whether the `CL_DEVICE_TYPE_CPU` bit is set.
+    pub(crate) fn is_cpu(&self) -> bool {
+        self.device_type & DEVICE_TYPE_CPU != 0
+    }
+
     /// Whether `name` is one of the extension tokens, split exactly as PyOpenCL does
     /// (`name in dev.extensions.split(" ")`).
     pub fn has_extension(&self, name: &str) -> bool {
@@ -242,7 +207,7 @@ impl DeviceProfile {
 ///
 /// Returns `None` when the string does not match (PyOpenCL raises `RuntimeError` then) or a number
 /// does not fit in a `u32`.
-pub fn parse_cl_version(version: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_cl_version(version: &str) -> Option<(u32, u32)> {
     let rest = version.strip_prefix("OpenCL ")?;
     let (major, rest) = leading_digits(rest)?;
     let rest = rest.strip_prefix('.')?;
@@ -289,14 +254,14 @@ mod tests {
 
     #[test]
     fn device_type_string_matches_pyopencl_to_string() {
-        assert_eq!(DeviceType::GPU.pyopencl_string(), "ALL | GPU");
-        assert_eq!(DeviceType::CPU.pyopencl_string(), "ALL | CPU");
+        assert_eq!(device_type_pyopencl_string(DEVICE_TYPE_GPU), "ALL | GPU");
+        assert_eq!(device_type_pyopencl_string(DEVICE_TYPE_CPU), "ALL | CPU");
         assert_eq!(
-            DeviceType(15).pyopencl_string(),
+            device_type_pyopencl_string(15),
             "ACCELERATOR | ALL | CPU | DEFAULT | GPU | _is_bitfield"
         );
         assert_eq!(
-            DeviceType(15).names(),
+            device_type_names(15),
             ["DEFAULT", "CPU", "GPU", "ACCELERATOR"]
         );
     }

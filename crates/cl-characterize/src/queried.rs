@@ -4,8 +4,8 @@
 //! | question | PyOpenCL heuristic | queried alternative here |
 //! |---|---|---|
 //! | SIMD group size | [`crate::get_simd_group_size`]: vendor substrings, `"ati"` matches Intel | [`simd_group_size`]: NV warp size, AMD wavefront width, Intel sub-group sizes |
-//! | work-group-size multiple | [`crate::reasonable_work_group_size_multiple`]: builds a kernel | [`preferred_work_group_size_multiple`]: the OpenCL 3.0 device query |
-//! | local memory banks | [`crate::local_memory_bank_count`]: 16 or 32, guessed off NVIDIA | [`amd_local_mem_banks`]: `CL_DEVICE_LOCAL_MEM_BANKS_AMD` |
+//! | work-group-size multiple | [`crate::reasonable_work_group_size_multiple`]: builds a kernel | [`DeviceProfile::preferred_work_group_size_multiple`]: the OpenCL 3.0 device query |
+//! | local memory banks | [`crate::local_memory_bank_count`]: 16 or 32, guessed off NVIDIA | [`DeviceProfile::amd_local_mem_banks`]: `CL_DEVICE_LOCAL_MEM_BANKS_AMD` |
 //!
 //! These never replace the PyOpenCL-compatible results (users compare those against PyOpenCL); they
 //! sit next to them in the report.
@@ -69,26 +69,4 @@ pub fn simd_group_size(dev: &DeviceProfile) -> Option<QueriedSimdGroupSize> {
         size: smallest,
         source: SimdSource::IntelSubGroupSizes,
     })
-}
-
-/// `CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` (OpenCL 3.0): the device-level answer to what
-/// [`crate::reasonable_work_group_size_multiple`] builds a kernel for.
-pub fn preferred_work_group_size_multiple(dev: &DeviceProfile) -> Option<usize> {
-    dev.preferred_work_group_size_multiple
-}
-
-/// `CL_DEVICE_WAVEFRONT_WIDTH_AMD` (`cl_amd_device_attribute_query`).
-pub fn amd_wavefront_width(dev: &DeviceProfile) -> Option<u32> {
-    dev.amd_wavefront_width
-}
-
-/// `CL_DEVICE_LOCAL_MEM_BANKS_AMD` (`cl_amd_device_attribute_query`): the queried counterpart of
-/// [`crate::local_memory_bank_count`] on AMD GPUs.
-pub fn amd_local_mem_banks(dev: &DeviceProfile) -> Option<u32> {
-    dev.amd_local_mem_banks
-}
-
-/// `CL_DEVICE_SUB_GROUP_SIZES_INTEL` (`cl_intel_required_subgroup_size`).
-pub fn intel_sub_group_sizes(dev: &DeviceProfile) -> Option<&[usize]> {
-    dev.intel_sub_group_sizes.as_deref()
 }

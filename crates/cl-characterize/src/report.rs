@@ -15,13 +15,16 @@ use std::fmt::Write as _;
 use crate::conflict::{why_not_local_access_conflict_free, LocalAccessConflict};
 use crate::error::{CharacterizeError, Estimate};
 use crate::heuristics::*;
-use crate::profile::DeviceProfile;
+use crate::profile::{
+    device_type_names, device_type_pyopencl_string, DeviceProfile, SVM_ATOMICS,
+    SVM_COARSE_GRAIN_BUFFER, SVM_FINE_GRAIN_BUFFER, SVM_FINE_GRAIN_SYSTEM,
+};
 use crate::queried::{self, QueriedSimdGroupSize};
 
 /// Item sizes `pyopencl_probe.py` asks about.
-pub const CONFLICT_ITEMSIZES: [usize; 5] = [1, 2, 4, 8, 16];
+const CONFLICT_ITEMSIZES: [usize; 5] = [1, 2, 4, 8, 16];
 /// Shapes `pyopencl_probe.py` asks about (C order), in its order.
-pub const CONFLICT_SHAPES: [&[usize]; 9] = [
+const CONFLICT_SHAPES: [&[usize]; 9] = [
     &[32, 32],
     &[16, 16],
     &[16, 17],
@@ -35,7 +38,7 @@ pub const CONFLICT_SHAPES: [&[usize]; 9] = [
 
 /// A result or the error PyOpenCL would raise for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome<T> {
+pub(crate) enum Outcome<T> {
     /// The function returned this value.
     Value(T),
     /// The function raised; serialized as `pyopencl_probe.py` records it (`"ERR <class>: <msg>"`).
@@ -65,7 +68,7 @@ impl<T: std::fmt::Debug> Outcome<T> {
 /// The results keyed exactly as `pyopencl_probe.py`'s `char_report`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct PyOpenClCharacterization {
+pub(crate) struct PyOpenClCharacterization {
     /// Device name.
     pub name: String,
     /// Device vendor.
@@ -74,7 +77,7 @@ pub struct PyOpenClCharacterization {
     pub version: String,
     /// Driver version.
     pub driver_version: String,
-    /// `cl.device_type.to_string(dev.type)`, quirks included ([`crate::DeviceType::pyopencl_string`]).
+    /// `cl.device_type.to_string(dev.type)`, quirks included (`ALL`, `_is_bitfield`).
     #[cfg_attr(feature = "serde", serde(rename = "type"))]
     pub device_type: String,
     /// Platform name.
@@ -132,23 +135,23 @@ pub struct PyOpenClCharacterization {
 
 /// The `why_not_local_access_conflict_free` results in `pyopencl_probe.py`'s key order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ConflictTable(pub Vec<(String, Outcome<LocalAccessConflict>)>);
+pub(crate) struct ConflictTable(Vec<(String, Outcome<LocalAccessConflict>)>);
 
 /// What the report adds beyond `pyopencl_probe.py`'s keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct Extras {
+pub(crate) struct Extras {
     /// `reasonable_work_group_size_multiple(dev)` (PyOpenCL; not in `pyopencl_probe.py`).
     pub reasonable_work_group_size_multiple: Outcome<usize>,
     /// [`queried::simd_group_size`].
     pub queried_simd_group_size: Option<QueriedSimdGroupSize>,
-    /// [`queried::preferred_work_group_size_multiple`] (OpenCL 3.0 device query).
+    /// [`DeviceProfile::preferred_work_group_size_multiple`] (OpenCL 3.0 device query).
     pub queried_preferred_work_group_size_multiple: Option<usize>,
-    /// [`queried::amd_wavefront_width`].
+    /// [`DeviceProfile::amd_wavefront_width`].
     pub queried_amd_wavefront_width: Option<u32>,
-    /// [`queried::amd_local_mem_banks`].
+    /// [`DeviceProfile::amd_local_mem_banks`].
     pub queried_amd_local_mem_banks: Option<u32>,
-    /// [`queried::intel_sub_group_sizes`].
+    /// [`DeviceProfile::intel_sub_group_sizes`].
     pub queried_intel_sub_group_sizes: Option<Vec<usize>>,
     /// Warnings PyOpenCL would print, by the `char` key that produced them (conflict keys are
     /// prefixed `why_not_local_access_conflict_free/`), in report order.
@@ -157,15 +160,25 @@ pub struct Extras {
     pub guesses: Vec<String>,
 }
 
-/// Everything the report says about one device.
+/// Everything the report says about one device: every characterization result for one profile,
+/// as a table ([`DeviceReport::to_table`]) and as JSON (feature `serde`), whose three parts are
+///
+/// - `char`: PyOpenCL-compatible, with the same keys and values as `pyopencl_probe.py`'s
+///   `char_report` (errors as `ERR <class>: <message>`), so the two outputs compare with `==`;
+/// - `extra`: what `pyopencl_probe.py` does not record: `reasonable_work_group_size_multiple`, the
+///   queried alternatives, every warning PyOpenCL would print (`warnings`, by key) and the keys
+///   whose value is a guess (`guesses`);
+/// - `profile`: the facts the results were computed from.
+///
+/// Each value is also what the heuristic of the same name returns for [`DeviceReport::profile`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DeviceReport {
     /// PyOpenCL-compatible results.
     #[cfg_attr(feature = "serde", serde(rename = "char"))]
-    pub characterization: PyOpenClCharacterization,
+    pub(crate) characterization: PyOpenClCharacterization,
     /// Results PyOpenCL's probe script does not record.
-    pub extra: Extras,
+    pub(crate) extra: Extras,
     /// The facts.
     pub profile: DeviceProfile,
 }
@@ -243,7 +256,7 @@ impl DeviceReport {
             vendor: dev.vendor.clone(),
             version: dev.version.clone(),
             driver_version: dev.driver_version.clone(),
-            device_type: dev.device_type.pyopencl_string(),
+            device_type: device_type_pyopencl_string(dev.device_type),
             platform: dev.platform.name.clone(),
             platform_version: dev.platform.version.clone(),
             simd_group_size_1: simd(1),
@@ -273,12 +286,10 @@ impl DeviceReport {
         let extra = Extras {
             reasonable_work_group_size_multiple: reasonable_work_group_size_multiple(dev).into(),
             queried_simd_group_size: queried::simd_group_size(dev),
-            queried_preferred_work_group_size_multiple: queried::preferred_work_group_size_multiple(
-                dev,
-            ),
-            queried_amd_wavefront_width: queried::amd_wavefront_width(dev),
-            queried_amd_local_mem_banks: queried::amd_local_mem_banks(dev),
-            queried_intel_sub_group_sizes: queried::intel_sub_group_sizes(dev).map(<[_]>::to_vec),
+            queried_preferred_work_group_size_multiple: dev.preferred_work_group_size_multiple,
+            queried_amd_wavefront_width: dev.amd_wavefront_width,
+            queried_amd_local_mem_banks: dev.amd_local_mem_banks,
+            queried_intel_sub_group_sizes: dev.intel_sub_group_sizes.clone(),
             warnings: c.warnings,
             guesses: c.guesses,
         };
@@ -326,8 +337,8 @@ impl DeviceReport {
             "type",
             format!(
                 "{} = {}",
-                p.device_type.bits(),
-                p.device_type.names().join(" | ")
+                p.device_type,
+                device_type_names(p.device_type).join(" | ")
             ),
         );
         row(
@@ -540,19 +551,18 @@ pub fn format_rows(rows: &[(String, String)]) -> String {
 }
 
 /// `CL_DEVICE_SVM_CAPABILITIES` by name (`"none"` for 0).
-fn svm_names(c: crate::SvmCapabilities) -> String {
-    use crate::SvmCapabilities as S;
+fn svm_names(c: u64) -> String {
     let names: Vec<&str> = [
-        (S::COARSE_GRAIN_BUFFER, "coarse-grain buffer"),
-        (S::FINE_GRAIN_BUFFER, "fine-grain buffer"),
-        (S::FINE_GRAIN_SYSTEM, "fine-grain system"),
-        (S::ATOMICS, "atomics"),
+        (SVM_COARSE_GRAIN_BUFFER, "coarse-grain buffer"),
+        (SVM_FINE_GRAIN_BUFFER, "fine-grain buffer"),
+        (SVM_FINE_GRAIN_SYSTEM, "fine-grain system"),
+        (SVM_ATOMICS, "atomics"),
     ]
     .into_iter()
-    .filter(|&(bit, _)| c.contains(bit))
+    .filter(|&(bit, _)| c & bit != 0)
     .map(|(_, n)| n)
     .collect();
-    let unknown = c.0 & !0xf;
+    let unknown = c & !0xf;
     match (names.is_empty(), unknown) {
         (true, 0) => "none".to_owned(),
         (_, 0) => names.join(", "),

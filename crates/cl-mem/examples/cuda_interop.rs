@@ -2,7 +2,7 @@
 //! reads and writes the same bytes, CUDA reads them back, and the reverse; byte-exact checks at
 //! an odd size, ordered by semaphores where the driver can export one and by host waits
 //! otherwise. Then a round trip through host memory against the zero-copy hand-over at 1 MiB,
-//! 64 MiB (1 GiB with `CUDA_INTEROP_MIB=1024`: see docs/DEVICES.md#nvidia-external-memory).
+//! 64 MiB and 1 GiB (`CUDA_INTEROP_MIB=1,64,1024`, the default).
 //!
 //! The first lines answer what the driver offers: external memory import handle types, semaphore
 //! import and export handle types, the device UUID, and which ordering the run used. On a device
@@ -86,7 +86,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let context = create_some_context()?;
     let device = context.devices()[0];
     let queue = Queue::new(&context, &device)?;
-    println!("device: {} ({})", device.name()?, device.version_string()?);
+    println!(
+        "device: {} ({})",
+        device.name()?,
+        device.info::<String>(cl_raw::sys::CL_DEVICE_VERSION)?
+    );
     println!(
         "external memory import handle types: {:?}",
         device.external_memory_import_handle_types()?
@@ -142,10 +146,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     mem.fill_u32(7)?;
     to_opencl(&buffer, &queue, &cuda, sems.as_ref())?;
     let program = Program::build_from_source(&context, SRC, "")?;
-    let mut k = program.kernel("scale")?;
-    k.set_arg(0, &buffer)?
-        .set_arg(1, &3u32)?
-        .run(&queue, &[n])?;
+    let k = program.kernel("scale")?;
+    k.call(&queue, &[n], None, (&buffer, &3u32))?;
     to_cuda(&buffer, &queue, &cuda, sems.as_ref())?;
     let mut back = vec![0u32; n];
     cuda.stream().memcpy_dtoh(&mem, &mut back)?;
@@ -182,10 +184,9 @@ fn bench(
 ) -> Result<(), Box<dyn std::error::Error>> {
     println!("\n| size | host round trip | zero-copy hand-over (semaphores) | zero-copy hand-over (host waits) |");
     println!("| --- | --- | --- | --- |");
-    // `CUDA_INTEROP_MIB=64,1024` picks the sizes; progress goes to stderr, unbuffered. 1 GiB is
-    // not among the defaults: allocating it crashes on the H100 (docs/DEVICES.md#nvidia-external-memory).
+    // `CUDA_INTEROP_MIB=64,1024` picks the sizes; progress goes to stderr, unbuffered.
     let sizes: Vec<usize> = std::env::var("CUDA_INTEROP_MIB").map_or_else(
-        |_| vec![1, 64],
+        |_| vec![1, 64, 1024],
         |v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
     );
     for mib in sizes {
@@ -193,8 +194,10 @@ fn bench(
         eprintln!("[{mib} MiB] allocating");
         let n = bytes / 4;
         let (shared, mut mem): (Buffer, CudaMemory<u32>) = cuda.alloc_shared(queue, n)?;
+        eprintln!("[{mib} MiB] shared; plain buffer");
         let plain = Buffer::new(context, MemFlags::READ_WRITE, bytes)?;
         let mut host = vec![0u32; n];
+        eprintln!("[{mib} MiB] CUDA fill");
         mem.fill_u32(1)?;
         cuda.stream().synchronize()?;
         let best = |f: &mut dyn FnMut() -> Result<(), Box<dyn std::error::Error>>| {

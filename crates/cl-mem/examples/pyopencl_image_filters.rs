@@ -90,7 +90,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reduce_sum = program.kernel("reduce_sum")?;
     // The Python takes `device.max_work_group_size`, more than this kernel allows on the H100
     // (1024 > 256): the kernel's own limit runs everywhere, and the sums are the same.
-    let n_threads = reduce_sum.work_group_size(&queue)?;
+    let n_threads: usize =
+        reduce_sum.work_group_info(&device, cl_raw::sys::CL_KERNEL_WORK_GROUP_SIZE)?;
 
     // The Python's `sum_arr`: sums `arr` on the device in groups of `n_threads`.
     let sum_arr = |mut arr: Vec<i32>| -> Result<i64, Error> {

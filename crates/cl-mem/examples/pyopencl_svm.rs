@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          Fine-grained system SVM:   {system}",
         dev.name()?,
         platform.name()?,
-        platform.version_string()?
+        platform.info::<String>(cl_raw::sys::CL_PLATFORM_VERSION)?
     );
     let prg = Program::build_from_source(&ctx, SRC, "")?;
     let twice = prg.kernel("twice")?;

@@ -9,7 +9,8 @@
 //! Run: `cargo run -p cl-mem --example pyopencl_transpose` (`CL_CTX=portable` or any selector).
 
 use cl_mem::{
-    create_some_context, Buffer, Event, Kernel, LocalMemory, MemFlags, Program, Queue, Result,
+    create_some_context, Buffer, Event, Kernel, LocalMemory, MemFlags, Program, Queue,
+    QueueProperties, Result,
 };
 
 const BLOCK_SIZE: usize = 16;
@@ -90,7 +91,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let ctx = create_some_context()?;
     let device = ctx.devices()[0];
     assert!(device.local_mem_size()? > 0);
-    let queue = Queue::builder(&ctx, &device).profiling(true).build()?;
+    let queue = Queue::with_properties(&ctx, &device, QueueProperties::PROFILING_ENABLE)?;
     let prg = Program::build_from_source(&ctx, SRC, "")?;
     let kernels = [
         prg.kernel("transpose_naive")?,

@@ -40,8 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )?;
     let program = Program::build_from_source(&context, SRC, "-cl-std=CL2.0")?;
-    let mut k = program.kernel("plus_one")?;
-    k.set_arg(0, &data)?.run(&queue, &[n])?;
+    let k = program.kernel("plus_one")?;
+    k.call(&queue, &[n], None, (&data,))?;
     let sum: f64 = data.with_map(&queue, cl_mem::ReadOnly, .., |s| {
         s.iter().map(|&v| f64::from(v)).sum()
     })?;

@@ -28,10 +28,11 @@
 //!          size_t i = get_global_id(0); b[i] = 2.0f * a[i]; }",
 //!     "",
 //! )?;
-//! let mut twice = program.kernel("twice")?;
+//! let twice = program.kernel("twice")?;
 //! // A scalar where the kernel wants a pointer: refused, the driver never sees it.
-//! assert!(matches!(twice.set_arg(0, &1.0f32), Err(Error::KernelArg { .. })));
-//! twice.set_arg(0, &a)?.set_arg(1, &b)?.run(&queue, &[x.len()])?;
+//! let wrong = twice.call(&queue, &[x.len()], None, (&1.0f32, &b));
+//! assert!(matches!(wrong, Err(Error::KernelArg { .. })));
+//! twice.call(&queue, &[x.len()], None, (&a, &b))?;
 //!
 //! let y: Vec<f32> = b.to_vec(&queue)?; // blocking read, after the kernel (in-order queue)
 //! assert!(y.iter().zip(&x).all(|(y, x)| *y == 2.0 * x));
@@ -74,7 +75,7 @@
 //! | [`Pipe`] | pipe `cl_mem` | `Pipe` |
 //! | [`svm::SvmArray`] ([`svm::csvm_empty`], [`svm::fsvm_empty`], [`svm::SvmPointer`], maps, [`svm::SvmBufferView`]) | `clSVMAlloc`, `clEnqueueSVM*` | `SVMAllocation`, `SVMPointer`, `SVMMap`, `svm_empty`, `SVM` |
 //! | [`Pod`] | by-value data | numpy dtypes |
-//! | [`select`] (`CL_TEST`, `CL_CTX`) | — | `PYOPENCL_TEST`, `create_some_context` |
+//! | [`create_some_context`], [`test_devices`], [`select_devices`] (`CL_TEST`, `CL_CTX`) | — | `create_some_context`, `PYOPENCL_CTX`, `PYOPENCL_TEST`, `get_test_platforms_and_devices` |
 //!
 //! # Handles
 //!
@@ -139,8 +140,6 @@ mod runtime;
 mod sampler;
 pub mod svm;
 
-pub use runtime::select;
-
 pub use cl_raw::{ClError, Version};
 
 pub use buffer::fill::enqueue_migrate_mem_objects;
@@ -156,7 +155,8 @@ pub use buffer::transfer::{
     Pending, PendingFuture, Transfer,
 };
 pub use buffer::{AsBuffer, Buffer};
-pub use error::{drop_failure_count, set_drop_failure_hook, DropFailure, DropHook, Error, Result};
+pub use cl_raw::select::{SelectError, Selector};
+pub use error::{set_drop_failure_hook, DropFailure, DropHook, Error, Result};
 #[cfg(feature = "cuda")]
 pub use external::cuda;
 pub use external::{ExternalMemory, MemoryHandleType, Semaphore, SemaphoreHandleType};
@@ -165,22 +165,21 @@ pub use pod::Pod;
 pub use raw_handle::RawHandle;
 pub use runtime::context::Context;
 pub use runtime::device::QueueProperties;
-pub use runtime::device::{
-    AtomicCapabilities, Device, DeviceType, ImageLimits, LocalMemType, SvmCapabilities,
-    VendorAttributes,
-};
+pub use runtime::device::{Device, DeviceType, ImageLimits, SvmCapabilities};
 pub use runtime::event::future::EventFuture;
 pub use runtime::event::{CallbackOn, Event, EventStatus, ProfilingTimes, UserEvent};
 pub use runtime::kernel::{
-    ArgValue, AsKernelArg, Kernel, KernelArg, KernelArgs, KernelParam, LocalMemory, NullMem,
-    ParamKind,
+    ArgValue, AsKernelArg, KeepAlive, Kernel, KernelArg, KernelArgs, KernelParam, LocalMemory,
+    NullMem, ParamKind,
 };
 pub use runtime::live::{live_objects, LiveObjects};
 pub use runtime::partition::{AffinityDomain, Partition, PartitionSupport};
 pub use runtime::platform::Platform;
 pub use runtime::program::Program;
-pub use runtime::queue::{Queue, QueueBuilder};
-pub use runtime::select::{create_some_context, default_device, test_devices, DeviceRank};
+pub use runtime::queue::Queue;
+pub use runtime::select::{
+    create_some_context, select_devices, test_devices, DeviceRank, Selected,
+};
 
 #[cfg(feature = "ndarray")]
 pub use image::image_from_array;

@@ -7,11 +7,12 @@ use std::hash::{Hash, Hasher};
 
 use bitflags::bitflags;
 use cl_raw::object::{self, Object};
-use cl_raw::{extra, sys, InfoValue, Version};
+use cl_raw::{sys, InfoValue, Version};
 
 use crate::error::{Error, Result};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
+use crate::runtime::extra;
 
 bitflags! {
     /// `cl_mem_flags` for buffers and images (SVM has its own flags).
@@ -100,7 +101,7 @@ pub unsafe trait MemObject: crate::raw_handle::RawHandle<Raw = sys::cl_mem> {
     /// itself after the commands other queues have pending on the object. Not for implementors
     /// outside this crate (the default, none, is right for them).
     #[doc(hidden)]
-    fn command_record(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+    fn command_record(&self) -> Option<crate::runtime::kernel::KeepAlive> {
         None
     }
 
@@ -325,10 +326,10 @@ unsafe impl crate::raw_handle::RawHandle for Memory {
 
 // SAFETY: `raw` is a valid object we hold a reference to while `self` lives.
 unsafe impl MemObject for Memory {
-    fn command_record(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+    fn command_record(&self) -> Option<crate::runtime::kernel::KeepAlive> {
         self.tracked
-            .as_ref()
-            .map(|t| std::sync::Arc::clone(t) as std::sync::Arc<dyn std::any::Any + Send + Sync>)
+            .as_deref()
+            .map(crate::runtime::kernel::KeepAlive::tracked)
     }
 }
 
@@ -338,7 +339,7 @@ unsafe impl crate::runtime::kernel::KernelArg for Memory {
         match &self.tracked {
             Some(t) => crate::runtime::kernel::ArgValue::MemKeepAlive {
                 mem: self.raw,
-                keep_alive: crate::runtime::track::ArgHold::keep_alive(t),
+                keep_alive: crate::runtime::kernel::KeepAlive::tracked(t),
             },
             None => crate::runtime::kernel::ArgValue::Mem(self.raw),
         }

@@ -7,12 +7,13 @@
 
 use std::fmt;
 
-use cl_raw::{extra, pipe as raw, sys, Version};
+use cl_raw::{pipe as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
+use crate::runtime::extra;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 
 /// A pipe object. Owns one reference: `Clone` retains, `Drop` releases (never panics).
@@ -70,8 +71,7 @@ impl Pipe {
             )));
         }
         for d in context.devices() {
-            // SAFETY: a 2.0 parameter asked of a device of a 2.0+ platform with pipe support.
-            let max: u32 = unsafe { d.info(sys::CL_DEVICE_PIPE_MAX_PACKET_SIZE) }?;
+            let max: u32 = d.info(sys::CL_DEVICE_PIPE_MAX_PACKET_SIZE)?;
             if packet_size > max {
                 return Err(Error::InvalidArgument(format!(
                     "packet size {packet_size} exceeds CL_DEVICE_PIPE_MAX_PACKET_SIZE ({max})"

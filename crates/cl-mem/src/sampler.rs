@@ -9,11 +9,12 @@
 use std::fmt;
 
 use cl_raw::object::{self, Object};
-use cl_raw::{extra, sampler as raw, sys, Version};
+use cl_raw::{sampler as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
+use crate::runtime::extra;
 use crate::runtime::kernel::{ArgValue, KernelArg};
 
 /// `cl_addressing_mode`: what reads outside the image return.

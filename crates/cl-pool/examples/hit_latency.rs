@@ -160,9 +160,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("shards {shards:2}: mixed sizes    p50 {p50:6.1} ns  p99 {p99:6.1} ns");
         let (p50, p99) = measure_local(&pool).map_err(|e| e.to_string())?;
         println!("shards {shards:2}: allocate_local p50 {p50:6.1} ns  p99 {p99:6.1} ns");
-        let scope = pool.scope();
-        let (p50, _) = measure(&pool, &[4096]).map_err(|e| e.to_string())?;
-        drop(scope);
+        let (measured, _) = pool.scope(|| measure(&pool, &[4096]));
+        let (p50, _) = measured.map_err(|e| e.to_string())?;
         println!("shards {shards:2}: inside a scope p50 {p50:6.1} ns");
         if shards != 1 {
             continue;

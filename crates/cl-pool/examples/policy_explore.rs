@@ -1,8 +1,11 @@
 //! Prints replay figures of RMM's random_allocations trace shape under PyOpenCL's policy and under
 //! capped policies (issue 8's claim). `cargo run --release -p cl-pool --example policy_explore`.
 
-use cl_pool::trace::{random_trace, replay, RandomTraceShape, ReplayConfig};
+use cl_pool::trace::{replay, ReplayConfig};
 use cl_pool::{Eviction, InvalidLeadingBits, Policy};
+
+mod support;
+use support::{random_trace, ratio, RandomTraceShape};
 
 fn main() -> Result<(), InvalidLeadingBits> {
     println!(
@@ -39,8 +42,8 @@ fn main() -> Result<(), InvalidLeadingBits> {
             )?;
             println!(
                 "| {seed} | {name} | {:.3} | {:.3} | {} | {} |",
-                r.managed_to_active_at_peak(),
-                r.hit_rate(),
+                ratio(r.peak_managed_bytes as u64, r.peak_active_bytes as u64),
+                ratio(r.hits, r.requests),
                 r.upstream_allocations,
                 r.oom_frees
             );

@@ -7,11 +7,11 @@
 use std::error::Error;
 use std::path::PathBuf;
 
-use cl_pool::trace::{
-    from_json_lines, pytorch_snapshot, random_trace, replay_with_timeline, timeline_svg,
-    RandomTraceShape, ReplayConfig,
-};
+use cl_pool::trace::{from_json_lines, replay, ReplayConfig};
 use cl_pool::{Eviction, Policy};
+
+mod support;
+use support::{pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
@@ -20,10 +20,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         _ => random_trace(&RandomTraceShape::default()),
     };
     let out = PathBuf::from(args.next().unwrap_or_else(|| "target".to_owned()));
-    let peak_active = {
-        let (r, _) = replay_with_timeline(&trace, &ReplayConfig::default())?;
-        r.peak_active_bytes
-    };
+    let peak_active = { replay(&trace, &ReplayConfig::default())?.peak_active_bytes };
     let runs = [
         ("pyopencl", Policy::default()),
         (
@@ -37,20 +34,21 @@ fn main() -> Result<(), Box<dyn Error>> {
         ),
     ];
     for (name, policy) in runs {
-        let (r, t) = replay_with_timeline(
+        let r = replay(
             &trace,
             &ReplayConfig {
                 policy,
+                timeline: true,
                 ..ReplayConfig::default()
             },
         )?;
         let title = format!(
             "{name}: peak managed / peak active {:.2}, hit rate {:.1} %",
-            r.managed_to_active_at_peak(),
-            100.0 * r.hit_rate()
+            ratio(r.peak_managed_bytes as u64, r.peak_active_bytes as u64),
+            100.0 * ratio(r.hits, r.requests)
         );
         let path = out.join(format!("pool-{name}.svg"));
-        std::fs::write(&path, timeline_svg(&t, &title))?;
+        std::fs::write(&path, timeline_svg(&r.timeline, &title))?;
         println!("{}: {title}", path.display());
         let snap = pytorch_snapshot(
             &trace,

@@ -37,8 +37,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "__kernel void twice(__global float* p) { p[get_global_id(0)] *= 2.0f; }",
         "",
     )?;
-    let mut k = program.kernel("twice")?;
-    k.set_arg(0, &a)?.run(&queue, &[n])?;
+    let k = program.kernel("twice")?;
+    k.call(&queue, &[n], None, (&a,))?;
     let sum: f32 = a.with_map::<f32, _, _>(&queue, cl_mem::ReadOnly, .., |s| s.iter().sum())?;
     let back: Vec<f32> = a.to_vec(&queue)?;
     assert_eq!(sum, 2.0 * n as f32);

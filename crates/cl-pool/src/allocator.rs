@@ -1,5 +1,5 @@
-//! The allocator protocol a [`MemoryPool`](crate::MemoryPool) draws from, and host-only allocators
-//! for tests and simulation.
+//! The allocator protocol a [`MemoryPool`](crate::MemoryPool) draws from, and the host-only
+//! allocator of trace replay and host benchmarks ([`SimulatedAllocator`]).
 //!
 //! PyOpenCL's `AllocatorBase` (C++ `buffer_allocator_base`) as a trait: allocate a size (zero gives
 //! no block), free, say whether allocation is deferred, release blocks held elsewhere before the pool
@@ -8,8 +8,7 @@
 //! into the pool the same way.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// An allocator error that can say whether it means "out of memory".
 ///
@@ -80,7 +79,7 @@ pub trait Allocator: Send + Sync + 'static {
 
 /// A shared allocator is an allocator: every call (the hooks included) goes to the one behind the
 /// `Arc`. Several pools can then draw on one allocator, and the caller keeps a handle to it (to
-/// read a [`TestAllocator`]'s counters after the pool is gone, say), as PyOpenCL's pools share
+/// read a test allocator's counters after the pool is gone, say), as PyOpenCL's pools share
 /// allocator objects by reference.
 impl<A: Allocator + ?Sized> Allocator for std::sync::Arc<A> {
     type Block = A::Block;
@@ -108,7 +107,7 @@ impl<A: Allocator + ?Sized> Allocator for std::sync::Arc<A> {
     }
 }
 
-/// Errors of the host-only allocators ([`TestAllocator`], [`SimulatedAllocator`]).
+/// Errors of the host-only [`SimulatedAllocator`] (and of test allocators built on [`HostBlock`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HostAllocError {
@@ -161,193 +160,6 @@ pub struct HostBlock {
     pub size: usize,
 }
 
-/// A host-only allocator with fault injection, for testing pool bookkeeping without a device
-/// (PyOpenCL's `_TestMemoryPool`, but with real blocks, a capacity and failures on demand).
-///
-/// Allocation succeeds while the bytes in use stay within the capacity (default unlimited), and
-/// fails with [`HostAllocError::OutOfMemory`] past it, or on demand via
-/// [`fail_next_out_of_memory`](Self::fail_next_out_of_memory) /
-/// [`fail_next_invalid`](Self::fail_next_invalid).
-#[derive(Debug)]
-pub struct TestAllocator {
-    capacity: AtomicUsize,
-    in_use: AtomicUsize,
-    next_id: AtomicU64,
-    allocations: AtomicU64,
-    frees: AtomicU64,
-    release_calls: AtomicU64,
-    fail_oom: AtomicUsize,
-    fail_invalid: AtomicUsize,
-    deferred: AtomicBool,
-    log: Mutex<Vec<AllocatorCall>>,
-}
-
-/// One call the [`TestAllocator`] received, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AllocatorCall {
-    /// `allocate(size)`, and whether it succeeded.
-    Allocate(usize, bool),
-    /// `free` of a block of that size.
-    Free(usize),
-    /// `try_release_blocks()`.
-    TryRelease,
-}
-
-impl Default for TestAllocator {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl TestAllocator {
-    /// An allocator with unlimited capacity.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::with_capacity(usize::MAX)
-    }
-
-    /// An allocator that fails with out-of-memory past `capacity` bytes in use.
-    #[must_use]
-    pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            capacity: AtomicUsize::new(capacity),
-            in_use: AtomicUsize::new(0),
-            next_id: AtomicU64::new(1),
-            allocations: AtomicU64::new(0),
-            frees: AtomicU64::new(0),
-            release_calls: AtomicU64::new(0),
-            fail_oom: AtomicUsize::new(0),
-            fail_invalid: AtomicUsize::new(0),
-            deferred: AtomicBool::new(false),
-            log: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Changes the capacity.
-    pub fn set_capacity(&self, capacity: usize) {
-        self.capacity.store(capacity, Ordering::SeqCst);
-    }
-
-    /// The next `n` allocations fail with out-of-memory.
-    pub fn fail_next_out_of_memory(&self, n: usize) {
-        self.fail_oom.store(n, Ordering::SeqCst);
-    }
-
-    /// The next `n` allocations fail with a non-out-of-memory error.
-    pub fn fail_next_invalid(&self, n: usize) {
-        self.fail_invalid.store(n, Ordering::SeqCst);
-    }
-
-    /// Makes [`Allocator::is_deferred`] answer `deferred`.
-    pub fn set_deferred(&self, deferred: bool) {
-        self.deferred.store(deferred, Ordering::SeqCst);
-    }
-
-    /// Bytes currently allocated and not freed.
-    #[must_use]
-    pub fn in_use(&self) -> usize {
-        self.in_use.load(Ordering::SeqCst)
-    }
-
-    /// Successful allocations so far.
-    #[must_use]
-    pub fn allocations(&self) -> u64 {
-        self.allocations.load(Ordering::SeqCst)
-    }
-
-    /// Frees so far.
-    #[must_use]
-    pub fn frees(&self) -> u64 {
-        self.frees.load(Ordering::SeqCst)
-    }
-
-    /// `try_release_blocks` calls so far.
-    #[must_use]
-    pub fn release_calls(&self) -> u64 {
-        self.release_calls.load(Ordering::SeqCst)
-    }
-
-    /// Every call so far, in order (then clears the log).
-    pub fn take_log(&self) -> Vec<AllocatorCall> {
-        std::mem::take(
-            &mut *self
-                .log
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-    }
-
-    fn record(&self, call: AllocatorCall) {
-        self.log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(call);
-    }
-
-    fn take_one(counter: &AtomicUsize) -> bool {
-        counter
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-    }
-}
-
-impl Allocator for TestAllocator {
-    type Block = HostBlock;
-    type Error = HostAllocError;
-
-    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
-        if size == 0 {
-            return Ok(None);
-        }
-        if Self::take_one(&self.fail_invalid) {
-            self.record(AllocatorCall::Allocate(size, false));
-            return Err(HostAllocError::Invalid { requested: size });
-        }
-        let capacity = self.capacity.load(Ordering::SeqCst);
-        let reserved = self
-            .in_use
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
-                used.checked_add(size).filter(|&n| n <= capacity)
-            });
-        let forced = Self::take_one(&self.fail_oom);
-        match reserved {
-            Ok(_) if !forced => {
-                self.allocations.fetch_add(1, Ordering::SeqCst);
-                self.record(AllocatorCall::Allocate(size, true));
-                let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-                Ok(Some(HostBlock { id, size }))
-            }
-            other => {
-                if other.is_ok() {
-                    self.in_use.fetch_sub(size, Ordering::SeqCst);
-                }
-                self.record(AllocatorCall::Allocate(size, false));
-                Err(HostAllocError::OutOfMemory {
-                    requested: size,
-                    in_use: self.in_use.load(Ordering::SeqCst),
-                    capacity,
-                })
-            }
-        }
-    }
-
-    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
-        self.in_use.fetch_sub(block.size, Ordering::SeqCst);
-        self.frees.fetch_add(1, Ordering::SeqCst);
-        self.record(AllocatorCall::Free(block.size));
-        Ok(())
-    }
-
-    fn is_deferred(&self) -> bool {
-        self.deferred.load(Ordering::SeqCst)
-    }
-
-    fn try_release_blocks(&self) {
-        self.release_calls.fetch_add(1, Ordering::SeqCst);
-        self.record(AllocatorCall::TryRelease);
-    }
-}
-
 /// A simulated upstream of fixed capacity for trace replay: no call log, no fault injection, only
 /// the arithmetic (cheap enough for millions of events).
 #[derive(Debug)]
@@ -366,12 +178,6 @@ impl SimulatedAllocator {
             in_use: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
         }
-    }
-
-    /// Bytes allocated upstream now.
-    #[must_use]
-    pub fn in_use(&self) -> usize {
-        self.in_use.load(Ordering::Relaxed)
     }
 }
 
@@ -412,42 +218,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn test_allocator_returns_nothing_for_zero() {
-        let a = TestAllocator::new();
-        assert!(a.allocate(0).unwrap().is_none());
-        assert_eq!(a.allocations(), 0);
-    }
-
-    #[test]
-    fn test_allocator_enforces_capacity_and_injected_failures() {
-        let a = TestAllocator::with_capacity(100);
-        let b = a.allocate(60).unwrap().unwrap();
-        assert_eq!(b.size, 60);
-        let e = a.allocate(41).unwrap_err();
-        assert!(e.is_out_of_memory());
-        assert_eq!(
-            e.to_string(),
-            "out of memory: 41 bytes requested, 60 of 100 in use"
-        );
-        a.fail_next_invalid(1);
-        let e = a.allocate(1).unwrap_err();
-        assert!(!e.is_out_of_memory());
-        a.fail_next_out_of_memory(1);
-        assert!(a.allocate(1).unwrap_err().is_out_of_memory());
-        assert_eq!(a.in_use(), 60);
-        let c = a.allocate(40).unwrap().unwrap();
-        a.free(b).unwrap();
-        a.free(c).unwrap();
-        assert_eq!(a.in_use(), 0);
-        assert_eq!(a.frees(), 2);
-    }
-
-    #[test]
     fn simulated_allocator_tracks_in_use() {
         let a = SimulatedAllocator::new(10);
         let b = a.allocate(10).unwrap().unwrap();
         assert!(a.allocate(1).unwrap_err().is_out_of_memory());
         a.free(b).unwrap();
-        assert_eq!(a.in_use(), 0);
+        assert!(
+            a.allocate(10).unwrap().is_some(),
+            "the freed bytes are free again"
+        );
     }
 }

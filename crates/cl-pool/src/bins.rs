@@ -15,25 +15,17 @@ use std::fmt;
 pub type BinNumber = u32;
 
 /// The default number of mantissa bits in a bin number (PyOpenCL's `leading_bits_in_bin_id=4`).
-pub const DEFAULT_LEADING_BITS: u32 = 4;
+pub(crate) const DEFAULT_LEADING_BITS: u32 = 4;
 
 /// The largest `leading_bits_in_bin_id` accepted.
 ///
 /// `(63 << L) | (2^L - 1)` must fit a `u32` bin number; PyOpenCL documents nothing and has
 /// undefined behaviour past 30, we refuse past 25 (the reference's limit).
-pub const MAX_LEADING_BITS: u32 = 25;
+pub(crate) const MAX_LEADING_BITS: u32 = 25;
 
-/// `floor(log2(v))` with `bitlog2(0) == 0` (PyOpenCL's `bitlog2`; 0 and 1 both give 0).
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(cl_pool::bitlog2(0), 0);
-/// assert_eq!(cl_pool::bitlog2(1), 0);
-/// assert_eq!(cl_pool::bitlog2(1 << 40), 40);
-/// ```
-#[must_use]
-pub const fn bitlog2(v: u64) -> u32 {
+/// `floor(log2(v))` with `bitlog2(0) == 0` (PyOpenCL's `bitlog2`; 0 and 1 both give 0): what
+/// `v.checked_ilog2().unwrap_or(0)` gives.
+const fn bitlog2(v: u64) -> u32 {
     if v == 0 {
         0
     } else {
@@ -41,7 +33,8 @@ pub const fn bitlog2(v: u64) -> u32 {
     }
 }
 
-/// A `leading_bits_in_bin_id` outside `0..=MAX_LEADING_BITS`.
+/// A `leading_bits_in_bin_id` outside `0..=25` (PyOpenCL has undefined behaviour past 30; the
+/// largest accepted keeps `(63 << L) | (2^L - 1)` within a `u32` bin number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InvalidLeadingBits(pub u32);
 
@@ -66,7 +59,7 @@ impl std::error::Error for InvalidLeadingBits {}
 /// let bins = BinLayout::default(); // L = 4
 /// assert_eq!(bins.bin_number(100), 105);
 /// assert_eq!(bins.alloc_size(105), 103);
-/// assert_eq!(bins.rounded_size(1000), 1023);
+/// assert_eq!(bins.alloc_size(bins.bin_number(1000)), 1023);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BinLayout {
@@ -86,7 +79,7 @@ impl BinLayout {
     ///
     /// # Errors
     ///
-    /// [`InvalidLeadingBits`] when `leading_bits > MAX_LEADING_BITS`.
+    /// [`InvalidLeadingBits`] when `leading_bits > 25`.
     pub const fn new(leading_bits: u32) -> Result<Self, InvalidLeadingBits> {
         if leading_bits > MAX_LEADING_BITS {
             Err(InvalidLeadingBits(leading_bits))
@@ -125,28 +118,6 @@ impl BinLayout {
             s as usize
         }
     }
-
-    /// `alloc_size(bin_number(size))`: the bytes a block serving `size` really has.
-    #[must_use]
-    #[inline]
-    pub const fn rounded_size(self, size: usize) -> usize {
-        self.alloc_size(self.bin_number(size))
-    }
-}
-
-/// PyOpenCL's `bin_number` for `L = DEFAULT_LEADING_BITS`.
-#[must_use]
-pub const fn bin_number(size: usize) -> BinNumber {
-    bin_number_l(size as u64, DEFAULT_LEADING_BITS)
-}
-
-/// PyOpenCL's `alloc_size` for `L = DEFAULT_LEADING_BITS`.
-#[must_use]
-pub const fn alloc_size(bin: BinNumber) -> usize {
-    BinLayout {
-        leading_bits: DEFAULT_LEADING_BITS,
-    }
-    .alloc_size(bin)
 }
 
 #[expect(
@@ -186,6 +157,24 @@ const fn alloc_size_l(bin: BinNumber, l_bits: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn bin_number(size: usize) -> BinNumber {
+        BinLayout::default().bin_number(size)
+    }
+
+    fn alloc_size(bin: BinNumber) -> usize {
+        BinLayout::default().alloc_size(bin)
+    }
+
+    trait Rounded {
+        fn rounded_size(self, size: usize) -> usize;
+    }
+
+    impl Rounded for BinLayout {
+        fn rounded_size(self, size: usize) -> usize {
+            self.alloc_size(self.bin_number(size))
+        }
+    }
 
     /// The reference's Python model (section 10.1), on u128 so it cannot overflow.
     fn py_bin_number(size: u128, l: u32) -> u128 {

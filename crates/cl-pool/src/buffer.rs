@@ -12,7 +12,7 @@
 //!   on the new one waiting for those markers (no event is kept, so
 //!   none leaks); an allocator without a queue finishes the old queues instead.
 //! - A [`PooledBuffer`] dereferences to its [`Buffer`], so transfers, fills, maps, kernel arguments
-//!   (`pooled.buffer()`), migration (`&[pooled.buffer()]`) and sub-buffers take it (PyOpenCL refuses
+//!   (`&pooled`), migration (`&[&*pooled]`) and sub-buffers take it (PyOpenCL refuses
 //!   it for migration and slicing, its issues #335 and section 9.11). It does not implement
 //!   `cl_mem::MemObject` itself: that trait is `unsafe` and this crate has no `unsafe`.
 //!   [`PoolBlock::slice`] gives a sub-buffer that cannot outlive the pooled block.
@@ -92,11 +92,6 @@ impl fmt::Debug for BufferBlock {
 }
 
 impl BufferBlock {
-    /// The buffer.
-    pub fn buffer(&self) -> &Buffer {
-        &self.0.buffer
-    }
-
     /// Queues the block was used on since it was last handed out.
     pub fn queues(&self) -> &[Queue] {
         &self.0.queues
@@ -104,7 +99,7 @@ impl BufferBlock {
 
     /// Records that work on `queue` uses the block; the next hand-out to another queue waits for
     /// it. Nothing is enqueued now.
-    pub fn use_on_queue(&mut self, queue: &Queue) {
+    pub(crate) fn use_on_queue(&mut self, queue: &Queue) {
         if !self.0.queues.iter().any(|q| q == queue) {
             self.0.queues.push(queue.clone());
         }
@@ -117,7 +112,7 @@ impl BufferBlock {
     /// # Errors
     ///
     /// [`Error::Cl`] from the marker, flush, barrier or finish calls.
-    pub fn bind_to_queue(&mut self, queue: &Queue) -> Result<(), Error> {
+    pub(crate) fn bind_to_queue(&mut self, queue: &Queue) -> Result<(), Error> {
         sync_to(&mut self.0.queues, Some(queue))
     }
 }
@@ -437,12 +432,10 @@ impl Allocator for ImmediateAllocator {
 }
 
 impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
-    /// The buffer (also reachable through `Deref`).
-    pub fn buffer(&self) -> &Buffer {
-        &self.block().0.buffer
-    }
-
-    /// Records that work on `queue` uses this buffer (see [`BufferBlock::use_on_queue`]).
+    /// Records that work on `queue` uses this buffer: the next hand-out of the block to another
+    /// queue waits for it (nothing is enqueued now). Buffers need it no more (their command
+    /// record orders a new owner's commands after the old ones); it keeps the block's
+    /// [`queues`](BufferBlock::queues) saying so.
     pub fn use_on_queue(&mut self, queue: &Queue) {
         self.block_mut().use_on_queue(queue);
     }
@@ -459,10 +452,12 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
             .requested_bytes()
             .checked_div(std::mem::size_of::<T>())
             .unwrap_or(0);
-        self.buffer().read_vec_of(queue, len)
+        self.block().0.buffer.read_vec_of(queue, len)
     }
 
-    /// Orders `queue` after the buffer's other queues (see [`BufferBlock::bind_to_queue`]).
+    /// Makes the block safe to use on `queue`: work on `queue` enqueued after this call waits for
+    /// all work enqueued so far on the other queues the block was used on; then the block
+    /// belongs to `queue` alone (PyOpenCL's `bind_to_queue`).
     ///
     /// # Errors
     ///
@@ -523,7 +518,9 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
         }
         Ok(PooledSlice {
             buffer: self
-                .buffer()
+                .block()
+                .0
+                .buffer
                 .sub_buffer(start, end - start, MemFlags::empty())?,
             _block: PhantomData,
         })
@@ -534,13 +531,13 @@ impl<A: Allocator<Block = BufferBlock>> Deref for PoolBlock<A> {
     type Target = Buffer;
 
     fn deref(&self) -> &Buffer {
-        self.buffer()
+        &self.block().0.buffer
     }
 }
 
 impl<A: Allocator<Block = BufferBlock>> AsRef<Buffer> for PoolBlock<A> {
     fn as_ref(&self) -> &Buffer {
-        self.buffer()
+        self
     }
 }
 
@@ -550,7 +547,7 @@ impl<A: Allocator<Block = BufferBlock>> AsRef<Buffer> for PoolBlock<A> {
 
 impl<A: Allocator<Block = BufferBlock>> AsBuffer for PoolBlock<A> {
     fn as_buffer(&self) -> &Buffer {
-        self.buffer()
+        self
     }
 }
 
@@ -558,7 +555,7 @@ impl<A: Allocator<Block = BufferBlock>> AsKernelArg for PoolBlock<A> {
     type Arg = Buffer;
 
     fn as_kernel_arg(&self) -> &Buffer {
-        self.buffer()
+        self
     }
 }
 

@@ -108,30 +108,17 @@ where
         lock(&self.map).get(object)?.get(args).cloned()
     }
 
-    /// The cached value, computing and storing it on a miss.
+    /// The cached value, computing and storing it on a miss. `f` runs outside the cache's lock
+    /// (it may use the cache); when another thread stored a value meanwhile, that first value
+    /// is kept and returned. For a computation that can fail, look up with [`get`](Self::get)
+    /// first and store only a success: `match cache.get(&o, &args) { Some(v) => v, None => {
+    /// let v = f()?; cache.get_or_insert_with(&o, args, || v) } }`.
     pub fn get_or_insert_with(&self, object: &K, args: Args, f: impl FnOnce() -> V) -> V {
-        match self.try_get_or_insert_with(object, args, || Ok::<V, std::convert::Infallible>(f())) {
-            Ok(v) => v,
-            Err(never) => match never {},
-        }
-    }
-
-    /// The cached value, computing it on a miss; an error is returned and not cached.
-    ///
-    /// # Errors
-    ///
-    /// Whatever `f` returns.
-    pub fn try_get_or_insert_with<E>(
-        &self,
-        object: &K,
-        args: Args,
-        f: impl FnOnce() -> Result<V, E>,
-    ) -> Result<V, E> {
         if let Some(v) = lock(&self.map).get(object).and_then(|m| m.get(&args)) {
-            return Ok(v.clone());
+            return v.clone();
         }
-        let v = f()?;
-        Ok(self.insert_first(object.clone(), args, v))
+        let v = f();
+        self.insert_first(object.clone(), args, v)
     }
 
     /// Stores `v` unless a value is there already (another thread's: memoization keeps the
@@ -242,7 +229,8 @@ impl Hash for ContextKey {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), cl_mem::Error> {
-/// let context = cl_mem::Context::from_device(&cl_mem::Platform::list()?[0].devices()?[0])?;
+/// let device = cl_mem::Platform::list()?[0].devices(cl_mem::DeviceType::ALL)?[0];
+/// let context = cl_mem::Context::new(&[device])?;
 /// let cache = cl_pool::ContextCache::<(u32,), u64>::new();
 /// let v = cache.get_or_insert_with(&context, (5,), || 42);
 /// assert_eq!(v, 42);
@@ -284,44 +272,28 @@ where
         self.cache.get(&ContextKey::weak(context), args)
     }
 
-    /// The cached value, computing and storing it on a miss.
+    /// The cached value, computing and storing it on a miss (as
+    /// [`FirstArgCache::get_or_insert_with`]; for a computation that can fail, [`get`](Self::get)
+    /// first and store only a success).
     pub fn get_or_insert_with(
         &self,
         context: &cl_mem::Context,
         args: Args,
         f: impl FnOnce() -> V,
     ) -> V {
-        match self.try_get_or_insert_with(context, args, || Ok::<V, std::convert::Infallible>(f()))
-        {
-            Ok(v) => v,
-            Err(never) => match never {},
-        }
-    }
-
-    /// The cached value, computing it on a miss; an error is returned and not cached.
-    ///
-    /// # Errors
-    ///
-    /// Whatever `f` returns.
-    pub fn try_get_or_insert_with<E>(
-        &self,
-        context: &cl_mem::Context,
-        args: Args,
-        f: impl FnOnce() -> Result<V, E>,
-    ) -> Result<V, E> {
         if let Some(v) = self.get(context, &args) {
-            return Ok(v);
+            return v;
         }
-        let v = f()?;
+        let v = f();
         let key = self.key_for(context);
-        Ok(self.cache.insert_first(key, args, v))
+        self.cache.insert_first(key, args, v)
     }
 
     /// The key under which `context`'s entries are stored: weak once the destructor callback is
     /// registered, strong where it cannot be.
     fn key_for(&self, context: &cl_mem::Context) -> ContextKey {
         let raw = context.as_raw() as usize;
-        if context.platform_version() < cl_mem::Version::V3_0 {
+        if context.devices()[0].platform_version() < cl_mem::Version::V3_0 {
             return ContextKey {
                 raw,
                 keep_alive: Some(context.clone()),
@@ -433,11 +405,18 @@ mod tests {
     #[test]
     fn errors_are_not_cached() {
         let cache = FirstArgCache::<u8, (), u8>::new();
-        let r: Result<u8, &str> = cache.try_get_or_insert_with(&1, (), || Err("boom"));
-        assert_eq!(r, Err("boom"));
+        // The documented pattern for a computation that can fail.
+        let get_or_try = |f: fn() -> Result<u8, &'static str>| match cache.get(&1, &()) {
+            Some(v) => Ok(v),
+            None => {
+                let v = f()?;
+                Ok(cache.get_or_insert_with(&1, (), || v))
+            }
+        };
+        assert_eq!(get_or_try(|| Err("boom")), Err("boom"));
         assert!(cache.is_empty());
-        let r: Result<u8, &str> = cache.try_get_or_insert_with(&1, (), || Ok(5));
-        assert_eq!(r, Ok(5));
+        assert_eq!(get_or_try(|| Ok(5)), Ok(5));
+        assert_eq!(get_or_try(|| Err("not computed again")), Ok(5));
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub enum PoolError<E> {
         source: E,
     },
     /// The managed-bytes limit set on the pool (or the hard bound
-    /// [`MAX_MANAGED_BYTES`](crate::MAX_MANAGED_BYTES)) would be exceeded even with no held blocks
+    /// `isize::MAX`, see [`Policy::managed_bytes_limit`](crate::Policy::managed_bytes_limit)) would be exceeded even with no held blocks
     /// left.
     LimitReached(Box<OomReport>),
     /// The allocator answered `Ok(None)` for a non-zero size (PyOpenCL: "allocator succeeded but
@@ -107,15 +107,6 @@ impl<E: AllocatorError> PoolError<E> {
             Self::OutOfMemory { .. } | Self::LimitReached(_) => true,
             Self::Allocator(e) => e.is_out_of_memory(),
             Self::NoBlock { .. } => false,
-        }
-    }
-
-    /// The figures of an out-of-memory or limit failure.
-    #[must_use]
-    pub fn oom_report(&self) -> Option<&OomReport> {
-        match self {
-            Self::OutOfMemory { report, .. } | Self::LimitReached(report) => Some(report),
-            Self::Allocator(_) | Self::NoBlock { .. } => None,
         }
     }
 }

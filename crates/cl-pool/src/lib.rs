@@ -30,7 +30,7 @@
 //!
 //! | Rust | OpenCL | PyOpenCL |
 //! | --- | --- | --- |
-//! | [`bitlog2`], [`bin_number`], [`alloc_size`], [`BinLayout`] | - | `_cl.bitlog2`, `MemoryPool.bin_number`, `MemoryPool.alloc_size` |
+//! | [`MemoryPool::bin_number`], [`MemoryPool::alloc_size`], [`BinLayout`] | - | `MemoryPool.bin_number`, `MemoryPool.alloc_size` |
 //! | [`Allocator`], [`AllocatorError`] | - | `AllocatorBase` |
 //! | [`DeferredAllocator`] | `clCreateBuffer` | `DeferredAllocator` |
 //! | [`ImmediateAllocator`] | `clCreateBuffer` + `clEnqueueMigrateMemObjects` | `ImmediateAllocator` |
@@ -39,13 +39,13 @@
 //! | [`DevicePools`] | one pool per device of a multi-device context | - (one `MemoryPool` per context) |
 //! | [`PooledBuffer`], [`PooledSlice`], [`PooledSvm`] | a `cl_mem` / SVM pointer held by the pool | `PooledBuffer`, `PooledSVM` |
 //! | [`PinnedAllocator`] | `ALLOC_HOST_PTR` buffers, mapped | - |
-//! | [`TestAllocator`], [`SimulatedAllocator`] | - | `_TestMemoryPool`'s fake allocator |
+//! | [`SimulatedAllocator`] (host-only: replay, host benches) | - | `_TestMemoryPool`'s fake allocator |
 //! | [`FirstArgCache`], [`ContextCache`], [`clear_first_arg_caches`] | - | `first_arg_dependent_memoize`, `context_dependent_memoize`, `clear_first_arg_caches` |
 //! | [`trace`] | - | `_set_trace` (stdout only) |
 //!
 //! Crate features: `serde` (default): trace JSON lines ([`trace::to_json_lines`],
-//! [`trace::from_json_lines`]), serde derives on [`trace::TraceEvent`] and
-//! [`trace::pytorch_snapshot`]. Without it the pool, recording, replay and the SVG plots remain.
+//! [`trace::from_json_lines`]) and serde derives on [`trace::TraceEvent`]. Without it the pool,
+//! recording and replay remain.
 //!
 //! Safety model: no `unsafe` code (`#![forbid(unsafe_code)]`). Every OpenCL call goes through
 //! `cl-mem`, and no allocator (so no OpenCL) call is made while one of the pool's locks is held.
@@ -66,14 +66,8 @@ mod stats;
 mod svm;
 pub mod trace;
 
-pub use allocator::{
-    Allocator, AllocatorCall, AllocatorError, HostAllocError, HostBlock, SimulatedAllocator,
-    TestAllocator,
-};
-pub use bins::{
-    alloc_size, bin_number, bitlog2, BinLayout, BinNumber, InvalidLeadingBits,
-    DEFAULT_LEADING_BITS, MAX_LEADING_BITS,
-};
+pub use allocator::{Allocator, AllocatorError, HostAllocError, HostBlock, SimulatedAllocator};
+pub use bins::{BinLayout, BinNumber, InvalidLeadingBits};
 pub use buffer::{
     BufferBlock, DeferredAllocator, ForceMode, ImmediateAllocator, PooledBuffer, PooledSlice,
 };
@@ -82,8 +76,7 @@ pub use error::{OomReport, PoolError};
 pub use multi::DevicePools;
 pub use pinned::PinnedAllocator;
 pub use pool::{
-    CounterScope, Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder,
-    ThreadCacheLimits, DEFAULT_SHARDS, MAX_MANAGED_BYTES,
+    Eviction, LocalBlock, MemoryPool, OomMode, Policy, PoolBlock, PoolBuilder, ThreadCacheLimits,
 };
 pub use stats::{BinStats, PoolStats, ScopeReport, TimingStats};
 pub use svm::{PooledSvm, SvmAllocator};

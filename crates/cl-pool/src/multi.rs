@@ -13,7 +13,7 @@
 //!   block moves it; statistics are for the whole context.
 //! - **One pool per device** ([`DevicePools`]): every block is created (and, with the immediate
 //!   allocator's forcing, resident) on the device that asked for it, a bin's held blocks stay on
-//!   their device, and statistics are per device ([`DevicePools::stats`]). Blocks can still be used
+//!   their device, and statistics are per device (each pool's, [`DevicePools::pools`]). Blocks can still be used
 //!   on the other devices (they are context buffers); they return to the pool they came from.
 //!
 //! PyOpenCL has only the first: its `MemoryPool(ImmediateAllocator(queue))` on a multi-device
@@ -24,7 +24,6 @@ use cl_mem::{Context, Device, Error, MemFlags, Queue};
 use crate::buffer::{ImmediateAllocator, PooledBuffer};
 use crate::error::PoolError;
 use crate::pool::MemoryPool;
-use crate::stats::PoolStats;
 use cl_mem::RawHandle;
 
 /// One [`MemoryPool`] per device of a context, each over an [`ImmediateAllocator`] on that
@@ -65,19 +64,11 @@ impl DevicePools {
         Ok(DevicePools { context, pools })
     }
 
-    /// The context.
-    pub fn context(&self) -> &Context {
-        &self.context
-    }
-
-    /// The devices, in the order of the queues given.
-    pub fn devices(&self) -> impl Iterator<Item = &Device> {
-        self.pools.iter().map(|(d, _)| d)
-    }
-
-    /// The pool of `device`, if it has one.
-    pub fn pool(&self, device: &Device) -> Option<&MemoryPool<ImmediateAllocator>> {
-        self.pools.iter().find(|(d, _)| d == device).map(|(_, p)| p)
+    /// The pools, one per device, in the order of the queues given: look one up by device
+    /// (`pools().iter().find(|(d, _)| d == device)`), read each one's statistics, free their
+    /// held blocks.
+    pub fn pools(&self) -> &[(Device, MemoryPool<ImmediateAllocator>)] {
+        &self.pools
     }
 
     /// Allocates `size` bytes from the pool of `queue`'s device.
@@ -93,52 +84,13 @@ impl DevicePools {
                 "the queue belongs to another context than the pools".into(),
             )));
         }
-        let pool = self.pool(queue.device()).ok_or_else(|| {
+        let pool = self.pools.iter().find(|(d, _)| d == queue.device());
+        let (_, pool) = pool.ok_or_else(|| {
             PoolError::Allocator(Error::InvalidArgument(format!(
                 "no pool for the queue's device '{}'",
                 queue.device().name().unwrap_or_default().trim()
             )))
         })?;
         pool.allocate(size)
-    }
-
-    /// Statistics per device, in the order of [`devices`](Self::devices).
-    pub fn stats(&self) -> Vec<(Device, PoolStats)> {
-        self.pools.iter().map(|(d, p)| (*d, p.stats())).collect()
-    }
-
-    /// The statistics of every device summed (peaks are summed too: an upper bound).
-    pub fn total_stats(&self) -> PoolStats {
-        let mut t = PoolStats::default();
-        for (_, p) in &self.pools {
-            let s = p.stats();
-            t.held_blocks += s.held_blocks;
-            t.active_blocks += s.active_blocks;
-            t.managed_bytes += s.managed_bytes;
-            t.active_bytes += s.active_bytes;
-            t.held_bytes += s.held_bytes;
-            t.active_rounded_bytes += s.active_rounded_bytes;
-            t.peak_managed_bytes += s.peak_managed_bytes;
-            t.peak_active_bytes += s.peak_active_bytes;
-            t.hits += s.hits;
-            t.larger_bin_hits += s.larger_bin_hits;
-            t.misses += s.misses;
-            t.reclaims += s.reclaims;
-            t.oom_events += s.oom_events;
-            t.oom_failures += s.oom_failures;
-            t.upstream_allocations += s.upstream_allocations;
-            t.upstream_frees += s.upstream_frees;
-            t.free_errors += s.free_errors;
-            t.largest_held_block = t.largest_held_block.max(s.largest_held_block);
-            t.tick += s.tick;
-        }
-        t
-    }
-
-    /// Frees the held blocks of every pool.
-    pub fn free_held(&self) {
-        for (_, p) in &self.pools {
-            p.free_held();
-        }
     }
 }

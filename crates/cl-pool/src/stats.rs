@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::bins::BinNumber;
 
-/// Min / mean / max of the time spent in one kind of upstream call.
+/// Min / total / max of the time spent in one kind of upstream call (the mean is
+/// `total_ns / count`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TimingStats {
     /// Calls measured.
@@ -20,7 +21,7 @@ pub struct TimingStats {
 
 impl TimingStats {
     /// Adds one measurement.
-    pub fn record(&mut self, d: Duration) {
+    pub(crate) fn record(&mut self, d: Duration) {
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.min_ns = if self.count == 0 {
             ns
@@ -31,15 +32,9 @@ impl TimingStats {
         self.total_ns = self.total_ns.saturating_add(ns);
         self.count += 1;
     }
-
-    /// Mean duration in nanoseconds (0 when nothing was measured).
-    #[must_use]
-    pub fn mean_ns(&self) -> u64 {
-        self.total_ns.checked_div(self.count).unwrap_or(0)
-    }
 }
 
-/// The figures of one bin.
+/// The figures of one bin (its held bytes are `held_blocks * block_bytes`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BinStats {
     /// The bin number.
@@ -68,21 +63,11 @@ pub struct BinStats {
     pub last_used_tick: u64,
 }
 
-impl BinStats {
-    /// Bytes in held blocks of this bin.
-    #[must_use]
-    pub fn held_bytes(&self) -> usize {
-        self.held_blocks.saturating_mul(self.block_bytes)
-    }
-
-    /// Rounded bytes of the blocks of this bin handed out now.
-    #[must_use]
-    pub fn active_rounded_bytes(&self) -> usize {
-        self.active_blocks.saturating_mul(self.block_bytes)
-    }
-}
-
 /// A snapshot of a whole pool.
+///
+/// Figures, not ratios; the usual ones are a line each: the hit rate `hits / (hits + misses)`,
+/// the fragmentation `1 - largest_held_block / held_bytes` (0 when all held memory is one block,
+/// near 1 when it is scattered over many small ones).
 ///
 /// Exact when no other thread uses the pool during the snapshot; under concurrency every figure is
 /// exact on its own, but figures may come from slightly different instants.
@@ -132,39 +117,7 @@ pub struct PoolStats {
     pub free_time: TimingStats,
 }
 
-impl PoolStats {
-    /// Fraction of requests served from held blocks (0 when there was none).
-    #[must_use]
-    pub fn hit_rate(&self) -> f64 {
-        let total = self.hits + self.misses;
-        if total == 0 {
-            0.0
-        } else {
-            lossy_f64(self.hits) / lossy_f64(total)
-        }
-    }
-
-    /// `1 - largest held block / held bytes`: 0 when all held memory is one block (or none is
-    /// held), near 1 when it is scattered over many small blocks.
-    #[must_use]
-    pub fn fragmentation(&self) -> f64 {
-        if self.held_bytes == 0 {
-            0.0
-        } else {
-            1.0 - lossy_f64(self.largest_held_block as u64) / lossy_f64(self.held_bytes as u64)
-        }
-    }
-}
-
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "ratios of byte counts; 52 bits of mantissa are plenty"
-)]
-fn lossy_f64(v: u64) -> f64 {
-    v as f64
-}
-
-/// What a [`CounterScope`](crate::CounterScope) saw between its start and its end.
+/// What a [`MemoryPool::scope`](crate::MemoryPool::scope) saw between its start and its end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScopeReport {
     /// Highest `active_bytes` during the scope.

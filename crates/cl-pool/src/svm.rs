@@ -14,8 +14,10 @@
 //! - `PooledSvm::requested_bytes` is the requested size and `allocated_bytes` the rounded one
 //!   (PyOpenCL's `PooledSVM.size` is the requested size, its `PooledBuffer.size` the rounded one).
 
-use cl_mem::svm::{Coarse, DeviceGrain, SvmAllocation, SvmMap, SvmMapMut, SvmOptions, SvmPointer};
-use cl_mem::{Error, Queue};
+use std::ops::{Deref, RangeBounds};
+
+use cl_mem::svm::{Coarse, DeviceGrain, SvmAllocation, SvmOptions};
+use cl_mem::{Error, MapMode, Queue};
 
 use crate::allocator::Allocator;
 use crate::pool::PoolBlock;
@@ -80,62 +82,49 @@ impl<G: DeviceGrain> Allocator for SvmAllocator<G> {
     }
 }
 
-impl<G: DeviceGrain> PoolBlock<SvmAllocator<G>> {
-    /// The SVM allocation (a kernel argument, a memcpy source or destination).
-    pub fn svm(&self) -> &SvmAllocation<G> {
+/// A pooled SVM block is its allocation for every read-only use: kernel arguments, transfers,
+/// `svm_ptr` (PyOpenCL's), `bind_to_queue` (PyOpenCL's; moves the block to another in-order
+/// queue of its context).
+impl<G: DeviceGrain> Deref for PoolBlock<SvmAllocator<G>> {
+    type Target = SvmAllocation<G>;
+
+    fn deref(&self) -> &SvmAllocation<G> {
         self.block()
     }
+}
 
-    /// PyOpenCL's `svm_ptr`.
-    pub fn svm_ptr(&self) -> *mut std::ffi::c_void {
-        self.block().svm_ptr()
-    }
-
-    /// Maps the whole block read-only (the block itself is not handed out mutably: swapped
-    /// between two handles it would go back to the wrong bin).
+impl<G: DeviceGrain> PoolBlock<SvmAllocator<G>> {
+    /// Maps `range` of the block (`..` for all) as [`SvmArray::map`](cl_mem::svm::SvmArray::map)
+    /// does: `ReadOnly` gives a read guard, writable `MapFlags` a write guard (PyOpenCL's
+    /// `map_ro` / `map_rw`). The block itself is not handed out mutably: swapped between two
+    /// handles it would go back to the wrong bin.
     ///
     /// # Errors
     ///
     /// As `cl_mem::svm::SvmArray::map`.
-    pub fn map_ro(&mut self, queue: &Queue) -> Result<SvmMap<'_, u8>, Error> {
-        self.block_mut().map(queue, cl_mem::ReadOnly, ..)
+    pub fn map<M: MapMode>(
+        &mut self,
+        queue: &Queue,
+        mode: M,
+        range: impl RangeBounds<usize>,
+    ) -> Result<M::SvmGuard<'_, u8>, Error> {
+        self.block_mut().map(queue, mode, range)
     }
 
-    /// Maps the whole block read-write; see [`PoolBlock::map_ro`].
-    ///
-    /// # Errors
-    ///
-    /// As `cl_mem::svm::SvmArray::map`.
-    pub fn map_rw(&mut self, queue: &Queue) -> Result<SvmMapMut<'_, u8>, Error> {
-        self.block_mut()
-            .map(queue, cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE, ..)
-    }
-
-    /// Runs `f` on a read-write map of the whole block; see [`PoolBlock::map_ro`].
+    /// Runs `f` on a map of `range` of the block, then unmaps (the scope form of
+    /// [`map`](Self::map)).
     ///
     /// # Errors
     ///
     /// As `cl_mem::svm::SvmArray::with_map`.
-    pub fn with_map_rw<R>(
+    pub fn with_map<M: MapMode, R>(
         &mut self,
         queue: &Queue,
-        f: impl FnOnce(&mut [u8]) -> R,
+        mode: M,
+        range: impl RangeBounds<usize>,
+        f: impl for<'s> FnOnce(M::Slice<'s, u8>) -> R,
     ) -> Result<R, Error> {
-        self.block_mut().with_map(
-            queue,
-            cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
-            ..,
-            f,
-        )
-    }
-
-    /// Moves the block to another in-order queue of its context (PyOpenCL's `bind_to_queue`).
-    ///
-    /// # Errors
-    ///
-    /// As `cl_mem::svm::SvmArray::bind_to_queue`.
-    pub fn bind_to_queue(&self, queue: &Queue) -> Result<(), Error> {
-        self.block().bind_to_queue(queue)
+        self.block_mut().with_map(queue, mode, range, f)
     }
 }
 
@@ -144,6 +133,6 @@ impl<G: DeviceGrain> cl_mem::AsKernelArg for PoolBlock<SvmAllocator<G>> {
     type Arg = SvmAllocation<G>;
 
     fn as_kernel_arg(&self) -> &SvmAllocation<G> {
-        self.svm()
+        self.block()
     }
 }

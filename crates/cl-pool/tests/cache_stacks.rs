@@ -2,8 +2,11 @@
 //! places and a slot's spare references past `SPARE_MAX` (64), with the host allocator shared
 //! through an `Arc` (which forwards every call, also tested here).
 #![allow(clippy::unwrap_used)]
-use cl_pool::{MemoryPool, TestAllocator};
+use cl_pool::MemoryPool;
 use std::sync::Arc;
+
+mod support;
+use support::TestAllocator;
 
 /// 50 blocks of one bin freed oldest first pass the 16-block cache twice over: the next
 /// allocations must come back newest first (PyOpenCL LIFO), with exact held figures.
@@ -17,7 +20,7 @@ fn lifo_and_held_figures_through_overflow() {
         for (i, b) in blocks.into_iter().enumerate() {
             drop(b);
             assert_eq!(pool.held_blocks(), i + 1, "n {n} i {i}");
-            assert_eq!(pool.held_bytes(), (i + 1) * per);
+            assert_eq!(pool.stats().held_bytes, (i + 1) * per);
             let s = pool.stats();
             assert_eq!((s.held_blocks, s.active_blocks), (i + 1, n - i - 1));
         }
@@ -26,15 +29,15 @@ fn lifo_and_held_figures_through_overflow() {
         let want: Vec<u64> = ids.iter().rev().copied().collect();
         assert_eq!(got, want, "n {n}");
         assert_eq!(pool.held_blocks(), 0);
-        assert_eq!(pool.held_bytes(), 0);
+        assert_eq!(pool.stats().held_bytes, 0);
         assert_eq!(pool.allocator().allocations(), n as u64);
         drop(again);
         // a walk drains the cache; refill and drain again
         pool.free_held();
-        assert_eq!((pool.held_blocks(), pool.held_bytes()), (0, 0));
+        assert_eq!((pool.held_blocks(), pool.stats().held_bytes), (0, 0));
         let v: Vec<_> = (0..n).map(|_| pool.allocate(1000).unwrap()).collect();
         drop(v);
-        assert_eq!((pool.held_blocks(), pool.held_bytes()), (n, n * per));
+        assert_eq!((pool.held_blocks(), pool.stats().held_bytes), (n, n * per));
         let bs: usize = pool.bin_stats().iter().map(|b| b.held_blocks).sum();
         assert_eq!(bs, n);
     }

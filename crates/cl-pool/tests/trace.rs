@@ -7,10 +7,30 @@
 use std::collections::{BTreeMap, HashMap};
 
 use cl_pool::trace::{
-    from_json_lines, random_trace, replay, to_json_lines, RandomTraceShape, ReplayConfig,
-    ReplayReport, TraceEvent,
+    from_json_lines, replay, to_json_lines, ReplayConfig, ReplayReport, TraceEvent,
 };
-use cl_pool::{BinLayout, Eviction, MemoryPool, Policy, TestAllocator};
+use cl_pool::{BinLayout, Eviction, MemoryPool, Policy};
+
+mod support;
+use support::TestAllocator;
+
+// The trace tools of the examples (random traces, plots, snapshots), tested here.
+#[path = "../examples/support/mod.rs"]
+mod trace_tools;
+use trace_tools::{pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape};
+
+/// `peak managed / peak active`: the memory a replay held at its peak per byte in use.
+fn managed_to_active_at_peak(r: &ReplayReport) -> f64 {
+    ratio(r.peak_managed_bytes as u64, r.peak_active_bytes as u64)
+}
+
+/// `hits / requests`.
+fn hit_rate(r: &ReplayReport) -> f64 {
+    ratio(r.hits, r.requests)
+}
+
+/// The most bytes a pool manages (`Policy::managed_bytes_limit`'s documented bound).
+const MAX_MANAGED_BYTES: usize = isize::MAX as usize;
 
 /// A straightforward re-computation of PyOpenCL's algorithm (reference section 10.2) over a
 /// simulated upstream: counts only, written independently of the pool.
@@ -192,7 +212,7 @@ fn a_1_25x_managed_limit_is_enforced_and_still_serves_85_percent_hits() {
         };
         let trace = random_trace(&shape);
         let unbounded = replay(&trace, &ReplayConfig::default()).unwrap();
-        let ratio = unbounded.managed_to_active_at_peak();
+        let ratio = managed_to_active_at_peak(&unbounded);
         assert!(
             ratio > 2.9 && ratio < 3.3,
             "seed {seed}: unbounded ratio {ratio}"
@@ -214,15 +234,15 @@ fn a_1_25x_managed_limit_is_enforced_and_still_serves_85_percent_hits() {
             },
         )
         .unwrap();
-        let ratio = capped.managed_to_active_at_peak();
+        let ratio = managed_to_active_at_peak(&capped);
         assert!(
             ratio <= 1.25,
             "seed {seed}: the managed limit was overshot: ratio {ratio}"
         );
         assert!(
-            capped.hit_rate() >= 0.85,
+            hit_rate(&capped) >= 0.85,
             "seed {seed}: hits {}",
-            capped.hit_rate()
+            hit_rate(&capped)
         );
         assert_eq!(capped.failures, 0);
     }
@@ -236,8 +256,15 @@ fn timeline_follows_the_gauges_and_plots_as_svg() {
         TraceEvent::Free { id: 1 },
         TraceEvent::Free { id: 2 },
     ];
-    let (report, t) =
-        cl_pool::trace::replay_with_timeline(&trace, &ReplayConfig::default()).unwrap();
+    let report = replay(
+        &trace,
+        &ReplayConfig {
+            timeline: true,
+            ..ReplayConfig::default()
+        },
+    )
+    .unwrap();
+    let t = &report.timeline;
     assert_eq!(report.upstream_allocations, 2);
     let got: Vec<_> = t
         .iter()
@@ -252,7 +279,7 @@ fn timeline_follows_the_gauges_and_plots_as_svg() {
             (1126, 0, 1126)
         ]
     );
-    let svg = cl_pool::trace::timeline_svg(&t, "a <small> trace");
+    let svg = timeline_svg(t, "a <small> trace");
     assert!(svg.starts_with("<svg"));
     assert!(svg.contains("a &lt;small&gt; trace"));
     assert_eq!(svg.matches("<path").count(), 2);
@@ -268,7 +295,7 @@ fn pytorch_snapshot_lists_segments_and_events() {
         TraceEvent::Free { id: 2 },
         TraceEvent::Free { id: 3 },
     ];
-    let snap = cl_pool::trace::pytorch_snapshot(&trace, &ReplayConfig::default()).unwrap();
+    let snap = pytorch_snapshot(&trace, &ReplayConfig::default()).unwrap();
     let segs = snap["segments"].as_array().unwrap();
     assert_eq!(segs.len(), 2);
     assert_eq!(segs[0]["address"], 0);
@@ -322,11 +349,11 @@ fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
         TraceEvent::Free { id: 0 },
         TraceEvent::Alloc {
             id: 2,
-            size: cl_pool::MAX_MANAGED_BYTES / 2 + 1,
+            size: MAX_MANAGED_BYTES / 2 + 1,
         },
         TraceEvent::Alloc {
             id: 3,
-            size: cl_pool::MAX_MANAGED_BYTES / 2 + 1,
+            size: MAX_MANAGED_BYTES / 2 + 1,
         },
         TraceEvent::Alloc { id: 4, size: 100 },
     ];
@@ -338,7 +365,7 @@ fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
     assert_eq!(report.requests, 5);
     // The huge request, and the second of two halves (the sum would pass the bound).
     assert_eq!(report.failures, 2);
-    assert!(report.peak_managed_bytes <= cl_pool::MAX_MANAGED_BYTES);
+    assert!(report.peak_managed_bytes <= MAX_MANAGED_BYTES);
 
     let pool = MemoryPool::new(cl_pool::SimulatedAllocator::new(usize::MAX));
     let err = pool.allocate(usize::MAX).unwrap_err();
@@ -358,20 +385,22 @@ fn per_thread_deltas_wrap_while_the_figures_stay_exact() {
         TraceEvent::Free { id: 1 },
         TraceEvent::Alloc {
             id: 2,
-            size: cl_pool::MAX_MANAGED_BYTES,
+            size: MAX_MANAGED_BYTES,
         },
         TraceEvent::Free { id: 2 },
     ];
     let config = ReplayConfig {
         leading_bits: 7,
+        timeline: true,
         ..ReplayConfig::default()
     };
-    let (report, timeline) = cl_pool::trace::replay_with_timeline(&trace, &config).unwrap();
+    let report = replay(&trace, &config).unwrap();
+    let timeline = &report.timeline;
     assert_eq!((report.requests, report.failures), (2, 0));
     // The second block needed the first one's bytes back: one reclaim.
     assert_eq!(report.oom_frees, 1);
     let last = timeline.last().unwrap();
     assert_eq!(last.active_bytes, 0);
-    assert_eq!(last.held_bytes, cl_pool::MAX_MANAGED_BYTES);
-    assert_eq!(last.managed_bytes, cl_pool::MAX_MANAGED_BYTES);
+    assert_eq!(last.held_bytes, MAX_MANAGED_BYTES);
+    assert_eq!(last.managed_bytes, MAX_MANAGED_BYTES);
 }

@@ -5,9 +5,10 @@
 //! `cl-sys` 0.4 has none of these. The enqueue and semaphore entry points are extension functions:
 //! the ICD loader does not export them, so they are looked up once per platform with
 //! [`crate::platform::get_extension_function_address`] into a table ([`ExternalMemoryFns`],
-//! [`SemaphoreFns`]) whose methods are the wrappers. Every value below was checked against the
-//! Khronos `CL/cl_ext.h` (OpenCL-Headers, generated from the XML registry). As in `extra`, only
-//! the values this workspace reads are here; pass others as literals.
+//! [`SemaphoreFns`]) whose methods are the wrappers. Here are only the types of their signatures:
+//! the constants (handle types, property keys, device queries) are read by `cl-mem` alone, behind
+//! typed items (`MemoryHandleType`, `Device::uuid`, `Semaphore`), and live there
+//! (`external/raw_ext.rs`); pass them to these wrappers as literals from the Khronos `CL/cl_ext.h`.
 //!
 //! Not fault-injection sites: the site list and its tidy check cover the core wrapper modules;
 //! these calls are reached only on drivers that list the extensions.
@@ -22,8 +23,6 @@ use std::ffi::{c_void, CStr};
 use crate::error::{check, ClError};
 use crate::sys;
 
-/// `cl_external_memory_handle_type_khr`.
-pub type cl_external_memory_handle_type_khr = sys::cl_uint;
 /// `cl_external_semaphore_handle_type_khr`.
 pub type cl_external_semaphore_handle_type_khr = sys::cl_uint;
 /// `cl_semaphore_khr`: an opaque semaphore handle.
@@ -32,64 +31,8 @@ pub type cl_semaphore_khr = *mut c_void;
 pub type cl_semaphore_properties_khr = sys::cl_ulong;
 /// `cl_semaphore_info_khr`.
 pub type cl_semaphore_info_khr = sys::cl_uint;
-/// `cl_semaphore_type_khr`.
-pub type cl_semaphore_type_khr = sys::cl_uint;
 /// `cl_semaphore_payload_khr`.
-pub type cl_semaphore_payload_khr = sys::cl_ulong;
-
-// cl_khr_device_uuid
-/// `CL_UUID_SIZE_KHR`: bytes of a device or driver UUID.
-pub const CL_UUID_SIZE_KHR: usize = 16;
-/// `CL_DEVICE_UUID_KHR` (`cl_uchar[16]`).
-pub const CL_DEVICE_UUID_KHR: sys::cl_device_info = 0x106A;
-
-// cl_khr_external_memory
-/// `CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR`
-/// (`cl_external_memory_handle_type_khr[]`).
-pub const CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR: sys::cl_device_info = 0x204F;
-/// `CL_MEM_DEVICE_HANDLE_LIST_KHR`: a `cl_mem_properties` key, followed by device ids and
-/// [`CL_MEM_DEVICE_HANDLE_LIST_END_KHR`].
-pub const CL_MEM_DEVICE_HANDLE_LIST_KHR: u64 = 0x2051;
-/// `CL_MEM_DEVICE_HANDLE_LIST_END_KHR`.
-pub const CL_MEM_DEVICE_HANDLE_LIST_END_KHR: u64 = 0;
-/// `CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR` (`cl_khr_external_memory_opaque_fd`): a POSIX file
-/// descriptor; also the `cl_mem_properties` key that imports one.
-pub const CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR: cl_external_memory_handle_type_khr = 0x2060;
-/// `CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR` (`cl_khr_external_memory_dma_buf`).
-pub const CL_EXTERNAL_MEMORY_HANDLE_DMA_BUF_KHR: cl_external_memory_handle_type_khr = 0x2067;
-
-// cl_khr_semaphore
-/// `CL_SEMAPHORE_TYPE_BINARY_KHR`.
-pub const CL_SEMAPHORE_TYPE_BINARY_KHR: cl_semaphore_type_khr = 1;
-/// `CL_SEMAPHORE_REFERENCE_COUNT_KHR`.
-pub const CL_SEMAPHORE_REFERENCE_COUNT_KHR: cl_semaphore_info_khr = 0x203A;
-/// `CL_SEMAPHORE_TYPE_KHR`: a semaphore property key and info query.
-pub const CL_SEMAPHORE_TYPE_KHR: cl_semaphore_info_khr = 0x203D;
-/// `CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR`: a property key, followed by device ids and
-/// [`CL_SEMAPHORE_DEVICE_HANDLE_LIST_END_KHR`].
-pub const CL_SEMAPHORE_DEVICE_HANDLE_LIST_KHR: cl_semaphore_info_khr = 0x2053;
-/// `CL_SEMAPHORE_DEVICE_HANDLE_LIST_END_KHR`.
-pub const CL_SEMAPHORE_DEVICE_HANDLE_LIST_END_KHR: u64 = 0;
-
-// cl_khr_external_semaphore
-/// `CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR` (`cl_external_semaphore_handle_type_khr[]`).
-pub const CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR: sys::cl_device_info = 0x204D;
-/// `CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR` (`cl_external_semaphore_handle_type_khr[]`).
-pub const CL_DEVICE_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR: sys::cl_device_info = 0x204E;
-/// `CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR`: a property key, followed by handle types and
-/// [`CL_SEMAPHORE_EXPORT_HANDLE_TYPES_LIST_END_KHR`].
-pub const CL_SEMAPHORE_EXPORT_HANDLE_TYPES_KHR: cl_semaphore_info_khr = 0x203F;
-/// `CL_SEMAPHORE_EXPORT_HANDLE_TYPES_LIST_END_KHR`.
-pub const CL_SEMAPHORE_EXPORT_HANDLE_TYPES_LIST_END_KHR: u64 = 0;
-/// `CL_SEMAPHORE_EXPORTABLE_KHR` (`cl_bool`).
-pub const CL_SEMAPHORE_EXPORTABLE_KHR: cl_semaphore_info_khr = 0x2054;
-/// `CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR` (`cl_khr_external_semaphore_opaque_fd`): a POSIX file
-/// descriptor; also the property key that imports one.
-pub const CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR: cl_external_semaphore_handle_type_khr = 0x2055;
-/// `CL_SEMAPHORE_HANDLE_SYNC_FD_KHR` (`cl_khr_external_semaphore_sync_fd`).
-pub const CL_SEMAPHORE_HANDLE_SYNC_FD_KHR: cl_external_semaphore_handle_type_khr = 0x2058;
-/// `CL_INVALID_SEMAPHORE_KHR` (status).
-pub const CL_INVALID_SEMAPHORE_KHR: sys::cl_int = -1142;
+type cl_semaphore_payload_khr = sys::cl_ulong;
 
 /// `clEnqueueAcquireExternalMemObjectsKHR_fn` and `clEnqueueReleaseExternalMemObjectsKHR_fn`
 /// (one signature).

@@ -1,7 +1,9 @@
-//! What `cl-sys` 0.4 lacks and this workspace uses: OpenCL 3.0 types, constants and entry
-//! points, and the vendor device-attribute constants `cl-mem` and `cl-characterize` read. Other
-//! values of the Khronos headers are not copied here: pass them to `Device::info` (or
-//! [`crate::device::get_info`]) as literals.
+//! What `cl-sys` 0.4 lacks and more than one crate of this workspace (or a wrapper here) needs:
+//! the OpenCL 3.0 entry points and types the wrappers use, the 3.0 device queries `Device::info`
+//! takes in place of a getter of its own, and the vendor device-attribute constants both `cl-mem`
+//! and `cl-characterize` read. A value only `cl-mem` reads behind a typed method lives in `cl-mem`
+//! (its `runtime/extra.rs`); other values of the Khronos headers are not copied here: pass them
+//! to `Device::info` (or [`crate::device::get_info`]) as literals.
 //!
 //! Values are copied from the Khronos OpenCL-Headers (v2023.02.06: `CL/cl.h`, `CL/cl_ext.h`) and
 //! checked against the current Khronos `cl_ext.h`. The entry points are declared against the ICD
@@ -11,8 +13,8 @@
 //! **Version gating.** The loader exports these symbols whatever the platform's version, but the
 //! call is dispatched to the platform: calling a 3.0 entry point on a 1.2 platform is undefined
 //! (Oclgrind 21.10 hangs). Each function below states the version it needs; its wrapper
-//! ([`crate::context::set_destructor_callback`]) carries it as a `# Safety` obligation and `cl-mem`
-//! checks it before calling.
+//! ([`crate::context::set_destructor_callback`], [`crate::mem::create_buffer_with_properties`])
+//! carries it as a `# Safety` obligation and `cl-mem` checks it before calling.
 //!
 //! `clGetExtensionFunctionAddress` in `cl-sys` is declared without a return type; use
 //! [`crate::platform::get_extension_function_address`] (the `ForPlatform` variant, 1.2) instead.
@@ -30,13 +32,9 @@ use crate::sys::{cl_bitfield, cl_context, cl_int, cl_mem, cl_mem_flags, cl_uint,
 // Types (cl.h, OpenCL 3.0)
 // ---------------------------------------------------------------------------------------------
 
-/// `cl_version` (3.0): a packed version, see [`crate::Version::from_cl_version`].
-pub type cl_version = cl_uint;
 /// `cl_mem_properties` (3.0): the 0-terminated key/value list of `clCreateBufferWithProperties`
 /// (external memory imports are its one use here).
-pub type cl_mem_properties = cl_ulong;
-/// `cl_device_atomic_capabilities` (3.0): bits `CL_DEVICE_ATOMIC_*`.
-pub type cl_device_atomic_capabilities = cl_bitfield;
+pub(crate) type cl_mem_properties = cl_ulong;
 
 /// `CL_NAME_VERSION_MAX_NAME_SIZE` (3.0): the size of [`cl_name_version::name`].
 pub(crate) const CL_NAME_VERSION_MAX_NAME_SIZE: usize = 64;
@@ -45,8 +43,8 @@ pub(crate) const CL_NAME_VERSION_MAX_NAME_SIZE: usize = 64;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct cl_name_version {
-    /// Packed version (`CL_MAKE_VERSION`).
-    pub version: cl_version,
+    /// Packed `cl_version` (`CL_MAKE_VERSION`), see [`crate::Version::from_cl_version`].
+    pub version: cl_uint,
     /// NUL-terminated name.
     pub name: [c_char; CL_NAME_VERSION_MAX_NAME_SIZE],
 }
@@ -59,6 +57,13 @@ pub(crate) type ContextDestructorCallback =
 // Constants (cl.h, OpenCL 3.0)
 // ---------------------------------------------------------------------------------------------
 
+/// `cl_device_atomic_capabilities` (3.0): bits `CL_DEVICE_ATOMIC_*`.
+#[expect(
+    non_camel_case_types,
+    reason = "the C names of OpenCL types are kept verbatim"
+)]
+pub type cl_device_atomic_capabilities = cl_bitfield;
+
 /// `CL_DEVICE_NUMERIC_VERSION` (3.0): `cl_version`.
 pub const CL_DEVICE_NUMERIC_VERSION: cl_uint = 0x105E;
 /// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES` (3.0): `cl_device_atomic_capabilities`.
@@ -69,8 +74,6 @@ pub const CL_DEVICE_ATOMIC_FENCE_CAPABILITIES: cl_uint = 0x1064;
 pub const CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT: cl_uint = 0x1065;
 /// `CL_DEVICE_OPENCL_C_ALL_VERSIONS` (3.0): `cl_name_version[]`.
 pub const CL_DEVICE_OPENCL_C_ALL_VERSIONS: cl_uint = 0x1066;
-/// `CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` (3.0): `size_t`.
-pub const CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: cl_uint = 0x1067;
 /// `CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES` (3.0): `cl_device_device_enqueue_capabilities`.
 pub const CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES: cl_uint = 0x1070;
 /// `CL_DEVICE_PIPE_SUPPORT` (3.0): `cl_bool`.
@@ -91,12 +94,8 @@ pub const CL_DEVICE_ATOMIC_SCOPE_DEVICE: cl_bitfield = 1 << 5;
 /// `CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES` (3.0).
 pub const CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES: cl_bitfield = 1 << 6;
 
-/// `CL_MEM_PROPERTIES` (3.0): `clGetMemObjectInfo`, `cl_mem_properties[]`.
-pub const CL_MEM_PROPERTIES: cl_uint = 0x110A;
-/// `CL_PIPE_PROPERTIES` (3.0): `clGetPipeInfo`, `cl_pipe_properties[]`.
-pub const CL_PIPE_PROPERTIES: cl_uint = 0x1122;
-/// `CL_SAMPLER_PROPERTIES` (3.0): `clGetSamplerInfo`, `cl_sampler_properties[]`.
-pub const CL_SAMPLER_PROPERTIES: cl_uint = 0x1158;
+/// `CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` (3.0): `size_t`.
+pub const CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE: cl_uint = 0x1067;
 
 // ---------------------------------------------------------------------------------------------
 // Vendor device attributes (cl_ext.h). Query only when the device lists the extension.
@@ -111,6 +110,7 @@ pub const CL_DEVICE_WARP_SIZE_NV: cl_uint = 0x4003;
 
 /// `CL_DEVICE_SIMD_PER_COMPUTE_UNIT_AMD` (`cl_amd_device_attribute_query`): `cl_uint`.
 pub const CL_DEVICE_SIMD_PER_COMPUTE_UNIT_AMD: cl_uint = 0x4040;
+
 /// `CL_DEVICE_SIMD_WIDTH_AMD` (`cl_amd_device_attribute_query`): `cl_uint`.
 pub const CL_DEVICE_SIMD_WIDTH_AMD: cl_uint = 0x4041;
 /// `CL_DEVICE_WAVEFRONT_WIDTH_AMD` (`cl_amd_device_attribute_query`): `cl_uint`.
@@ -128,8 +128,9 @@ pub const CL_DEVICE_SUB_GROUP_SIZES_INTEL: cl_uint = 0x4108;
 #[cfg_attr(target_os = "macos", link(name = "OpenCL", kind = "framework"))]
 #[cfg_attr(not(target_os = "macos"), link(name = "OpenCL"))]
 extern "system" {
-    /// `clCreateBufferWithProperties` (OpenCL 3.0). Undefined on older platforms: gate first.
-    pub fn clCreateBufferWithProperties(
+    /// `clCreateBufferWithProperties` (OpenCL 3.0). Undefined on older platforms: gate first;
+    /// called through [`crate::mem::create_buffer_with_properties`].
+    pub(crate) fn clCreateBufferWithProperties(
         context: cl_context,
         properties: *const cl_mem_properties,
         flags: cl_mem_flags,
@@ -146,6 +147,11 @@ extern "system" {
     ) -> cl_int;
 }
 
+// cl-sys agrees where both define a value: the 3.0 device queries follow its last 2.1 one.
+const _: () = assert!(
+    crate::sys::CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS + 1 == CL_DEVICE_NUMERIC_VERSION
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,16 +165,9 @@ mod tests {
     #[test]
     fn constants_match_the_khronos_headers() {
         // Spot checks against CL/cl.h and CL/cl_ext.h (OpenCL-Headers v2023.02.06).
-        assert_eq!(CL_DEVICE_NUMERIC_VERSION, 0x105E);
-        assert_eq!(CL_DEVICE_PIPE_SUPPORT, 0x1071);
         assert_eq!(CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, 0x1067);
         assert_eq!(CL_DEVICE_WARP_SIZE_NV, 0x4003);
         assert_eq!(CL_DEVICE_WAVEFRONT_WIDTH_AMD, 0x4043);
         assert_eq!(CL_DEVICE_SUB_GROUP_SIZES_INTEL, 0x4108);
-        // cl-sys agrees where both define a value.
-        assert_eq!(
-            crate::sys::CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS + 1,
-            CL_DEVICE_NUMERIC_VERSION
-        );
     }
 }

@@ -3,7 +3,7 @@
 //! Every wrapper of this crate that creates an OpenCL object, allocates memory or enqueues a
 //! command starts with `fault::check("clCName")?`: a *site*, named by its C function. With the
 //! `fault-injection` feature off (the default, and what every library crate builds), `check` is an
-//! inlined `Ok(())`. With it on, a test can [`arm`] a [`Plan`] ("fail the Nth call of
+//! inlined `Ok(())`. With it on, a test can [`arm`] a site ("fail the Nth call of
 //! `clEnqueueWriteBuffer` with `CL_OUT_OF_RESOURCES`"); the armed call returns that status
 //! **before** the driver is called, so no driver object or command exists for it, exactly as
 //! when the driver itself refuses. [`SITES`] lists every site; `tests/tidy.rs` checks that every
@@ -13,12 +13,12 @@
 //! # Cost
 //!
 //! Feature off: nothing (the call is an empty inline function). Feature on, nothing armed: one
-//! relaxed atomic load per wrapper call. Armed: a mutex, only while a plan is armed.
+//! relaxed atomic load per wrapper call. Armed: a mutex, only while a site is armed.
 //!
 //! # Threads
 //!
-//! A plan applies to the thread that armed it ([`Threads::Current`], the default: a plan armed by
-//! one test cannot hit another test's calls on another thread) or to every thread
+//! An armed site counts the calls of the thread that armed it ([`Threads::Current`]: a site
+//! armed by one test cannot hit another test's calls on another thread) or of every thread
 //! ([`Threads::Any`]: for paths that enqueue from helper threads, such as cl-mem's staged
 //! transfers, whose chunk commands are enqueued by worker threads).
 //!
@@ -29,6 +29,8 @@
 //! could not be armed from a Rust test without a side channel; the wrapper layer is where every
 //! call of the workspace already passes, so a check there covers every site with one line each.
 
+#[cfg(feature = "fault-injection")]
+use std::ops::RangeInclusive;
 #[cfg(feature = "fault-injection")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(feature = "fault-injection")]
@@ -95,77 +97,15 @@ pub const SITES: &[&str] = &[
     "clEnqueueSVMMigrateMem",
 ];
 
-/// Which threads a [`Plan`] applies to.
+/// Which threads' calls an armed site counts.
+#[cfg(feature = "fault-injection")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Threads {
-    /// Only the thread that armed the plan.
+    /// Only the thread that armed the site.
     Current,
     /// Every thread (paths that enqueue from helper threads).
     Any,
 }
-
-/// What to fail: calls `nth ..= nth + times - 1` (1-based, counted from arming) of `site`, with
-/// `status`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Plan {
-    /// The site, one of [`SITES`].
-    pub site: &'static str,
-    /// The first call to fail: 1 = the next one.
-    pub nth: u64,
-    /// How many consecutive calls fail from `nth` on.
-    pub times: u64,
-    /// The status the failed calls return (for `clSVMAlloc`, which has none, a null pointer).
-    pub status: ClError,
-    /// Which threads' calls count.
-    pub threads: Threads,
-}
-
-impl Plan {
-    /// Fail the next call of `site` on this thread with `status`.
-    ///
-    /// # Panics
-    ///
-    /// When `site` is not one of [`SITES`] (a typo would otherwise never fire).
-    #[must_use]
-    pub fn next(site: &'static str, status: ClError) -> Plan {
-        assert!(
-            SITES.contains(&site),
-            "{site} is not a fault-injection site"
-        );
-        Plan {
-            site,
-            nth: 1,
-            times: 1,
-            status,
-            threads: Threads::Current,
-        }
-    }
-
-    /// Fail the `nth` call (1-based) instead of the next.
-    #[must_use]
-    pub fn nth(self, nth: u64) -> Plan {
-        Plan { nth, ..self }
-    }
-
-    /// Fail `times` consecutive calls.
-    #[must_use]
-    pub fn times(self, times: u64) -> Plan {
-        Plan { times, ..self }
-    }
-
-    /// Count calls from every thread.
-    #[must_use]
-    pub fn any_thread(self) -> Plan {
-        Plan {
-            threads: Threads::Any,
-            ..self
-        }
-    }
-}
-
-/// Process-wide injection counts per site, in [`SITES`] order.
-#[cfg(feature = "fault-injection")]
-static INJECTED: [AtomicUsize; SITES.len()] = [const { AtomicUsize::new(0) }; SITES.len()];
 
 /// Number of armed plans: the fast path reads only this.
 #[cfg(feature = "fault-injection")]
@@ -174,7 +114,10 @@ static ARMED: AtomicUsize = AtomicUsize::new(0);
 #[cfg(feature = "fault-injection")]
 struct Slot {
     id: u64,
-    plan: Plan,
+    site: &'static str,
+    status: ClError,
+    calls_to_fail: RangeInclusive<u64>,
+    threads: Threads,
     thread: ThreadId,
     calls: u64,
     fired: u64,
@@ -191,23 +134,42 @@ fn plans() -> std::sync::MutexGuard<'static, (u64, Vec<Slot>)> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// An armed plan; dropping it disarms.
+/// An armed site; dropping it disarms.
 #[cfg(feature = "fault-injection")]
 #[derive(Debug)]
-#[must_use = "dropping the guard disarms the plan at once"]
+#[must_use = "dropping the guard disarms the site at once"]
 pub struct Armed {
     id: u64,
 }
 
-/// Arms `plan` until the returned guard is dropped.
+/// Makes the calls numbered `calls` (1-based, counted from now: `1..=1` is the next call, `5..=6`
+/// the fifth and sixth) of `site` on `threads` return `status` before the driver is called,
+/// until the returned guard is dropped. For `clSVMAlloc`, which has no status, the call returns
+/// a null pointer.
+///
+/// # Panics
+///
+/// When `site` is not one of [`SITES`] (a typo would otherwise never fire).
 #[cfg(feature = "fault-injection")]
-pub fn arm(plan: Plan) -> Armed {
+pub fn arm(
+    site: &'static str,
+    status: ClError,
+    calls: RangeInclusive<u64>,
+    threads: Threads,
+) -> Armed {
+    assert!(
+        SITES.contains(&site),
+        "{site} is not a fault-injection site"
+    );
     let mut p = plans();
     p.0 += 1;
     let id = p.0;
     p.1.push(Slot {
         id,
-        plan,
+        site,
+        status,
+        calls_to_fail: calls,
+        threads,
         thread: std::thread::current().id(),
         calls: 0,
         fired: 0,
@@ -218,18 +180,13 @@ pub fn arm(plan: Plan) -> Armed {
 
 #[cfg(feature = "fault-injection")]
 impl Armed {
-    fn read(&self, f: impl Fn(&Slot) -> u64) -> u64 {
-        plans().1.iter().find(|s| s.id == self.id).map_or(0, f)
-    }
-
-    /// Calls of the site this plan counted so far.
-    pub fn calls(&self) -> u64 {
-        self.read(|s| s.calls)
-    }
-
-    /// Calls this plan failed so far.
+    /// Calls this guard failed so far.
     pub fn fired(&self) -> u64 {
-        self.read(|s| s.fired)
+        plans()
+            .1
+            .iter()
+            .find(|s| s.id == self.id)
+            .map_or(0, |s| s.fired)
     }
 }
 
@@ -242,15 +199,6 @@ impl Drop for Armed {
             ARMED.fetch_sub(1, Ordering::SeqCst);
         }
     }
-}
-
-/// How many faults were injected at `site` in this process (all plans, all threads).
-#[cfg(feature = "fault-injection")]
-pub fn injected(site: &str) -> usize {
-    SITES
-        .iter()
-        .position(|s| *s == site)
-        .map_or(0, |i| INJECTED[i].load(Ordering::Relaxed))
 }
 
 /// The site check every allocating or enqueuing wrapper makes before calling the driver.
@@ -270,18 +218,13 @@ fn check_armed(site: &'static str) -> Result<(), ClError> {
     let mut p = plans();
     let mut result = Ok(());
     for s in p.1.iter_mut() {
-        if s.plan.site != site || (s.plan.threads == Threads::Current && s.thread != me) {
+        if s.site != site || (s.threads == Threads::Current && s.thread != me) {
             continue;
         }
         s.calls += 1;
-        if result.is_ok() && s.calls >= s.plan.nth && s.calls < s.plan.nth + s.plan.times {
+        if result.is_ok() && s.calls_to_fail.contains(&s.calls) {
             s.fired += 1;
-            result = Err(s.plan.status);
-        }
-    }
-    if result.is_err() {
-        if let Some(i) = SITES.iter().position(|s| *s == site) {
-            INJECTED[i].fetch_add(1, Ordering::Relaxed);
+            result = Err(s.status);
         }
     }
     result
@@ -301,20 +244,29 @@ mod tests {
     #[test]
     fn nothing_armed_passes_and_the_nth_call_fails_once() {
         assert_eq!(check("clCreateBuffer"), Ok(()));
-        let armed = arm(Plan::next("clCreateBuffer", ClError::OutOfResources).nth(2));
+        let armed = arm(
+            "clCreateBuffer",
+            ClError::OutOfResources,
+            2..=2,
+            Threads::Current,
+        );
         assert_eq!(check("clCreateBuffer"), Ok(()));
         assert_eq!(check("clEnqueueReadBuffer"), Ok(()));
         assert_eq!(check("clCreateBuffer"), Err(ClError::OutOfResources));
         assert_eq!(check("clCreateBuffer"), Ok(()));
-        assert_eq!((armed.calls(), armed.fired()), (3, 1));
-        assert!(injected("clCreateBuffer") >= 1);
+        assert_eq!(armed.fired(), 1);
         drop(armed);
         assert_eq!(check("clCreateBuffer"), Ok(()));
     }
 
     #[test]
     fn a_current_thread_plan_ignores_other_threads() {
-        let armed = arm(Plan::next("clCreateKernel", ClError::OutOfHostMemory).times(2));
+        let armed = arm(
+            "clCreateKernel",
+            ClError::OutOfHostMemory,
+            1..=2,
+            Threads::Current,
+        );
         std::thread::spawn(|| assert_eq!(check("clCreateKernel"), Ok(())))
             .join()
             .unwrap();
@@ -327,6 +279,11 @@ mod tests {
     #[test]
     #[should_panic(expected = "not a fault-injection site")]
     fn an_unknown_site_is_refused() {
-        let _ = Plan::next("clCreateBuffers", ClError::OutOfResources);
+        let _ = arm(
+            "clCreateBuffers",
+            ClError::OutOfResources,
+            1..=1,
+            Threads::Current,
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The one "ask the size, then fill" helper behind every `get_info` wrapper.
 //!
 //! Every `clGet*Info` call has the shape `(param_value_size, param_value, param_value_size_ret)`.
-//! [`query`] calls it twice (size, then fill) and decodes the bytes into any [`InfoValue`]:
+//! `query` (private: the `get_info` wrappers call it) calls it twice (size, then fill) and decodes the bytes into any [`InfoValue`]:
 //! scalars (`u32`, `u64`, `usize`, handles, ...), `bool` (from `cl_bool`), `String` (NUL
 //! stripped), and `Vec<T>` of any [`InfoElement`]. A returned size that does not fit the requested
 //! type is reported as `CL_INVALID_VALUE`, the status the spec prescribes for a `param_value_size`
@@ -112,7 +112,7 @@ impl<T: InfoElement> InfoValue for Vec<T> {
 ///
 /// 1. `call` must behave like a `clGet*Info` function: write at most `param_value_size` bytes to
 ///    `param_value` (when non-null) and the needed size to `param_value_size_ret` (when non-null).
-pub unsafe fn query<T, F>(mut call: F) -> Result<T, ClError>
+pub(crate) unsafe fn query<T, F>(mut call: F) -> Result<T, ClError>
 where
     T: InfoValue,
     F: FnMut(usize, *mut c_void, *mut usize) -> sys::cl_int,

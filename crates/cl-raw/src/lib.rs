@@ -11,7 +11,7 @@
 //! | crate | level | unsafe |
 //! | --- | --- | --- |
 //! | `cl-sys` (crates.io), re-exported as [`sys`] | raw `extern` declarations and constants | all |
-//! | **`cl-raw`** | `Result`-returning wrappers, [`ClError`], [`Version`], [`info::query`] | wrappers are `unsafe fn` |
+//! | **`cl-raw`** | `Result`-returning wrappers, [`ClError`], [`Version`], [`InfoValue`] | wrappers are `unsafe fn` |
 //! | `cl-mem` | owning types: `Platform`, `Device`, `Context`, `Queue`, `Event`, `Buffer`, ... | only inside |
 //! | `cl-pool` | allocators and memory pools | none |
 //!
@@ -21,7 +21,7 @@
 //! | --- | --- |
 //! | [`ClError`], [`check`] | `cl_int` status codes (`CL_INVALID_VALUE`, ...) |
 //! | [`Version`] | `"OpenCL X.Y ..."` strings, `cl_version` (3.0) |
-//! | [`info::query`], [`info::InfoValue`] | the `clGet*Info` size-then-fill pattern |
+//! | [`InfoValue`] (what `get_info` decodes into; `info::query` inside) | the `clGet*Info` size-then-fill pattern |
 //! | [`object`] | `clRetain*`, `clRelease*`, `clGet*Info` of every reference-counted object, written once |
 //! | [`platform`], [`device`], [`context`], [`queue`], [`event`], [`program`], [`kernel`] | `clGetPlatformIDs`, `clCreateContext`, `clEnqueue*`, ... |
 //! | [`mem`], [`image`], [`pipe`], [`sampler`], [`svm`] | memory objects, `clSVMAlloc` |
@@ -60,7 +60,7 @@
 //! - `fault-injection` (off by default; never enabled by a library crate, only by the test
 //!   package `cl-tests`): [`fault::arm`] makes a chosen call of a chosen allocation or enqueue site
 //!   return a chosen status before the driver is called. Without it [`fault`] has only the list of
-//!   sites and the plan types, and each site check is an empty inline function.
+//!   sites, and each site check is an empty inline function.
 //!
 //! `cl-sys` is built with `opencl_version_2_0` and `opencl_version_2_1`.
 

@@ -38,7 +38,7 @@ pub unsafe fn create_buffer(
 }
 
 /// [`clCreateBufferWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateBufferWithProperties.html)
-/// (OpenCL 3.0): as [`create_buffer`] with a 0-terminated property list (empty = none).
+/// (OpenCL 3.0): as [`create_buffer`] with a 0-terminated `cl_mem_properties` list (empty = none).
 ///
 /// # Errors
 ///
@@ -50,7 +50,7 @@ pub unsafe fn create_buffer(
 /// 2. and 3. as [`create_buffer`].
 pub unsafe fn create_buffer_with_properties(
     context: sys::cl_context,
-    properties: &[extra::cl_mem_properties],
+    properties: &[sys::cl_ulong],
     flags: sys::cl_mem_flags,
     size: usize,
     host_ptr: *mut c_void,

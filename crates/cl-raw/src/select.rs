@@ -191,11 +191,6 @@ impl Selector {
         Ok(Selector { entries })
     }
 
-    /// Whether this is the empty selector (select everything).
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Resolves against a catalogue of platforms: `(platform index, device index)` pairs in
     /// selection order. The empty selector selects every device of every platform.
     ///

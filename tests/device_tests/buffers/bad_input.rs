@@ -14,10 +14,10 @@ device_test!(bad_input_matrix_is_refused_before_the_driver);
 fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context().clone();
-    let other_ctx = Context::from_device(&dev.device)?;
+    let other_ctx = Context::new(&[dev.device])?;
     let other_q = Queue::new(&other_ctx, &dev.device)?;
     let ctx_refs = ctx.reference_count()?;
-    let events_before = cl_mem::Event::live_count();
+    let events_before = cl_mem::live_objects().events;
     let buf = Buffer::new(&ctx, MemFlags::READ_WRITE, 256)?;
     let src = Buffer::new(&ctx, MemFlags::READ_WRITE, 64)?;
     let foreign = Buffer::new(&other_ctx, MemFlags::READ_WRITE, 64)?;
@@ -289,7 +289,11 @@ fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult
     );
     push(
         "a buffer for a __local parameter".into(),
-        local.duplicate()?.set_arg(0, &buf).map(drop),
+        local
+            .program()
+            .kernel(local.name())?
+            .set_arg(0, &buf)
+            .map(drop),
     );
     // Enqueue shapes, queues and wait lists: 8 (all arguments set first).
     k.set_arg(0, &buf)?
@@ -419,7 +423,7 @@ fn bad_input_matrix_is_refused_before_the_driver(dev: &TestDevice) -> TestResult
     assert_eq!(buf.live_maps(), 0);
     drop((buf, src, foreign, foreign_event, other_q, program));
     assert_eq!(ctx.reference_count()?, ctx_refs);
-    assert_eq!(cl_mem::Event::live_count(), events_before);
+    assert_eq!(cl_mem::live_objects().events, events_before);
     eprintln!("{} bad inputs refused", results.len());
     Ok(())
 }
@@ -548,7 +552,11 @@ fn bad_input_suite_leaks_no_references(dev: &TestDevice) -> TestResult {
     // A real driver error, for contrast: it is reported with the call name, then nothing leaks.
     let e = ClError::InvalidValue;
     assert_eq!(
-        Error::cl("clEnqueueFillBuffer")(e).to_string(),
+        Error::Cl {
+            call: "clEnqueueFillBuffer",
+            status: e
+        }
+        .to_string(),
         "clEnqueueFillBuffer failed: CL_INVALID_VALUE"
     );
     q.finish()?;

@@ -7,9 +7,9 @@
 
 use crate::common::{add, base_align, invalid, iota, program};
 use cl_mem::{
-    enqueue_copy, enqueue_migrate_mem_objects, Buffer, Error, Event, ImageDesc, Kernel, MapFlags,
-    MemFlags, MemObject, MemObjectType, Memory, MigrationFlags, PinnedMemory, RawHandle, Transfer,
-    UserEvent, Version,
+    enqueue_copy, enqueue_migrate_mem_objects, Buffer, Error, ImageDesc, MapFlags, MemFlags,
+    MemObject, MemObjectType, Memory, MigrationFlags, PinnedMemory, RawHandle, Transfer, UserEvent,
+    Version,
 };
 use cl_tests::{device_test, eventually, fail, Expectation, TestDevice, TestResult};
 use ndarray::{ArrayView, ArrayViewMut, ShapeBuilder};
@@ -77,7 +77,7 @@ fn use_host_memory_is_the_buffer_storage(dev: &TestDevice) -> TestResult {
     let host = unsafe { buf.host_slice::<i32>() }?;
     assert_eq!(host, &want[..]);
     // A kernel keeps the buffer (and so its host memory) alive after our handle is gone.
-    let mut k = Kernel::new(&p, "add")?;
+    let mut k = p.kernel("add")?;
     k.set_arg(0, &buf)?.set_arg(1, &1i32)?;
     let probe = buf.clone();
     drop(buf);
@@ -418,7 +418,7 @@ device_test!(sub_buffer_of_a_sub_buffer_keeps_its_host_access);
 fn sub_buffer_of_a_sub_buffer_keeps_its_host_access(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let align = dev.device.mem_base_addr_align_bytes()?.max(4);
+    let align = dev.device.base_addr_align().max(4);
     let root = Buffer::new(ctx, MemFlags::READ_WRITE, align * 4)?;
     let ro = root.sub_buffer(0, align * 2, MemFlags::HOST_READ_ONLY)?;
     assert!(ro.flags().contains(MemFlags::HOST_READ_ONLY));
@@ -522,7 +522,7 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
             &q,
             &[b],
             MigrationFlags::CONTENT_UNDEFINED,
-            &[gate.event()],
+            &[&*gate],
         )?);
         scribble_stack();
     }
@@ -531,7 +531,7 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
         &q,
         &[&bufs[0], &bufs[1]],
         MigrationFlags::empty(),
-        &[gate.event()],
+        &[&*gate],
     )?);
     scribble_stack();
     // A careless caller: the only wrapper of a migrated buffer dropped while its migration waits.
@@ -540,7 +540,7 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
         &q,
         &[&doomed],
         MigrationFlags::CONTENT_UNDEFINED,
-        &[gate.event()],
+        &[&*gate],
     )?);
     drop(doomed);
     scribble_stack();
@@ -553,7 +553,9 @@ fn migration_held_back_outlives_the_callers_stack(dev: &TestDevice) -> TestResul
         )));
     }
     gate.set_complete()?;
-    Event::wait_for_all(&done.iter().collect::<Vec<_>>())?;
+    for e in &done {
+        e.wait()?;
+    }
     eventually(
         "the completed migrations' object lists are released",
         || Ok(cl_mem::live_objects().kept_lists <= before),

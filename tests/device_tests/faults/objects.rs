@@ -10,7 +10,7 @@ use cl_mem::{
     SvmCapabilities, Transfer, UserEvent, Version,
 };
 use cl_raw::fault;
-use cl_raw::fault::Plan;
+use cl_raw::fault::Threads;
 use cl_tests::{eventually, fail, skip, TestDevice, TestResult};
 use std::sync::Mutex;
 
@@ -26,7 +26,7 @@ fn inject_then<T>(
     let times = if site == "clSVMAlloc" { 8 } else { 1 };
     for status in STATUSES {
         let before = stable(counts);
-        let armed = fault::arm(Plan::next(site, status).times(times));
+        let armed = fault::arm(site, status, 1..=times, Threads::Current);
         let r = op();
         // Exactly `times` firings count as the one injected failure the loop expects.
         let fired = if armed.fired() == times {
@@ -93,7 +93,7 @@ fn base_counts(q: &Queue, more: &[&dyn MemObject]) -> Vec<u64> {
     let mut v = vec![
         u64::from(q.context().reference_count().unwrap()),
         u64::from(q.reference_count().unwrap()),
-        Event::live_count() as u64,
+        cl_mem::live_objects().events as u64,
     ];
     for m in more {
         let info = m.mem_info().unwrap();
@@ -117,7 +117,7 @@ scenario!(
 fn context_and_queue_creation_fail_typed(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let devices = [dev.device];
-    let counts = || vec![Event::live_count() as u64];
+    let counts = || vec![cl_mem::live_objects().events as u64];
     let ctx = inject("clCreateContext", &counts, &|| Context::new(&devices))?;
     assert_eq!(ctx.reference_count()?, 1);
     let counts = || base_counts(&q, &[]);
@@ -331,7 +331,7 @@ fn programs_kernels_and_launches_fail_typed(dev: &TestDevice) -> TestResult {
     inject_then(
         "clEnqueueNDRangeKernel",
         &kc,
-        &|| kernel.run(&q, &[16]),
+        &|| kernel.enqueue_nd_range(&q, &[16], None, &[]),
         &|| {
             assert_eq!(a.read_vec_of::<u32>(&q, 16)?, vec![3; 16]);
             Ok(())
@@ -393,7 +393,7 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
     let r = std::sync::Arc::clone(&ran);
     inject("clSetEventCallback", &counts, &|| {
         let r = std::sync::Arc::clone(&r);
-        user.on_complete(move |_| {
+        user.on(cl_mem::CallbackOn::Complete, move |_| {
             r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         })
     })?;
@@ -401,13 +401,14 @@ fn event_callbacks_fail_typed_and_a_migration_keeps_its_list_without_one(
         let b = Buffer::new(q.context(), MemFlags::READ_WRITE, 4096)?;
         let gate = UserEvent::new(q.context())?;
         let kept_before = cl_mem::live_objects().kept_lists;
-        let armed = fault::arm(Plan::next("clSetEventCallback", ClError::OutOfHostMemory));
-        let migrated = enqueue_migrate_mem_objects(
-            &q,
-            &[&b],
-            MigrationFlags::CONTENT_UNDEFINED,
-            &[gate.event()],
+        let armed = fault::arm(
+            "clSetEventCallback",
+            ClError::OutOfHostMemory,
+            1..=1,
+            Threads::Current,
         );
+        let migrated =
+            enqueue_migrate_mem_objects(&q, &[&b], MigrationFlags::CONTENT_UNDEFINED, &[&*gate]);
         let fired = armed.fired();
         drop(armed);
         let migrated = migrated?;
@@ -601,7 +602,12 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     })?);
     // One spurious NULL (NVIDIA's under concurrent frees) is retried, not an error.
     {
-        let armed = fault::arm(Plan::next("clSVMAlloc", ClError::OutOfResources));
+        let armed = fault::arm(
+            "clSVMAlloc",
+            ClError::OutOfResources,
+            1..=1,
+            Threads::Current,
+        );
         let once = csvm_empty::<u32>(&q, 64);
         assert_eq!(armed.fired(), 1);
         drop(armed);
@@ -635,7 +641,7 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     // next map, command or free) instead of staying mapped for good; counts compared after that.
     for status in STATUSES {
         let before = stable(&counts);
-        let armed = fault::arm(Plan::next("clEnqueueSVMUnmap", status));
+        let armed = fault::arm("clEnqueueSVMUnmap", status, 1..=1, Threads::Current);
         let r = b.lock().unwrap().with_map(
             &q,
             cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
@@ -663,7 +669,12 @@ fn svm_fails_typed_at_every_site(dev: &TestDevice) -> TestResult {
     }
     // The ordered free fails: the drop falls back to waiting and clSVMFree (no leak, no panic).
     let b = b.into_inner().unwrap();
-    let armed = fault::arm(Plan::next("clEnqueueSVMFree", ClError::OutOfResources));
+    let armed = fault::arm(
+        "clEnqueueSVMFree",
+        ClError::OutOfResources,
+        1..=1,
+        Threads::Current,
+    );
     drop(b);
     let fired = armed.fired();
     drop(armed);

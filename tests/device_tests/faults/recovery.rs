@@ -3,12 +3,11 @@
 
 use super::{settled, stable, SEEN, STATUSES};
 use cl_mem::{
-    enqueue_copy, Buffer, Event, MemFlags, Queue, RawHandle, Rect, Transfer, TransferOptions,
-    Version,
+    enqueue_copy, Buffer, MemFlags, Queue, RawHandle, Rect, Transfer, TransferOptions, Version,
 };
 use cl_pool::{ImmediateAllocator, MemoryPool, PoolError};
 use cl_raw::fault;
-use cl_raw::fault::Plan;
+use cl_raw::fault::Threads;
 use cl_tests::{fail, skip, TestDevice, TestResult};
 
 scenario!(
@@ -28,7 +27,7 @@ fn pool_reclaims_on_injected_upstream_failures_and_stays_balanced(dev: &TestDevi
         assert_eq!(pool.held_blocks(), 2);
         let before = pool.stats();
         // One failure at the upstream create: the pool frees its largest held block and retries.
-        let armed = fault::arm(Plan::next("clCreateBuffer", status));
+        let armed = fault::arm("clCreateBuffer", status, 1..=1, Threads::Current);
         let b = pool.allocate(1 << 16)?;
         assert_eq!(armed.fired(), 1);
         drop(armed);
@@ -45,7 +44,7 @@ fn pool_reclaims_on_injected_upstream_failures_and_stays_balanced(dev: &TestDevi
         assert_eq!(b.read_vec_of::<u32>(&q, 3)?, [1, 2, 3]);
         drop(b);
         // Every try fails: a typed out-of-memory error, nothing held, counters balanced.
-        let armed = fault::arm(Plan::next("clCreateBuffer", status).times(10));
+        let armed = fault::arm("clCreateBuffer", status, 1..=10, Threads::Current);
         match pool.allocate(1 << 20) {
             Err(e @ PoolError::OutOfMemory { .. }) => {
                 assert!(e.is_out_of_memory());
@@ -65,11 +64,16 @@ fn pool_reclaims_on_injected_upstream_failures_and_stays_balanced(dev: &TestDevi
             let refs_and_events = || {
                 vec![
                     u64::from(q.context().reference_count().unwrap_or(0)),
-                    Event::live_count() as u64,
+                    cl_mem::live_objects().events as u64,
                 ]
             };
             let before = stable(&refs_and_events);
-            let armed = fault::arm(Plan::next("clEnqueueMigrateMemObjects", status));
+            let armed = fault::arm(
+                "clEnqueueMigrateMemObjects",
+                status,
+                1..=1,
+                Threads::Current,
+            );
             let r = pool.allocate(4096);
             assert_eq!(armed.fired(), 1);
             drop(armed);
@@ -127,7 +131,7 @@ fn pooled_block_handed_to_another_queue_keeps_its_old_queue_when_the_sync_fails(
         "clEnqueueBarrierWithWaitList",
     ] {
         for status in STATUSES {
-            let armed = fault::arm(Plan::next(site, status));
+            let armed = fault::arm(site, status, 1..=1, Threads::Current);
             let r = b.bind_to_queue(&qb);
             let fired = armed.fired();
             drop(armed);
@@ -185,16 +189,12 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
     // chunks are cached, so the live-event count before and after a failure compare like for like.
     a.write(&q, &data, Transfer::default().options(opts))?;
     a.read(&q, &mut vec![0u8; n], Transfer::default().options(opts))?;
-    let live_events = || vec![Event::live_count() as u64];
+    let live_events = || vec![cl_mem::live_objects().events as u64];
     for status in STATUSES {
         // Worker threads release their chunk events asynchronously: compare settled counts.
         let events = stable(&live_events);
         // The fifth of sixteen chunk writes fails, on whichever worker thread enqueues it.
-        let armed = fault::arm(
-            Plan::next("clEnqueueWriteBuffer", status)
-                .nth(5)
-                .any_thread(),
-        );
+        let armed = fault::arm("clEnqueueWriteBuffer", status, 5..=5, Threads::Any);
         let r = a.write(&q, &data, Transfer::default().options(opts));
         assert_eq!(armed.fired(), 1);
         drop(armed);
@@ -208,11 +208,7 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
             Ok(_) => return Err(fail("a staged write with a failed chunk reported success")),
         }
         let mut out = vec![0u8; n];
-        let armed = fault::arm(
-            Plan::next("clEnqueueReadBuffer", status)
-                .nth(3)
-                .any_thread(),
-        );
+        let armed = fault::arm("clEnqueueReadBuffer", status, 3..=3, Threads::Any);
         let r = a.read(&q, &mut out, Transfer::default().options(opts));
         assert_eq!(armed.fired(), 1);
         drop(armed);
@@ -250,7 +246,7 @@ fn staged_transfer_failing_mid_way_is_an_error_and_the_retry_is_whole(
             ("clEnqueueWriteBufferRect", 3),
             ("clEnqueueReadBufferRect", 2),
         ] {
-            let armed = fault::arm(Plan::next(site, status).nth(nth).any_thread());
+            let armed = fault::arm(site, status, nth..=nth, Threads::Any);
             let r = if site == "clEnqueueWriteBufferRect" {
                 a.write(&q, &host, Transfer::default().rect(rect).options(opts))
             } else {
@@ -311,7 +307,7 @@ fn staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whol
         threads: 2,
         depth: 2,
     };
-    let live_events = || vec![Event::live_count() as u64];
+    let live_events = || vec![cl_mem::live_objects().events as u64];
     for status in STATUSES {
         for (site, nth) in [("clEnqueueWriteBuffer", 3), ("clEnqueueReadBuffer", 2)] {
             // The records of two queues are pruned in phases, so events are counted with no
@@ -322,7 +318,7 @@ fn staged_copy_between_devices_failing_mid_way_is_an_error_and_the_retry_is_whol
                 let dst = Buffer::new(q.context(), MemFlags::READ_WRITE, n)?;
                 src.write(&q, &data, &[])?;
                 dst.write(&q, &vec![0u8; n], &[])?;
-                let armed = fault::arm(Plan::next(site, status).nth(nth));
+                let armed = fault::arm(site, status, nth..=nth, Threads::Current);
                 let r = enqueue_copy(&q, &dst, &src, Transfer::default().options(opts));
                 assert_eq!(armed.fired(), 1, "{site}");
                 drop(armed);

@@ -5,8 +5,8 @@ use super::{descs, padded_grid, pattern, R_U32};
 use crate::common::{image_queue, RGBA_F};
 use cl_mem::{
     enqueue_copy, image_from_array, AddressingMode, ArrayImageOptions, Buffer, ChannelOrder,
-    ChannelType, Error, FillColor, FilterMode, Image, ImageDesc, ImageFormat, ImageType, Kernel,
-    MapFlags, MemFlags, MemObject, Program, Queue, Rect, Sampler, Transfer, Version,
+    ChannelType, Error, FillColor, FilterMode, Image, ImageDesc, ImageFormat, ImageType, MapFlags,
+    MemFlags, MemObject, Program, Queue, Rect, Sampler, Transfer, Version,
 };
 use cl_tests::{device_test, fail, skip, Expectation, TestDevice, TestResult};
 
@@ -255,7 +255,7 @@ fn kernel_samples_2d_and_3d_images_exactly(dev: &TestDevice) -> TestResult {
             ("sample3d", &img3, a3.as_slice().unwrap_or_default()),
         ] {
             let out = Buffer::new(&ctx, MemFlags::WRITE_ONLY, expect.len() * 4)?;
-            let mut k = Kernel::new(&program, name)?;
+            let mut k = program.kernel(name)?;
             let sampler = Sampler::new(
                 &ctx,
                 normalized,
@@ -288,7 +288,7 @@ device_test!(fill_sets_every_pixel_of_the_region);
 fn fill_sets_every_pixel_of_the_region(dev: &TestDevice) -> TestResult {
     let q = image_queue(dev)?;
     let ctx = q.context();
-    if ctx.platform_version() < Version::V1_2 {
+    if ctx.devices()[0].platform_version() < Version::V1_2 {
         return Err(skip("clEnqueueFillImage needs OpenCL 1.2"));
     }
     for desc in descs() {

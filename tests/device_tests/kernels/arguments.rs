@@ -250,7 +250,7 @@ device_test!(objects_of_another_context_are_refused);
 fn objects_of_another_context_are_refused(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let other = Context::from_device(&dev.device)?;
+    let other = Context::new(&[dev.device])?;
     let other_q = cl_mem::Queue::new(&other, &dev.device)?;
     let program = Program::build_from_source(ctx, SCALE_KERNELS, "")?;
     let mut k = program.kernel("scale")?;
@@ -418,7 +418,9 @@ device_test!(constant_buffer_above_the_device_is_refused);
 fn constant_buffer_above_the_device_is_refused(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let ctx = q.context();
-    let limit = dev.device.max_constant_buffer_size()?;
+    let limit = dev
+        .device
+        .info::<u64>(cl_raw::sys::CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE)?;
     if limit + 4 > dev.device.max_mem_alloc_size()? || limit > 1 << 30 {
         return Err(skip(
             "the constant buffer limit is too large for a buffer above it",
@@ -451,7 +453,7 @@ fn local_sizes_are_checked_before_the_driver(dev: &TestDevice) -> TestResult {
     // Built without -cl-std=CL2.0: groups are uniform on every version.
     let msg = invalid(k.enqueue_nd_range(&q, &[10], Some(&[4]), &[]), "4 into 10");
     assert!(msg.contains("sneaky") && msg.contains("divide"), "{msg}");
-    let max = k.work_group_size(&q)?;
+    let max: usize = k.work_group_info(q.device(), cl_raw::sys::CL_KERNEL_WORK_GROUP_SIZE)?;
     let msg = invalid(
         k.enqueue_nd_range(&q, &[2 * (max + 1)], Some(&[max + 1]), &[]),
         "above the kernel's work-group size",
@@ -462,8 +464,7 @@ fn local_sizes_are_checked_before_the_driver(dev: &TestDevice) -> TestResult {
     // A 2.0 program on a device with non-uniform groups may leave a partial group.
     let non_uniform = dev.device.version() >= Version::V2_0
         && (dev.device.version() < Version::V3_0 || {
-            // SAFETY: a 3.0 query asked of a 3.0 device; `cl_bool`.
-            let b: u32 = unsafe { dev.device.info(0x1065) }?;
+            let b: u32 = dev.device.info(0x1065)?;
             b != 0
         });
     if non_uniform {

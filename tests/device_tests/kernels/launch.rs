@@ -2,7 +2,7 @@
 //! until its command ran.
 
 use crate::common::{SCALE_KERNELS, SCALE_SRC};
-use cl_mem::{Buffer, Error, Kernel, LocalMemory, MemFlags, Program, RawHandle, UserEvent};
+use cl_mem::{Buffer, Error, LocalMemory, MemFlags, Program, RawHandle, UserEvent};
 use cl_tests::{device_test, eventually, skip, TestDevice, TestResult};
 
 device_test!(kernel_call_sets_every_argument_and_runs_from_several_threads);
@@ -67,7 +67,7 @@ fn kernel_scales_buffer_roundtrip(dev: &TestDevice) -> TestResult {
     let a = cl_mem::Buffer::from_slice(q.context(), MemFlags::READ_ONLY, &input)?;
     let b = cl_mem::Buffer::new(q.context(), MemFlags::WRITE_ONLY, n * 4)?;
     let program = Program::build_from_source(q.context(), SCALE_SRC, "")?;
-    let mut k = Kernel::new(&program, "scale")?;
+    let mut k = program.kernel("scale")?;
     k.set_arg(0, &a)?
         .set_arg(1, &b)?
         .set_arg(2, &3.0f32)?
@@ -86,7 +86,9 @@ fn kernel_local_memory_reverses_groups(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let program = Program::build_from_source(q.context(), SCALE_SRC, "")?;
     let mut k = program.kernel("reverse_groups")?;
-    let wg = k.work_group_size(&q)?.min(16);
+    let wg = k
+        .work_group_info::<usize>(q.device(), cl_raw::sys::CL_KERNEL_WORK_GROUP_SIZE)?
+        .min(16);
     if wg < 2 {
         return Err(skip(format!(
             "kernel work-group size {wg} leaves nothing to reverse"

@@ -113,7 +113,10 @@ device_test!(managed_limit_reclaims_held_buffers);
 fn managed_limit_reclaims_held_buffers(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
-    pool.set_managed_limit(Some(3 << 20));
+    pool.set_policy(cl_pool::Policy {
+        managed_bytes_limit: Some(3 << 20),
+        ..pool.policy()
+    });
     let held: Vec<_> = (0..2)
         .map(|_| pool.allocate(1 << 20))
         .collect::<Result<_, _>>()?;
@@ -243,7 +246,7 @@ fn context_cache_computes_once_per_context_and_clears(dev: &TestDevice) -> TestR
     });
     assert_eq!(calls, 2, "another context computes again");
     assert_eq!((cache.len(), cache.contexts()), (2, 2));
-    let callback = ctx.platform_version() >= cl_mem::Version::V3_0;
+    let callback = ctx.devices()[0].platform_version() >= cl_mem::Version::V3_0;
     assert_eq!(cache.evicts_on_destroy(&ctx), callback);
     assert_eq!(
         ctx.reference_count()?,
@@ -266,11 +269,11 @@ device_test!(context_cache_entries_go_with_their_context);
 /// callback) and nothing else; the cache itself holds no reference.
 fn context_cache_entries_go_with_their_context(dev: &TestDevice) -> TestResult {
     let probe = dev.context();
-    if probe.platform_version() < cl_mem::Version::V3_0 {
+    if probe.devices()[0].platform_version() < cl_mem::Version::V3_0 {
         return Err(cl_tests::skip(format!(
             "platform is OpenCL {}: no context destructor callback (3.0); entries hold their \
              context until clear_first_arg_caches()",
-            probe.platform_version()
+            probe.devices()[0].platform_version()
         )));
     }
     drop(probe);

@@ -20,7 +20,7 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     fill_kernel(&q, &a, 7, n, &[])?.wait()?;
     a.read(&q, &mut out, &[])?;
     assert_eq!(out, expected(7, n));
-    fill_kernel(&q, a.buffer(), 8, n, &[])?.wait()?;
+    fill_kernel(&q, &*a, 8, n, &[])?.wait()?;
     a.read(&q, &mut out, &[])?;
     assert_eq!(out, expected(8, n));
     // `to_vec` reads the requested bytes, not the bin's (1000 asked, a 1023-byte block).
@@ -29,7 +29,7 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
         odd.write(&q, &[7u8; 1000], &[])?;
         assert_eq!(odd.allocated_bytes(), 1023);
         assert_eq!(odd.to_vec::<u8>(&q)?, vec![7u8; 1000]);
-        assert_eq!(odd.buffer().to_vec::<u8>(&q)?.len(), 1023);
+        assert_eq!(Buffer::to_vec::<u8>(&odd, &q)?.len(), 1023);
         assert_eq!(odd.to_vec::<u32>(&q)?.len(), 250);
         let local = pool.allocate_local(1000)?;
         assert_eq!(local.to_vec::<u8>(&q)?.len(), 1000);
@@ -41,7 +41,7 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
         let mut back = vec![0u32; n];
         cl_mem::enqueue_copy(&q, &mut back[..], &l, &[])?;
         assert_eq!(back, expected(9, n));
-        l.release();
+        drop(l);
     }
     let head = a.slice(..16)?;
     fill_kernel(&q, &head, 100, 4, &[])?.wait()?;
@@ -49,8 +49,8 @@ fn pooled_buffers_roundtrip_through_transfers_and_kernels(dev: &TestDevice) -> T
     assert_eq!(out[..4], [100, 101, 102, 103]);
     // As a memory object.
     assert_eq!(a.mem_info()?.size_bytes, a.allocated_bytes());
-    let as_mem: &dyn MemObject = a.buffer();
-    assert_eq!(a.buffer().as_raw(), as_mem.as_raw());
+    let as_mem: &dyn MemObject = &*a;
+    assert_eq!(a.as_raw(), as_mem.as_raw());
     Ok(())
 }
 
@@ -143,7 +143,7 @@ device_test!(pooled_buffers_slice_and_migrate);
 fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
-    let align = dev.device.mem_base_addr_align_bytes()?;
+    let align = dev.device.base_addr_align();
     let n = 2 * align + 64;
     let b = pool.allocate(n)?;
     b.write(&q, &vec![0u8; n], &[])?;
@@ -165,7 +165,7 @@ fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
         // PyOpenCL refuses pooled buffers here (std::bad_cast).
         cl_mem::enqueue_migrate_mem_objects(
             &q,
-            &[b.buffer(), &*part],
+            &[&*b, &*part],
             cl_mem::MigrationFlags::empty(),
             &[],
         )?
@@ -182,12 +182,12 @@ fn pool_hit_hands_out_the_same_buffer(dev: &TestDevice) -> TestResult {
     let q = dev.queue();
     let pool = immediate_pool(&q)?;
     let a = pool.allocate(1000)?;
-    let raw = a.buffer().as_raw();
+    let raw = a.as_raw();
     a.write(&q, &[42u32; 4], &[])?;
     drop(a);
     assert_eq!(pool.held_blocks(), 1);
     let b = pool.allocate(1001)?; // same bin (1023 bytes)
-    assert_eq!(b.buffer().as_raw(), raw);
+    assert_eq!(b.as_raw(), raw);
     let mut out = [0u32; 4];
     b.read(&q, &mut out, &[])?;
     assert_eq!(
@@ -337,12 +337,15 @@ fn a_kernel_argument_keeps_its_pooled_memory_until_replaced_or_dropped(
     let mut k = program.kernel("fill")?;
     let a = pool.allocate(n * 4)?;
     let first = a.as_raw();
-    k.set_arg(0, &a)?.set_arg(1, &1u32)?.run(&q, &[n])?.wait()?;
+    k.set_arg(0, &a)?
+        .set_arg(1, &1u32)?
+        .enqueue_nd_range(&q, &[n], None, &[])?
+        .wait()?;
     drop(a);
     let b = pool.allocate(n * 4)?;
     assert_ne!(b.as_raw(), first, "the kernel still has the memory set");
     b.write(&q, &vec![9u32; n], &[])?;
-    k.run(&q, &[n])?.wait()?; // writes the kernel's argument, not `b`
+    k.enqueue_nd_range(&q, &[n], None, &[])?.wait()?; // writes the kernel's argument, not `b`
     assert_eq!(b.to_vec::<u32>(&q)?, vec![9u32; n], "the kernel wrote b");
     // Replaced: the first memory comes back at the next hand-out.
     k.set_arg(0, &b)?;
@@ -441,7 +444,7 @@ fn pooled_buffer_reports_requested_and_rounded_sizes(dev: &TestDevice) -> TestRe
     for size in [1usize, 100, 1000, 4097, 1 << 20] {
         let b = pool.allocate(size)?;
         assert_eq!(b.requested_bytes(), size);
-        assert_eq!(b.allocated_bytes(), pool.layout().rounded_size(size));
+        assert_eq!(b.allocated_bytes(), pool.alloc_size(pool.bin_number(size)));
         assert_eq!(b.size_bytes(), b.allocated_bytes());
         assert_eq!(b.mem_info()?.size_bytes, b.allocated_bytes());
     }

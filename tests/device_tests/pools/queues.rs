@@ -1,6 +1,7 @@
 //! Pools across queues and threads: reuse waits for the old queue, hand-offs leak no events, SVM pools.
 
 use super::{expected, fill_kernel, immediate_pool};
+use cl_mem::svm::SvmPointer;
 use cl_mem::{Error, EventStatus, MemFlags, Program, Queue, RawHandle, UserEvent};
 use cl_pool::{DeferredAllocator, MemoryPool};
 use cl_tests::{device_test, fail, TestDevice, TestResult};
@@ -16,15 +17,15 @@ const HAND_OFF_ROUNDS: usize = 50_000;
 /// Checks the live-event counter sees events at all, then returns its value.
 fn live_events_baseline(q: &Queue) -> Result<usize, Error> {
     q.finish()?;
-    let before = cl_mem::Event::live_count();
+    let before = cl_mem::live_objects().events;
     let marker = q.enqueue_marker(&[])?;
     assert_eq!(
-        cl_mem::Event::live_count(),
+        cl_mem::live_objects().events,
         before + 1,
         "the counter sees events"
     );
     drop(marker);
-    assert_eq!(cl_mem::Event::live_count(), before);
+    assert_eq!(cl_mem::live_objects().events, before);
     Ok(before)
 }
 
@@ -70,19 +71,19 @@ fn reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> TestResul
     let pool = immediate_pool(&q2)?;
     let n = 256;
     let mut a = pool.allocate(n * 4)?;
-    let raw = a.buffer().as_raw();
+    let raw = a.as_raw();
     a.write(&q2, &vec![0u32; n], &[])?;
     // Work on q1, held back by a gate, still pending when the block is returned. (No flush:
     // Oclgrind runs a flushed command in flush(), which would wait for the gate forever.)
     let gate = UserEvent::new(q1.context())?;
     a.use_on_queue(&q1);
-    let pending = fill_kernel(&q1, a.buffer(), 5, n, &[&gate])?;
+    let pending = fill_kernel(&q1, &*a, 5, n, &[&gate])?;
     drop(a);
     let opener = open_later(&gate, Duration::from_millis(100));
     // The pool hands the block to q2's allocator: q2's work must wait for q1's pending kernel.
     let t0 = Instant::now();
     let b = pool.allocate(n * 4)?;
-    assert_eq!(b.buffer().as_raw(), raw);
+    assert_eq!(b.as_raw(), raw);
     let mut out = vec![0u32; n];
     b.read(&q2, &mut out, &[])?; // blocking, on q2
     let waited = t0.elapsed();
@@ -114,15 +115,15 @@ fn reuse_on_another_queue_needs_no_use_on_queue(dev: &TestDevice) -> TestResult 
     let pool = immediate_pool(&q2)?;
     let n = 256;
     let a = pool.allocate(n * 4)?;
-    let raw = a.buffer().as_raw();
+    let raw = a.as_raw();
     a.write(&q2, &vec![0u32; n], &[])?;
     let gate = UserEvent::new(q1.context())?;
-    let pending = fill_kernel(&q1, a.buffer(), 6, n, &[&gate])?;
+    let pending = fill_kernel(&q1, &*a, 6, n, &[&gate])?;
     drop(a);
     let opener = open_later(&gate, Duration::from_millis(100));
     let t0 = Instant::now();
     let b = pool.allocate(n * 4)?;
-    assert_eq!(b.buffer().as_raw(), raw);
+    assert_eq!(b.as_raw(), raw);
     let mut out = vec![0u32; n];
     b.read(&q2, &mut out, &[])?;
     let waited = t0.elapsed();
@@ -148,7 +149,7 @@ fn deferred_pool_waits_for_old_queue_on_the_host(dev: &TestDevice) -> TestResult
     let mut a = pool.allocate(n * 4)?;
     let gate = UserEvent::new(q.context())?;
     a.use_on_queue(&q);
-    let pending = fill_kernel(&q, a.buffer(), 11, n, &[&gate])?;
+    let pending = fill_kernel(&q, &*a, 11, n, &[&gate])?;
     drop(a);
     let opener = open_later(&gate, Duration::from_millis(50));
     let t0 = Instant::now();
@@ -285,7 +286,7 @@ fn svm_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     drop(b);
     q2.finish()?;
     assert_eq!(
-        cl_mem::Event::live_count(),
+        cl_mem::live_objects().events,
         before,
         "live events after {} hand-offs in {elapsed:?}",
         2 * rounds
@@ -293,7 +294,7 @@ fn svm_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     eprintln!(
         "    svm pool: {} hand-offs in {elapsed:?}, live events {before} -> {}",
         2 * rounds,
-        cl_mem::Event::live_count()
+        cl_mem::live_objects().events
     );
     Ok(())
 }
@@ -306,7 +307,7 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     let q1 = Queue::new(q2.context(), &dev.device)?;
     let pool = immediate_pool(&q2)?;
     let first = pool.allocate(64)?;
-    let raw = first.buffer().as_raw();
+    let raw = first.as_raw();
     drop(first);
     let before = live_events_baseline(&q2)?;
     let t0 = Instant::now();
@@ -329,11 +330,11 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     );
     assert_eq!((s.misses, s.hits), (1, u64::try_from(rounds).unwrap_or(0)));
     let b = pool.allocate(64)?;
-    assert_eq!(b.buffer().as_raw(), raw, "one buffer served every round");
+    assert_eq!(b.as_raw(), raw, "one buffer served every round");
     drop(b);
     q2.finish()?;
     assert_eq!(
-        cl_mem::Event::live_count(),
+        cl_mem::live_objects().events,
         before,
         "live events after {} hand-offs in {elapsed:?}",
         2 * rounds
@@ -341,7 +342,7 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     eprintln!(
         "    buffer pool: {} hand-offs in {elapsed:?}, live events {before} -> {}",
         2 * rounds,
-        cl_mem::Event::live_count()
+        cl_mem::live_objects().events
     );
     Ok(())
 }
@@ -361,7 +362,7 @@ fn svm_pool_reuses_allocations_in_kernels(dev: &TestDevice) -> TestResult {
     // The pooled block is the kernel argument (`AsKernelArg`: its SVM allocation).
     svm_fill(&q, &a, 3, n, &[])?.wait()?;
     let mut out = vec![0u8; n];
-    a.svm().read(&q, &mut out, &[])?;
+    a.read(&q, &mut out, &[])?;
     assert_eq!(
         out,
         (0..n)
@@ -398,17 +399,17 @@ fn svm_pool_reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> 
     let n = 256;
     let a = pool.allocate(n)?;
     let ptr = a.svm_ptr();
-    a.svm().write(&q2, &vec![0u8; n], &[])?;
+    a.write(&q2, &vec![0u8; n], &[])?;
     a.bind_to_queue(&q1)?;
     let gate = UserEvent::new(q1.context())?;
-    let pending = svm_fill(&q1, a.svm(), 9, n, &[&gate])?;
+    let pending = svm_fill(&q1, &*a, 9, n, &[&gate])?;
     drop(a);
     let opener = open_later(&gate, Duration::from_millis(100));
     let t0 = Instant::now();
     let b = pool.allocate(n)?; // bound back to q2: a barrier after q1's marker
     assert_eq!(b.svm_ptr(), ptr);
     let mut out = vec![0u8; n];
-    b.svm().read(&q2, &mut out, &[])?;
+    b.read(&q2, &mut out, &[])?;
     let waited = t0.elapsed();
     opener.join().map_err(|_| fail("gate thread panicked"))??;
     assert_eq!(

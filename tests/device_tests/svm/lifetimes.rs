@@ -452,14 +452,15 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         "alignment 2^30",
     );
     // Out-of-order queues cannot order the free.
-    if dev
-        .device
-        .queue_properties()?
+    let supported: u64 = dev.device.info(cl_raw::sys::CL_DEVICE_QUEUE_PROPERTIES)?;
+    if QueueProperties::from_bits_retain(supported)
         .contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
     {
-        let ooo = Queue::builder(q.context(), &dev.device)
-            .out_of_order(true)
-            .build()?;
+        let ooo = Queue::with_properties(
+            q.context(),
+            &dev.device,
+            QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE,
+        )?;
         invalid(csvm_empty::<u32>(&ooo, 4).map(drop), "out-of-order queue");
         let a = csvm_empty::<u32>(&q, 4)?;
         invalid(a.bind_to_queue(&ooo), "binding to an out-of-order queue");

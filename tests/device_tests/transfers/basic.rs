@@ -7,8 +7,8 @@
 
 use crate::common::{add, base_align, iota, program};
 use cl_mem::{
-    enqueue_copy, enqueue_copy_buffer_p2p_amd, Buffer, Error, EventStatus, Kernel, MapFlags,
-    MemFlags, Transfer,
+    enqueue_copy, enqueue_copy_buffer_p2p_amd, Buffer, Error, EventStatus, MapFlags, MemFlags,
+    Transfer,
 };
 use cl_tests::{device_test, skip, TestDevice, TestResult};
 
@@ -68,7 +68,7 @@ fn kernel_reads_host_writes_and_host_reads_kernel_writes(dev: &TestDevice) -> Te
     let dst = Buffer::new(q.context(), MemFlags::WRITE_ONLY, n * 4)?;
     let data: Vec<i32> = (0..n as i32).map(|i| i * 3 - 700).collect();
     src.write(&q, &data, &[])?;
-    let mut k = Kernel::new(&p, "scale_into")?;
+    let mut k = p.kernel("scale_into")?;
     k.set_arg(0, &src)?.set_arg(1, &dst)?.set_arg(2, &-2i32)?;
     let done = k.enqueue_nd_range(&q, &[n], None, &[])?;
     let mut out = vec![0i32; n];
@@ -383,7 +383,7 @@ fn non_blocking_transfers_return_their_memory(dev: &TestDevice) -> TestResult {
     let buf = Buffer::new(q.context(), MemFlags::READ_WRITE, n * 4)?;
     let w = buf.enqueue_write(&q, iota(n), &[])?;
     let k_done = {
-        let mut k = Kernel::new(&p, "add")?;
+        let mut k = p.kernel("add")?;
         k.set_arg(0, &buf)?.set_arg(1, &7i32)?;
         k.enqueue_nd_range(&q, &[n], None, &[w.event()])?
     };

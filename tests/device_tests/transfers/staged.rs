@@ -341,7 +341,9 @@ fn auto_stages_only_on_a_discrete_gpu(dev: &TestDevice) -> TestResult {
     let t = dev.device.device_type()?;
     let discrete = t.contains(cl_mem::DeviceType::GPU)
         && !t.contains(cl_mem::DeviceType::CPU)
-        && !dev.device.host_unified_memory()?;
+        && !dev
+            .device
+            .info::<bool>(cl_raw::sys::CL_DEVICE_HOST_UNIFIED_MEMORY)?;
     let used = idle_staging_chunks(&q) > 0;
     if used != discrete {
         return Err(fail(format!(
@@ -520,7 +522,7 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     )?;
     let failed = UserEvent::new(ctx)?;
     failed.set_error(ClError::OutOfResources)?;
-    let gate: &Event = failed.event();
+    let gate: &Event = &failed;
     let staged = TransferOptions::staged(16 * 1024, 1);
     for (path, opts) in [("plain", TransferOptions::plain()), ("staged", staged)] {
         let w = buf.write(
@@ -562,7 +564,7 @@ fn a_failed_dependency_is_an_error_and_poisons_no_later_command(dev: &TestDevice
     // A non-blocking write on `q` that fails after it was enqueued, then commands of the same
     // buffer on `q2`: they neither wait for nor inherit the failure.
     let later = UserEvent::new(ctx)?;
-    let pending = buf.enqueue_write(&q, vec![3u8; n], &[later.event()])?;
+    let pending = buf.enqueue_write(&q, vec![3u8; n], &[&*later])?;
     later.set_error(ClError::OutOfResources)?;
     if pending.wait().is_ok() {
         return Err(fail("a write after a failed command completed"));
@@ -628,7 +630,7 @@ fn a_dependency_failing_during_a_blocking_transfer_is_an_error(dev: &TestDevice)
                 gate.set_error(ClError::OutOfResources)
             })
         };
-        let w: &[&Event] = &[gate.event()];
+        let w: &[&Event] = &[&*gate];
         let data = vec![1u8; n];
         let mut out = vec![0u8; n];
         let mut px = [0f32; 64];

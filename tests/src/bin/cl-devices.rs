@@ -25,14 +25,17 @@ fn main() -> ExitCode {
         println!("no OpenCL platform found: run `cargo xtask setup`");
     }
     for (pi, p) in platforms.iter().enumerate() {
-        let (name, version) = (text(p.name()), text(p.version_string()));
+        let (name, version) = (
+            text(p.name()),
+            text(p.info::<String>(cl_raw::sys::CL_PLATFORM_VERSION)),
+        );
         if !as_json {
             println!("platform {pi}: {name}");
             println!("  vendor:  {}", text(p.vendor()));
             println!("  version: {version}");
         }
         let mut devices = Vec::new();
-        match p.devices() {
+        match p.devices(cl_mem::DeviceType::ALL) {
             Ok(list) => {
                 for (di, d) in list.iter().enumerate() {
                     let dev = json!({
@@ -40,9 +43,9 @@ fn main() -> ExitCode {
                         "name": text(d.name()),
                         "vendor": text(d.vendor()),
                         "type": text(d.device_type().map(|t| format!("{t:?}"))),
-                        "version": text(d.version_string()),
-                        "driver_version": text(d.driver_version()),
-                        "opencl_c_version": text(d.opencl_c_version()),
+                        "version": text(d.info::<String>(cl_raw::sys::CL_DEVICE_VERSION)),
+                        "driver_version": text(d.info::<String>(cl_raw::sys::CL_DRIVER_VERSION)),
+                        "opencl_c_version": text(d.info::<String>(cl_raw::sys::CL_DEVICE_OPENCL_C_VERSION)),
                         "global_mem_bytes": text(d.global_mem_size()),
                         "max_alloc_bytes": text(d.max_mem_alloc_size()),
                     });

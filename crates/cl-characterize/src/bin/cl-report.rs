@@ -16,9 +16,7 @@ use std::process::ExitCode;
 
 use cl_characterize::parity;
 use cl_characterize::probe::{self, DeviceBasics, ProbeError, ProbeOptions, ProbedDevice};
-use cl_characterize::report::format_rows;
-use cl_characterize::DeviceReport;
-use cl_raw::select::Selector;
+use cl_characterize::{format_rows, DeviceReport};
 use serde_json::{json, Value};
 
 const HELP: &str = "\
@@ -235,14 +233,7 @@ fn main() -> ExitCode {
     };
 
     let (spec, source) = selector_text(&args.devices);
-    let selector = match Selector::parse(&spec) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("cl-report: {source}: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let (devices, errors) = match probe::profile_selected(&selector, args.options) {
+    let (devices, errors) = match probe::profile_selected(&spec, args.options) {
         Ok(x) => x,
         Err(ProbeError::Select(e)) => {
             eprintln!("cl-report: {source} `{spec}`: {e}");

@@ -62,7 +62,7 @@ use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
 use crate::runtime::staging::{PinnedChunk, QueueRole, StagingCache};
-use crate::runtime::track::{arg_memory, enqueue_tracked, Access, ArgMemory, Read, Tracked, Write};
+use crate::runtime::track::{enqueue_tracked, Access, ArgMemory, Read, Tracked, Write};
 
 /// The smallest copy `Auto` stages between devices (the smallest size measured: the driver's
 /// path is 5x slower there already; below it, one command's latency may decide).
@@ -295,7 +295,7 @@ pub(super) fn migrate(
     for (i, (o, raw)) in objects.iter().zip(&raws).enumerate() {
         let tracked = records[i]
             .as_ref()
-            .and_then(|k| arg_memory(k).and_then(ArgMemory::tracked));
+            .and_then(|k| k.arg_memory().and_then(ArgMemory::tracked));
         let pick = tracked.and_then(|t| {
             let size = root_buffer_size(*raw)?;
             let home = t.home().filter(|h| h != queue.device())?;
@@ -310,7 +310,7 @@ pub(super) fn migrate(
     for (i, from, size) in staged {
         let Some(tracked) = records[i]
             .as_ref()
-            .and_then(|k| arg_memory(k).and_then(ArgMemory::tracked))
+            .and_then(|k| k.arg_memory().and_then(ArgMemory::tracked))
         else {
             continue;
         };

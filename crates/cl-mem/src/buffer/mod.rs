@@ -55,9 +55,9 @@ use crate::pod::{slice_as_bytes, Pod};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
-use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{ArgHold, Read, Tracked, Write};
+use crate::runtime::track::{Read, Tracked, Write};
 use crate::runtime::worker::Place;
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
@@ -881,8 +881,8 @@ pub(crate) fn check_size(context: &Context, size: usize) -> Result<()> {
 
 // SAFETY: `raw` is a valid buffer we hold a reference to for as long as `self` lives.
 unsafe impl MemObject for Buffer {
-    fn command_record(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        Some(Arc::clone(&self.tracked) as Arc<dyn Any + Send + Sync>)
+    fn command_record(&self) -> Option<KeepAlive> {
+        Some(KeepAlive::tracked(&self.tracked))
     }
 }
 
@@ -893,7 +893,7 @@ unsafe impl KernelArg for Buffer {
         // counts the kernel's slot as a handle (`is_unique`).
         ArgValue::MemKeepAlive {
             mem: self.raw,
-            keep_alive: ArgHold::keep_alive(&self.tracked),
+            keep_alive: KeepAlive::tracked(&self.tracked),
         }
     }
 }

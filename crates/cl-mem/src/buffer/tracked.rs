@@ -16,9 +16,7 @@ use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
 use crate::runtime::live::{Live, KEPT};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{
-    arg_memory, enqueue_tracked, Access, ArgMemory, Direction, Tracked, Use,
-};
+use crate::runtime::track::{enqueue_tracked, Access, ArgMemory, Direction, Tracked, Use};
 
 /// `clEnqueueReadBuffer` (`D` = [`Read`](crate::runtime::track::Read)) or `clEnqueueWriteBuffer`
 /// (`D` = `Write`) of `len` bytes between `host` and `offset_bytes` of `mem`, after `wait`; a
@@ -150,7 +148,7 @@ pub(crate) fn migrate_plain(
         objects.iter().filter_map(|o| o.command_record()).collect();
     let uses: smallvec::SmallVec<[Use<'_>; 8]> = records
         .iter()
-        .filter_map(|k| arg_memory(k).and_then(ArgMemory::tracked))
+        .filter_map(|k| k.arg_memory().and_then(ArgMemory::tracked))
         .map(|t| (t, None, access))
         .collect();
     // The object list lives on the heap until the command completed: NVIDIA 580.159.04 reads it

@@ -50,12 +50,13 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod raw_ext;
 
 use std::any::Any;
 use std::fmt;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 
-use cl_raw::external::{self as raw_ext, ExternalMemoryFns, SemaphoreFns};
+use cl_raw::external::{ExternalMemoryFns, SemaphoreFns};
 use cl_raw::{mem as raw_mem, sys, Version};
 
 use crate::buffer::{check_size, drop_when_destroyed, Buffer};
@@ -154,8 +155,7 @@ impl Device {
                 needs: "the cl_khr_device_uuid extension, which this device lacks".into(),
             });
         }
-        // SAFETY: the device lists the extension that defines the parameter.
-        let v: Vec<u8> = unsafe { self.info(raw_ext::CL_DEVICE_UUID_KHR) }?;
+        let v: Vec<u8> = self.info(raw_ext::CL_DEVICE_UUID_KHR)?;
         v.try_into().map_err(|_| Error::Cl {
             call: "clGetDeviceInfo",
             status: cl_raw::ClError::InvalidValue,
@@ -166,8 +166,7 @@ impl Device {
         if !self.has_extension(extension)? {
             return Ok(Vec::new());
         }
-        // SAFETY: the device lists the extension that defines the parameter.
-        unsafe { self.info(param) }
+        self.info(param)
     }
 
     /// [`Error::Unsupported`] unless the device lists `extension`.

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
-use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::track::Tracked;
 
 #[cfg(feature = "ndarray")]
@@ -698,8 +698,8 @@ impl TryFrom<crate::memory::Memory> for Image {
 
 // SAFETY: `raw` is a valid image we hold a reference to for as long as `self` lives.
 unsafe impl MemObject for Image {
-    fn command_record(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
-        Some(Arc::clone(&self.tracked) as Arc<dyn std::any::Any + Send + Sync>)
+    fn command_record(&self) -> Option<KeepAlive> {
+        Some(KeepAlive::tracked(&self.tracked))
     }
 }
 
@@ -709,7 +709,7 @@ unsafe impl KernelArg for Image {
         // The keep-alive is how the kernel finds the image's command record.
         ArgValue::MemKeepAlive {
             mem: self.raw,
-            keep_alive: crate::runtime::track::ArgHold::keep_alive(&self.tracked),
+            keep_alive: KeepAlive::tracked(&self.tracked),
         }
     }
 }

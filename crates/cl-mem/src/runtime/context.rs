@@ -32,7 +32,8 @@ unsafe impl Send for Context {}
 unsafe impl Sync for Context {}
 
 impl Context {
-    /// A context over `devices`, which must be non-empty and of one platform.
+    /// A context over `devices`, which must be non-empty and of one platform (PyOpenCL's
+    /// `cl.Context([dev])`; one device: `Context::new(&[dev])`).
     ///
     /// # Errors
     ///
@@ -74,7 +75,7 @@ impl Context {
     /// # Errors
     ///
     /// As above; [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn require_image_support(&self, feature: &'static str) -> Result<()> {
+    pub(crate) fn require_image_support(&self, feature: &'static str) -> Result<()> {
         if self
             .devices()
             .iter()
@@ -116,42 +117,19 @@ impl Context {
         Arc::clone(&self.staging)
     }
 
-    /// A context over one device.
-    ///
-    /// # Errors
-    ///
-    /// As [`Context::new`].
-    pub fn from_device(device: &Device) -> Result<Context> {
-        Context::new(std::slice::from_ref(device))
-    }
-
     /// The context's devices, in creation order.
     pub fn devices(&self) -> &[Device] {
         &self.devices
     }
 
-    /// The number of devices (`CL_CONTEXT_NUM_DEVICES`).
-    pub fn num_devices(&self) -> usize {
-        self.devices.len()
-    }
-
     /// The platform of the context's devices.
-    pub fn platform(&self) -> Platform {
+    pub(crate) fn platform(&self) -> Platform {
         self.devices[0].platform()
     }
 
     /// The platform's version; entry points are gated on it.
-    pub fn platform_version(&self) -> Version {
+    pub(crate) fn platform_version(&self) -> Version {
         self.devices[0].platform_version()
-    }
-
-    /// The lowest version among the context's devices (what every device supports).
-    pub fn min_device_version(&self) -> Version {
-        self.devices
-            .iter()
-            .map(Device::version)
-            .min()
-            .unwrap_or(Version::V1_0)
     }
 
     /// [`Error::Unsupported`] unless the platform is at least `needed` (for entry points).
@@ -159,7 +137,11 @@ impl Context {
     /// # Errors
     ///
     /// [`Error::Unsupported`] naming `feature`.
-    pub fn require_platform_version(&self, needed: Version, feature: &'static str) -> Result<()> {
+    pub(crate) fn require_platform_version(
+        &self,
+        needed: Version,
+        feature: &'static str,
+    ) -> Result<()> {
         let have = self.platform_version();
         if have >= needed {
             Ok(())

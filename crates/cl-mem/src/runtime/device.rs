@@ -4,9 +4,10 @@
 use std::fmt;
 
 use bitflags::bitflags;
-use cl_raw::{device as raw, extra, sys, InfoValue, Version};
+use cl_raw::{device as raw, sys, InfoValue, Version};
 
 use crate::error::{Error, Result};
+use crate::runtime::extra;
 use crate::runtime::platform::Platform;
 
 bitflags! {
@@ -44,38 +45,6 @@ bitflags! {
     }
 }
 
-bitflags! {
-    /// `cl_device_atomic_capabilities` (OpenCL 3.0).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-    pub struct AtomicCapabilities: extra::cl_device_atomic_capabilities {
-        /// `CL_DEVICE_ATOMIC_ORDER_RELAXED`.
-        const ORDER_RELAXED = extra::CL_DEVICE_ATOMIC_ORDER_RELAXED;
-        /// `CL_DEVICE_ATOMIC_ORDER_ACQ_REL`.
-        const ORDER_ACQ_REL = extra::CL_DEVICE_ATOMIC_ORDER_ACQ_REL;
-        /// `CL_DEVICE_ATOMIC_ORDER_SEQ_CST`.
-        const ORDER_SEQ_CST = extra::CL_DEVICE_ATOMIC_ORDER_SEQ_CST;
-        /// `CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM`.
-        const SCOPE_WORK_ITEM = extra::CL_DEVICE_ATOMIC_SCOPE_WORK_ITEM;
-        /// `CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP`.
-        const SCOPE_WORK_GROUP = extra::CL_DEVICE_ATOMIC_SCOPE_WORK_GROUP;
-        /// `CL_DEVICE_ATOMIC_SCOPE_DEVICE`.
-        const SCOPE_DEVICE = extra::CL_DEVICE_ATOMIC_SCOPE_DEVICE;
-        /// `CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES`.
-        const SCOPE_ALL_DEVICES = extra::CL_DEVICE_ATOMIC_SCOPE_ALL_DEVICES;
-    }
-}
-
-/// `CL_DEVICE_LOCAL_MEM_TYPE`: whether `__local` memory is dedicated on-chip memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LocalMemType {
-    /// `CL_NONE` (custom devices only).
-    None,
-    /// `CL_LOCAL`: dedicated local memory (GPUs).
-    Local,
-    /// `CL_GLOBAL`: emulated in global memory (most CPU runtimes).
-    Global,
-}
-
 /// Image limits of a device (all zero when [`Device::image_support`] is false).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ImageLimits {
@@ -97,25 +66,6 @@ pub struct ImageLimits {
     pub pitch_alignment: u32,
     /// `CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT` (2.0; 0 on older devices), in pixels.
     pub base_address_alignment: u32,
-}
-
-/// Vendor attributes, each read only when the device lists the extension that defines it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct VendorAttributes {
-    /// `CL_DEVICE_COMPUTE_CAPABILITY_MAJOR/MINOR_NV` (`cl_nv_device_attribute_query`).
-    pub nv_compute_capability: Option<(u32, u32)>,
-    /// `CL_DEVICE_WARP_SIZE_NV` (`cl_nv_device_attribute_query`).
-    pub nv_warp_size: Option<u32>,
-    /// `CL_DEVICE_WAVEFRONT_WIDTH_AMD` (`cl_amd_device_attribute_query`).
-    pub amd_wavefront_width: Option<u32>,
-    /// `CL_DEVICE_SIMD_WIDTH_AMD` (`cl_amd_device_attribute_query`).
-    pub amd_simd_width: Option<u32>,
-    /// `CL_DEVICE_SIMD_PER_COMPUTE_UNIT_AMD` (`cl_amd_device_attribute_query`).
-    pub amd_simd_per_compute_unit: Option<u32>,
-    /// `CL_DEVICE_LOCAL_MEM_BANKS_AMD` (`cl_amd_device_attribute_query`).
-    pub amd_local_mem_banks: Option<u32>,
-    /// `CL_DEVICE_SUB_GROUP_SIZES_INTEL` (`cl_intel_required_subgroup_size`).
-    pub intel_sub_group_sizes: Option<Vec<usize>>,
 }
 
 /// One OpenCL device of a platform.
@@ -236,26 +186,55 @@ impl Device {
         }
     }
 
-    /// Any device parameter, decoded as `T`.
+    /// Any device parameter, decoded as `T`: PyOpenCL's `Device.get_info`, for the parameters
+    /// without a method of their own (`dev.info::<u32>(sys::CL_DEVICE_ADDRESS_BITS)`,
+    /// `dev.info::<String>(sys::CL_DEVICE_EXTENSIONS)`, `sys` being `cl_raw::sys`; 3.0 and
+    /// vendor parameters are in `cl_raw::extra`).
+    ///
+    /// Safe because the parameter is checked first: a core parameter only on a device and
+    /// platform of its version, an extension or vendor parameter (`CL_DEVICE_HALF_FP_CONFIG`,
+    /// `CL_DEVICE_UUID_KHR`, `CL_DEVICE_WARP_SIZE_NV`, ...) only on a device listing its
+    /// extension; some drivers misbehave when asked anything else. `T` must have the value's size
+    /// (`cl_uint` → `u32`, `size_t` → `usize`, `cl_ulong`/bitfields → `u64`, `cl_bool` → `bool`,
+    /// arrays → `Vec<_>`, strings → `String`).
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `param` exists on this device's version, and vendor parameters are asked only of devices
-    ///    listing their extension.
-    pub unsafe fn info<T: InfoValue>(&self, param: sys::cl_device_info) -> Result<T> {
-        // SAFETY: `self.id` is valid (type invariant); obligation 1 covers `param`.
-        unsafe { raw::get_info(self.id, param) }.map_err(Error::cl("clGetDeviceInfo"))
+    /// [`Error::Unsupported`] for a parameter newer than the device or platform, or whose
+    /// extension the device lacks; [`Error::InvalidArgument`] for a parameter this crate does
+    /// not know (ask it through `unsafe` `cl_raw::device::get_info`); [`Error::Cl`] from
+    /// `clGetDeviceInfo` (`CL_INVALID_VALUE` when the value does not fit `T`).
+    pub fn info<T: InfoValue>(&self, param: sys::cl_device_info) -> Result<T> {
+        match param_needs(param) {
+            Some(Needs::Version(needed)) => {
+                self.require_version(needed, "this clGetDeviceInfo parameter")?
+            }
+            Some(Needs::Extension(ext)) => {
+                if !self.has_extension(ext)? {
+                    return Err(Error::Unsupported {
+                        feature: "this clGetDeviceInfo parameter",
+                        needs: format!(
+                            "{ext}, which the device does not list (parameter {param:#x})"
+                        ),
+                    });
+                }
+            }
+            None => {
+                return Err(Error::InvalidArgument(format!(
+                    "clGetDeviceInfo parameter {param:#x} is not one cl-mem knows; ask it through \
+                     cl_raw::device::get_info"
+                )))
+            }
+        }
+        self.core(param)
     }
 
-    /// A 1.0/1.1/1.2 parameter every device answers.
+    /// A parameter already known to exist on this device: a 1.0/1.1/1.2 parameter (every
+    /// platform this crate accepts is 1.2+), or one whose version or extension was checked.
     fn core<T: InfoValue>(&self, param: sys::cl_device_info) -> Result<T> {
-        // SAFETY: callers pass only parameters of OpenCL 1.2 or older, asked of 1.2+ platforms
-        // (the oldest this crate supports), or gate them first.
-        unsafe { self.info(param) }
+        // SAFETY: `self.id` is valid (type invariant); callers pass only parameters that exist on
+        // this device (see above).
+        unsafe { raw::get_info(self.id, param) }.map_err(Error::cl("clGetDeviceInfo"))
     }
 
     /// Whether the device supports device-side enqueue (on-device queues): every 2.x device;
@@ -273,8 +252,8 @@ impl Device {
         if self.version < Version::V3_0 {
             return Ok(true);
         }
-        // SAFETY: a 3.0 parameter asked of a 3.0+ device (checked above), read as raw bytes.
-        let caps: Vec<u8> = unsafe { self.info(extra::CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES) }?;
+        // A 3.0 parameter asked of a 3.0+ device (checked above), read as raw bytes.
+        let caps: Vec<u8> = self.core(extra::CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES)?;
         Ok(caps.iter().any(|&b| b != 0))
     }
 
@@ -296,87 +275,6 @@ impl Device {
         self.core(sys::CL_DEVICE_VENDOR)
     }
 
-    /// `CL_DEVICE_VENDOR_ID`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn vendor_id(&self) -> Result<u32> {
-        self.core(sys::CL_DEVICE_VENDOR_ID)
-    }
-
-    /// `CL_DEVICE_VERSION`, the full string.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn version_string(&self) -> Result<String> {
-        self.core(sys::CL_DEVICE_VERSION)
-    }
-
-    /// `CL_DRIVER_VERSION` (free-form, vendor-defined).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn driver_version(&self) -> Result<String> {
-        self.core(sys::CL_DRIVER_VERSION)
-    }
-
-    /// `CL_DEVICE_OPENCL_C_VERSION`, parsed: the highest OpenCL C version the compiler accepts
-    /// without `-cl-std` (on 3.0 devices see also [`Device::opencl_c_all_versions`]).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`, [`Error::Version`] for a malformed string.
-    pub fn opencl_c_version(&self) -> Result<Version> {
-        let s: String = self.core(sys::CL_DEVICE_OPENCL_C_VERSION)?;
-        Ok(Version::parse_opencl_c(&s)?)
-    }
-
-    /// Every OpenCL C version the device supports: `CL_DEVICE_OPENCL_C_ALL_VERSIONS` on 3.0
-    /// devices, otherwise the single [`Device::opencl_c_version`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`, [`Error::Version`] for a malformed string.
-    pub fn opencl_c_all_versions(&self) -> Result<Vec<Version>> {
-        if self.version >= Version::V3_0 {
-            // SAFETY: a 3.0 parameter asked of a 3.0 device.
-            let all: Vec<extra::cl_name_version> =
-                unsafe { self.info(extra::CL_DEVICE_OPENCL_C_ALL_VERSIONS) }?;
-            Ok(all
-                .iter()
-                .map(|nv| Version::from_cl_version(nv.version))
-                .collect())
-        } else {
-            Ok(vec![self.opencl_c_version()?])
-        }
-    }
-
-    /// `CL_DEVICE_NUMERIC_VERSION` on 3.0 devices, `None` before.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn numeric_version(&self) -> Result<Option<Version>> {
-        if self.version < Version::V3_0 {
-            return Ok(None);
-        }
-        // SAFETY: a 3.0 parameter asked of a 3.0 device.
-        let v: extra::cl_version = unsafe { self.info(extra::CL_DEVICE_NUMERIC_VERSION) }?;
-        Ok(Some(Version::from_cl_version(v)))
-    }
-
-    /// `CL_DEVICE_PROFILE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn profile(&self) -> Result<String> {
-        self.core(sys::CL_DEVICE_PROFILE)
-    }
-
     /// `CL_DEVICE_TYPE`. Unknown bits are kept.
     ///
     /// # Errors
@@ -386,16 +284,6 @@ impl Device {
         Ok(DeviceType::from_bits_retain(
             self.core(sys::CL_DEVICE_TYPE)?,
         ))
-    }
-
-    /// `CL_DEVICE_EXTENSIONS`, split on whitespace.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn extensions(&self) -> Result<Vec<String>> {
-        let s: String = self.core(sys::CL_DEVICE_EXTENSIONS)?;
-        Ok(s.split_whitespace().map(str::to_owned).collect())
     }
 
     /// Whether `CL_DEVICE_EXTENSIONS` lists `name` (exact match, not a substring).
@@ -408,24 +296,6 @@ impl Device {
         Ok(s.split_whitespace().any(|e| e == name))
     }
 
-    /// `CL_DEVICE_AVAILABLE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn available(&self) -> Result<bool> {
-        self.core(sys::CL_DEVICE_AVAILABLE)
-    }
-
-    /// `CL_DEVICE_COMPILER_AVAILABLE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn compiler_available(&self) -> Result<bool> {
-        self.core(sys::CL_DEVICE_COMPILER_AVAILABLE)
-    }
-
     /// `CL_DEVICE_MAX_COMPUTE_UNITS`.
     ///
     /// # Errors
@@ -435,30 +305,12 @@ impl Device {
         self.core(sys::CL_DEVICE_MAX_COMPUTE_UNITS)
     }
 
-    /// `CL_DEVICE_ADDRESS_BITS` (32 or 64): the size of `size_t` and pointers in kernels.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn address_bits(&self) -> Result<u32> {
-        self.core(sys::CL_DEVICE_ADDRESS_BITS)
-    }
-
-    /// `CL_DEVICE_ENDIAN_LITTLE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn endian_little(&self) -> Result<bool> {
-        self.core(sys::CL_DEVICE_ENDIAN_LITTLE)
-    }
-
     /// `CL_DEVICE_HOST_UNIFIED_MEMORY` (1.1; deprecated by 2.0 but still answered).
     ///
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn host_unified_memory(&self) -> Result<bool> {
+    pub(crate) fn host_unified_memory(&self) -> Result<bool> {
         self.core(sys::CL_DEVICE_HOST_UNIFIED_MEMORY)
     }
 
@@ -469,24 +321,6 @@ impl Device {
     /// [`Error::Cl`] from `clGetDeviceInfo`.
     pub fn global_mem_size(&self) -> Result<u64> {
         self.core(sys::CL_DEVICE_GLOBAL_MEM_SIZE)
-    }
-
-    /// `CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE`, in bytes.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn global_mem_cacheline_size(&self) -> Result<u32> {
-        self.core(sys::CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE)
-    }
-
-    /// `CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`, in bytes.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn global_mem_cache_size(&self) -> Result<u64> {
-        self.core(sys::CL_DEVICE_GLOBAL_MEM_CACHE_SIZE)
     }
 
     /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, in bytes: the largest single buffer.
@@ -503,50 +337,16 @@ impl Device {
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn max_constant_buffer_size(&self) -> Result<u64> {
+    pub(crate) fn max_constant_buffer_size(&self) -> Result<u64> {
         self.core(sys::CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE)
     }
 
-    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN`, in **bits** (as the spec defines it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn mem_base_addr_align_bits(&self) -> Result<u32> {
-        self.core(sys::CL_DEVICE_MEM_BASE_ADDR_ALIGN)
-    }
-
-    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN` / 8: the alignment, in bytes, a sub-buffer origin needs.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn mem_base_addr_align_bytes(&self) -> Result<usize> {
-        Ok(self.base_align)
-    }
-
-    /// As [`Device::mem_base_addr_align_bytes`], infallible: read once, when the `Device` was
-    /// made (every command on a sub-buffer checks it against its queue's device).
+    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN` / 8: the alignment, in bytes, a sub-buffer origin needs
+    /// (the spec gives it in bits; `info(sys::CL_DEVICE_MEM_BASE_ADDR_ALIGN)` reads those). Read
+    /// once, when the `Device` was made: every command on a sub-buffer checks it against its
+    /// queue's device.
     pub fn base_addr_align(&self) -> usize {
         self.base_align
-    }
-
-    /// `CL_DEVICE_LOCAL_MEM_TYPE`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`; [`Error::InvalidArgument`] for a value outside the
-    /// spec's three.
-    pub fn local_mem_type(&self) -> Result<LocalMemType> {
-        let t: sys::cl_device_local_mem_type = self.core(sys::CL_DEVICE_LOCAL_MEM_TYPE)?;
-        match t {
-            sys::CL_NONE => Ok(LocalMemType::None),
-            sys::CL_LOCAL => Ok(LocalMemType::Local),
-            sys::CL_GLOBAL => Ok(LocalMemType::Global),
-            other => Err(Error::InvalidArgument(format!(
-                "driver reported local memory type {other:#x}"
-            ))),
-        }
     }
 
     /// `CL_DEVICE_LOCAL_MEM_SIZE`, in bytes.
@@ -572,43 +372,8 @@ impl Device {
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn max_work_item_sizes(&self) -> Result<Vec<usize>> {
+    pub(crate) fn max_work_item_sizes(&self) -> Result<Vec<usize>> {
         self.core(sys::CL_DEVICE_MAX_WORK_ITEM_SIZES)
-    }
-
-    /// `CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` on 3.0 devices, `None` before (use the
-    /// kernel's `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` there).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn preferred_work_group_size_multiple(&self) -> Result<Option<usize>> {
-        if self.version < Version::V3_0 {
-            return Ok(None);
-        }
-        // SAFETY: a 3.0 parameter asked of a 3.0 device.
-        unsafe { self.info(extra::CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE) }.map(Some)
-    }
-
-    /// `CL_DEVICE_PROFILING_TIMER_RESOLUTION`, in nanoseconds.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn profiling_timer_resolution(&self) -> Result<usize> {
-        self.core(sys::CL_DEVICE_PROFILING_TIMER_RESOLUTION)
-    }
-
-    /// `CL_DEVICE_QUEUE_PROPERTIES` (`CL_DEVICE_QUEUE_ON_HOST_PROPERTIES` in 2.0+): what host
-    /// queues support.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn queue_properties(&self) -> Result<QueueProperties> {
-        Ok(QueueProperties::from_bits_retain(
-            self.core(sys::CL_DEVICE_QUEUE_PROPERTIES)?,
-        ))
     }
 
     /// `CL_DEVICE_IMAGE_SUPPORT`.
@@ -662,8 +427,8 @@ impl Device {
     /// [`Error::Cl`] from `clGetDeviceInfo`.
     pub fn pipe_support(&self) -> Result<bool> {
         if self.version >= Version::V3_0 {
-            // SAFETY: a 3.0 parameter asked of a 3.0 device.
-            unsafe { self.info(extra::CL_DEVICE_PIPE_SUPPORT) }
+            // A 3.0 parameter asked of a 3.0 device.
+            self.core(extra::CL_DEVICE_PIPE_SUPPORT)
         } else {
             Ok(self.version >= Version::V2_0)
         }
@@ -679,78 +444,9 @@ impl Device {
         if self.version < Version::V2_0 || self.platform_version < Version::V2_0 {
             return Ok(SvmCapabilities::empty());
         }
-        // SAFETY: a 2.0 parameter asked of a 2.0+ device.
-        let bits: sys::cl_device_svm_capabilities =
-            unsafe { self.info(sys::CL_DEVICE_SVM_CAPABILITIES) }?;
+        // A 2.0 parameter asked of a 2.0+ device.
+        let bits: sys::cl_device_svm_capabilities = self.core(sys::CL_DEVICE_SVM_CAPABILITIES)?;
         Ok(SvmCapabilities::from_bits_retain(bits))
-    }
-
-    /// `CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES` on 3.0 devices, `None` before.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn atomic_memory_capabilities(&self) -> Result<Option<AtomicCapabilities>> {
-        self.atomic_caps(extra::CL_DEVICE_ATOMIC_MEMORY_CAPABILITIES)
-    }
-
-    /// `CL_DEVICE_ATOMIC_FENCE_CAPABILITIES` on 3.0 devices, `None` before.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn atomic_fence_capabilities(&self) -> Result<Option<AtomicCapabilities>> {
-        self.atomic_caps(extra::CL_DEVICE_ATOMIC_FENCE_CAPABILITIES)
-    }
-
-    fn atomic_caps(&self, param: sys::cl_device_info) -> Result<Option<AtomicCapabilities>> {
-        if self.version < Version::V3_0 {
-            return Ok(None);
-        }
-        // SAFETY: a 3.0 parameter asked of a 3.0 device.
-        let bits: extra::cl_device_atomic_capabilities = unsafe { self.info(param) }?;
-        Ok(Some(AtomicCapabilities::from_bits_retain(bits)))
-    }
-
-    /// Vendor attributes; each is queried only when the device lists its extension
-    /// (`cl_nv_device_attribute_query`, `cl_amd_device_attribute_query`,
-    /// `cl_intel_required_subgroup_size`), otherwise `None`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn vendor_attributes(&self) -> Result<VendorAttributes> {
-        let exts: String = self.core(sys::CL_DEVICE_EXTENSIONS)?;
-        let has = |name: &str| exts.split_whitespace().any(|e| e == name);
-        let mut v = VendorAttributes::default();
-        if has("cl_nv_device_attribute_query") {
-            // SAFETY: the device lists cl_nv_device_attribute_query.
-            let major = unsafe { self.info(extra::CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV) }?;
-            // SAFETY: as above.
-            let minor = unsafe { self.info(extra::CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV) }?;
-            v.nv_compute_capability = Some((major, minor));
-            // SAFETY: as above.
-            v.nv_warp_size = Some(unsafe { self.info(extra::CL_DEVICE_WARP_SIZE_NV) }?);
-        }
-        if has("cl_amd_device_attribute_query") {
-            // SAFETY: the device lists cl_amd_device_attribute_query.
-            v.amd_wavefront_width =
-                Some(unsafe { self.info(extra::CL_DEVICE_WAVEFRONT_WIDTH_AMD) }?);
-            // SAFETY: as above.
-            v.amd_simd_width = Some(unsafe { self.info(extra::CL_DEVICE_SIMD_WIDTH_AMD) }?);
-            // SAFETY: as above.
-            v.amd_simd_per_compute_unit =
-                Some(unsafe { self.info(extra::CL_DEVICE_SIMD_PER_COMPUTE_UNIT_AMD) }?);
-            // SAFETY: as above.
-            v.amd_local_mem_banks =
-                Some(unsafe { self.info(extra::CL_DEVICE_LOCAL_MEM_BANKS_AMD) }?);
-        }
-        if has("cl_intel_required_subgroup_size") {
-            // SAFETY: the device lists cl_intel_required_subgroup_size.
-            v.intel_sub_group_sizes =
-                Some(unsafe { self.info(extra::CL_DEVICE_SUB_GROUP_SIZES_INTEL) }?);
-        }
-        Ok(v)
     }
 }
 
@@ -765,6 +461,52 @@ impl fmt::Debug for Device {
     }
 }
 
+/// What a `clGetDeviceInfo` parameter needs to exist on a device.
+enum Needs {
+    /// A core parameter of this OpenCL version.
+    Version(Version),
+    /// A parameter defined by this extension.
+    Extension(&'static str),
+}
+
+/// Where `param` comes from: the spec's core parameters by the version that added them (their
+/// values were assigned in order), the extension parameters `cl_raw` names by their extension;
+/// `None` for anything else.
+fn param_needs(param: sys::cl_device_info) -> Option<Needs> {
+    Some(match param {
+        // Reserved in cl.h for the cl_khr_fp16 parameter.
+        0x1033 => Needs::Extension("cl_khr_fp16"),
+        // CL_DEVICE_OPENCL_C_NUMERIC_VERSION_KHR.
+        0x105F => Needs::Extension("cl_khr_extended_versioning"),
+        // CL_DEVICE_UUID_KHR, DRIVER_UUID_KHR, LUID_VALID_KHR, LUID_KHR, NODE_MASK_KHR.
+        0x106A..=0x106E => Needs::Extension("cl_khr_device_uuid"),
+        sys::CL_DEVICE_TYPE..=sys::CL_DEVICE_PRINTF_BUFFER_SIZE => Needs::Version(Version::V1_2),
+        sys::CL_DEVICE_IMAGE_PITCH_ALIGNMENT..=sys::CL_DEVICE_PREFERRED_LOCAL_ATOMIC_ALIGNMENT => {
+            Needs::Version(Version::V2_0)
+        }
+        0x105B..=sys::CL_DEVICE_SUB_GROUP_INDEPENDENT_FORWARD_PROGRESS => {
+            Needs::Version(Version::V2_1)
+        }
+        // CL_DEVICE_NUMERIC_VERSION .. CL_DEVICE_LATEST_CONFORMANCE_VERSION_PASSED.
+        extra::CL_DEVICE_NUMERIC_VERSION..=0x1072 => Needs::Version(Version::V3_0),
+        // CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR, _EXPORT_HANDLE_TYPES_KHR.
+        0x204D | 0x204E => Needs::Extension("cl_khr_external_semaphore"),
+        // CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR.
+        0x204F => Needs::Extension("cl_khr_external_memory"),
+        extra::CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+        | extra::CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV
+        | extra::CL_DEVICE_WARP_SIZE_NV => Needs::Extension("cl_nv_device_attribute_query"),
+        extra::CL_DEVICE_SIMD_PER_COMPUTE_UNIT_AMD
+        | extra::CL_DEVICE_SIMD_WIDTH_AMD
+        | extra::CL_DEVICE_WAVEFRONT_WIDTH_AMD
+        | extra::CL_DEVICE_LOCAL_MEM_BANKS_AMD => Needs::Extension("cl_amd_device_attribute_query"),
+        extra::CL_DEVICE_SUB_GROUP_SIZES_INTEL => {
+            Needs::Extension("cl_intel_required_subgroup_size")
+        }
+        _ => return None,
+    })
+}
+
 bitflags! {
     /// `cl_command_queue_properties` for host queues.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -774,9 +516,5 @@ bitflags! {
         const OUT_OF_ORDER_EXEC_MODE_ENABLE = sys::CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
         /// `CL_QUEUE_PROFILING_ENABLE`: events carry profiling timestamps.
         const PROFILING_ENABLE = sys::CL_QUEUE_PROFILING_ENABLE;
-        /// `CL_QUEUE_ON_DEVICE` (2.0; device-side queues are not wrapped by `Queue`).
-        const ON_DEVICE = sys::CL_QUEUE_ON_DEVICE;
-        /// `CL_QUEUE_ON_DEVICE_DEFAULT` (2.0).
-        const ON_DEVICE_DEFAULT = sys::CL_QUEUE_ON_DEVICE_DEFAULT;
     }
 }

@@ -34,7 +34,7 @@ pub enum EventStatus {
 
 impl EventStatus {
     /// Decodes a raw execution status.
-    pub fn from_raw(status: sys::cl_int) -> EventStatus {
+    pub(crate) fn from_raw(status: sys::cl_int) -> EventStatus {
         match status {
             s if s == sys::CL_COMPLETE as sys::cl_int => EventStatus::Complete,
             s if s == sys::CL_RUNNING as sys::cl_int => EventStatus::Running,
@@ -69,13 +69,6 @@ pub struct ProfilingTimes {
     pub started: u64,
     /// `CL_PROFILING_COMMAND_END`.
     pub ended: u64,
-}
-
-impl ProfilingTimes {
-    /// `ended - started`, in nanoseconds (0 if a driver reports them out of order).
-    pub fn duration_ns(&self) -> u64 {
-        self.ended.saturating_sub(self.started)
-    }
 }
 
 /// An OpenCL event. Owns one reference: `Clone` retains, `Drop` releases (never panics).
@@ -157,20 +150,6 @@ impl Event {
         }
     }
 
-    /// How many `Event` wrappers (each owning one event reference) are alive in this process now:
-    /// incremented when a wrapper takes a reference ([`from_raw`](crate::raw_handle::RawHandle::from_raw),
-    /// [`from_raw_retained`](crate::raw_handle::RawHandle::from_raw_retained), `Clone`, every enqueue that returns an
-    /// `Event`), decremented when it gives it up (`Drop`, [`release`](crate::raw_handle::RawHandle::release),
-    /// [`into_raw`](crate::raw_handle::RawHandle::into_raw)).
-    ///
-    /// A diagnostic for leak tests (a loop that should keep no event must leave this where it
-    /// found it); not a driver reference count: references taken through raw handles, by the
-    /// driver itself or by other threads are not seen, and with several threads the value is only
-    /// a snapshot (one relaxed atomic, a few nanoseconds per event).
-    pub fn live_count() -> usize {
-        crate::runtime::live::events()
-    }
-
     /// `CL_EVENT_CONTEXT` as a raw handle (not retained), cached after the first query.
     ///
     /// # Errors
@@ -216,7 +195,7 @@ impl Event {
     ///
     /// [`Error::Cl`] from `clWaitForEvents` (`CL_INVALID_CONTEXT` for events of several
     /// contexts).
-    pub fn wait_for_all(events: &[&Event]) -> Result<()> {
+    pub(crate) fn wait_for_all(events: &[&Event]) -> Result<()> {
         let list = raw_list(events);
         // SAFETY: valid events.
         unsafe { raw::wait_for_events(&list) }.map_err(Error::cl("clWaitForEvents"))
@@ -344,12 +323,11 @@ impl Event {
         }
     }
 
-    /// Shorthand for [`Event::on`] with [`CallbackOn::Complete`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Event::on`].
-    pub fn on_complete(&self, callback: impl FnOnce(EventStatus) + Send + 'static) -> Result<()> {
+    /// [`Event::on`] with [`CallbackOn::Complete`].
+    pub(crate) fn on_complete(
+        &self,
+        callback: impl FnOnce(EventStatus) + Send + 'static,
+    ) -> Result<()> {
         self.on(CallbackOn::Complete, callback)
     }
 }
@@ -504,11 +482,6 @@ impl UserEvent {
     /// which never calls the callback of a user event set to an error (docs/DEVICES.md).
     pub fn wait_async(&self) -> EventFuture {
         EventFuture::new(self.event.clone(), Some(Arc::clone(&self.waiters)))
-    }
-
-    /// The underlying event (also reachable through `Deref`).
-    pub fn event(&self) -> &Event {
-        &self.event
     }
 }
 

@@ -1,23 +1,23 @@
 //! [`Kernel`]: a kernel with its arguments, and [`KernelArg`], what can be passed to it.
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cl_raw::object::{self, Object};
-use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, Version};
+use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, InfoValue, Version};
 
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
+use crate::runtime::device::Device;
 use crate::runtime::event::Event;
 use crate::runtime::program::Program;
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{arg_memory, enqueue_tracked, is_done, Access, ArgMemory, Use};
+use crate::runtime::track::{enqueue_tracked, is_done, Access, ArgHold, ArgMemory, Tracked, Use};
 use smallvec::SmallVec;
 
 /// How a [`KernelArg`] is passed to `clSetKernelArg` / `clSetKernelArgSVMPointer`.
@@ -29,14 +29,14 @@ pub enum ArgValue<'a> {
     /// A memory object (buffer, image, pipe); the kernel retains it until the argument changes or
     /// the kernel is dropped.
     Mem(sys::cl_mem),
-    /// A memory object whose storage belongs to something else (a buffer view of an SVM
-    /// allocation): passed as [`ArgValue::Mem`], and the kernel also holds `keep_alive` while the
-    /// argument is set (and reports each enqueue to it, see [`crate::svm`]).
+    /// A memory object the kernel also holds `keep_alive` for while the argument is set: a
+    /// buffer's or image's command record, the SVM allocation behind a buffer view of it (told
+    /// each enqueue, see [`crate::svm`]), or whatever else owns the storage.
     MemKeepAlive {
         /// The memory object.
         mem: sys::cl_mem,
-        /// Whatever owns the storage.
-        keep_alive: Arc<dyn Any + Send + Sync>,
+        /// What owns the storage or records its commands.
+        keep_alive: KeepAlive,
     },
     /// A sampler (`sampler_t`); the kernel retains it until the argument changes or the kernel
     /// is dropped.
@@ -49,8 +49,62 @@ pub enum ArgValue<'a> {
         /// The pointer.
         ptr: *const c_void,
         /// Whatever keeps the allocation alive.
-        keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+        keep_alive: Option<KeepAlive>,
     },
+}
+
+/// What a kernel holds while an argument is set ([`ArgValue::MemKeepAlive`], [`ArgValue::Svm`]).
+/// This crate's memory types make their own, through which the kernel reaches their command
+/// records; an argument type of yours keeps anything alive with `KeepAlive::from(Arc::new(x))`.
+pub struct KeepAlive(Kept);
+
+/// What a [`KeepAlive`] holds: the memory kinds kernels really keep, as values (a match, not a
+/// downcast, finds the memory behind an argument).
+enum Kept {
+    /// A buffer's or image's view of its command record.
+    Tracked(ArgHold),
+    /// Memory with its own rules, reached through the seam (an SVM allocation).
+    Memory(Arc<dyn ArgMemory + Send + Sync>),
+    /// A caller's owner of the storage: held, never looked into.
+    Owner(#[expect(dead_code, reason = "held for its drop, never read")] Arc<dyn Send + Sync>),
+}
+
+impl KeepAlive {
+    /// Keeps `tracked`'s record: the kernel orders its commands through it and counts its slot
+    /// as a handle of the allocation.
+    pub(crate) fn tracked(tracked: &Tracked) -> KeepAlive {
+        KeepAlive(Kept::Tracked(ArgHold::new(tracked)))
+    }
+
+    /// Keeps `memory` (an SVM allocation), told about the kernel's slots and enqueues.
+    pub(crate) fn memory(memory: Arc<dyn ArgMemory + Send + Sync>) -> KeepAlive {
+        KeepAlive(Kept::Memory(memory))
+    }
+
+    /// The memory behind it, when this crate made it.
+    pub(crate) fn arg_memory(&self) -> Option<&dyn ArgMemory> {
+        match &self.0 {
+            Kept::Tracked(t) => Some(t),
+            Kept::Memory(m) => Some(&**m),
+            Kept::Owner(_) => None,
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> From<Arc<T>> for KeepAlive {
+    fn from(owner: Arc<T>) -> KeepAlive {
+        KeepAlive(Kept::Owner(owner))
+    }
+}
+
+impl fmt::Debug for KeepAlive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Kept::Tracked(_) => "KeepAlive(command record)",
+            Kept::Memory(_) => "KeepAlive(memory)",
+            Kept::Owner(_) => "KeepAlive(owner)",
+        })
+    }
 }
 
 impl fmt::Debug for ArgValue<'_> {
@@ -183,11 +237,6 @@ impl LocalMemory {
             bytes: len.saturating_mul(std::mem::size_of::<T>()),
         }
     }
-
-    /// The size in bytes.
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
 }
 
 // SAFETY: `Local` carries no handle.
@@ -212,8 +261,8 @@ unsafe impl KernelArg for NullMem {
 /// arguments and the commands enqueued with them; the last owner releases the handle.
 enum Held {
     Set,
-    Mem(sys::cl_mem, Option<Arc<dyn Any + Send + Sync>>),
-    Svm(Option<Arc<dyn Any + Send + Sync>>),
+    Mem(sys::cl_mem, Option<KeepAlive>),
+    Svm(Option<KeepAlive>),
     Sampler(sys::cl_sampler),
 }
 
@@ -225,7 +274,7 @@ unsafe impl Sync for Held {}
 
 impl Held {
     /// What keeps an argument's storage alive (SVM), told about each enqueue.
-    fn keep_alive(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+    fn keep_alive(&self) -> Option<&KeepAlive> {
         match self {
             Held::Mem(_, k) | Held::Svm(k) => k.as_ref(),
             Held::Set | Held::Sampler(_) => None,
@@ -417,7 +466,10 @@ impl KernelParam {
 
 /// The address width of the context's devices in bytes, when they agree (the size of `size_t`).
 fn address_bytes(context: &Context) -> Option<usize> {
-    let mut bits = context.devices().iter().map(|d| d.address_bits().ok());
+    let mut bits = context
+        .devices()
+        .iter()
+        .map(|d| d.info::<u32>(sys::CL_DEVICE_ADDRESS_BITS).ok());
     let first = bits.next()??;
     bits.all(|b| b == Some(first)).then_some(first as usize / 8)
 }
@@ -448,10 +500,8 @@ impl Limits {
         }
         let device_allows = device.version() >= Version::V2_0
             && (device.version() < Version::V3_0 || {
-                // SAFETY: a 3.0 parameter asked of a 3.0 device; `cl_bool`.
-                let b: sys::cl_bool = unsafe {
-                    device.info(cl_raw::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)
-                }?;
+                let b: sys::cl_bool =
+                    device.info(super::extra::CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT)?;
                 b != 0
             });
         let non_uniform = device_allows && {
@@ -626,7 +676,8 @@ fn read_params(
 /// `Send + Sync`, not `Clone`: the spec exempts `clSetKernelArg` (and the SVM/exec-info setters)
 /// from thread safety for one kernel object, so [`Kernel::set_arg`] takes `&mut self`, and
 /// [`Kernel::call`] (`&self`, for a kernel shared between threads) sets the arguments and enqueues
-/// under the kernel's lock. Use [`Kernel::duplicate`] for a second, independent kernel object.
+/// under the kernel's lock. For a second, independent kernel object ask the program again
+/// (`kernel.program().kernel(kernel.name())`).
 ///
 /// Every argument is checked against the parameter's declaration (`clGetKernelArgInfo`) when
 /// set: a scalar for a pointer, image, sampler or pipe parameter, a memory object for a scalar,
@@ -681,7 +732,7 @@ impl Kernel {
     ///
     /// [`Error::InvalidArgument`] for a name with a NUL byte (checked first); [`Error::Cl`] from
     /// `clCreateKernel` (`CL_INVALID_KERNEL_NAME`, `CL_INVALID_PROGRAM_EXECUTABLE` if unbuilt).
-    pub fn new(program: &Program, name: &str) -> Result<Kernel> {
+    pub(crate) fn new(program: &Program, name: &str) -> Result<Kernel> {
         let cname = CString::new(name)
             .map_err(|_| Error::InvalidArgument("kernel name contains a NUL byte".into()))?;
         // SAFETY: a valid program; we own the returned kernel.
@@ -706,16 +757,6 @@ impl Kernel {
         Ok(k)
     }
 
-    /// A new kernel object for the same function, with no arguments set (works on every version;
-    /// `clCloneKernel` needs 2.1 and copies the arguments).
-    ///
-    /// # Errors
-    ///
-    /// As [`Kernel::new`].
-    pub fn duplicate(&self) -> Result<Kernel> {
-        Kernel::new(&self.program, &self.name)
-    }
-
     /// The kernel's function name.
     pub fn name(&self) -> &str {
         &self.name
@@ -727,7 +768,7 @@ impl Kernel {
     }
 
     /// The kernel's context.
-    pub fn context(&self) -> &Context {
+    fn context(&self) -> &Context {
         self.program.context()
     }
 
@@ -742,21 +783,43 @@ impl Kernel {
             .map_err(Error::cl("clGetKernelInfo"))
     }
 
-    /// `CL_KERNEL_WORK_GROUP_SIZE` for `queue`'s device.
+    /// A `clGetKernelWorkGroupInfo` parameter for `device`, decoded as `T`: PyOpenCL's
+    /// `Kernel.get_work_group_info(param, device)` (`sys` being `cl_raw::sys`):
+    ///
+    /// | parameter | `T` | |
+    /// | --- | --- | --- |
+    /// | `CL_KERNEL_WORK_GROUP_SIZE` | `usize` | the largest work-group this kernel can run in |
+    /// | `CL_KERNEL_COMPILE_WORK_GROUP_SIZE` | `Vec<usize>` | `reqd_work_group_size`, zeros without one |
+    /// | `CL_KERNEL_LOCAL_MEM_SIZE` | `u64` | local memory used, the `__local` arguments as set now included |
+    /// | `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` | `usize` | |
+    /// | `CL_KERNEL_PRIVATE_MEM_SIZE` | `u64` | |
+    /// | `CL_KERNEL_GLOBAL_WORK_SIZE` | `Vec<usize>` | custom devices and built-in kernels only |
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn work_group_size(&self, queue: &Queue) -> Result<usize> {
-        // SAFETY: a valid kernel and device; a 1.0 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_WORK_GROUP_SIZE,
-            )
+    /// [`Error::InvalidArgument`] for a device outside the kernel's context or another parameter
+    /// (both checked first: a foreign device id can crash the driver); [`Error::Cl`] from
+    /// `clGetKernelWorkGroupInfo` (`CL_INVALID_VALUE` when the value does not fit `T`).
+    pub fn work_group_info<T: InfoValue>(
+        &self,
+        device: &Device,
+        param: sys::cl_kernel_work_group_info,
+    ) -> Result<T> {
+        if !self.context().devices().contains(device) {
+            return Err(Error::InvalidArgument(format!(
+                "kernel '{}': the device is not one of its context's devices",
+                self.name
+            )));
         }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
+        if !(sys::CL_KERNEL_WORK_GROUP_SIZE..=sys::CL_KERNEL_GLOBAL_WORK_SIZE).contains(&param) {
+            return Err(Error::InvalidArgument(format!(
+                "clGetKernelWorkGroupInfo parameter {param:#x} is not one cl-mem knows"
+            )));
+        }
+        // SAFETY: a valid kernel and a device of its context (checked); a 1.0-1.2 parameter
+        // (checked), every accepted platform being 1.2+.
+        unsafe { raw::get_work_group_info(self.raw, device.as_raw(), param) }
+            .map_err(Error::cl("clGetKernelWorkGroupInfo"))
     }
 
     /// `CL_KERNEL_ATTRIBUTES` (1.2): the `__attribute__` qualifiers of the kernel's declaration
@@ -771,81 +834,6 @@ impl Kernel {
             unsafe { object::get_info(Object::Kernel, self.raw, sys::CL_KERNEL_ATTRIBUTES) }
                 .map_err(Error::cl("clGetKernelInfo"))?;
         Ok(s.trim_end_matches('\0').to_owned())
-    }
-
-    /// `CL_KERNEL_LOCAL_MEM_SIZE` for `queue`'s device: local memory the kernel uses, its
-    /// `__local` arguments as set now included.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn local_mem_size(&self, queue: &Queue) -> Result<u64> {
-        // SAFETY: a valid kernel and device; a 1.0 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_LOCAL_MEM_SIZE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
-    }
-
-    /// `CL_KERNEL_PRIVATE_MEM_SIZE` for `queue`'s device.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn private_mem_size(&self, queue: &Queue) -> Result<u64> {
-        // SAFETY: a valid kernel and device; a 1.1 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_PRIVATE_MEM_SIZE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
-    }
-
-    /// `CL_KERNEL_COMPILE_WORK_GROUP_SIZE` for `queue`'s device: the
-    /// `reqd_work_group_size` attribute, `[0, 0, 0]` without one.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn compile_work_group_size(&self, queue: &Queue) -> Result<[usize; 3]> {
-        // SAFETY: a valid kernel and device; a 1.0 parameter.
-        let v: Vec<usize> = unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))?;
-        let mut out = [0usize; 3];
-        for (o, x) in out.iter_mut().zip(v) {
-            *o = x;
-        }
-        Ok(out)
-    }
-
-    /// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE` for `queue`'s device.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetKernelWorkGroupInfo`.
-    pub fn preferred_work_group_size_multiple(&self, queue: &Queue) -> Result<usize> {
-        // SAFETY: a valid kernel and device; a 1.1 parameter.
-        unsafe {
-            raw::get_work_group_info(
-                self.raw,
-                queue.device().as_raw(),
-                sys::CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-            )
-        }
-        .map_err(Error::cl("clGetKernelWorkGroupInfo"))
     }
 
     /// The parameters as the driver describes them (`clGetKernelArgInfo`); `None` when it gives
@@ -1075,7 +1063,7 @@ impl Kernel {
             ArgValue::Svm {
                 keep_alive: Some(k),
                 ..
-            } => (arg_memory(k).and_then(|m| m.arg_context()), None),
+            } => (k.arg_memory().and_then(|m| m.arg_context()), None),
             _ => (None, None),
         };
         match theirs {
@@ -1167,13 +1155,13 @@ impl Kernel {
         // The old value is released when the last command that used it completes; an SVM
         // allocation counts the slots that hold it (only a slot can start new commands).
         if let Some(k) = held.keep_alive() {
-            if let Some(m) = arg_memory(k) {
+            if let Some(m) = k.arg_memory() {
                 m.slot(true);
             }
         }
         if let Some(old) = args.held[slot].replace(Arc::new(held)) {
             if let Some(k) = old.keep_alive() {
-                if let Some(m) = arg_memory(k) {
+                if let Some(m) = k.arg_memory() {
                     m.slot(false);
                 }
             }
@@ -1187,7 +1175,7 @@ impl Kernel {
         &self,
         index: u32,
         mem: sys::cl_mem,
-        keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+        keep_alive: Option<KeepAlive>,
     ) -> Result<Held> {
         // SAFETY: exclusive access; `mem` is valid (KernelArg contract) and read as a `cl_mem`
         // value.
@@ -1232,21 +1220,6 @@ impl Kernel {
             }
         }
         self.set_arg(index, &Raw(ptr))
-    }
-
-    /// Enqueues the kernel over `global` work-items with the driver's choice of local size and
-    /// no wait list: [`Kernel::enqueue_nd_range`]`(queue, global, None, &[])`, the common case
-    /// on an in-order queue (which orders it after everything enqueued before).
-    ///
-    /// ```ignore
-    /// kernel.set_arg(0, &a)?.set_arg(1, &b)?.run(&queue, &[n])?;
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`Kernel::enqueue_nd_range`].
-    pub fn run(&self, queue: &Queue, global: &[usize]) -> Result<Event> {
-        self.enqueue_nd_range(queue, global, None, &[])
     }
 
     /// Enqueues the kernel over `global` work-items (1 to 3 dimensions), with an optional local
@@ -1382,7 +1355,7 @@ impl Kernel {
             let Some(Held::Mem(_, Some(k))) = held.as_deref() else {
                 continue;
             };
-            if let Some(tracked) = arg_memory(k).and_then(|m| m.tracked()) {
+            if let Some(tracked) = k.arg_memory().and_then(|m| m.tracked()) {
                 let read_only = self
                     .params
                     .as_ref()
@@ -1399,7 +1372,7 @@ impl Kernel {
         // command is ended below, enqueued or not.
         let mut begun: SmallVec<[&dyn ArgMemory; 4]> = SmallVec::new();
         for k in args.held.iter().flatten().filter_map(|h| h.keep_alive()) {
-            if let Some(m) = arg_memory(k) {
+            if let Some(m) = k.arg_memory() {
                 if let Err(e) = m.begin_command() {
                     for b in begun {
                         b.end_command();
@@ -1451,7 +1424,7 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
 
     /// Adopts one reference to a raw kernel (no retain), reading its program
     /// (`CL_KERNEL_PROGRAM`, retained by the new `Kernel`), function name, argument count and
-    /// argument descriptions (`clGetKernelArgInfo`, as [`Kernel::new`] does): PyOpenCL's
+    /// argument descriptions (`clGetKernelArgInfo`, as [`Program::kernel`] does): PyOpenCL's
     /// `Kernel.from_int_ptr(ptr, retain=False)`.
     ///
     /// The new `Kernel` holds no argument: arguments set before through the raw handle are the
@@ -1641,7 +1614,7 @@ impl Args {
 /// an argument keep their own `Arc`).
 fn clear(args: &mut Args) {
     for held in args.held.iter_mut().filter_map(Option::take) {
-        if let Some(m) = held.keep_alive().and_then(|k| arg_memory(k)) {
+        if let Some(m) = held.keep_alive().and_then(KeepAlive::arg_memory) {
             m.slot(false);
         }
     }
@@ -1688,5 +1661,39 @@ impl fmt::Debug for Kernel {
             .field("raw", &self.raw)
             .field("name", &self.name)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::KeepAlive;
+    use crate::runtime::track::Tracked;
+
+    /// A buffer's keep-alive leads the kernel to its record and counts the kernel's slot as a
+    /// handle (a pool must not hand the memory out while a kernel can still start work on it); an
+    /// owner of the caller's is only held.
+    #[test]
+    fn a_keep_alive_finds_the_record_and_counts_slots() {
+        // A registry key only: the record makes no driver call here.
+        let root = Tracked::new_root(std::ptr::without_provenance_mut(0x5eed), 64);
+        let kept = KeepAlive::tracked(&root);
+        assert!(
+            Tracked::is_sole_handle(&root),
+            "the keep-alive alone is no handle"
+        );
+        let memory = kept.arg_memory().expect("this crate's memory");
+        assert!(memory.tracked().is_some());
+        memory.slot(true);
+        assert!(!Tracked::is_sole_handle(&root), "a set slot is a handle");
+        memory.slot(false);
+        assert!(Tracked::is_sole_handle(&root));
+        let owner = Arc::new(7u32);
+        let foreign = KeepAlive::from(Arc::clone(&owner));
+        assert!(foreign.arg_memory().is_none());
+        assert_eq!(Arc::strong_count(&owner), 2);
+        drop(foreign);
+        assert_eq!(Arc::strong_count(&owner), 1);
     }
 }

@@ -3,8 +3,9 @@
 //! Each counted wrapper (`Context`, `Queue`, `Buffer`, `Image`, `Memory`) carries a zero-sized
 //! [`Live`] token: created with the wrapper (and by its `Clone`), it adds one to its kind's counter;
 //! dropped with it (also inside `into_raw`, which drops every field but the handle), it takes one
-//! away. Events are counted by hand where `runtime/event.rs` takes and gives up references
-//! ([`crate::Event::live_count`]).
+//! away. Events are counted by hand where `runtime/event.rs` takes and gives up references: every
+//! enqueue that returns an `Event`, `from_raw`, `from_raw_retained` and `Clone` add one; `Drop`,
+//! `release` and `into_raw` take one away.
 //!
 //! Cost, and why it is always on: one relaxed atomic add per creation or clone and one per drop,
 //! a few nanoseconds against the microseconds of the driver call that creates or releases the
@@ -94,7 +95,8 @@ pub struct LiveObjects {
     /// [`crate::Buffer`], [`crate::Image`] and [`crate::Memory`] wrappers (sub-buffers and clones
     /// count one each; a sub-buffer also keeps its root alive).
     pub mem_objects: usize,
-    /// [`crate::Event`] wrappers ([`crate::Event::live_count`]).
+    /// [`crate::Event`] wrappers (each owns one event reference; references taken through raw
+    /// handles or by the driver are not seen).
     pub events: usize,
     /// Argument lists cl-mem keeps until their command completed (a migration's object list,
     /// which NVIDIA's driver reads after the enqueue returned): each goes when its command's

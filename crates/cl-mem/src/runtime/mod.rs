@@ -5,6 +5,7 @@
 pub(crate) mod context;
 pub(crate) mod device;
 pub(crate) mod event;
+pub(crate) mod extra;
 pub(crate) mod kernel;
 pub(crate) mod live;
 pub(crate) mod partition;
@@ -12,7 +13,7 @@ pub(crate) mod platform;
 pub(crate) mod program;
 pub(crate) mod queue;
 pub(crate) mod quirks;
-pub mod select;
+pub(crate) mod select;
 pub(crate) mod staging;
 pub(crate) mod track;
 pub(crate) mod worker;

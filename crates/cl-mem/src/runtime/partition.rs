@@ -72,14 +72,6 @@ pub struct PartitionSupport {
     pub by_affinity_domain: bool,
 }
 
-impl PartitionSupport {
-    /// True when the device can be split at all.
-    #[must_use]
-    pub fn any(self) -> bool {
-        self.equally || self.by_counts || self.by_affinity_domain
-    }
-}
-
 impl Partition {
     /// The 0-terminated property list, after the checks that need no driver.
     fn properties(&self) -> Result<Vec<sys::cl_device_partition_property>> {
@@ -149,11 +141,7 @@ impl Device {
     }
 
     /// `CL_DEVICE_PARTITION_MAX_SUB_DEVICES` (0 before 1.2).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceInfo`.
-    pub fn partition_max_sub_devices(&self) -> Result<u32> {
+    fn partition_max_sub_devices(&self) -> Result<u32> {
         if self.version() < Version::V1_2 || self.platform_version() < Version::V1_2 {
             return Ok(0);
         }

@@ -53,23 +53,53 @@ impl Platform {
         self.id
     }
 
-    /// Any platform parameter, decoded as `T`.
+    /// Any platform parameter, decoded as `T`: PyOpenCL's `Platform.get_info`, for the
+    /// parameters without a method of their own (`p.info::<String>(sys::CL_PLATFORM_PROFILE)`,
+    /// `p.info::<String>(sys::CL_PLATFORM_EXTENSIONS)`, `sys` being `cl_raw::sys`).
+    ///
+    /// Safe because the parameter is checked first: a 2.1 or 3.0 parameter only on a platform of
+    /// that version, `CL_PLATFORM_ICD_SUFFIX_KHR` only on one listing `cl_khr_icd`.
     ///
     /// # Errors
     ///
-    /// [`Error::Cl`] from `clGetPlatformInfo`.
-    ///
-    /// # Safety
-    ///
-    /// 1. `param` exists on this platform's version (3.0 parameters only on 3.0 platforms).
-    pub unsafe fn info<T: InfoValue>(&self, param: sys::cl_platform_info) -> Result<T> {
-        // SAFETY: `self.id` is valid (type invariant); obligation 1 covers `param`.
-        unsafe { raw::get_info(self.id, param) }.map_err(Error::cl("clGetPlatformInfo"))
+    /// [`Error::Unsupported`] for a parameter newer than the platform or whose extension it
+    /// lacks; [`Error::InvalidArgument`] for a parameter this crate does not know (ask it through
+    /// `unsafe` `cl_raw::platform::get_info`); [`Error::Cl`] from `clGetPlatformInfo`
+    /// (`CL_INVALID_VALUE` when the value does not fit `T`).
+    pub fn info<T: InfoValue>(&self, param: sys::cl_platform_info) -> Result<T> {
+        match param {
+            sys::CL_PLATFORM_PROFILE..=sys::CL_PLATFORM_EXTENSIONS => {}
+            sys::CL_PLATFORM_HOST_TIMER_RESOLUTION => {
+                self.require_version(Version::V2_1, "this clGetPlatformInfo parameter")?;
+            }
+            // CL_PLATFORM_NUMERIC_VERSION, CL_PLATFORM_EXTENSIONS_WITH_VERSION.
+            0x0906 | 0x0907 => {
+                self.require_version(Version::V3_0, "this clGetPlatformInfo parameter")?
+            }
+            // CL_PLATFORM_ICD_SUFFIX_KHR.
+            0x0920 => {
+                if !self.has_extension("cl_khr_icd")? {
+                    return Err(Error::Unsupported {
+                        feature: "CL_PLATFORM_ICD_SUFFIX_KHR",
+                        needs: "cl_khr_icd, which the platform does not list".into(),
+                    });
+                }
+            }
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "clGetPlatformInfo parameter {param:#x} is not one cl-mem knows; ask it \
+                     through cl_raw::platform::get_info"
+                )))
+            }
+        }
+        self.known(param)
     }
 
-    fn string(&self, param: sys::cl_platform_info) -> Result<String> {
-        // SAFETY: called only with 1.0 string parameters.
-        unsafe { self.info(param) }
+    /// A parameter known to exist on this platform.
+    fn known<T: InfoValue>(&self, param: sys::cl_platform_info) -> Result<T> {
+        // SAFETY: `self.id` is valid (type invariant); callers pass only parameters that exist
+        // on this platform (1.0 ones, or checked as above).
+        unsafe { raw::get_info(self.id, param) }.map_err(Error::cl("clGetPlatformInfo"))
     }
 
     /// `CL_PLATFORM_NAME`.
@@ -78,7 +108,7 @@ impl Platform {
     ///
     /// [`Error::Cl`] from `clGetPlatformInfo`.
     pub fn name(&self) -> Result<String> {
-        self.string(sys::CL_PLATFORM_NAME)
+        self.known(sys::CL_PLATFORM_NAME)
     }
 
     /// `CL_PLATFORM_VENDOR`.
@@ -87,47 +117,19 @@ impl Platform {
     ///
     /// [`Error::Cl`] from `clGetPlatformInfo`.
     pub fn vendor(&self) -> Result<String> {
-        self.string(sys::CL_PLATFORM_VENDOR)
+        self.known(sys::CL_PLATFORM_VENDOR)
     }
 
-    /// `CL_PLATFORM_VERSION`, the full string (`"OpenCL 3.0 PoCL 3.1+debian ..."`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetPlatformInfo`.
-    pub fn version_string(&self) -> Result<String> {
-        self.string(sys::CL_PLATFORM_VERSION)
-    }
-
-    /// The parsed platform version, used to gate entry points newer than 1.2.
+    /// The parsed platform version, used to gate entry points newer than 1.2 (the full string:
+    /// `info::<String>(sys::CL_PLATFORM_VERSION)`).
     ///
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetPlatformInfo`, [`Error::Version`] for a malformed string.
     pub fn version(&self) -> Result<Version> {
-        Ok(Version::parse_platform(&self.version_string()?)?)
-    }
-
-    /// `CL_PLATFORM_PROFILE` (`"FULL_PROFILE"` or `"EMBEDDED_PROFILE"`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetPlatformInfo`.
-    pub fn profile(&self) -> Result<String> {
-        self.string(sys::CL_PLATFORM_PROFILE)
-    }
-
-    /// `CL_PLATFORM_EXTENSIONS`, split on whitespace.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetPlatformInfo`.
-    pub fn extensions(&self) -> Result<Vec<String>> {
-        Ok(self
-            .string(sys::CL_PLATFORM_EXTENSIONS)?
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect())
+        Ok(Version::parse_platform(
+            &self.known::<String>(sys::CL_PLATFORM_VERSION)?,
+        )?)
     }
 
     /// Whether `CL_PLATFORM_EXTENSIONS` lists `name` (exact match).
@@ -137,26 +139,18 @@ impl Platform {
     /// [`Error::Cl`] from `clGetPlatformInfo`.
     pub fn has_extension(&self, name: &str) -> Result<bool> {
         Ok(self
-            .string(sys::CL_PLATFORM_EXTENSIONS)?
+            .known::<String>(sys::CL_PLATFORM_EXTENSIONS)?
             .split_whitespace()
             .any(|e| e == name))
     }
 
-    /// Every device of the platform.
+    /// The devices of the given type (`DeviceType::ALL` for every device, `DeviceType::GPU`,
+    /// ...); none is an empty list. PyOpenCL's `get_devices(device_type)`.
     ///
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetDeviceIDs` or the version queries of each device.
-    pub fn devices(&self) -> Result<Vec<Device>> {
-        self.devices_of_type(DeviceType::ALL)
-    }
-
-    /// The devices of the given type (`DeviceType::GPU`, ...); none is an empty list.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetDeviceIDs` or the version queries of each device.
-    pub fn devices_of_type(&self, device_type: DeviceType) -> Result<Vec<Device>> {
+    pub fn devices(&self, device_type: DeviceType) -> Result<Vec<Device>> {
         // SAFETY: `self.id` is a valid platform id (type invariant).
         let ids = unsafe { cl_raw::device::get_ids(self.id, device_type.bits()) }
             .map_err(Error::cl("clGetDeviceIDs"))?;
@@ -171,7 +165,7 @@ impl Platform {
     /// # Errors
     ///
     /// [`Error::Unsupported`] naming `feature`; errors of [`Platform::version`].
-    pub fn require_version(&self, needed: Version, feature: &'static str) -> Result<()> {
+    pub(crate) fn require_version(&self, needed: Version, feature: &'static str) -> Result<()> {
         let have = self.version()?;
         if have >= needed {
             Ok(())

@@ -35,7 +35,7 @@ impl Program {
     ///
     /// [`Error::InvalidArgument`] for empty source (checked first); [`Error::Cl`] from
     /// `clCreateProgramWithSource`.
-    pub fn from_source(context: &Context, source: &str) -> Result<Program> {
+    fn from_source(context: &Context, source: &str) -> Result<Program> {
         if source.trim().is_empty() {
             return Err(Error::InvalidArgument("program source is empty".into()));
         }
@@ -48,11 +48,15 @@ impl Program {
         })
     }
 
-    /// Creates and builds in one step: [`Program::from_source`] then [`Program::build`].
+    /// A program from OpenCL C source, built for every device of the context (blocking):
+    /// PyOpenCL's `cl.Program(ctx, src).build(options)`. `-cl-kernel-arg-info` is added to
+    /// `options` (kernels check their arguments against it).
     ///
     /// # Errors
     ///
-    /// As both; a compile error is [`Error::Build`] with the log.
+    /// [`Error::InvalidArgument`] for empty source or options with a NUL byte (checked first);
+    /// [`Error::Build`] with every device's build log when compilation fails; [`Error::Cl`] from
+    /// `clCreateProgramWithSource` or for other `clBuildProgram` failures.
     pub fn build_from_source(context: &Context, source: &str, options: &str) -> Result<Program> {
         let p = Program::from_source(context, source)?;
         p.build(options)?;
@@ -66,7 +70,7 @@ impl Program {
     /// [`Error::InvalidArgument`] when `options` contains a NUL byte (checked first);
     /// [`Error::Build`] with every device's build log when compilation fails; [`Error::Cl`] for
     /// other `clBuildProgram` failures.
-    pub fn build(&self, options: &str) -> Result<()> {
+    fn build(&self, options: &str) -> Result<()> {
         // Kernels check their arguments against clGetKernelArgInfo, which some drivers answer
         // only for programs built with this option (OpenCL 1.2; every accepted platform is 1.2+).
         let options = if options.split_whitespace().any(|o| o == KERNEL_ARG_INFO) {
@@ -141,46 +145,28 @@ impl Program {
         Ok(s.trim_end_matches('\0').to_owned())
     }
 
-    /// `CL_PROGRAM_NUM_DEVICES`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetProgramInfo`.
-    pub fn num_devices(&self) -> Result<u32> {
-        // SAFETY: a valid program; a 1.0 parameter.
-        unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_NUM_DEVICES) }
-            .map_err(Error::cl("clGetProgramInfo"))
-    }
-
-    /// `CL_PROGRAM_BINARY_SIZES`: the size of each device's binary, in the order of the program's
-    /// devices (0 before a build).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetProgramInfo`.
-    pub fn binary_sizes(&self) -> Result<Vec<usize>> {
-        // SAFETY: a valid program; a 1.0 parameter.
-        unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_BINARY_SIZES) }
-            .map_err(Error::cl("clGetProgramInfo"))
-    }
-
     /// `CL_PROGRAM_BINARIES`: each device's binary (PTX on NVIDIA, an ELF or SPIR-V container
-    /// on the CPU runtimes), in the order of the program's devices; empty before a build.
+    /// on the CPU runtimes), in the order of the context's devices (one per device: the program
+    /// is built for all of them).
     ///
     /// # Errors
     ///
     /// [`Error::Cl`] from `clGetProgramInfo`.
     pub fn binaries(&self) -> Result<Vec<Vec<u8>>> {
-        let sizes = self.binary_sizes()?;
+        // SAFETY: a valid program; a 1.0 parameter.
+        let sizes: Vec<usize> =
+            unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_BINARY_SIZES) }
+                .map_err(Error::cl("clGetProgramInfo"))?;
         // SAFETY: a valid program; `sizes` is its CL_PROGRAM_BINARY_SIZES, read just before.
         unsafe { raw::get_binaries(self.raw, &sizes) }.map_err(Error::cl("clGetProgramInfo"))
     }
 
-    /// A kernel of this (built) program.
+    /// The kernel `name` of this program (PyOpenCL's `prg.name` / `cl.Kernel(prg, name)`).
     ///
     /// # Errors
     ///
-    /// As [`Kernel::new`].
+    /// [`Error::InvalidArgument`] for a name with a NUL byte (checked first) or one the program
+    /// does not define; [`Error::Cl`] from `clCreateKernel`.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         Kernel::new(self, name)
     }
@@ -204,7 +190,7 @@ unsafe impl crate::raw_handle::RawHandle for Program {
     /// `Program.from_int_ptr(ptr, retain=False)`.
     ///
     /// Kernels check their arguments against `clGetKernelArgInfo`, which needs a program built
-    /// with `-cl-kernel-arg-info` (as [`Program::build`] does); kernels of a program built
+    /// with `-cl-kernel-arg-info` (as [`Program::build_from_source`] does); kernels of a program built
     /// elsewhere without it only take arguments through the `unsafe` unchecked setter.
     ///
     /// # Errors

@@ -12,39 +12,6 @@ use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
 use crate::runtime::event::{checked_list, Event};
 
-/// Builds a [`Queue`]: `Queue::builder(&ctx, &dev).out_of_order(true).profiling(true).build()`.
-#[derive(Debug)]
-#[must_use = "call .build()"]
-pub struct QueueBuilder<'a> {
-    context: &'a Context,
-    device: Device,
-    properties: QueueProperties,
-}
-
-impl QueueBuilder<'_> {
-    /// Out-of-order execution (`CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE`).
-    pub fn out_of_order(mut self, on: bool) -> Self {
-        self.properties
-            .set(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE, on);
-        self
-    }
-
-    /// Profiling timestamps on events (`CL_QUEUE_PROFILING_ENABLE`).
-    pub fn profiling(mut self, on: bool) -> Self {
-        self.properties.set(QueueProperties::PROFILING_ENABLE, on);
-        self
-    }
-
-    /// Creates the queue.
-    ///
-    /// # Errors
-    ///
-    /// As [`Queue::with_properties`].
-    pub fn build(self) -> Result<Queue> {
-        Queue::with_properties(self.context, &self.device, self.properties)
-    }
-}
-
 /// A host command queue on one device of a context.
 ///
 /// Owns one reference: `Clone` retains, `Drop` releases (never panics). Keeps its context alive.
@@ -73,16 +40,9 @@ impl Queue {
         Queue::with_properties(context, device, QueueProperties::empty())
     }
 
-    /// A builder for out-of-order and profiling queues.
-    pub fn builder<'a>(context: &'a Context, device: &Device) -> QueueBuilder<'a> {
-        QueueBuilder {
-            context,
-            device: *device,
-            properties: QueueProperties::empty(),
-        }
-    }
-
-    /// A queue with explicit properties.
+    /// A queue with explicit properties: PyOpenCL's `CommandQueue(ctx, dev, properties)`, e.g.
+    /// `Queue::with_properties(&ctx, &dev, QueueProperties::PROFILING_ENABLE)` (combine with
+    /// `|`: `OUT_OF_ORDER_EXEC_MODE_ENABLE | PROFILING_ENABLE`).
     ///
     /// Uses `clCreateCommandQueueWithProperties` when platform and device are 2.0 or newer and the
     /// classic `clCreateCommandQueue` otherwise (a 1.2 platform may hang on the 2.0 entry point).
@@ -102,12 +62,13 @@ impl Queue {
                 "the device is not one of the context's devices".into(),
             ));
         }
-        if properties.intersects(QueueProperties::ON_DEVICE | QueueProperties::ON_DEVICE_DEFAULT) {
+        if properties.bits() & (sys::CL_QUEUE_ON_DEVICE | sys::CL_QUEUE_ON_DEVICE_DEFAULT) != 0 {
             return Err(Error::InvalidArgument(
                 "device-side queues are not supported by Queue".into(),
             ));
         }
-        let supported = device.queue_properties()?;
+        let supported =
+            QueueProperties::from_bits_retain(device.info(sys::CL_DEVICE_QUEUE_PROPERTIES)?);
         if properties.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
             && !supported.contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
         {
@@ -193,22 +154,10 @@ impl Queue {
     }
 
     /// Whether commands run in order (no `OUT_OF_ORDER_EXEC_MODE_ENABLE`).
-    pub fn is_in_order(&self) -> bool {
+    pub(crate) fn is_in_order(&self) -> bool {
         !self
             .properties
             .contains(QueueProperties::OUT_OF_ORDER_EXEC_MODE_ENABLE)
-    }
-
-    /// `CL_QUEUE_PROPERTIES` as the driver reports it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clGetCommandQueueInfo`.
-    pub fn queried_properties(&self) -> Result<QueueProperties> {
-        // SAFETY: a valid queue; a 1.0 parameter.
-        let bits = unsafe { object::get_info(Object::Queue, self.raw, sys::CL_QUEUE_PROPERTIES) }
-            .map_err(Error::cl("clGetCommandQueueInfo"))?;
-        Ok(QueueProperties::from_bits_retain(bits))
     }
 
     /// Submits queued commands to the device.
@@ -351,9 +300,7 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
                 unsafe { object::get_info(Object::Queue, raw, sys::CL_QUEUE_PROPERTIES) }
                     .map_err(Error::cl("clGetCommandQueueInfo"))?;
             let properties = QueueProperties::from_bits_retain(bits);
-            if properties
-                .intersects(QueueProperties::ON_DEVICE | QueueProperties::ON_DEVICE_DEFAULT)
-            {
+            if bits & (sys::CL_QUEUE_ON_DEVICE | sys::CL_QUEUE_ON_DEVICE_DEFAULT) != 0 {
                 return Err(Error::InvalidArgument(
                     "device-side queues are not supported by Queue".into(),
                 ));

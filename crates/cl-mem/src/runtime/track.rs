@@ -19,8 +19,11 @@
 //! disjoint places), commands by allocation (a wait for a command on another part of the same
 //! allocation is a spurious but harmless dependency). Completed commands are pruned whenever a
 //! queue's record is touched, so the record holds at most two events per in-order queue.
+//!
+//! The record is generic over [`CommandQueue`] (what it needs of a queue and its events), so the
+//! host tests at the end run its rules against a fake queue, without a device; the crate uses one
+//! instantiation, `Queue`, the default type argument everywhere.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
@@ -108,15 +111,103 @@ directions! {
     Write(*const std::ffi::c_void): enqueue_write_buffer, enqueue_write_image;
 }
 
+/// What the record needs of a queue and of its commands' events. [`Queue`] is the one
+/// implementation the crate runs; the host tests implement it on a fake. A type parameter, not a
+/// trait object: the driver path is monomorphised and makes the calls it made before, with no
+/// dispatch, allocation or lock added per command.
+pub(crate) trait CommandQueue: Clone {
+    /// A command's event.
+    type Event: Clone;
+    /// The queue's device: where a command that writes leaves the allocation's bytes.
+    type Device: Copy;
+    /// Equal for two handles of one queue.
+    fn key(&self) -> usize;
+    /// Runs its commands in order (the newest completes last).
+    fn in_order(&self) -> bool;
+    /// `clFlush`: another queue may wait for its commands only after this.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Cl`] from the driver.
+    fn flush(&self) -> Result<()>;
+    /// The queue's device.
+    fn device(&self) -> Self::Device;
+    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN` of its device, in bytes.
+    fn base_addr_align(&self) -> usize;
+    /// Map and unmap commands of one allocation must run one after another on its platform
+    /// (PoCL's concurrent-map crash, see [`Tracked::map_command`]).
+    fn orders_map_commands(&self) -> bool;
+    /// The caller's wait list as handles, refused when an event belongs to another context or
+    /// already failed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] or [`Error::Cl`] as `crate::runtime::event::checked_list`.
+    fn checked_list(&self, wait: &[&Self::Event]) -> Result<SmallVec<[sys::cl_event; 8]>>;
+    /// True once the command finished (successfully or not) or its state cannot be read.
+    fn is_done(event: &Self::Event) -> bool;
+    /// The event's handle, for a wait list.
+    fn raw(event: &Self::Event) -> sys::cl_event;
+}
+
+impl CommandQueue for Queue {
+    type Event = Event;
+    type Device = crate::runtime::device::Device;
+
+    #[inline]
+    fn key(&self) -> usize {
+        self.as_raw() as usize
+    }
+
+    #[inline]
+    fn in_order(&self) -> bool {
+        self.is_in_order()
+    }
+
+    #[inline]
+    fn flush(&self) -> Result<()> {
+        Queue::flush(self)
+    }
+
+    #[inline]
+    fn device(&self) -> Self::Device {
+        *Queue::device(self)
+    }
+
+    #[inline]
+    fn base_addr_align(&self) -> usize {
+        Queue::device(self).base_addr_align()
+    }
+
+    fn orders_map_commands(&self) -> bool {
+        crate::runtime::quirks::quirks(&Queue::device(self).platform()).orders_map_commands
+    }
+
+    #[inline]
+    fn checked_list(&self, wait: &[&Event]) -> Result<SmallVec<[sys::cl_event; 8]>> {
+        crate::runtime::event::checked_list(self, wait)
+    }
+
+    #[inline]
+    fn is_done(event: &Event) -> bool {
+        is_done(event)
+    }
+
+    #[inline]
+    fn raw(event: &Event) -> sys::cl_event {
+        event.as_raw()
+    }
+}
+
 /// The commands of one queue that may still be running.
-struct QueueRecord {
+struct QueueRecord<Q: CommandQueue> {
     /// The queue (flushed before another queue waits for its commands).
-    queue: Queue,
+    queue: Q,
     in_order: bool,
     /// In-order: the last write only; out-of-order: every write not known complete.
-    writes: SmallVec<[Event; 1]>,
+    writes: SmallVec<[Q::Event; 1]>,
     /// As `writes`, for reads.
-    reads: SmallVec<[Event; 1]>,
+    reads: SmallVec<[Q::Event; 1]>,
 }
 
 /// One live host map.
@@ -127,9 +218,8 @@ struct LiveMap {
     write: bool,
 }
 
-#[derive(Default)]
-struct State {
-    queues: SmallVec<[QueueRecord; 2]>,
+struct State<Q: CommandQueue> {
+    queues: SmallVec<[QueueRecord<Q>; 2]>,
     maps: SmallVec<[LiveMap; 2]>,
     /// Commands between their check and their record (the driver call in between): a map
     /// claimed meanwhile would not see them, so it waits for them to be recorded.
@@ -139,33 +229,47 @@ struct State {
     since_prune: u32,
     /// The device of the last command that wrote or migrated the allocation: where its bytes
     /// live in a context of several devices (`buffer/between.rs` copies from there).
-    home: Option<crate::runtime::device::Device>,
+    home: Option<Q::Device>,
     /// Memory another API exported (`external.rs`): usable only while acquired.
-    external: Option<ExternalState>,
+    external: Option<ExternalState<Q>>,
+}
+
+impl<Q: CommandQueue> Default for State<Q> {
+    fn default() -> State<Q> {
+        State {
+            queues: SmallVec::new(),
+            maps: SmallVec::new(),
+            enqueuing: SmallVec::new(),
+            next_id: 0,
+            since_prune: 0,
+            home: None,
+            external: None,
+        }
+    }
 }
 
 /// The OpenCL side of memory another API exported (`crate::external`): commands and maps are
 /// refused unless OpenCL holds it (acquired), and the switch between the two sides is a command
 /// ordered after everything recorded here ([`Tracked::switch_external`]).
-pub(crate) struct ExternalState {
+pub(crate) struct ExternalState<Q: CommandQueue = Queue> {
     /// OpenCL holds the memory: between an acquire and a release.
     acquired: bool,
     /// The queue of the last acquire: where the release at the end goes.
-    queue: Queue,
+    queue: Q,
     /// Enqueues the acquire and release commands. It owns its own reference to the memory
     /// object, so the release at the end can run after the last wrapper released its reference.
-    handover: Box<dyn Handover>,
+    handover: Box<dyn Handover<Q>>,
 }
 
 /// The acquire and release commands of one external memory object (`crate::external`).
-pub(crate) trait Handover: Send + Sync {
+pub(crate) trait Handover<Q: CommandQueue = Queue>: Send + Sync {
     /// Enqueues an acquire (`true`) or a release of the memory on `queue` after `wait`.
-    fn enqueue(&self, queue: &Queue, acquire: bool, wait: &[sys::cl_event]) -> Result<Event>;
+    fn enqueue(&self, queue: &Q, acquire: bool, wait: &[sys::cl_event]) -> Result<Q::Event>;
 }
 
-impl ExternalState {
+impl<Q: CommandQueue> ExternalState<Q> {
     /// Memory acquired by a command on `queue` (recorded with [`Tracked::record`] by the caller).
-    pub(crate) fn acquired_on(queue: &Queue, handover: Box<dyn Handover>) -> ExternalState {
+    pub(crate) fn acquired_on(queue: &Q, handover: Box<dyn Handover<Q>>) -> ExternalState<Q> {
         ExternalState {
             acquired: true,
             queue: queue.clone(),
@@ -182,7 +286,7 @@ fn not_external() -> Error {
 }
 
 /// [`Error::HandedBack`] unless the memory is OpenCL's (plain memory always is).
-fn check_acquired(s: &State) -> Result<()> {
+fn check_acquired<Q: CommandQueue>(s: &State<Q>) -> Result<()> {
     match &s.external {
         Some(x) if !x.acquired => Err(Error::HandedBack(
             "the memory was handed back to the API that exported it; acquire it again \
@@ -194,12 +298,11 @@ fn check_acquired(s: &State) -> Result<()> {
 }
 
 /// The command and map record of one allocation; see the module documentation.
-#[derive(Default)]
-pub(crate) struct Tracker {
-    state: Mutex<State>,
+pub(crate) struct Tracker<Q: CommandQueue = Queue> {
+    state: Mutex<State<Q>>,
     /// The allocation's last map or unmap command and its queue, held across the driver call of
     /// the next one: see [`Tracked::map_command`].
-    map_calls: Mutex<Option<(Queue, Event)>>,
+    map_calls: Mutex<Option<(Q, Q::Event)>>,
     /// What can start new work on the allocation: the live [`Tracked`] views (each shared by a
     /// handle and its clones: the root buffer, sub-buffers, images, adopted wrappers), the kernel
     /// argument slots that hold any of them, and references given away with `into_raw` (never
@@ -208,7 +311,17 @@ pub(crate) struct Tracker {
     handles: AtomicUsize,
 }
 
-impl fmt::Debug for Tracker {
+impl<Q: CommandQueue> Default for Tracker<Q> {
+    fn default() -> Tracker<Q> {
+        Tracker {
+            state: Mutex::default(),
+            map_calls: Mutex::new(None),
+            handles: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<Q: CommandQueue> fmt::Debug for Tracker<Q> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.lock();
         f.debug_struct("Tracker")
@@ -247,28 +360,22 @@ pub(crate) trait ArgMemory {
     fn end_command(&self) {}
 }
 
-impl ArgMemory for Tracked {
-    fn tracked(&self) -> Option<&Tracked> {
-        Some(self)
-    }
-}
-
-/// The keep-alive a kernel argument of tracked memory (a buffer, an image, a `Memory` from one)
-/// holds: how the kernel finds the record, and how the record counts the kernel's *slots*
+/// What a kernel argument of tracked memory (a buffer, an image, a `Memory` from one) keeps
+/// alive: how the kernel finds the record, and how the record counts the kernel's *slots*
 /// ([`ArgMemory::slot`]) as handles. The view itself is not counted: the commands enqueued with
 /// the argument keep it until they complete, and they cannot start new work (a pool may hand the
 /// memory out again once only they are left, see [`Tracked::is_sole_handle`]).
 pub(crate) struct ArgHold(Tracked);
 
 impl ArgHold {
-    /// A keep-alive for a kernel argument of `tracked`'s bytes.
-    pub(crate) fn keep_alive(tracked: &Tracked) -> Arc<dyn Any + Send + Sync> {
-        Arc::new(ArgHold(Tracked {
+    /// An uncounted view of `tracked`'s bytes.
+    pub(crate) fn new(tracked: &Tracked) -> ArgHold {
+        ArgHold(Tracked {
             tracker: Arc::clone(&tracked.tracker),
             start: tracked.start,
             end: tracked.end,
             counted: false,
-        }))
+        })
     }
 }
 
@@ -286,31 +393,6 @@ impl ArgMemory for ArgHold {
             handles.fetch_sub(1, Ordering::Release);
         }
     }
-}
-
-/// A kernel argument's keep-alive that names its memory through the seam: what memory kinds
-/// other than buffers (SVM) hand to kernels, so this module needs no knowledge of them.
-pub(crate) struct Hold(pub(crate) Arc<dyn ArgMemory + Send + Sync>);
-
-impl Hold {
-    /// `memory` as a kernel argument's keep-alive.
-    pub(crate) fn keep_alive(
-        memory: Arc<dyn ArgMemory + Send + Sync>,
-    ) -> Arc<dyn Any + Send + Sync> {
-        Arc::new(Hold(memory))
-    }
-}
-
-/// The memory behind a kernel argument's keep-alive, when it is of a kind this crate made.
-pub(crate) fn arg_memory(keep_alive: &Arc<dyn Any + Send + Sync>) -> Option<&dyn ArgMemory> {
-    let any: &(dyn Any + Send + Sync) = &**keep_alive;
-    if let Some(t) = any.downcast_ref::<ArgHold>() {
-        return Some(t);
-    }
-    if let Some(t) = any.downcast_ref::<Tracked>() {
-        return Some(t);
-    }
-    any.downcast_ref::<Hold>().map(|h| &*h.0 as &dyn ArgMemory)
 }
 
 /// True once the command finished (successfully or not) or its state cannot be read.
@@ -332,13 +414,13 @@ fn conflicting(list: &[LiveMap], span: (usize, usize), write: bool) -> Option<&L
         .find(|m| overlaps(span, (m.start, m.end)) && (m.write || write))
 }
 
-impl Tracker {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl<Q: CommandQueue> Tracker<Q> {
+    fn lock(&self) -> MutexGuard<'_, State<Q>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-impl Drop for Tracker {
+impl<Q: CommandQueue> Drop for Tracker<Q> {
     /// External memory still acquired is handed back after every command recorded for it, so
     /// the exporting API may use what OpenCL wrote once the release completes.
     fn drop(&mut self) {
@@ -349,16 +431,16 @@ impl Drop for Tracker {
         if !x.acquired {
             return;
         }
-        let pending: SmallVec<[Event; 4]> = s
+        let pending: SmallVec<[Q::Event; 4]> = s
             .queues
             .iter()
             .flat_map(|r| r.writes.iter().chain(r.reads.iter()))
-            .filter(|e| !is_done(e))
+            .filter(|e| !Q::is_done(e))
             .cloned()
             .collect();
-        let raw: SmallVec<[sys::cl_event; 4]> = pending.iter().map(Event::as_raw).collect();
+        let raw: SmallVec<[sys::cl_event; 4]> = pending.iter().map(Q::raw).collect();
         for r in &s.queues {
-            if r.queue.as_raw() != x.queue.as_raw() {
+            if r.queue.key() != x.queue.key() {
                 if let Err(e) = r.queue.flush() {
                     tracing::warn!(error = %e, "flushing a queue before an external release failed");
                 }
@@ -423,15 +505,15 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// A handle's view of its allocation's tracker: the tracker and the bytes `[start, end)` the
 /// handle covers in the allocation. Shared by clones of the handle; given to kernels as the
 /// argument's keep-alive, which is how a kernel finds the tracker of a buffer argument.
-pub(crate) struct Tracked {
-    tracker: Arc<Tracker>,
+pub(crate) struct Tracked<Q: CommandQueue = Queue> {
+    tracker: Arc<Tracker<Q>>,
     start: usize,
     end: usize,
     /// Counted in the tracker's `handles` (every view but a kernel argument's [`ArgHold`]).
     counted: bool,
 }
 
-impl Drop for Tracked {
+impl<Q: CommandQueue> Drop for Tracked<Q> {
     fn drop(&mut self) {
         if self.counted {
             self.tracker.handles.fetch_sub(1, Ordering::Release);
@@ -439,7 +521,7 @@ impl Drop for Tracked {
     }
 }
 
-impl fmt::Debug for Tracked {
+impl<Q: CommandQueue> fmt::Debug for Tracked<Q> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tracked")
             .field("start", &self.start)
@@ -449,14 +531,14 @@ impl fmt::Debug for Tracked {
 }
 
 /// Extra wait-list entries a command needs, from [`Tracked::before`].
-pub(crate) type Waits = SmallVec<[Event; 2]>;
+pub(crate) type Waits<Q = Queue> = SmallVec<[<Q as CommandQueue>::Event; 2]>;
 
 /// A claim on bytes of an allocation, given back when it drops: a live map's (in the record's
 /// maps), or a command's from its check to its record, or a transfer of several commands holding
 /// its whole range (in the record's commands being enqueued). Dropped without [`Claim::done`]
 /// (a failed enqueue), a command's claim records nothing.
-pub(crate) struct Claim {
-    tracker: Arc<Tracker>,
+pub(crate) struct Claim<Q: CommandQueue = Queue> {
+    tracker: Arc<Tracker<Q>>,
     id: u64,
     on: ClaimOn,
 }
@@ -471,7 +553,7 @@ enum ClaimOn {
     Done,
 }
 
-impl Drop for Claim {
+impl<Q: CommandQueue> Drop for Claim<Q> {
     fn drop(&mut self) {
         let id = self.id;
         match self.on {
@@ -482,7 +564,7 @@ impl Drop for Claim {
     }
 }
 
-impl fmt::Debug for Claim {
+impl<Q: CommandQueue> fmt::Debug for Claim<Q> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Claim")
             .field("id", &self.id)
@@ -491,10 +573,10 @@ impl fmt::Debug for Claim {
     }
 }
 
-impl Tracked {
+impl<Q: CommandQueue> Tracked<Q> {
     /// Registers `span` (absolute bytes) in the record's maps (`ClaimOn::Map`) or commands being
     /// enqueued, under the record's lock `s`, and returns the claim that gives it back.
-    fn claim(&self, s: &mut State, span: (usize, usize), write: bool, on: ClaimOn) -> Claim {
+    fn claim(&self, s: &mut State<Q>, span: (usize, usize), write: bool, on: ClaimOn) -> Claim<Q> {
         let id = s.next_id;
         s.next_id += 1;
         let list = if on == ClaimOn::Map {
@@ -516,9 +598,9 @@ impl Tracked {
     }
 }
 
-impl Claim {
+impl<Q: CommandQueue> Claim<Q> {
     /// Records the enqueued command's event (a command's claim) and forgets completed commands.
-    pub(crate) fn done(mut self, queue: &Queue, event: &Event) {
+    pub(crate) fn done(mut self, queue: &Q, event: &Q::Event) {
         let mut s = self.tracker.lock();
         s.enqueuing.retain(|m| m.id != self.id);
         if let ClaimOn::Command(access) = self.on {
@@ -529,9 +611,9 @@ impl Claim {
     }
 }
 
-impl Tracked {
+impl<Q: CommandQueue> Tracked<Q> {
     /// A view of `tracker`, counted as a handle.
-    fn counted(tracker: Arc<Tracker>, start: usize, end: usize) -> Arc<Tracked> {
+    fn counted(tracker: Arc<Tracker<Q>>, start: usize, end: usize) -> Arc<Tracked<Q>> {
         tracker.handles.fetch_add(1, Ordering::Relaxed);
         Arc::new(Tracked {
             tracker,
@@ -540,7 +622,9 @@ impl Tracked {
             counted: true,
         })
     }
+}
 
+impl Tracked {
     /// The tracker of a new root memory object `mem` of `size` bytes, with nothing recorded.
     pub(crate) fn new_root(mem: sys::cl_mem, size: usize) -> Arc<Tracked> {
         let tracker: Arc<Tracker> = Arc::default();
@@ -560,7 +644,9 @@ impl Tracked {
         registry().insert(mem as usize, &tracker);
         Tracked::counted(tracker, 0, size)
     }
+}
 
+impl<Q: CommandQueue> Tracked<Q> {
     /// Whether the allocation is external memory (`Some`) and OpenCL holds it (`Some(true)`).
     pub(crate) fn external_acquired(&self) -> Option<bool> {
         self.tracker.lock().external.as_ref().map(|x| x.acquired)
@@ -577,11 +663,11 @@ impl Tracked {
     /// [`Error::Mapped`] when handing back mapped memory; [`Error::Cl`] from the command.
     pub(crate) fn switch_external(
         &self,
-        queue: &Queue,
-        wait: &[&Event],
+        queue: &Q,
+        wait: &[&Q::Event],
         acquire: bool,
-    ) -> Result<Event> {
-        let mut list = crate::runtime::event::checked_list(queue, wait)?;
+    ) -> Result<Q::Event> {
+        let mut list = queue.checked_list(wait)?;
         let mut s = self.tracker.lock();
         // Commands between their check and their record finish their driver call first.
         while !s.enqueuing.is_empty() {
@@ -611,7 +697,7 @@ impl Tracked {
         }
         let (waits, flush) = pending_for(&s, queue, Access::Write);
         flush_all(&flush)?;
-        list.extend(waits.iter().map(Event::as_raw));
+        list.extend(waits.iter().map(Q::raw));
         let Some(x) = s.external.as_mut() else {
             return Err(not_external());
         };
@@ -624,7 +710,9 @@ impl Tracked {
         record(&mut s, queue, Access::Write, &event);
         Ok(event)
     }
+}
 
+impl Tracked {
     /// True when `this` (shared by one handle and its clones) is the only handle of its
     /// allocation: no clone of the handle, no other view (sub-buffer, image, adopted wrapper), no
     /// kernel argument slot and no reference given away. Commands still pending do not count.
@@ -679,10 +767,12 @@ impl Tracked {
             offset.saturating_add(size),
         ))
     }
+}
 
+impl<Q: CommandQueue> Tracked<Q> {
     /// A view of `len` bytes at `offset` of the same allocation (`offset` relative to the
     /// allocation, not to `self`).
-    pub(crate) fn view(&self, offset: usize, len: usize) -> Arc<Tracked> {
+    pub(crate) fn view(&self, offset: usize, len: usize) -> Arc<Tracked<Q>> {
         Tracked::counted(
             Arc::clone(&self.tracker),
             offset,
@@ -694,8 +784,8 @@ impl Tracked {
     /// kept by `Buffer::sub_buffer`); a command on a device whose `CL_DEVICE_MEM_BASE_ADDR_ALIGN`
     /// the origin does not meet is refused here, before the driver
     /// (`CL_MISALIGNED_SUB_BUFFER_OFFSET`): the multi-device case.
-    fn check_origin(&self, queue: &Queue) -> Result<()> {
-        let align = queue.device().base_addr_align();
+    fn check_origin(&self, queue: &Q) -> Result<()> {
+        let align = queue.base_addr_align();
         if self.start == 0 || self.start.is_multiple_of(align) {
             Ok(())
         } else {
@@ -729,10 +819,10 @@ impl Tracked {
     /// live writable map.
     pub(crate) fn before(
         &self,
-        queue: &Queue,
+        queue: &Q,
         range: Option<(usize, usize)>,
         access: Access,
-    ) -> Result<(Claim, Waits)> {
+    ) -> Result<(Claim<Q>, Waits<Q>)> {
         self.check_origin(queue)?;
         let span = self.span(range);
         let mut s = self.tracker.lock();
@@ -766,14 +856,14 @@ impl Tracked {
     }
 }
 
-impl Tracked {
+impl<Q: CommandQueue> Tracked<Q> {
     /// Holds `range` (relative to this view) against maps until the returned guard drops; `write`:
     /// the transfer writes the bytes (then read maps wait too).
     ///
     /// # Errors
     ///
     /// [`Error::Mapped`] when a live map conflicts now (the transfer would be refused anyway).
-    pub(crate) fn hold(&self, range: (usize, usize), write: bool) -> Result<Claim> {
+    pub(crate) fn hold(&self, range: (usize, usize), write: bool) -> Result<Claim<Q>> {
         let span = self.span(Some(range));
         let mut s = self.tracker.lock();
         check_acquired(&s)?;
@@ -794,14 +884,10 @@ impl Tracked {
 }
 
 /// Records a command's event and forgets completed commands.
-fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
+fn record<Q: CommandQueue>(s: &mut State<Q>, queue: &Q, access: Access, event: &Q::Event) {
     {
-        let in_order = queue.is_in_order();
-        let i = match s
-            .queues
-            .iter()
-            .position(|r| r.queue.as_raw() == queue.as_raw())
-        {
+        let in_order = queue.in_order();
+        let i = match s.queues.iter().position(|r| r.queue.key() == queue.key()) {
             Some(i) => i,
             None => {
                 s.queues.push(QueueRecord {
@@ -814,7 +900,7 @@ fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
             }
         };
         if access == Access::Write {
-            s.home = Some(*queue.device());
+            s.home = Some(queue.device());
         }
         let rec = &mut s.queues[i];
         let list = match access {
@@ -827,7 +913,7 @@ fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
         } else if list.len() >= 8 && list.len().is_power_of_two() {
             // Out of order: every pending command counts; swept at doubling lengths (amortised
             // O(1) status reads per record).
-            list.retain(|e| !is_done(e));
+            list.retain(|e| !Q::is_done(e));
         }
         list.push(event.clone());
         // Queues whose last commands completed hold nothing. Status reads cost a driver call
@@ -837,15 +923,15 @@ fn record(s: &mut State, queue: &Queue, access: Access, event: &Event) {
         if s.queues.len() > 1 && s.since_prune >= PRUNE_EVERY {
             s.since_prune = 0;
             s.queues.retain_mut(|r| {
-                r.writes.retain(|e| !is_done(e));
-                r.reads.retain(|e| !is_done(e));
+                r.writes.retain(|e| !Q::is_done(e));
+                r.reads.retain(|e| !Q::is_done(e));
                 !(r.writes.is_empty() && r.reads.is_empty())
             });
         }
     }
 }
 
-impl Tracked {
+impl<Q: CommandQueue> Tracked<Q> {
     /// Registers a host map of `range` (relative to this view), refusing one that overlaps a
     /// writable map, or any map when `write`; returns the claim and the commands of other queues
     /// the map must wait for.
@@ -855,10 +941,10 @@ impl Tracked {
     /// [`Error::Mapped`] on a conflict.
     pub(crate) fn claim_map(
         &self,
-        queue: &Queue,
+        queue: &Q,
         range: (usize, usize),
         write: bool,
-    ) -> Result<(Claim, Waits)> {
+    ) -> Result<(Claim<Q>, Waits<Q>)> {
         self.check_origin(queue)?;
         let span = self.span(Some(range));
         let mut s = self.tracker.lock();
@@ -894,12 +980,12 @@ impl Tracked {
     /// # Errors
     ///
     /// As [`Tracked::claim_map`].
-    pub(crate) fn claim_map_whole(&self, queue: &Queue, write: bool) -> Result<(Claim, Waits)> {
+    pub(crate) fn claim_map_whole(&self, queue: &Q, write: bool) -> Result<(Claim<Q>, Waits<Q>)> {
         self.claim_map(queue, (0, self.end - self.start), write)
     }
 
     /// Records a command that needed no check (a map's own map and unmap commands).
-    pub(crate) fn record(&self, queue: &Queue, access: Access, event: &Event) {
+    pub(crate) fn record(&self, queue: &Q, access: Access, event: &Q::Event) {
         record(&mut self.tracker.lock(), queue, access, event);
     }
 
@@ -925,11 +1011,11 @@ impl Tracked {
     /// [`Error::Cl`] from flushing the previous command's queue, and whatever `enqueue` returns.
     pub(crate) fn map_command<T>(
         &self,
-        queue: &Queue,
+        queue: &Q,
         mut list: SmallVec<[sys::cl_event; 8]>,
-        enqueue: impl FnOnce(&[sys::cl_event]) -> Result<(T, Event)>,
-    ) -> Result<(T, Event)> {
-        if !orders_map_commands(queue) {
+        enqueue: impl FnOnce(&[sys::cl_event]) -> Result<(T, Q::Event)>,
+    ) -> Result<(T, Q::Event)> {
+        if !queue.orders_map_commands() {
             return enqueue(&list);
         }
         let mut last = self
@@ -939,14 +1025,14 @@ impl Tracked {
             .unwrap_or_else(PoisonError::into_inner);
         // Only a command still pending is waited for: a finished one (errors included) orders
         // nothing, and an errored one must not fail every later map of the allocation.
-        if last.as_ref().is_some_and(|(_, e)| is_done(e)) {
+        if last.as_ref().is_some_and(|(_, e)| Q::is_done(e)) {
             *last = None;
         }
         if let Some((q, e)) = &*last {
-            if q.as_raw() != queue.as_raw() {
+            if q.key() != queue.key() {
                 q.flush()?;
             }
-            list.push(e.as_raw());
+            list.push(Q::raw(e));
         }
         let (out, event) = enqueue(&list)?;
         *last = Some((queue.clone(), event.clone()));
@@ -954,12 +1040,12 @@ impl Tracked {
     }
 
     /// The device of the last command that wrote or migrated the allocation (`None`: none yet).
-    pub(crate) fn home(&self) -> Option<crate::runtime::device::Device> {
+    pub(crate) fn home(&self) -> Option<Q::Device> {
         self.tracker.lock().home
     }
 
     /// A migration moved the allocation's bytes to `device`.
-    pub(crate) fn moved_to(&self, device: crate::runtime::device::Device) {
+    pub(crate) fn moved_to(&self, device: Q::Device) {
         self.tracker.lock().home = Some(device);
     }
 
@@ -967,7 +1053,9 @@ impl Tracked {
     pub(crate) fn live_maps(&self) -> usize {
         self.tracker.lock().maps.len()
     }
+}
 
+impl Tracked {
     /// Keeps the allocation's record alive (and so findable through the registry) until every
     /// command it lists has finished: for a handle given away with `into_raw`, so that a wrapper
     /// adopting it again meanwhile still orders maps and other queues after those commands. A
@@ -1013,7 +1101,9 @@ impl Tracked {
             }
         }
     }
+}
 
+impl<Q: CommandQueue> Tracked<Q> {
     /// Counts a reference given away with `into_raw` as a handle, for good.
     pub(crate) fn given_away(&self) {
         self.tracker.handles.fetch_add(1, Ordering::Relaxed);
@@ -1034,12 +1124,16 @@ impl Tracked {
 /// order) that a command with `access` must follow (writes always, reads too when it writes),
 /// and the other queues to flush first: the spec (`clFlush`) lets a command wait for an event of
 /// another queue only once that queue was flushed.
-fn pending_for(s: &State, queue: &Queue, access: Access) -> (Waits, SmallVec<[Queue; 1]>) {
-    let own_ordered = queue.is_in_order();
-    let mut waits = Waits::new();
+fn pending_for<Q: CommandQueue>(
+    s: &State<Q>,
+    queue: &Q,
+    access: Access,
+) -> (Waits<Q>, SmallVec<[Q; 1]>) {
+    let own_ordered = queue.in_order();
+    let mut waits = Waits::<Q>::new();
     let mut flush = SmallVec::new();
     for r in &s.queues {
-        let same = r.queue.as_raw() == queue.as_raw();
+        let same = r.queue.key() == queue.key();
         if same && own_ordered {
             continue;
         }
@@ -1047,9 +1141,9 @@ fn pending_for(s: &State, queue: &Queue, access: Access) -> (Waits, SmallVec<[Qu
         // Finished commands order nothing, and a failed one must not fail (PoCL: hang, Intel:
         // abort in the driver) every later command of the allocation on other queues: its
         // failure was its own caller's to see.
-        waits.extend(r.writes.iter().filter(|e| !is_done(e)).cloned());
+        waits.extend(r.writes.iter().filter(|e| !Q::is_done(e)).cloned());
         if access == Access::Write {
-            waits.extend(r.reads.iter().filter(|e| !is_done(e)).cloned());
+            waits.extend(r.reads.iter().filter(|e| !Q::is_done(e)).cloned());
         }
         if !same && waits.len() > before {
             flush.push(r.queue.clone());
@@ -1059,7 +1153,7 @@ fn pending_for(s: &State, queue: &Queue, access: Access) -> (Waits, SmallVec<[Qu
 }
 
 /// Flushes the queues [`pending_for`] named (outside the record's lock: a driver call).
-fn flush_all(queues: &[Queue]) -> Result<()> {
+fn flush_all<Q: CommandQueue>(queues: &[Q]) -> Result<()> {
     for q in queues {
         q.flush()?;
     }
@@ -1068,7 +1162,7 @@ fn flush_all(queues: &[Queue]) -> Result<()> {
 
 /// One allocation a command uses: the handle's view, the bytes (relative to the view; `None`:
 /// all of it) and what the command does to them.
-pub(crate) type Use<'a> = (&'a Tracked, Option<(usize, usize)>, Access);
+pub(crate) type Use<'a, Q = Queue> = (&'a Tracked<Q>, Option<(usize, usize)>, Access);
 
 /// Runs one command over tracked memory: checks every use against the live maps, adds the
 /// pending commands of other queues to the caller's (context-checked) wait list, calls
@@ -1078,22 +1172,22 @@ pub(crate) type Use<'a> = (&'a Tracked, Option<(usize, usize)>, Access);
 ///
 /// [`Error::InvalidArgument`] for a wait-list event of another context, [`Error::Mapped`], and
 /// whatever `enqueue` returns (nothing is recorded then).
-pub(crate) fn enqueue_tracked(
-    queue: &Queue,
-    wait: &[&Event],
-    uses: &[Use<'_>],
-    enqueue: impl FnOnce(&[sys::cl_event]) -> Result<Event>,
-) -> Result<Event> {
-    let mut list = crate::runtime::event::checked_list(queue, wait)?;
-    let mut claims: SmallVec<[Claim; 4]> = SmallVec::new();
+pub(crate) fn enqueue_tracked<Q: CommandQueue>(
+    queue: &Q,
+    wait: &[&Q::Event],
+    uses: &[Use<'_, Q>],
+    enqueue: impl FnOnce(&[sys::cl_event]) -> Result<Q::Event>,
+) -> Result<Q::Event> {
+    let mut list = queue.checked_list(wait)?;
+    let mut claims: SmallVec<[Claim<Q>; 4]> = SmallVec::new();
     // The events of other queues' commands are kept (one reference each) until the command is
     // enqueued: the raw handles in `list` are only borrowed, and the record may drop its own
     // references meanwhile (another thread pruning completed commands).
-    let mut held: SmallVec<[Waits; 4]> = SmallVec::new();
+    let mut held: SmallVec<[Waits<Q>; 4]> = SmallVec::new();
     for (tracked, range, access) in uses {
         let (claim, waits) = tracked.before(queue, *range, *access)?;
         claims.push(claim);
-        list.extend(waits.iter().map(Event::as_raw));
+        list.extend(waits.iter().map(Q::raw));
         held.push(waits);
     }
     let event = enqueue(&list)?;
@@ -1104,15 +1198,550 @@ pub(crate) fn enqueue_tracked(
     Ok(event)
 }
 
-/// Whether map and unmap commands of one allocation must run one after another on `queue`'s
-/// platform (PoCL's concurrent-map crash, see [`Tracked::map_command`]).
-fn orders_map_commands(queue: &Queue) -> bool {
-    crate::runtime::quirks::quirks(&queue.device().platform()).orders_map_commands
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{conflicting, LiveMap};
+    //! The record's rules on the host: a fake queue whose events finish when a test says so,
+    //! and an `enqueue` that reports the wait list the driver would have been given.
+
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    use cl_raw::sys;
+    use smallvec::SmallVec;
+
+    use super::{
+        conflicting, enqueue_tracked, Access, CommandQueue, ExternalState, Handover, LiveMap,
+        Tracked, Tracker, Use,
+    };
+    use crate::error::{Error, Result};
+
+    /// A command's event: pending until [`Ev::finish`].
+    #[derive(Clone, Debug)]
+    struct Ev(Arc<(usize, AtomicBool)>);
+
+    impl Ev {
+        fn new() -> Ev {
+            static NEXT: AtomicUsize = AtomicUsize::new(1);
+            Ev(Arc::new((
+                NEXT.fetch_add(1, Relaxed),
+                AtomicBool::new(false),
+            )))
+        }
+
+        fn finish(&self) {
+            self.0 .1.store(true, Relaxed);
+        }
+
+        fn raw(&self) -> sys::cl_event {
+            std::ptr::without_provenance_mut(self.0 .0)
+        }
+    }
+
+    /// A queue of the fake driver; clones are the same queue.
+    #[derive(Clone)]
+    struct Fake(Arc<FakeState>);
+
+    struct FakeState {
+        key: usize,
+        in_order: bool,
+        align: usize,
+        orders_map_commands: bool,
+        flushes: AtomicUsize,
+        fail_flush: AtomicBool,
+    }
+
+    impl Fake {
+        fn with(in_order: bool, align: usize, orders_map_commands: bool) -> Fake {
+            static NEXT: AtomicUsize = AtomicUsize::new(1);
+            Fake(Arc::new(FakeState {
+                key: NEXT.fetch_add(1, Relaxed),
+                in_order,
+                align,
+                orders_map_commands,
+                flushes: AtomicUsize::new(0),
+                fail_flush: AtomicBool::new(false),
+            }))
+        }
+
+        fn in_order() -> Fake {
+            Fake::with(true, 1, false)
+        }
+
+        fn out_of_order() -> Fake {
+            Fake::with(false, 1, false)
+        }
+
+        fn flushes(&self) -> usize {
+            self.0.flushes.load(Relaxed)
+        }
+    }
+
+    impl CommandQueue for Fake {
+        type Event = Ev;
+        type Device = usize;
+
+        fn key(&self) -> usize {
+            self.0.key
+        }
+
+        fn in_order(&self) -> bool {
+            self.0.in_order
+        }
+
+        fn flush(&self) -> Result<()> {
+            if self.0.fail_flush.load(Relaxed) {
+                return Err(Error::InvalidArgument("flush failed".into()));
+            }
+            self.0.flushes.fetch_add(1, Relaxed);
+            Ok(())
+        }
+
+        fn device(&self) -> usize {
+            self.0.key
+        }
+
+        fn base_addr_align(&self) -> usize {
+            self.0.align
+        }
+
+        fn orders_map_commands(&self) -> bool {
+            self.0.orders_map_commands
+        }
+
+        fn checked_list(&self, wait: &[&Ev]) -> Result<SmallVec<[sys::cl_event; 8]>> {
+            Ok(wait.iter().map(|e| e.raw()).collect())
+        }
+
+        fn is_done(event: &Ev) -> bool {
+            event.0 .1.load(Relaxed)
+        }
+
+        fn raw(event: &Ev) -> sys::cl_event {
+            event.raw()
+        }
+    }
+
+    /// A new allocation of `size` bytes: its root view.
+    fn alloc(size: usize) -> Arc<Tracked<Fake>> {
+        Tracked::counted(Arc::default(), 0, size)
+    }
+
+    /// Enqueues one command through the record: its event and the wait list the driver got.
+    fn run(q: &Fake, uses: &[Use<'_, Fake>]) -> Result<(Ev, Vec<sys::cl_event>)> {
+        let mut seen = Vec::new();
+        let ev = enqueue_tracked(q, &[], uses, |list| {
+            seen = list.to_vec();
+            Ok(Ev::new())
+        })?;
+        Ok((ev, seen))
+    }
+
+    fn whole(t: &Tracked<Fake>, access: Access) -> Use<'_, Fake> {
+        (t, None, access)
+    }
+
+    fn enqueuing(t: &Tracked<Fake>) -> usize {
+        t.tracker.lock().enqueuing.len()
+    }
+
+    fn is_mapped<T: std::fmt::Debug>(r: Result<T>) -> bool {
+        matches!(r, Err(Error::Mapped(_)))
+    }
+
+    /// Memory last written on queue A is read on B only after the write: B's command waits for it
+    /// (A flushed first, the spec's rule for waiting across queues), A's own next command does not
+    /// (an in-order queue orders it already), and a finished write orders nothing.
+    #[test]
+    fn a_command_waits_for_another_queues_pending_write() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(256);
+        let (w, _) = run(&a, &[whole(&buf, Access::Write)])?;
+        let (_, seen) = run(&b, &[whole(&buf, Access::Read)])?;
+        assert_eq!(seen, [w.raw()]);
+        assert_eq!(a.flushes(), 1, "A flushed before B waits for it");
+        let (_, seen) = run(&a, &[whole(&buf, Access::Read)])?;
+        assert!(seen.is_empty(), "the same in-order queue: {seen:?}");
+        w.finish();
+        let (_, seen) = run(&b, &[whole(&buf, Access::Read)])?;
+        assert!(seen.is_empty(), "a finished write orders nothing: {seen:?}");
+        Ok(())
+    }
+
+    /// Reads of other queues do not order a read (they share the bytes) but do order a write.
+    #[test]
+    fn a_write_waits_for_other_queues_reads_and_a_read_does_not() -> Result<()> {
+        let (a, b, c) = (Fake::in_order(), Fake::in_order(), Fake::in_order());
+        let buf = alloc(64);
+        let (ra, _) = run(&a, &[whole(&buf, Access::Read)])?;
+        let (rb, seen) = run(&b, &[whole(&buf, Access::Read)])?;
+        assert!(seen.is_empty(), "reads share: {seen:?}");
+        assert_eq!(a.flushes(), 0, "nothing to wait for, nothing flushed");
+        let (_, mut seen) = run(&c, &[whole(&buf, Access::Write)])?;
+        seen.sort();
+        let mut want = vec![ra.raw(), rb.raw()];
+        want.sort();
+        assert_eq!(seen, want);
+        Ok(())
+    }
+
+    /// An out-of-order queue runs its commands in any order: a command waits for the conflicting
+    /// commands of its own queue too (without flushing it), and for every one still pending.
+    #[test]
+    fn an_out_of_order_queue_waits_for_its_own_pending_commands() -> Result<()> {
+        let o = Fake::out_of_order();
+        let buf = alloc(64);
+        let (w1, _) = run(&o, &[whole(&buf, Access::Write)])?;
+        let (r, seen) = run(&o, &[whole(&buf, Access::Read)])?;
+        assert_eq!(seen, [w1.raw()]);
+        let (_, seen) = run(&o, &[whole(&buf, Access::Write)])?;
+        assert_eq!(seen, [w1.raw(), r.raw()]);
+        assert_eq!(o.flushes(), 0, "a queue is not flushed for itself");
+        // The in-order queue beside it sees the out-of-order queue's pending commands as any other.
+        let i = Fake::in_order();
+        let (_, seen) = run(&i, &[whole(&buf, Access::Read)])?;
+        assert_eq!(
+            seen.len(),
+            2,
+            "both pending writes of the other queue: {seen:?}"
+        );
+        Ok(())
+    }
+
+    /// Commands are ordered per allocation (a command on other bytes of the same allocation is a
+    /// spurious but harmless wait), never across allocations; maps are exclusive per byte range.
+    #[test]
+    fn commands_are_ordered_per_allocation_and_maps_per_byte_range() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(256);
+        let (lo, hi) = (buf.view(0, 128), buf.view(128, 128));
+        let other = alloc(256);
+        let (w, _) = run(&a, &[(&lo, Some((0, 64)), Access::Write)])?;
+        let (_, seen) = run(&b, &[(&hi, Some((0, 8)), Access::Read)])?;
+        assert_eq!(
+            seen,
+            [w.raw()],
+            "disjoint bytes of one allocation still order"
+        );
+        let (_, seen) = run(&b, &[(&buf, Some((32, 64)), Access::Read)])?;
+        assert_eq!(seen, [w.raw()], "overlapping bytes order");
+        let (_, seen) = run(&b, &[whole(&other, Access::Write)])?;
+        assert!(seen.is_empty(), "another allocation: {seen:?}");
+        // Maps: the sub-buffers map disjoint bytes at once, the root over both cannot.
+        let (_m1, _) = lo.claim_map(&a, (0, 128), true)?;
+        let (_m2, _) = hi.claim_map(&a, (0, 128), true)?;
+        assert!(is_mapped(buf.claim_map(&a, (120, 16), false)));
+        Ok(())
+    }
+
+    /// Any number of read maps of a byte, at most one writable map and nothing beside it; a view's
+    /// range is taken at its offset in the allocation; a map's claim gives its bytes back on drop.
+    #[test]
+    fn maps_are_exclusive_and_released_on_drop() -> Result<()> {
+        let q = Fake::in_order();
+        let buf = alloc(256);
+        let (r1, _) = buf.claim_map(&q, (0, 64), false)?;
+        let (r2, _) = buf.claim_map(&q, (32, 64), false)?;
+        assert!(
+            is_mapped(buf.claim_map(&q, (60, 10), true)),
+            "a write over reads"
+        );
+        let (w, _) = buf.claim_map(&q, (96, 32), true)?;
+        let view = buf.view(120, 64);
+        assert!(
+            is_mapped(view.claim_map(&q, (0, 8), false)),
+            "the view's byte 0 is 120"
+        );
+        let (vm, _) = view.claim_map(&q, (8, 8), true)?;
+        assert_eq!(buf.live_maps(), 4);
+        drop(vm);
+        assert_eq!(buf.live_maps(), 3);
+        drop(r1);
+        assert!(
+            is_mapped(buf.claim_map(&q, (60, 10), true)),
+            "r2 still covers 60..70"
+        );
+        drop(r2);
+        let (w2, _) = buf.claim_map(&q, (60, 10), true)?;
+        drop(w);
+        assert!(
+            is_mapped(buf.claim_map_whole(&q, false)),
+            "60..70 is mapped for writing"
+        );
+        drop(w2);
+        buf.claim_map_whole(&q, true)?;
+        Ok(())
+    }
+
+    /// A command that writes bytes under a live map, or touches bytes under a writable map, is
+    /// refused before the driver sees it; disjoint bytes are free; the refusal ends with the map.
+    #[test]
+    fn commands_under_a_live_map_are_refused_until_it_is_released() -> Result<()> {
+        let q = Fake::in_order();
+        let buf = alloc(256);
+        let (read_map, _) = buf.claim_map(&q, (0, 64), false)?;
+        let (write_map, _) = buf.claim_map(&q, (128, 64), true)?;
+        run(&q, &[(&buf, Some((0, 64)), Access::Read)])?;
+        let mut called = false;
+        let refused = enqueue_tracked(&q, &[], &[(&buf, Some((32, 8)), Access::Write)], |_| {
+            called = true;
+            Ok(Ev::new())
+        });
+        assert!(is_mapped(refused) && !called, "a write under a read map");
+        assert!(is_mapped(run(&q, &[(&buf, Some((150, 1)), Access::Read)])));
+        assert!(is_mapped(buf.hold((0, 8), true)), "a transfer's hold too");
+        run(&q, &[(&buf, Some((64, 64)), Access::Write)])?;
+        let _hold = buf.hold((64, 64), true)?;
+        drop((read_map, write_map));
+        run(&q, &[whole(&buf, Access::Write)])?;
+        Ok(())
+    }
+
+    /// A map waits for the pending commands of other queues as a command does: a read map for
+    /// writes, a writable map for reads too.
+    #[test]
+    fn a_map_waits_for_other_queues_pending_commands() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(128);
+        let (w, _) = run(&a, &[(&buf, Some((0, 64)), Access::Write)])?;
+        let (r, _) = run(&a, &[(&buf, Some((64, 64)), Access::Read)])?;
+        let (m, waits) = buf.claim_map(&b, (0, 8), false)?;
+        assert_eq!(waits.iter().map(Ev::raw).collect::<Vec<_>>(), [w.raw()]);
+        assert_eq!(a.flushes(), 1);
+        drop(m);
+        let (_, waits) = buf.claim_map(&b, (64, 8), true)?;
+        assert_eq!(
+            waits.iter().map(Ev::raw).collect::<Vec<_>>(),
+            [w.raw(), r.raw()]
+        );
+        Ok(())
+    }
+
+    /// A failed enqueue records nothing and gives its claims back: a later map is not held off,
+    /// and a later command on another queue waits for what was recorded before only.
+    #[test]
+    fn a_failed_enqueue_leaves_the_record_unchanged() -> Result<()> {
+        let (a, b, c) = (Fake::in_order(), Fake::in_order(), Fake::in_order());
+        let buf = alloc(64);
+        let (w, _) = run(&a, &[whole(&buf, Access::Write)])?;
+        let failed = enqueue_tracked(&b, &[], &[whole(&buf, Access::Write)], |_| {
+            Err(Error::InvalidArgument("the driver refused".into()))
+        });
+        assert!(matches!(failed, Err(Error::InvalidArgument(_))));
+        assert_eq!((buf.recorded_commands(), enqueuing(&buf)), (1, 0));
+        let (_, seen) = run(&c, &[whole(&buf, Access::Write)])?;
+        assert_eq!(seen, [w.raw()], "nothing of the failed command on b");
+        let (_m, _) = buf.claim_map(&c, (0, 64), true)?;
+        Ok(())
+    }
+
+    /// A command over several allocations refused on one of them (mapped) reaches no driver and
+    /// gives back the claims it took on the others.
+    #[test]
+    fn a_refused_use_releases_the_claims_of_the_others() -> Result<()> {
+        let q = Fake::in_order();
+        let (src, dst) = (alloc(64), alloc(64));
+        let (_map, _) = dst.claim_map(&q, (0, 64), false)?;
+        let mut called = false;
+        let refused = enqueue_tracked(
+            &q,
+            &[],
+            &[whole(&src, Access::Read), whole(&dst, Access::Write)],
+            |_| {
+                called = true;
+                Ok(Ev::new())
+            },
+        );
+        assert!(is_mapped(refused) && !called);
+        assert_eq!((enqueuing(&src), src.recorded_commands()), (0, 0));
+        Ok(())
+    }
+
+    /// A flush that fails (the queue to wait for) fails the command and releases its claim.
+    #[test]
+    fn a_failed_flush_releases_the_claim() -> Result<()> {
+        let (a, b) = (Fake::in_order(), Fake::in_order());
+        let buf = alloc(64);
+        run(&a, &[whole(&buf, Access::Write)])?;
+        a.0.fail_flush.store(true, Relaxed);
+        let failed = run(&b, &[whole(&buf, Access::Read)]);
+        assert!(matches!(failed, Err(Error::InvalidArgument(_))));
+        assert_eq!((enqueuing(&buf), buf.recorded_commands()), (0, 1));
+        assert!(
+            buf.claim_map(&b, (0, 8), false).is_err(),
+            "the flush is still needed"
+        );
+        a.0.fail_flush.store(false, Relaxed);
+        buf.claim_map(&b, (0, 8), false)?;
+        Ok(())
+    }
+
+    /// Between its check and its record (the driver call) a command holds a claim: a map of its
+    /// bytes claimed meanwhile waits for the record, a map of other bytes does not; a claim
+    /// dropped without `done` records nothing.
+    #[test]
+    fn a_command_claim_holds_off_overlapping_maps_until_recorded() -> Result<()> {
+        let q = Fake::in_order();
+        let buf = alloc(128);
+        let (claim, _) = buf.before(&q, Some((0, 64)), Access::Write)?;
+        assert_eq!(enqueuing(&buf), 1);
+        // Maps are claimed on threads of their own: one that waits too long fails the test
+        // instead of hanging it.
+        let map = |range, write| {
+            let (tx, rx) = mpsc::channel();
+            let (buf, q) = (Arc::clone(&buf), q.clone());
+            std::thread::spawn(move || tx.send(buf.claim_map(&q, range, write).map(|(c, _)| c)));
+            rx
+        };
+        let other = map((64, 64), true)
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a map of other bytes does not wait")?;
+        let held = map((32, 8), false);
+        assert!(
+            held.recv_timeout(Duration::from_millis(100)).is_err(),
+            "the map waited"
+        );
+        claim.done(&q, &Ev::new());
+        held.recv_timeout(Duration::from_secs(10))
+            .expect("the map ran once the command was recorded")?;
+        assert_eq!((enqueuing(&buf), buf.recorded_commands()), (0, 1));
+        drop(other);
+        let (claim, _) = buf.before(&q, None, Access::Read)?;
+        drop(claim);
+        assert_eq!((enqueuing(&buf), buf.recorded_commands()), (0, 1));
+        Ok(())
+    }
+
+    /// An in-order queue's record holds its last write and last read, however many commands are
+    /// pending; an out-of-order queue's is swept of finished commands as it grows; a queue whose
+    /// commands all finished is forgotten.
+    #[test]
+    fn the_record_stays_bounded() -> Result<()> {
+        let (i, o) = (Fake::in_order(), Fake::out_of_order());
+        let buf = alloc(64);
+        for _ in 0..40 {
+            run(&i, &[whole(&buf, Access::Write)])?;
+            run(&i, &[whole(&buf, Access::Read)])?;
+        }
+        assert_eq!(buf.recorded_commands(), 2);
+        let other = alloc(64);
+        let mut pending = Vec::new();
+        for _ in 0..8 {
+            pending.push(run(&o, &[whole(&other, Access::Write)])?.0);
+        }
+        assert_eq!(
+            other.recorded_commands(),
+            8,
+            "every pending out-of-order command counts"
+        );
+        pending.iter().for_each(Ev::finish);
+        run(&o, &[whole(&other, Access::Write)])?;
+        assert_eq!(other.recorded_commands(), 1, "swept at 8");
+        // `i`'s commands finish: after the next prune only `o` is left.
+        let (w, _) = run(&i, &[whole(&other, Access::Write)])?;
+        w.finish();
+        for _ in 0..super::PRUNE_EVERY {
+            run(&o, &[whole(&other, Access::Read)])?;
+        }
+        assert_eq!(other.tracker.lock().queues.len(), 1);
+        Ok(())
+    }
+
+    /// Where the platform needs it (PoCL), a map or unmap command waits for the allocation's
+    /// previous one still pending (its other queue flushed first); elsewhere nothing is added.
+    #[test]
+    fn map_commands_run_one_after_another_where_the_quirk_says() -> Result<()> {
+        let (a, b) = (Fake::with(true, 1, true), Fake::with(true, 1, true));
+        let buf = alloc(64);
+        let map = |q: &Fake| {
+            let mut seen = Vec::new();
+            let ((), ev) = buf.map_command(q, SmallVec::new(), |list| {
+                seen = list.to_vec();
+                Ok(((), Ev::new()))
+            })?;
+            Ok::<_, Error>((ev, seen))
+        };
+        let (e1, seen) = map(&a)?;
+        assert!(seen.is_empty());
+        let (e2, seen) = map(&b)?;
+        assert_eq!((seen, a.flushes()), (vec![e1.raw()], 1));
+        e2.finish();
+        let (_, seen) = map(&a)?;
+        assert!(seen.is_empty(), "a finished command orders nothing");
+        let plain = Fake::in_order();
+        let mut seen = vec![Ev::new().raw()];
+        buf.map_command(&plain, SmallVec::new(), |list| {
+            seen = list.to_vec();
+            Ok(((), Ev::new()))
+        })?;
+        assert!(seen.is_empty(), "no quirk, no order: {seen:?}");
+        Ok(())
+    }
+
+    /// A sub-buffer origin its queue's device cannot address is refused before the driver.
+    #[test]
+    fn a_misaligned_origin_is_refused_on_its_device() -> Result<()> {
+        let q = Fake::with(true, 128, false);
+        let buf = alloc(512);
+        let bad = buf.view(64, 64);
+        assert!(matches!(
+            bad.before(&q, None, Access::Read),
+            Err(Error::Misaligned {
+                value: 64,
+                alignment: 128,
+                ..
+            })
+        ));
+        assert!(bad.claim_map(&q, (0, 8), false).is_err());
+        buf.view(256, 64).before(&q, None, Access::Read)?;
+        Ok(())
+    }
+
+    /// The acquire and release commands of external memory, counted.
+    struct Switch(Arc<AtomicUsize>);
+
+    impl Handover<Fake> for Switch {
+        fn enqueue(&self, _queue: &Fake, _acquire: bool, _wait: &[sys::cl_event]) -> Result<Ev> {
+            self.0.fetch_add(1, Relaxed);
+            Ok(Ev::new())
+        }
+    }
+
+    /// Memory handed back to the API that exported it takes no command or map until acquired
+    /// again, is not handed back while mapped, and is handed back when its record goes.
+    #[test]
+    fn external_memory_is_used_only_while_acquired() -> Result<()> {
+        let q = Fake::in_order();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let tracker: Arc<Tracker<Fake>> = Arc::default();
+        tracker.lock().external = Some(ExternalState::acquired_on(
+            &q,
+            Box::new(Switch(Arc::clone(&calls))),
+        ));
+        let buf = Tracked::counted(tracker, 0, 64);
+        let (map, _) = buf.claim_map(&q, (0, 8), false)?;
+        assert!(is_mapped(buf.switch_external(&q, &[], false)));
+        drop(map);
+        buf.switch_external(&q, &[], false)?;
+        assert!(matches!(
+            run(&q, &[whole(&buf, Access::Read)]),
+            Err(Error::HandedBack(_))
+        ));
+        assert!(matches!(
+            buf.claim_map(&q, (0, 8), false),
+            Err(Error::HandedBack(_))
+        ));
+        assert!(
+            buf.switch_external(&q, &[], false).is_err(),
+            "already handed back"
+        );
+        buf.switch_external(&q, &[], true)?;
+        run(&q, &[whole(&buf, Access::Write)])?;
+        assert_eq!(calls.load(Relaxed), 2);
+        drop(buf);
+        assert_eq!(calls.load(Relaxed), 3, "released when the record went");
+        Ok(())
+    }
 
     fn map(id: u64, start: usize, end: usize, write: bool) -> LiveMap {
         LiveMap {

@@ -9,9 +9,8 @@ use crate::error::{Error, Result};
 use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
 use crate::runtime::event::{Event, EventStatus};
-use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::Hold;
 
 use super::core::{exclusive, require_in_order, require_svm, sealed, Core};
 use super::SvmPointer;
@@ -405,7 +404,7 @@ unsafe impl<T: Pod, G: Grain> KernelArg for SvmArray<T, G> {
     fn arg_value(&self) -> ArgValue<'_> {
         ArgValue::Svm {
             ptr: self.core.ptr().cast_const(),
-            keep_alive: Some(Hold::keep_alive(Arc::clone(&self.core) as _)),
+            keep_alive: Some(KeepAlive::memory(Arc::clone(&self.core) as _)),
         }
     }
 }
@@ -422,7 +421,7 @@ unsafe impl KernelArg for SvmArgAt<'_> {
     fn arg_value(&self) -> ArgValue<'_> {
         ArgValue::Svm {
             ptr: self.ptr.cast_const(),
-            keep_alive: Some(Hold::keep_alive(Arc::clone(self.core) as _)),
+            keep_alive: Some(KeepAlive::memory(Arc::clone(self.core) as _)),
         }
     }
 }

@@ -53,11 +53,11 @@
 //!
 //! ```no_run
 //! use cl_mem::svm::{csvm_empty, fsvm_empty};
-//! use cl_mem::{Context, Device, MapFlags, Platform, Program, Queue, ReadOnly};
+//! use cl_mem::{Context, Device, DeviceType, MapFlags, Platform, Program, Queue, ReadOnly};
 //!
 //! # fn main() -> cl_mem::Result<()> {
-//! let device: Device = Platform::list()?[0].devices()?[0];
-//! let context = Context::from_device(&device)?;
+//! let device: Device = Platform::list()?[0].devices(DeviceType::ALL)?[0];
+//! let context = Context::new(&[device])?;
 //! let queue = Queue::new(&context, &device)?;
 //! let program = Program::build_from_source(
 //!     &context,

@@ -13,9 +13,9 @@ use crate::error::{check_range, Error, Result};
 use crate::memory::{release_in_drop, MemFlags};
 use crate::raw_handle::RawHandle;
 use crate::runtime::event::Event;
-use crate::runtime::kernel::{ArgValue, KernelArg};
+use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Hold, Read, Write};
+use crate::runtime::track::{Read, Write};
 
 use super::core::Core;
 
@@ -182,7 +182,7 @@ unsafe impl KernelArg for SvmBufferView<'_> {
     fn arg_value(&self) -> ArgValue<'_> {
         ArgValue::MemKeepAlive {
             mem: self.raw,
-            keep_alive: Hold::keep_alive(Arc::clone(&self.core) as _),
+            keep_alive: KeepAlive::memory(Arc::clone(&self.core) as _),
         }
     }
 }

@@ -3,7 +3,7 @@ use std::rc::Rc;
 
 fn register(ev: &cl_mem::Event) -> cl_mem::Result<()> {
     let local = Rc::new(1);
-    ev.on_complete(move |_status| {
+    ev.on(cl_mem::CallbackOn::Complete, move |_status| {
         let _ = &local;
     })
 }

@@ -80,11 +80,6 @@ impl<A: Allocator> PoolBlock<A> {
             .map_or(0, |p| p.layout.alloc_size(self.bin.get()))
     }
 
-    /// The bin the block belongs to.
-    pub fn bin(&self) -> BinNumber {
-        self.bin.get()
-    }
-
     /// Returns the block to the pool now (PyOpenCL's `release()`); same as dropping it.
     pub fn release(self) {
         drop(self);
@@ -259,11 +254,6 @@ impl<A: Allocator> LocalBlock<'_, A> {
     /// The size of the block.
     pub fn allocated_bytes(&self) -> usize {
         self.inner.layout.alloc_size(self.bin.get())
-    }
-
-    /// Returns the block to the pool now; same as dropping it.
-    pub fn release(self) {
-        drop(self);
     }
 }
 

@@ -7,8 +7,8 @@ mod policy;
 mod scope;
 
 pub use self::blocks::{LocalBlock, PoolBlock};
-pub use self::policy::{Eviction, OomMode, Policy, ThreadCacheLimits, MAX_MANAGED_BYTES};
-pub use self::scope::CounterScope;
+pub use self::policy::{Eviction, OomMode, Policy, ThreadCacheLimits};
+use self::scope::CounterScope;
 
 use std::fmt;
 use std::sync::atomic::Ordering::{AcqRel, Relaxed, SeqCst};
@@ -17,16 +17,16 @@ use std::sync::Arc;
 use crate::allocator::Allocator;
 use crate::bins::{BinLayout, BinNumber, InvalidLeadingBits};
 use crate::error::PoolError;
-use crate::stats::{BinStats, PoolStats};
+use crate::stats::{BinStats, PoolStats, ScopeReport};
 use crate::trace::TraceEvent;
 
 use self::blocks::WideBin;
 use self::cache::ThreadCache;
 use self::engine::{clamp, Found, Inner, Stripe, Upstream};
-use self::policy::{PolicyCell, NONE};
+use self::policy::PolicyCell;
 
 /// Default number of lock shards of a pool's shared bins.
-pub const DEFAULT_SHARDS: usize = 16;
+const DEFAULT_SHARDS: usize = 16;
 
 /// A binned memory pool over any [`Allocator`]: PyOpenCL's `MemoryPool` / `SVMPool` algorithm.
 ///
@@ -47,7 +47,7 @@ pub const DEFAULT_SHARDS: usize = 16;
 /// - **Shared bins** (`engine.rs`): PyOpenCL's bins, spread over `shards` `parking_lot` mutexes
 ///   (picked by `bin % shards`; neighbouring bins land in different shards). A request its
 ///   thread's cache cannot serve, a block no cache takes, and every out-of-memory reclaim go
-///   here. `parking_lot`'s locks do not convoy, and with [`DEFAULT_SHARDS`] threads on different
+///   here. `parking_lot`'s locks do not convoy, and with the default 16 shards threads on different
 ///   sizes seldom meet.
 ///
 /// One path per request, [`MemoryPool::allocate`] top to bottom: this thread's cache, else the
@@ -71,8 +71,8 @@ pub const DEFAULT_SHARDS: usize = 16;
 ///   shared bins and of the calling thread's cache, and ask every other thread's cache to free
 ///   its blocks: each does so at its thread's next call of the pool (an allocation or a return)
 ///   or at the thread's exit.
-/// - The out-of-memory reclaim, [`MemoryPool::enforce_held_cap`], [`MemoryPool::release_idle`]
-///   and [`MemoryPool::idle_held_bytes`] see the shared bins and the calling thread's cache, and
+/// - The out-of-memory reclaim, a held-bytes cap set with [`MemoryPool::set_policy`] and
+///   [`MemoryPool::release_idle`] see the shared bins and the calling thread's cache, and
 ///   ask the other caches to give their blocks back to the shared bins (same moments).
 /// - A policy that needs every block in one place (a held-bytes cap, idle release, least-
 ///   recently-used eviction, larger bins, [`Policy::shared_bins_only`]) turns the caches off:
@@ -98,9 +98,9 @@ pub const DEFAULT_SHARDS: usize = 16;
 /// # Examples
 ///
 /// ```
-/// use cl_pool::{MemoryPool, TestAllocator};
+/// use cl_pool::{MemoryPool, SimulatedAllocator};
 ///
-/// let pool = MemoryPool::new(TestAllocator::new());
+/// let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
 /// let a = pool.allocate(1000)?;
 /// assert_eq!(a.allocated_bytes(), 1023);
 /// drop(a);
@@ -166,7 +166,7 @@ impl<A: Allocator> PoolBuilder<A> {
         self
     }
 
-    /// Number of lock shards of the shared bins (default [`DEFAULT_SHARDS`]), rounded up to a
+    /// Number of lock shards of the shared bins (default 16), rounded up to a
     /// power of two (0 is taken as 1, more than 1024 as 1024).
     #[must_use]
     pub fn shards(mut self, n: usize) -> Self {
@@ -258,15 +258,6 @@ impl<A: Allocator> MemoryPool<A> {
         Self::builder(allocator).build_with(BinLayout::default())
     }
 
-    /// A pool with `leading_bits_in_bin_id = l`.
-    ///
-    /// # Errors
-    ///
-    /// [`InvalidLeadingBits`] for `l > 25`.
-    pub fn with_leading_bits(allocator: A, l: u32) -> Result<Self, InvalidLeadingBits> {
-        Self::builder(allocator).leading_bits(l).build()
-    }
-
     /// A builder for shard count, leading bits, policy and thread-cache bounds.
     pub fn builder(allocator: A) -> PoolBuilder<A> {
         PoolBuilder {
@@ -281,11 +272,6 @@ impl<A: Allocator> MemoryPool<A> {
     /// The allocator.
     pub fn allocator(&self) -> &A {
         &self.inner.allocator
-    }
-
-    /// The bin layout.
-    pub fn layout(&self) -> BinLayout {
-        self.inner.layout
     }
 
     /// PyOpenCL's `bin_number(size)`.
@@ -307,7 +293,8 @@ impl<A: Allocator> MemoryPool<A> {
     /// # Errors
     ///
     /// - [`PoolError::OutOfMemory`] when the allocator stays out of memory with nothing held;
-    /// - [`PoolError::LimitReached`] when the managed-bytes limit (or [`MAX_MANAGED_BYTES`])
+    /// - [`PoolError::LimitReached`] when the managed-bytes limit (or `isize::MAX`, the bound of
+    ///   [`Policy::managed_bytes_limit`])
     ///   cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
@@ -662,11 +649,6 @@ impl<A: Allocator> MemoryPool<A> {
         self.free_held();
     }
 
-    /// Whether [`stop_holding`](Self::stop_holding) was called.
-    pub fn is_stopped_holding(&self) -> bool {
-        self.inner.stop_holding.load(SeqCst)
-    }
-
     /// Frees the held blocks of the shared bins (this thread's cached ones included) of bins no
     /// request touched in the last `allocations` allocations; returns the bytes freed.
     pub fn release_idle(&self, allocations: u64) -> usize {
@@ -681,12 +663,15 @@ impl<A: Allocator> MemoryPool<A> {
         self.inner.policy.load()
     }
 
-    /// Switches policy; takes effect for the next request (held blocks are not touched, call
-    /// [`enforce_held_cap`](Self::enforce_held_cap) to apply a new cap at once).
+    /// Switches policy for the next request, and applies a held-bytes cap at once: held blocks
+    /// of the shared bins (this thread's cached ones included) are freed, largest bins first,
+    /// until they are within it. (To change one field: `Policy { managed_bytes_limit: Some(n),
+    /// ..pool.policy() }`.)
     pub fn set_policy(&self, policy: Policy) {
         self.inner.policy.store(policy);
         self.inner.refresh_cache_on();
         self.read_messages();
+        self.enforce_held_cap();
     }
 
     /// This thread's cache reads the message just sent (the calling thread's cache is no other
@@ -695,17 +680,9 @@ impl<A: Allocator> MemoryPool<A> {
         let _ = cache::with(&self.inner, |_, _| ());
     }
 
-    /// Sets (or clears) the managed-bytes limit, keeping the rest of the policy.
-    pub fn set_managed_limit(&self, limit: Option<usize>) {
-        self.inner
-            .policy
-            .limit
-            .store(limit.unwrap_or(NONE), Relaxed);
-    }
-
     /// Frees held blocks of the shared bins (this thread's cached ones included), largest bins
     /// first, until they are within the policy's cap.
-    pub fn enforce_held_cap(&self) {
+    fn enforce_held_cap(&self) {
         if let Some(cap) = self.policy().held_bytes_cap {
             self.gather();
             while self.inner.shared_held_bytes() > cap {
@@ -739,8 +716,9 @@ impl<A: Allocator> MemoryPool<A> {
         })
     }
 
-    /// Bytes in held blocks (rounded sizes; the thread caches included).
-    pub fn held_bytes(&self) -> usize {
+    /// Bytes in held blocks (rounded sizes; the thread caches included): `stats().held_bytes`
+    /// without the walk over the bins (the replay reads it after every event).
+    pub(crate) fn held_bytes(&self) -> usize {
         let _quiet = self.inner.moves.write();
         let cached = self
             .inner
@@ -842,27 +820,6 @@ impl<A: Allocator> MemoryPool<A> {
         v
     }
 
-    /// Held bytes of the shared bins (this thread's cached ones included) in bins no request
-    /// touched during the last `allocations` allocations.
-    pub fn idle_held_bytes(&self, allocations: u64) -> usize {
-        self.gather();
-        let before = self.stats().tick.saturating_sub(allocations);
-        let ticks = self.inner.last_ticks();
-        self.inner
-            .shards
-            .iter()
-            .map(|shard| {
-                shard
-                    .lock()
-                    .bins
-                    .iter()
-                    .filter(|(bin, _)| ticks.get(bin).copied().unwrap_or(0) < before)
-                    .map(|(_, b)| b.blocks.len() * b.stats.block_bytes)
-                    .sum::<usize>()
-            })
-            .sum()
-    }
-
     /// Resets the peaks to the current values.
     pub fn reset_peaks(&self) {
         let i = &*self.inner;
@@ -870,10 +827,18 @@ impl<A: Allocator> MemoryPool<A> {
         i.peak_managed.store(i.managed_bytes.load(Relaxed), Relaxed);
     }
 
-    /// Opens a counter scope: [`CounterScope::finish`] gives the peaks and counts of the phase
-    /// without resetting the global peaks. Scopes nest (close them in reverse order of opening);
-    /// while a scope is open each counter increase costs one more atomic compare.
-    pub fn scope(&self) -> CounterScope<A> {
+    /// Runs `f` as a phase of the pool's life and reports its peaks and counts, without
+    /// resetting the global peaks. Scopes nest (a scope inside `f` reports its own phase and the
+    /// enclosing one sees everything); while a scope is open each counter increase costs one
+    /// more atomic compare.
+    pub fn scope<R>(&self, f: impl FnOnce() -> R) -> (R, ScopeReport) {
+        let mut scope = self.open_scope();
+        let r = f();
+        (r, scope.close())
+    }
+
+    /// Opens a counter scope; it closes when its report is taken, or on drop (a panicking `f`).
+    fn open_scope(&self) -> CounterScope<A> {
         let i = &*self.inner;
         let before = self.stats();
         let mut stack = i.scope_stack.lock();

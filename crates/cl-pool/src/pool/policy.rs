@@ -47,7 +47,8 @@ pub struct Policy {
     pub eviction: Eviction,
     /// Keep `managed_bytes` at or below this (as CuPy's `set_limit`): exceeding it runs the same
     /// reclaim path as an upstream out-of-memory, and fails with [`PoolError::LimitReached`](crate::PoolError::LimitReached).
-    /// [`MAX_MANAGED_BYTES`] bounds it (and applies when it is `None`).
+    /// `isize::MAX` (Rust's own bound on one allocation) bounds it and applies when it is `None`:
+    /// every gauge, the per-thread caches' signed ones included, then stays exact.
     pub managed_bytes_limit: Option<usize>,
     /// Serve every request from the shared bins, without the per-thread caches (see the
     /// [`MemoryPool`](crate::MemoryPool) docs): every block is in a shared bin, where any thread finds
@@ -67,7 +68,7 @@ pub(super) const CACHE_BIN_LIMIT: usize = 1024;
 /// past it fails like one over the managed-bytes limit ([`PoolError::LimitReached`](crate::PoolError::LimitReached),
 /// after the reclaim path), so every gauge, the per-thread caches' signed ones included, stays
 /// exact. No OpenCL device comes near it; a simulated upstream with unlimited capacity would.
-pub const MAX_MANAGED_BYTES: usize = isize::MAX as usize;
+pub(super) const MAX_MANAGED_BYTES: usize = isize::MAX as usize;
 
 #[derive(Debug, Default)]
 pub(super) struct PolicyCell {

@@ -1,4 +1,4 @@
-//! [`CounterScope`]: peak and counter reports over a region of code.
+//! `CounterScope`: peak and counter reports over a region of code ([`MemoryPool::scope`]).
 
 use std::fmt;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
@@ -9,8 +9,8 @@ use crate::stats::{PoolStats, ScopeReport};
 use super::MemoryPool;
 
 /// A phase of a pool's life whose peaks and counts are measured on their own (see
-/// [`MemoryPool::scope`]).
-pub struct CounterScope<A: Allocator> {
+/// [`MemoryPool::scope`]); closed by [`close`](Self::close) or on drop.
+pub(super) struct CounterScope<A: Allocator> {
     pub(super) pool: MemoryPool<A>,
     pub(super) before: PoolStats,
     pub(super) open: bool,
@@ -26,10 +26,6 @@ impl<A: Allocator> fmt::Debug for CounterScope<A> {
 
 impl<A: Allocator> CounterScope<A> {
     /// Closes the scope and reports what happened during it.
-    pub fn finish(mut self) -> ScopeReport {
-        self.close()
-    }
-
     pub(super) fn close(&mut self) -> ScopeReport {
         self.open = false;
         let i = &*self.pool.inner;

@@ -1,25 +1,17 @@
-//! Allocation traces: record a pool's requests, store them as JSON lines, replay them against a
-//! simulated upstream, and generate RMM-shaped random traces.
+//! Allocation traces: record a pool's requests, store them as JSON lines, and replay them against
+//! a simulated upstream (`examples/support/` turns traces into SVG plots and PyTorch memory
+//! snapshots, and generates RMM-shaped random ones).
 //!
 //! Fragmentation regressions become unit tests without a GPU: record a real workload once
 //! ([`MemoryPool::start_recording`](crate::MemoryPool::start_recording)), save it with
 //! [`to_json_lines`], and assert on [`replay`]'s [`ReplayReport`] under any policy.
 //!
 //! This module is the data (the events and their JSON lines form), which the pool records; the
-//! replay, the random traces and the plots are its submodules and depend on the pool, not the other
-//! way round.
+//! replay is its submodule and depends on the pool, not the other way round.
 
-mod plot;
-mod random;
 mod replay;
-#[cfg(feature = "serde")]
-mod snapshot;
 
-pub use self::plot::timeline_svg;
-pub use self::random::{random_trace, RandomTraceShape};
-pub use self::replay::{replay, replay_with_timeline, ReplayConfig, ReplayReport, TimelinePoint};
-#[cfg(feature = "serde")]
-pub use self::snapshot::pytorch_snapshot;
+pub use self::replay::{replay, ReplayConfig, ReplayReport, TimelinePoint};
 
 #[cfg(feature = "serde")]
 use std::fmt;

@@ -17,6 +17,8 @@ pub struct ReplayConfig {
     pub leading_bits: u32,
     /// The pool's policy (default: PyOpenCL's behaviour).
     pub policy: Policy,
+    /// Record the pool's gauges after every event in [`ReplayReport::timeline`] (for plots).
+    pub timeline: bool,
 }
 
 impl Default for ReplayConfig {
@@ -25,12 +27,14 @@ impl Default for ReplayConfig {
             capacity: usize::MAX,
             leading_bits: DEFAULT_LEADING_BITS,
             policy: Policy::default(),
+            timeline: false,
         }
     }
 }
 
-/// What a replay measured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a replay measured (the hit rate is `hits / requests`; the memory held at the peak per
+/// byte in use is `peak_managed_bytes / peak_active_bytes`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplayReport {
     /// Alloc events replayed.
     pub requests: u64,
@@ -50,53 +54,9 @@ pub struct ReplayReport {
     pub peak_active_bytes: usize,
     /// Highest held bytes observed after any event.
     pub peak_held_bytes: usize,
-}
-
-impl ReplayReport {
-    /// `hits / requests`.
-    #[must_use]
-    pub fn hit_rate(&self) -> f64 {
-        if self.requests == 0 {
-            0.0
-        } else {
-            ratio(self.hits, self.requests)
-        }
-    }
-
-    /// `peak managed / peak active`: how much memory the pool holds at its peak per byte in use.
-    #[must_use]
-    pub fn managed_to_active_at_peak(&self) -> f64 {
-        ratio(
-            self.peak_managed_bytes as u64,
-            self.peak_active_bytes as u64,
-        )
-    }
-}
-
-#[expect(
-    clippy::cast_precision_loss,
-    reason = "ratios of counts; 52 bits of mantissa are plenty"
-)]
-pub(super) fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
-}
-
-/// Replays `trace` on a fresh pool over a [`SimulatedAllocator`].
-///
-/// Frees of requests that failed, or of unknown ids, are ignored.
-///
-/// # Errors
-///
-/// [`crate::InvalidLeadingBits`] for a bad `leading_bits`.
-pub fn replay(
-    trace: &[TraceEvent],
-    config: &ReplayConfig,
-) -> Result<ReplayReport, crate::InvalidLeadingBits> {
-    replay_inner(trace, config, None)
+    /// The gauges after every event, when [`ReplayConfig::timeline`] asked for them (else
+    /// empty).
+    pub timeline: Vec<TimelinePoint>,
 }
 
 /// The pool's gauges after one event of a replay.
@@ -110,24 +70,17 @@ pub struct TimelinePoint {
     pub held_bytes: usize,
 }
 
-/// As [`replay`], also returning the gauges after every event (for plots: [`timeline_svg`]).
+/// Replays `trace` on a fresh pool over a [`SimulatedAllocator`]; with
+/// [`ReplayConfig::timeline`], the report has the gauges after every event.
+///
+/// Frees of requests that failed, or of unknown ids, are ignored.
 ///
 /// # Errors
 ///
 /// [`crate::InvalidLeadingBits`] for a bad `leading_bits`.
-pub fn replay_with_timeline(
+pub fn replay(
     trace: &[TraceEvent],
     config: &ReplayConfig,
-) -> Result<(ReplayReport, Vec<TimelinePoint>), crate::InvalidLeadingBits> {
-    let mut timeline = Vec::with_capacity(trace.len());
-    let report = replay_inner(trace, config, Some(&mut timeline))?;
-    Ok((report, timeline))
-}
-
-fn replay_inner(
-    trace: &[TraceEvent],
-    config: &ReplayConfig,
-    mut timeline: Option<&mut Vec<TimelinePoint>>,
 ) -> Result<ReplayReport, crate::InvalidLeadingBits> {
     let pool = MemoryPool::builder(SimulatedAllocator::new(config.capacity))
         .leading_bits(config.leading_bits)
@@ -135,7 +88,10 @@ fn replay_inner(
         .shards(1)
         .build()?;
     let mut live: HashMap<u64, PoolBlock<SimulatedAllocator>> = HashMap::new();
-    let mut report = ReplayReport::default();
+    let mut report = ReplayReport {
+        timeline: Vec::with_capacity(if config.timeline { trace.len() } else { 0 }),
+        ..ReplayReport::default()
+    };
     for event in trace {
         match *event {
             TraceEvent::Alloc { id, size } => {
@@ -153,8 +109,8 @@ fn replay_inner(
         }
         let held = pool.held_bytes();
         report.peak_held_bytes = report.peak_held_bytes.max(held);
-        if let Some(t) = timeline.as_deref_mut() {
-            t.push(TimelinePoint {
+        if config.timeline {
+            report.timeline.push(TimelinePoint {
                 managed_bytes: pool.managed_bytes(),
                 active_bytes: pool.active_bytes(),
                 held_bytes: held,

@@ -170,7 +170,7 @@ fn watch_loop() {
 /// The first poll reads the event's status (`clGetEventInfo`): a finished event resolves at once
 /// and costs no callback. Otherwise the future stores the task's [`Waker`] in a small shared state
 /// (a `Mutex<Option<Waker>>` and a "finished" flag: the std form of an `AtomicWaker`), registers
-/// *one* `CL_COMPLETE` callback through [`Event::on_complete`]. A future of a non-blocking
+/// *one* `CL_COMPLETE` callback through [`Event::on`]. A future of a non-blocking
 /// transfer ([`crate::Pending`]) holds the transfer's queue and flushes it at the first poll
 /// that has to wait (`clWaitForEvents` flushes implicitly; a callback does not, and a driver may
 /// keep an unflushed command on the host forever). A plain [`Event::wait_async`] knows no queue
@@ -226,7 +226,7 @@ impl EventFuture {
     }
 
     /// The event it waits for.
-    pub fn event(&self) -> &Event {
+    pub(crate) fn event(&self) -> &Event {
         &self.event
     }
 }

@@ -15,9 +15,9 @@
 //! `"port:"`, `"0:1,"`) is an error instead of silently matching the first object (the empty
 //! string is a substring of every name); errors name the available platforms or devices.
 //!
-//! Parsing ([`Selector::parse`]) and resolution over names ([`Selector::resolve`]) are pure and
-//! tested without a device; [`select_devices`], [`test_devices`] and [`create_some_context`] run
-//! them against the live platforms.
+//! Parsing (`cl_mem::Selector::parse`) and resolution over names (`Selector::resolve`) are pure,
+//! live in `cl_raw::select` and are tested without a device; [`select_devices`], [`test_devices`]
+//! and [`create_some_context`] run them against the live platforms.
 
 use crate::error::{Error, Result};
 use crate::runtime::context::Context;
@@ -27,7 +27,7 @@ use crate::runtime::platform::Platform;
 // The grammar itself is pure and lives in cl-raw, so that cl-characterize's `cl-report` (which
 // may not depend on cl-mem) selects devices with the same grammar.
 use cl_raw::select::listing;
-pub use cl_raw::select::{Entry, Ident, PlatformEntry, SelectError, Selector};
+use cl_raw::select::{PlatformEntry, SelectError, Selector};
 
 fn select_error(variable: &str) -> impl Fn(SelectError) -> Error + '_ {
     move |error| Error::Select {
@@ -41,7 +41,7 @@ fn catalogue() -> Result<(Vec<PlatformEntry>, Vec<Vec<Device>>)> {
     let mut entries = Vec::new();
     let mut devices = Vec::new();
     for p in Platform::list()? {
-        let devs = p.devices()?;
+        let devs = p.devices(DeviceType::ALL)?;
         entries.push(PlatformEntry {
             name: p.name()?,
             vendor: p.vendor()?,
@@ -53,20 +53,6 @@ fn catalogue() -> Result<(Vec<PlatformEntry>, Vec<Vec<Device>>)> {
         devices.push(devs);
     }
     Ok((entries, devices))
-}
-
-/// The devices a selector string picks among the live platforms; `variable` names its source in
-/// errors (`"CL_TEST"`, `"--device"`).
-///
-/// # Errors
-///
-/// [`Error::Select`] for a malformed selector, one that matches nothing, or no devices at all;
-/// [`Error::Cl`] when the platforms cannot be queried.
-pub fn select_devices(selector: &str, variable: &str) -> Result<Vec<Device>> {
-    Ok(select(selector, variable)?
-        .into_iter()
-        .map(|s| s.device)
-        .collect())
 }
 
 /// A selected device with its place in the loader's enumeration: the `platform:device` index
@@ -81,12 +67,15 @@ pub struct Selected {
     pub device: Device,
 }
 
-/// As [`select_devices`], with each device's indices (no second enumeration needed to find them).
+/// The devices a selector string picks among the live platforms, each with its indices (no
+/// second enumeration needed to find them); `variable` names its source in errors (`"CL_TEST"`,
+/// `"--device"`).
 ///
 /// # Errors
 ///
-/// As [`select_devices`].
-pub fn select(selector: &str, variable: &str) -> Result<Vec<Selected>> {
+/// [`Error::Select`] for a malformed selector, one that matches nothing, or no devices at all;
+/// [`Error::Cl`] when the platforms cannot be queried.
+pub fn select_devices(selector: &str, variable: &str) -> Result<Vec<Selected>> {
     let sel = Selector::parse(selector).map_err(select_error(variable))?;
     let (entries, devices) = catalogue()?;
     let picked = sel.resolve(&entries).map_err(select_error(variable))?;
@@ -108,24 +97,15 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// The devices tests run on: `CL_TEST`, else `PYOPENCL_TEST`, else every device of every
-/// platform.
+/// The devices tests run on, with their indices: `CL_TEST`, else `PYOPENCL_TEST`, else every
+/// device of every platform (PyOpenCL's `get_test_platforms_and_devices`).
 ///
 /// # Errors
 ///
 /// As [`select_devices`].
-pub fn test_devices() -> Result<Vec<Device>> {
-    Ok(test_selection()?.into_iter().map(|s| s.device).collect())
-}
-
-/// As [`test_devices`], with each device's indices.
-///
-/// # Errors
-///
-/// As [`select_devices`].
-pub fn test_selection() -> Result<Vec<Selected>> {
+pub fn test_devices() -> Result<Vec<Selected>> {
     let (spec, variable) = test_selector(env_nonempty("CL_TEST"), env_nonempty("PYOPENCL_TEST"));
-    select(&spec, variable)
+    select_devices(&spec, variable)
 }
 
 /// Which selector and variable [`test_devices`] uses: `CL_TEST` wins, `PYOPENCL_TEST` is the
@@ -138,7 +118,10 @@ fn test_selector(cl_test: Option<String>, pyopencl_test: Option<String>) -> (Str
     }
 }
 
-/// A context on [`default_device`]: the device a program without configuration should use.
+/// A context on the device a program without configuration should use: the first device
+/// `CL_CTX` selects; else the first `CL_TEST` (else `PYOPENCL_TEST`) selects; else the best
+/// device present by [`DeviceRank`], the first one enumerated among equals (its device:
+/// `create_some_context()?.devices()[0]`).
 ///
 /// Differences from PyOpenCL's `create_some_context()`: it never prompts (PyOpenCL asks on a
 /// terminal when several devices exist), it reads `CL_CTX`, then `CL_TEST` / `PYOPENCL_TEST`
@@ -150,28 +133,23 @@ fn test_selector(cl_test: Option<String>, pyopencl_test: Option<String>) -> (Str
 ///
 /// # Errors
 ///
-/// As [`default_device`], plus [`Context::new`]'s errors.
+/// As [`select_devices`] (a malformed or unmatched selector, no devices at all), plus
+/// [`Context::new`]'s errors.
 pub fn create_some_context() -> Result<Context> {
     let device = default_device()?;
-    Context::from_device(&device)
+    Context::new(&[device])
 }
 
-/// The device [`create_some_context`] uses: the first device `CL_CTX` selects; else the first
-/// `CL_TEST` (else `PYOPENCL_TEST`) selects; else the best device present by [`DeviceRank`], the
-/// first one enumerated among equals.
-///
-/// # Errors
-///
-/// As [`select_devices`] (a malformed or unmatched selector, no devices at all).
-pub fn default_device() -> Result<Device> {
+/// The device [`create_some_context`] uses.
+fn default_device() -> Result<Device> {
     if let Some(v) = env_nonempty("CL_CTX") {
-        let d = select_devices(&v, "CL_CTX")?[0];
+        let d = select_devices(&v, "CL_CTX")?[0].device;
         tracing::info!(target: "cl_mem::select", device = %describe(&d), selector = %v, "device chosen by CL_CTX");
         return Ok(d);
     }
     let (spec, variable) = test_selector(env_nonempty("CL_TEST"), env_nonempty("PYOPENCL_TEST"));
     if !spec.is_empty() {
-        let d = select_devices(&spec, variable)?[0];
+        let d = select_devices(&spec, variable)?[0].device;
         tracing::info!(target: "cl_mem::select", device = %describe(&d), selector = %spec, variable, "device chosen by the test selector");
         return Ok(d);
     }
@@ -180,7 +158,7 @@ pub fn default_device() -> Result<Device> {
     let all = select_devices("", "CL_CTX")?;
     let (rank, d) = all
         .into_iter()
-        .map(|d| (DeviceRank::of(&d), d))
+        .map(|s| (DeviceRank::of(&s.device), s.device))
         .enumerate()
         .min_by_key(|(i, (r, _))| (*r, *i))
         .map(|(_, x)| x)
@@ -189,7 +167,7 @@ pub fn default_device() -> Result<Device> {
     Ok(d)
 }
 
-/// How [`default_device`] orders devices when nothing selects one: lower is preferred.
+/// How [`create_some_context`] orders devices when nothing selects one: lower is preferred.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DeviceRank {
     /// A GPU.

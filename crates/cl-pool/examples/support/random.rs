@@ -1,20 +1,20 @@
 //! RMM-shaped random traces ([`random_trace`]).
 
-use super::*;
+use cl_pool::trace::TraceEvent;
 
 /// The shape of RMM's `random_allocations` benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RandomTraceShape {
+pub(crate) struct RandomTraceShape {
     /// Allocation requests to make.
-    pub allocations: usize,
+    pub(crate) allocations: usize,
     /// Sizes are uniform in `1..=max_size`.
-    pub max_size: usize,
+    pub(crate) max_size: usize,
     /// Percent of steps that try to allocate (RMM: 73).
-    pub allocation_percent: u32,
+    pub(crate) allocation_percent: u32,
     /// Active bytes never exceed this (RMM: 16,000 MiB); a step that would, frees instead.
-    pub active_cap: usize,
+    pub(crate) active_cap: usize,
     /// Seed of the generator.
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
 impl Default for RandomTraceShape {
@@ -58,7 +58,7 @@ impl Rng {
 /// with probability `allocation_percent` (while allocations remain and the active cap allows),
 /// otherwise free a uniformly chosen live allocation; everything still live is freed at the end.
 #[must_use]
-pub fn random_trace(shape: &RandomTraceShape) -> Vec<TraceEvent> {
+pub(crate) fn random_trace(shape: &RandomTraceShape) -> Vec<TraceEvent> {
     if shape.active_cap == 0 {
         return Vec::new();
     }

@@ -1,12 +1,24 @@
-//! Pictures of a replay: [`timeline_svg`]; the PyTorch memory-snapshot JSON is in `snapshot.rs`
-//! (the `serde` feature).
+//! A picture of a replay: [`timeline_svg`].
 
-use super::replay::*;
+use cl_pool::trace::TimelinePoint;
+
+/// `a / b` as a float, 0 when `b` is 0 (plot coordinates, hit rates, peak ratios).
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "ratios of counts; 52 bits of mantissa are plenty"
+)]
+pub(crate) fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
 
 /// An SVG line plot of managed (blue) and active (orange) bytes over a replay's events, for a
 /// person to look at instead of reading numbers.
 #[must_use]
-pub fn timeline_svg(points: &[TimelinePoint], title: &str) -> String {
+pub(crate) fn timeline_svg(points: &[TimelinePoint], title: &str) -> String {
     use std::fmt::Write as _;
     const W: f64 = 900.0;
     const H: f64 = 400.0;

@@ -1,12 +1,12 @@
-//! PyTorch memory-snapshot JSON of a replay ([`pytorch_snapshot`]); needs the `serde` feature.
+//! PyTorch memory-snapshot JSON of a replay ([`pytorch_snapshot`]); needs cl-pool's `serde`
+//! feature (for `serde_json`).
 
 use std::collections::HashMap;
 
-use crate::allocator::SimulatedAllocator;
-use crate::pool::{MemoryPool, PoolBlock};
-
-use super::replay::*;
-use super::*;
+use cl_pool::trace::{ReplayConfig, TraceEvent};
+use cl_pool::{
+    HostAllocError, HostBlock, InvalidLeadingBits, MemoryPool, PoolBlock, SimulatedAllocator,
+};
 
 /// An upstream that gives every block an address (a bump pointer, never reused) and logs
 /// PyTorch-style segment events.
@@ -31,11 +31,11 @@ impl AddressingAllocator {
     }
 }
 
-impl crate::Allocator for AddressingAllocator {
-    type Block = crate::HostBlock;
-    type Error = crate::HostAllocError;
+impl cl_pool::Allocator for AddressingAllocator {
+    type Block = HostBlock;
+    type Error = HostAllocError;
 
-    fn allocate(&self, size: usize) -> Result<Option<crate::HostBlock>, crate::HostAllocError> {
+    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
         let block = self.inner.allocate(size)?;
         if let Some(b) = &block {
             let mut st = self.state();
@@ -50,7 +50,7 @@ impl crate::Allocator for AddressingAllocator {
         Ok(block)
     }
 
-    fn free(&self, block: crate::HostBlock) -> Result<(), crate::HostAllocError> {
+    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
         {
             let mut st = self.state();
             if let Some((addr, size)) = st.addr_of.remove(&block.id) {
@@ -75,11 +75,11 @@ impl crate::Allocator for AddressingAllocator {
 ///
 /// # Errors
 ///
-/// [`crate::InvalidLeadingBits`] for a bad `leading_bits`.
-pub fn pytorch_snapshot(
+/// [`InvalidLeadingBits`] for a bad `leading_bits`.
+pub(crate) fn pytorch_snapshot(
     trace: &[TraceEvent],
     config: &ReplayConfig,
-) -> Result<serde_json::Value, crate::InvalidLeadingBits> {
+) -> Result<serde_json::Value, InvalidLeadingBits> {
     let pool = MemoryPool::builder(AddressingAllocator {
         inner: SimulatedAllocator::new(config.capacity),
         state: std::sync::Mutex::new(AddressingState::default()),
