@@ -222,3 +222,63 @@ fn kernel_raw_round_trip_keeps_reference_counts_and_checks(dev: &TestDevice) -> 
     );
     Ok(())
 }
+
+// The `opencl3` crate and cl-mem / cl-pool on the same objects through raw handles (both link
+// the same libOpenCL, so the handles are the same objects; the aliases differ, hence `.cast()`):
+// opencl3 creates context, queue and a buffer; cl-mem adopts context and queue with
+// `from_raw_retained` (each side releases what it owns) and a pool allocates on that queue;
+// cl-mem writes a pooled buffer that opencl3 reads through a reference of its own (`into_raw` of
+// a clone); opencl3 writes its buffer, which cl-mem adopts and reads.
+device_test!(opencl3_and_cl_mem_share_objects_through_raw_handles);
+fn opencl3_and_cl_mem_share_objects_through_raw_handles(dev: &TestDevice) -> TestResult {
+    use cl_pool::{ImmediateAllocator, MemoryPool};
+    use opencl3::command_queue::CommandQueue;
+    use opencl3::context::Context as O3Context;
+    use opencl3::memory::{Buffer as O3Buffer, ClMem, CL_MEM_READ_WRITE};
+    use opencl3::types::CL_BLOCKING;
+    const N: usize = 1024;
+
+    let o3_device = opencl3::device::Device::new(dev.device.as_raw().cast());
+    let o3_context = O3Context::from_device(&o3_device)?;
+    // clCreateCommandQueue works on every version (Oclgrind is OpenCL 1.2). opencl3 marks it
+    // deprecated only with its CL_VERSION_2_0 feature, so `allow`, not `expect`.
+    #[allow(
+        deprecated,
+        reason = "clCreateCommandQueue works on every version (Oclgrind is OpenCL 1.2)"
+    )]
+    let o3_queue = CommandQueue::create_default(&o3_context, 0)?;
+    // SAFETY: a valid context; no host pointer.
+    let mut o3_buffer = unsafe {
+        O3Buffer::<u32>::create(&o3_context, CL_MEM_READ_WRITE, N, std::ptr::null_mut())
+    }?;
+
+    // SAFETY: a valid context owned by `o3_context`.
+    let context = unsafe { cl_mem::Context::from_raw_retained(o3_context.get().cast()) }?;
+    // SAFETY: a valid queue owned by `o3_queue`, on a root device.
+    let queue = unsafe { Queue::from_raw_retained(o3_queue.get().cast()) }?;
+    assert_eq!(queue.context().as_raw(), context.as_raw());
+    let pool = MemoryPool::new(ImmediateAllocator::new(&queue, MemFlags::READ_WRITE)?);
+    let block = pool.allocate(N * 4)?;
+
+    let data: Vec<u32> = (0..1024u32).map(|i| i * 3 + 1).collect();
+    block.write(&queue, &data, &[])?;
+    let o3_view = O3Buffer::<u32>::new((*block).clone().into_raw().cast());
+    let mut back = vec![0u32; N];
+    // SAFETY: a blocking read of `N` values from a buffer of at least `N * 4` bytes.
+    unsafe { o3_queue.enqueue_read_buffer(&o3_view, CL_BLOCKING, 0, &mut back, &[]) }?;
+    assert_eq!(back, data, "opencl3 read other data from the cl-mem buffer");
+    drop(o3_view); // releases the reference `into_raw` gave away
+
+    let ones = vec![7u32; N];
+    // SAFETY: a blocking write of `N` values into a buffer of `N` values.
+    unsafe { o3_queue.enqueue_write_buffer(&mut o3_buffer, CL_BLOCKING, 0, &ones, &[]) }?;
+    // SAFETY: a valid buffer owned by `o3_buffer`.
+    let adopted = unsafe { Buffer::from_raw_retained(o3_buffer.get().cast()) }?;
+    assert_eq!(adopted.size_bytes(), N * 4);
+    let mut check = vec![0u32; N];
+    adopted.read(&queue, &mut check, &[])?;
+    assert_eq!(check, ones, "cl-mem read other data from the opencl3 buffer");
+    // Each side releases what it owns; the order does not matter.
+    drop((adopted, block, pool, queue, context));
+    Ok(())
+}

@@ -23,7 +23,6 @@ pub(crate) const PER_DEVICE: &[(&str, &str, &str)] = &[
     ("cl-mem", "pyopencl_image_filters", ""),
     // Prints the typed refusal where there is no CUDA or no external memory (every CPU runtime).
     ("cl-mem", "cuda_interop", "cuda"),
-    ("cl-tests", "opencl3_interop", ""),
 ];
 
 /// Examples that look at every device themselves: run once.
