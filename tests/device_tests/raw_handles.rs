@@ -277,7 +277,10 @@ fn opencl3_and_cl_mem_share_objects_through_raw_handles(dev: &TestDevice) -> Tes
     assert_eq!(adopted.size_bytes(), N * 4);
     let mut check = vec![0u32; N];
     adopted.read(&queue, &mut check, &[])?;
-    assert_eq!(check, ones, "cl-mem read other data from the opencl3 buffer");
+    assert_eq!(
+        check, ones,
+        "cl-mem read other data from the opencl3 buffer"
+    );
     // Each side releases what it owns; the order does not matter.
     drop((adopted, block, pool, queue, context));
     Ok(())

@@ -7,7 +7,7 @@
 //! Run: `cargo run -p cl-mem --example pyopencl_svm` (`CL_CTX=portable` or any selector).
 
 use cl_mem::svm::{csvm_empty, fsvm_empty, SvmArray};
-use cl_mem::{create_some_context, Program, Queue, SvmCapabilities};
+use cl_mem::{create_some_context, MapFlags, Program, Queue, ReadOnly, SvmCapabilities};
 
 const SRC: &str = "
 __kernel void twice(
@@ -27,14 +27,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         caps.contains(SvmCapabilities::FINE_GRAIN_BUFFER),
         caps.contains(SvmCapabilities::FINE_GRAIN_SYSTEM),
     );
-    let platform = dev.platform();
     println!(
         "Device '{}' on platform '{} ({})' has the following SVM features:\n  \
          Coarse-grained buffer SVM: {coarse}\n  Fine-grained buffer SVM:   {fine}\n  \
          Fine-grained system SVM:   {system}",
         dev.name()?,
-        platform.name()?,
-        platform.info::<String>(cl_raw::sys::CL_PLATFORM_VERSION)?
+        dev.platform().name()?,
+        dev.platform()
+            .info::<String>(cl_raw::sys::CL_PLATFORM_VERSION)?
     );
     let prg = Program::build_from_source(&ctx, SRC, "")?;
     let twice = prg.kernel("twice")?;
@@ -42,19 +42,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if coarse {
         print!("Testing coarse-grained buffer SVM...");
         let mut svm_ary = csvm_empty::<f32>(&queue, 10)?;
-        let orig_ary = svm_ary.with_map(
-            &queue,
-            cl_mem::MapFlags::READ | cl_mem::MapFlags::WRITE,
-            ..,
-            |ary| {
-                ary.fill(17.0); // use from host
-                ary.to_vec()
-            },
-        )?;
+        let orig_ary = svm_ary.with_map(&queue, MapFlags::READ | MapFlags::WRITE, .., |ary| {
+            ary.fill(17.0); // use from host
+            ary.to_vec()
+        })?;
         twice.call(&queue, &[10], None, (&svm_ary,))?;
         queue.finish()?;
         let doubled: Vec<f32> = orig_ary.iter().map(|x| 2.0 * x).collect();
-        svm_ary.with_map(&queue, cl_mem::ReadOnly, .., |ary| assert_eq!(ary, doubled))?;
+        svm_ary.with_map(&queue, ReadOnly, .., |ary| assert_eq!(ary, doubled))?;
         println!(" done.");
     }
 
