@@ -19,8 +19,15 @@ BASE_TARGET=/tmp/ab-base-target
 if [ ! -d "$BASE_WT" ]; then
   git -C "$root" worktree add --detach "$BASE_WT" "$BASE_COMMIT"
 fi
-# Today's example source over the base library (restored from git after the build).
-cp "$NEW/crates/cl-pool/examples/hit_latency.rs" "$BASE_WT/crates/cl-pool/examples/hit_latency.rs"
+# Today's example source over the base library (restored from git after the build); where the
+# pool's API changed since the base, BASE_EXAMPLE_REV names the last commit whose hit_latency.rs
+# (the same timed loops) still builds against the base.
+if [ -n "${BASE_EXAMPLE_REV:-}" ]; then
+  git -C "$root" show "$BASE_EXAMPLE_REV:crates/cl-pool/examples/hit_latency.rs" \
+    > "$BASE_WT/crates/cl-pool/examples/hit_latency.rs"
+else
+  cp "$NEW/crates/cl-pool/examples/hit_latency.rs" "$BASE_WT/crates/cl-pool/examples/hit_latency.rs"
+fi
 
 # $1 worktree, $2 target dir, $3 out dir
 build_set() {
