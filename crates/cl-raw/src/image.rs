@@ -5,7 +5,7 @@ use std::ffi::c_void;
 
 use crate::error::{check, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
+use crate::info::{info_fn, query_list};
 use crate::sys;
 
 /// [`clCreateImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage.html)
@@ -132,47 +132,27 @@ pub unsafe fn get_supported_formats(
     flags: sys::cl_mem_flags,
     image_type: sys::cl_mem_object_type,
 ) -> Result<Vec<sys::cl_image_format>, ClError> {
-    let mut n: sys::cl_uint = 0;
-    // SAFETY: count query on a valid context.
-    check(unsafe {
-        sys::clGetSupportedImageFormats(context, flags, image_type, 0, std::ptr::null_mut(), &mut n)
-    })?;
-    let mut formats: Vec<sys::cl_image_format> = (0..n)
-        .map(|_| sys::cl_image_format {
-            image_channel_order: 0,
-            image_channel_data_type: 0,
+    let empty = || sys::cl_image_format {
+        image_channel_order: 0,
+        image_channel_data_type: 0,
+    };
+    // SAFETY: a count-then-fill list call on a valid context.
+    unsafe {
+        query_list(empty, |n, formats, ret| {
+            sys::clGetSupportedImageFormats(context, flags, image_type, n, formats, ret)
         })
-        .collect();
-    if n > 0 {
-        // SAFETY: `formats` has room for `n` entries.
-        check(unsafe {
-            sys::clGetSupportedImageFormats(
-                context,
-                flags,
-                image_type,
-                n,
-                formats.as_mut_ptr(),
-                &mut n,
-            )
-        })?;
-        formats.truncate(n as usize);
     }
-    Ok(formats)
 }
 
-/// [`clGetImageInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetImageInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `image` is a valid image.
-pub unsafe fn get_info<T: InfoValue>(
-    image: sys::cl_mem,
-    param: sys::cl_image_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetImageInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetImageInfo(image, param, size, value, ret)) }
+info_fn! {
+    /// [`clGetImageInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetImageInfo.html).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `image` is a valid image.
+    get_info => clGetImageInfo(image: sys::cl_mem, param: sys::cl_image_info)
 }

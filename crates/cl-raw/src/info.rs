@@ -128,6 +128,55 @@ where
     T::from_info_bytes(&bytes)
 }
 
+/// Runs a count-then-fill list call (`clGetPlatformIDs`, `clGetDeviceIDs`, ...) twice: the
+/// count, then that many entries, each first made by `empty`.
+///
+/// # Errors
+///
+/// The status of either call.
+///
+/// # Safety
+///
+/// 1. `call(num_entries, entries, num_entries_ret)` must write at most `num_entries` entries to
+///    `entries` (when non-null) and the count to `num_entries_ret` (when non-null).
+pub(crate) unsafe fn query_list<T, F>(
+    empty: impl FnMut() -> T,
+    mut call: F,
+) -> Result<Vec<T>, ClError>
+where
+    F: FnMut(sys::cl_uint, *mut T, *mut sys::cl_uint) -> sys::cl_int,
+{
+    let mut n: sys::cl_uint = 0;
+    check(call(0, std::ptr::null_mut(), &mut n))?;
+    let mut list: Vec<T> = std::iter::repeat_with(empty).take(n as usize).collect();
+    if n > 0 {
+        check(call(n, list.as_mut_ptr(), &mut n))?;
+        list.truncate(n as usize);
+    }
+    Ok(list)
+}
+
+/// Writes a `clGet*Info` wrapper once: `pub unsafe fn $name<T: InfoValue>($args) -> Result<T,
+/// ClError>`, which passes `$args` and then the size, value and size-out parameters to
+/// `sys::$c_fn` through [`query`]. Each use carries its own docs: the object's errors and safety
+/// obligations.
+macro_rules! info_fn {
+    ($(#[$doc:meta])* $name:ident => $c_fn:ident($($arg:ident: $ty:ty),+)) => {
+        $(#[$doc])*
+        pub unsafe fn $name<T: $crate::info::InfoValue>(
+            $($arg: $ty),+
+        ) -> Result<T, $crate::error::ClError> {
+            // SAFETY: forwards to the C query with the caller's handles (the obligations above).
+            unsafe {
+                $crate::info::query(|size, value, ret| {
+                    $crate::sys::$c_fn($($arg,)+ size, value, ret)
+                })
+            }
+        }
+    };
+}
+pub(crate) use info_fn;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 
 use crate::error::{check, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
+use crate::info::info_fn;
 use crate::sys;
 
 /// [`clCreatePipe`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreatePipe.html)
@@ -34,20 +34,16 @@ pub unsafe fn create(
     check(err).map(|()| p)
 }
 
-/// [`clGetPipeInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPipeInfo.html)
-/// (OpenCL 2.0).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `pipe` is a valid pipe, of an OpenCL 2.0 or newer platform.
-pub unsafe fn get_info<T: InfoValue>(
-    pipe: sys::cl_mem,
-    param: sys::cl_pipe_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetPipeInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetPipeInfo(pipe, param, size, value, ret)) }
+info_fn! {
+    /// [`clGetPipeInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPipeInfo.html)
+    /// (OpenCL 2.0).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `pipe` is a valid pipe, of an OpenCL 2.0 or newer platform.
+    get_info => clGetPipeInfo(pipe: sys::cl_mem, param: sys::cl_pipe_info)
 }
