@@ -46,7 +46,7 @@ info_fn! {
     /// 1. `device` is a valid device id.
     /// 2. `param` exists on the device's version, and a vendor parameter (`0x4000`..) only on a device
     ///    that lists its extension: some drivers misbehave on unknown parameters.
-    get_info => clGetDeviceInfo(device: sys::cl_device_id, param: sys::cl_device_info)
+    pub unsafe fn get_info(device: sys::cl_device_id, param: sys::cl_device_info) => clGetDeviceInfo;
 }
 
 /// [`clCreateSubDevices`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSubDevices.html)

@@ -154,5 +154,5 @@ info_fn! {
     /// # Safety
     ///
     /// 1. `image` is a valid image.
-    get_info => clGetImageInfo(image: sys::cl_mem, param: sys::cl_image_info)
+    pub unsafe fn get_info(image: sys::cl_mem, param: sys::cl_image_info) => clGetImageInfo;
 }

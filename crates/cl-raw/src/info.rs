@@ -156,20 +156,20 @@ where
     Ok(list)
 }
 
-/// Writes a `clGet*Info` wrapper once: `pub unsafe fn $name<T: InfoValue>($args) -> Result<T,
-/// ClError>`, which passes `$args` and then the size, value and size-out parameters to
-/// `sys::$c_fn` through [`query`]. Each use carries its own docs: the object's errors and safety
-/// obligations.
+/// Writes the `clGet*Info` wrappers once: `pub unsafe fn $name($params) => $c;` becomes a
+/// function generic over `T: InfoValue` that passes `$params` and then the size, value and
+/// size-out parameters to `sys::$c` through [`query`]. Each invocation carries its own docs (the
+/// object's errors and safety obligations); `tests/tidy.rs` reads it as a hand-written wrapper.
 macro_rules! info_fn {
-    ($(#[$doc:meta])* $name:ident => $c_fn:ident($($arg:ident: $ty:ty),+)) => {
-        $(#[$doc])*
+    ($(#[$attr:meta])* pub unsafe fn $name:ident($($param:ident: $ty:ty),+) => $c:ident;) => {
+        $(#[$attr])*
         pub unsafe fn $name<T: $crate::info::InfoValue>(
-            $($arg: $ty),+
+            $($param: $ty),+
         ) -> Result<T, $crate::error::ClError> {
             // SAFETY: forwards to the C query with the caller's handles (the obligations above).
             unsafe {
                 $crate::info::query(|size, value, ret| {
-                    $crate::sys::$c_fn($($arg,)+ size, value, ret)
+                    $crate::sys::$c($($param,)+ size, value, ret)
                 })
             }
         }

@@ -81,7 +81,7 @@ info_fn! {
     /// # Safety
     ///
     /// 1. `kernel` is valid and `device` belongs to its context.
-    get_work_group_info => clGetKernelWorkGroupInfo(kernel: sys::cl_kernel, device: sys::cl_device_id, param: sys::cl_kernel_work_group_info)
+    pub unsafe fn get_work_group_info(kernel: sys::cl_kernel, device: sys::cl_device_id, param: sys::cl_kernel_work_group_info) => clGetKernelWorkGroupInfo;
 }
 
 info_fn! {
@@ -96,5 +96,5 @@ info_fn! {
     /// # Safety
     ///
     /// 1. `kernel` is valid, of an OpenCL 1.2 or newer platform.
-    get_arg_info => clGetKernelArgInfo(kernel: sys::cl_kernel, index: u32, param: sys::cl_kernel_arg_info)
+    pub unsafe fn get_arg_info(kernel: sys::cl_kernel, index: u32, param: sys::cl_kernel_arg_info) => clGetKernelArgInfo;
 }

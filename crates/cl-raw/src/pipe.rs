@@ -45,5 +45,5 @@ info_fn! {
     /// # Safety
     ///
     /// 1. `pipe` is a valid pipe, of an OpenCL 2.0 or newer platform.
-    get_info => clGetPipeInfo(pipe: sys::cl_mem, param: sys::cl_pipe_info)
+    pub unsafe fn get_info(pipe: sys::cl_mem, param: sys::cl_pipe_info) => clGetPipeInfo;
 }

@@ -35,7 +35,7 @@ info_fn! {
     /// 1. `platform` is a platform id returned by [`get_ids`].
     /// 2. `param` exists on the platform's version (3.0 queries such as
     ///    `CL_PLATFORM_NUMERIC_VERSION` only on 3.0 platforms).
-    get_info => clGetPlatformInfo(platform: sys::cl_platform_id, param: sys::cl_platform_info)
+    pub unsafe fn get_info(platform: sys::cl_platform_id, param: sys::cl_platform_info) => clGetPlatformInfo;
 }
 
 /// [`clGetExtensionFunctionAddressForPlatform`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetExtensionFunctionAddressForPlatform.html)

@@ -131,5 +131,5 @@ info_fn! {
     /// # Safety
     ///
     /// 1. `program` is valid and `device` belongs to its context.
-    get_build_info => clGetProgramBuildInfo(program: sys::cl_program, device: sys::cl_device_id, param: sys::cl_program_build_info)
+    pub unsafe fn get_build_info(program: sys::cl_program, device: sys::cl_device_id, param: sys::cl_program_build_info) => clGetProgramBuildInfo;
 }
