@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use crate::error::{check, ClError};
+use crate::error::{created, ClError};
 use crate::fault;
 use crate::info::{info_fn, query_list};
 use crate::sys;
@@ -32,10 +32,8 @@ pub unsafe fn create(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateImage")?;
-    let mut err = 0;
     // SAFETY: obligations 1-4; `format` and `desc` live for the call.
-    let m = unsafe { sys::clCreateImage(context, flags, format, desc, host_ptr, &mut err) };
-    check(err).map(|()| m)
+    created(|err| unsafe { sys::clCreateImage(context, flags, format, desc, host_ptr, err) })
 }
 
 /// [`clCreateImage2D`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage2D.html)
@@ -59,10 +57,9 @@ pub unsafe fn create_2d(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateImage2D")?;
-    let mut err = 0;
     // SAFETY: obligations 1-3; `format` lives for the call and is only read (cl-sys declares it
     // `*mut` after the 1.0 headers).
-    let m = unsafe {
+    created(|err| unsafe {
         sys::clCreateImage2D(
             context,
             flags,
@@ -71,10 +68,9 @@ pub unsafe fn create_2d(
             height,
             row_pitch,
             host_ptr,
-            &mut err,
+            err,
         )
-    };
-    check(err).map(|()| m)
+    })
 }
 
 /// [`clCreateImage3D`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage3D.html)
@@ -98,9 +94,8 @@ pub unsafe fn create_3d(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateImage3D")?;
-    let mut err = 0;
     // SAFETY: obligations 1-3; `format` lives for the call and is only read.
-    let m = unsafe {
+    created(|err| unsafe {
         sys::clCreateImage3D(
             context,
             flags,
@@ -111,10 +106,9 @@ pub unsafe fn create_3d(
             row_pitch,
             slice_pitch,
             host_ptr,
-            &mut err,
+            err,
         )
-    };
-    check(err).map(|()| m)
+    })
 }
 
 /// [`clGetSupportedImageFormats`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetSupportedImageFormats.html):

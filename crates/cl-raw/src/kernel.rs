@@ -2,7 +2,7 @@
 
 use std::ffi::{c_void, CStr};
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
 use crate::info::info_fn;
 use crate::sys;
@@ -19,10 +19,8 @@ use crate::sys;
 /// 2. The caller owns (and must release) the returned kernel.
 pub unsafe fn create(program: sys::cl_program, name: &CStr) -> Result<sys::cl_kernel, ClError> {
     fault::check("clCreateKernel")?;
-    let mut err = 0;
     // SAFETY: obligation 1; `name` is NUL-terminated.
-    let k = unsafe { sys::clCreateKernel(program, name.as_ptr(), &mut err) };
-    check(err).map(|()| k)
+    created(|err| unsafe { sys::clCreateKernel(program, name.as_ptr(), err) })
 }
 
 /// [`clSetKernelArg`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetKernelArg.html):

@@ -1,7 +1,7 @@
 //! Pipe entry points (OpenCL 2.0; optional in 3.0, see `CL_DEVICE_PIPE_SUPPORT`). Retain/release
 //! are the memory-object ones ([`crate::object`] with `Object::Mem`).
 
-use crate::error::{check, ClError};
+use crate::error::{created, ClError};
 use crate::fault;
 use crate::info::info_fn;
 use crate::sys;
@@ -28,10 +28,10 @@ pub unsafe fn create(
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreatePipe")?;
     let props = crate::properties(properties)?;
-    let mut err = 0;
     // SAFETY: obligations 1-2; `props` is null or 0-terminated.
-    let p = unsafe { sys::clCreatePipe(context, flags, packet_size, max_packets, props, &mut err) };
-    check(err).map(|()| p)
+    created(|err| unsafe {
+        sys::clCreatePipe(context, flags, packet_size, max_packets, props, err)
+    })
 }
 
 info_fn! {

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
 use crate::info::info_fn;
 use crate::{count, sys};
@@ -32,18 +32,11 @@ pub unsafe fn create_with_source(
     }
     let ptrs: Vec<*const c_char> = sources.iter().map(|s| s.as_ptr().cast()).collect();
     let lens: Vec<usize> = sources.iter().map(|s| s.len()).collect();
-    let mut err = 0;
+    let n = count(ptrs.len())?;
     // SAFETY: obligation 1; `ptrs`/`lens` describe live strings for the duration of the call.
-    let p = unsafe {
-        sys::clCreateProgramWithSource(
-            context,
-            count(ptrs.len())?,
-            ptrs.as_ptr(),
-            lens.as_ptr(),
-            &mut err,
-        )
-    };
-    check(err).map(|()| p)
+    created(|err| unsafe {
+        sys::clCreateProgramWithSource(context, n, ptrs.as_ptr(), lens.as_ptr(), err)
+    })
 }
 
 /// [`clBuildProgram`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clBuildProgram.html):
