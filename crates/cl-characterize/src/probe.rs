@@ -306,11 +306,7 @@ fn required<T: cl_raw::InfoValue>(
 ) -> Result<T, ProbeError> {
     // SAFETY: `profile_device`'s caller guarantees a valid device; every `param` passed here is an
     // OpenCL 1.0 query.
-    unsafe { cl_raw::device::get_info(device, param) }.map_err(|source| ProbeError::Query {
-        call: "clGetDeviceInfo",
-        param: name,
-        source,
-    })
+    unsafe { cl_raw::device::get_info(device, param) }.map_err(failed("clGetDeviceInfo", name))
 }
 
 fn platform_string(
@@ -319,11 +315,17 @@ fn platform_string(
     name: &'static str,
 ) -> Result<String, ProbeError> {
     // SAFETY: `platform` came from CL_DEVICE_PLATFORM of a valid device; OpenCL 1.0 query.
-    unsafe { cl_raw::platform::get_info(platform, param) }.map_err(|source| ProbeError::Query {
-        call: "clGetPlatformInfo",
-        param: name,
+    unsafe { cl_raw::platform::get_info(platform, param) }
+        .map_err(failed("clGetPlatformInfo", name))
+}
+
+/// The error of a failed `call` of the query for `param`.
+fn failed(call: &'static str, param: &'static str) -> impl FnOnce(ClError) -> ProbeError {
+    move |source| ProbeError::Query {
+        call,
+        param,
         source,
-    })
+    }
 }
 
 /// The profile of a device of cl-mem's safe runtime (feature `cl-mem`): [`profile_device`] without

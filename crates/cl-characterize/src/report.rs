@@ -353,14 +353,14 @@ impl DeviceReport {
             ),
         );
         row("NV compute capability", pair(p.nv_compute_capability));
-        row("NV warp size", opt(p.nv_warp_size.map(|v| v.to_string())));
+        row("NV warp size", shown(p.nv_warp_size));
         row(
             "AMD wavefront / SIMD width / banks",
             format!(
                 "{} / {} / {}",
-                opt(p.amd_wavefront_width.map(|v| v.to_string())),
-                opt(p.amd_simd_width.map(|v| v.to_string())),
-                opt(p.amd_local_mem_banks.map(|v| v.to_string()))
+                shown(p.amd_wavefront_width),
+                shown(p.amd_simd_width),
+                shown(p.amd_local_mem_banks)
             ),
         );
         row(
@@ -369,25 +369,20 @@ impl DeviceReport {
         );
         row(
             "preferred WG multiple (device)",
-            opt(p.preferred_work_group_size_multiple.map(|v| v.to_string())),
+            shown(p.preferred_work_group_size_multiple),
         );
         row(
             "preferred WG multiple (kernel probe)",
-            opt(p
-                .kernel_preferred_work_group_size_multiple
-                .map(|v| v.to_string())),
+            shown(p.kernel_preferred_work_group_size_multiple),
         );
-        row(
-            "struct arg count probe",
-            opt(p.pocl_struct_arg_count_bug.map(|v| v.to_string())),
-        );
+        row("struct arg count probe", shown(p.pocl_struct_arg_count_bug));
         row(
             "extensions",
             format!("{} names", p.extensions.split_whitespace().count()),
         );
 
         row("[pyopencl.characterize]", String::new());
-        let simd_text = |o: &Outcome<Option<usize>>| o.text(|v| opt(v.map(|s| s.to_string())));
+        let simd_text = |o: &Outcome<Option<usize>>| o.text(|v| shown(*v));
         row("get_simd_group_size(dev, 1..16)", {
             let all = [
                 &ch.simd_group_size_1,
@@ -473,13 +468,11 @@ impl DeviceReport {
         );
         row(
             "preferred WG multiple (OpenCL 3.0)",
-            opt(ex
-                .queried_preferred_work_group_size_multiple
-                .map(|v| v.to_string())),
+            shown(ex.queried_preferred_work_group_size_multiple),
         );
         row(
             "AMD local memory banks",
-            opt(ex.queried_amd_local_mem_banks.map(|v| v.to_string())),
+            shown(ex.queried_amd_local_mem_banks),
         );
 
         row(
@@ -568,6 +561,11 @@ fn svm_names(c: u64) -> String {
         (_, 0) => names.join(", "),
         _ => format!("{}, unknown bits {unknown:#x}", names.join(", ")),
     }
+}
+
+/// An optional figure as PyOpenCL prints it (`None` when absent).
+fn shown<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "None".to_owned(), |v| v.to_string())
 }
 
 fn py_bool(b: bool) -> String {

@@ -168,6 +168,32 @@ fn race(
     (pool, a)
 }
 
+/// The hand-over steps the racing threads mix, by `pick`: below `allocs`, allocate `size` bytes
+/// (while holding fewer than `most` blocks); `allocs`, send the newest block to another thread;
+/// `allocs + 1`, drop one received; any other pick (or a full hand), drop the newest.
+fn trade(
+    pick: u64,
+    (allocs, most): (u64, usize),
+    size: usize,
+    pool: &MemoryPool<TA>,
+    mine: &mut Vec<G>,
+    tx: &mpsc::Sender<G>,
+    rx: &Mutex<mpsc::Receiver<G>>,
+) {
+    if pick < allocs && mine.len() < most {
+        mine.push(G::new(pool.allocate(size).unwrap()));
+    } else if pick == allocs {
+        if let Some(b) = mine.pop() {
+            tx.send(b).unwrap();
+        }
+    } else if pick == allocs + 1 {
+        let g = rx.lock().unwrap().try_recv();
+        drop(g);
+    } else {
+        mine.pop();
+    }
+}
+
 /// Threads come and go (scoped: stats races their TLS destructors), blocks cross threads, walks
 /// race allocations; quiescent figures are checked right after the scope.
 #[test]
@@ -179,18 +205,6 @@ fn churn_threads_walks_and_crossing_blocks() {
             for step in 0..3000 {
                 let r = rng(&mut s);
                 match r % 10 {
-                    0..=4 if mine.len() < 40 => {
-                        mine.push(G::new(pool.allocate(sz(r >> 4)).unwrap()))
-                    }
-                    5 => {
-                        if let Some(b) = mine.pop() {
-                            tx.send(b).unwrap();
-                        }
-                    }
-                    6 => {
-                        let g = rx.lock().unwrap().try_recv();
-                        drop(g);
-                    }
                     7 if t == 0 && step % 50 == 0 => pool.free_held(),
                     8 if t == 1 && step % 20 == 0 => {
                         let _ = pool.stats();
@@ -208,9 +222,7 @@ fn churn_threads_walks_and_crossing_blocks() {
                         .join()
                         .unwrap();
                     }
-                    _ => {
-                        mine.pop();
-                    }
+                    pick => trade(pick, (5, 40), sz(r >> 4), pool, &mut mine, tx, rx),
                 }
             }
             if t == 3 && round % 5 == 0 {
@@ -457,23 +469,7 @@ fn policy_toggles_race_allocations() {
                     pool.set_policy(pool.policy());
                     let _ = pool.release_idle(50);
                 }
-                match r % 8 {
-                    0..=3 if mine.len() < 30 => {
-                        mine.push(G::new(pool.allocate(sz(r >> 4)).unwrap()))
-                    }
-                    4 => {
-                        if let Some(b) = mine.pop() {
-                            tx.send(b).unwrap();
-                        }
-                    }
-                    5 => {
-                        let g = rx.lock().unwrap().try_recv();
-                        drop(g);
-                    }
-                    _ => {
-                        mine.pop();
-                    }
-                }
+                trade(r % 8, (4, 30), sz(r >> 4), pool, &mut mine, tx, rx);
             }
         });
         quiescent(&pool, &format!("toggle round {round}"));

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
 use crate::{count, sys};
 
@@ -39,19 +39,11 @@ pub unsafe fn create(
         return Err(ClError::InvalidValue);
     }
     let props = crate::properties(properties)?;
-    let mut err = 0;
+    let n = count(devices.len())?;
     // SAFETY: valid devices (1), terminated properties, callback contract (2).
-    let ctx = unsafe {
-        sys::clCreateContext(
-            props,
-            count(devices.len())?,
-            devices.as_ptr(),
-            pfn_notify,
-            user_data,
-            &mut err,
-        )
-    };
-    check(err).map(|()| ctx)
+    created(|err| unsafe {
+        sys::clCreateContext(props, n, devices.as_ptr(), pfn_notify, user_data, err)
+    })
 }
 
 /// [`clSetContextDestructorCallback`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetContextDestructorCallback.html)

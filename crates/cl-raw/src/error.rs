@@ -209,6 +209,19 @@ pub fn check(status: sys::cl_int) -> Result<(), ClError> {
     }
 }
 
+/// Runs a `clCreate*`-shaped call, which returns the object and writes its status through its
+/// last parameter: the object, or the status when that is not `CL_SUCCESS`.
+///
+/// # Errors
+///
+/// The status the call wrote, when not `CL_SUCCESS`.
+#[inline]
+pub(crate) fn created<T>(call: impl FnOnce(&mut sys::cl_int) -> T) -> Result<T, ClError> {
+    let mut err = 0;
+    let made = call(&mut err);
+    check(err).map(|()| made)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
 use crate::info::query;
 use crate::{count, sys};
@@ -65,10 +65,8 @@ pub unsafe fn get_profiling_info(
 ///    anything that waits on it can finish.
 pub unsafe fn create_user_event(context: sys::cl_context) -> Result<sys::cl_event, ClError> {
     fault::check("clCreateUserEvent")?;
-    let mut err = 0;
     // SAFETY: obligation 1.
-    let e = unsafe { sys::clCreateUserEvent(context, &mut err) };
-    check(err).map(|()| e)
+    created(|err| unsafe { sys::clCreateUserEvent(context, err) })
 }
 
 /// [`clSetUserEventStatus`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetUserEventStatus.html)

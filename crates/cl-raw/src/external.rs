@@ -20,7 +20,7 @@
 
 use std::ffi::{c_void, CStr};
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::sys;
 
 /// `cl_external_semaphore_handle_type_khr`.
@@ -256,10 +256,8 @@ impl SemaphoreFns {
         if properties.last() != Some(&0) {
             return Err(ClError::InvalidValue);
         }
-        let mut err = 0;
         // SAFETY: obligations 1-3; the list is 0-terminated.
-        let s = unsafe { (self.create)(context, properties.as_ptr(), &mut err) };
-        check(err).map(|()| s)
+        created(|err| unsafe { (self.create)(context, properties.as_ptr(), err) })
     }
 
     /// [`clEnqueueWaitSemaphoresKHR`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueWaitSemaphoresKHR.html):

@@ -3,9 +3,9 @@
 
 use std::ffi::c_void;
 
-use crate::error::{check, ClError};
+use crate::error::{created, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
+use crate::info::{info_fn, query_list};
 use crate::sys;
 
 /// [`clCreateImage`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage.html)
@@ -32,10 +32,8 @@ pub unsafe fn create(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateImage")?;
-    let mut err = 0;
     // SAFETY: obligations 1-4; `format` and `desc` live for the call.
-    let m = unsafe { sys::clCreateImage(context, flags, format, desc, host_ptr, &mut err) };
-    check(err).map(|()| m)
+    created(|err| unsafe { sys::clCreateImage(context, flags, format, desc, host_ptr, err) })
 }
 
 /// [`clCreateImage2D`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage2D.html)
@@ -59,10 +57,9 @@ pub unsafe fn create_2d(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateImage2D")?;
-    let mut err = 0;
     // SAFETY: obligations 1-3; `format` lives for the call and is only read (cl-sys declares it
     // `*mut` after the 1.0 headers).
-    let m = unsafe {
+    created(|err| unsafe {
         sys::clCreateImage2D(
             context,
             flags,
@@ -71,10 +68,9 @@ pub unsafe fn create_2d(
             height,
             row_pitch,
             host_ptr,
-            &mut err,
+            err,
         )
-    };
-    check(err).map(|()| m)
+    })
 }
 
 /// [`clCreateImage3D`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateImage3D.html)
@@ -98,9 +94,8 @@ pub unsafe fn create_3d(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateImage3D")?;
-    let mut err = 0;
     // SAFETY: obligations 1-3; `format` lives for the call and is only read.
-    let m = unsafe {
+    created(|err| unsafe {
         sys::clCreateImage3D(
             context,
             flags,
@@ -111,10 +106,9 @@ pub unsafe fn create_3d(
             row_pitch,
             slice_pitch,
             host_ptr,
-            &mut err,
+            err,
         )
-    };
-    check(err).map(|()| m)
+    })
 }
 
 /// [`clGetSupportedImageFormats`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetSupportedImageFormats.html):
@@ -132,47 +126,27 @@ pub unsafe fn get_supported_formats(
     flags: sys::cl_mem_flags,
     image_type: sys::cl_mem_object_type,
 ) -> Result<Vec<sys::cl_image_format>, ClError> {
-    let mut n: sys::cl_uint = 0;
-    // SAFETY: count query on a valid context.
-    check(unsafe {
-        sys::clGetSupportedImageFormats(context, flags, image_type, 0, std::ptr::null_mut(), &mut n)
-    })?;
-    let mut formats: Vec<sys::cl_image_format> = (0..n)
-        .map(|_| sys::cl_image_format {
-            image_channel_order: 0,
-            image_channel_data_type: 0,
+    let empty = || sys::cl_image_format {
+        image_channel_order: 0,
+        image_channel_data_type: 0,
+    };
+    // SAFETY: a count-then-fill list call on a valid context.
+    unsafe {
+        query_list(empty, |n, formats, ret| {
+            sys::clGetSupportedImageFormats(context, flags, image_type, n, formats, ret)
         })
-        .collect();
-    if n > 0 {
-        // SAFETY: `formats` has room for `n` entries.
-        check(unsafe {
-            sys::clGetSupportedImageFormats(
-                context,
-                flags,
-                image_type,
-                n,
-                formats.as_mut_ptr(),
-                &mut n,
-            )
-        })?;
-        formats.truncate(n as usize);
     }
-    Ok(formats)
 }
 
-/// [`clGetImageInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetImageInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `image` is a valid image.
-pub unsafe fn get_info<T: InfoValue>(
-    image: sys::cl_mem,
-    param: sys::cl_image_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetImageInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetImageInfo(image, param, size, value, ret)) }
+info_fn! {
+    /// [`clGetImageInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetImageInfo.html).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `image` is a valid image.
+    pub unsafe fn get_info(image: sys::cl_mem, param: sys::cl_image_info) => clGetImageInfo;
 }

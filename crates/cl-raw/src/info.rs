@@ -128,6 +128,55 @@ where
     T::from_info_bytes(&bytes)
 }
 
+/// Runs a count-then-fill list call (`clGetPlatformIDs`, `clGetDeviceIDs`, ...) twice: the
+/// count, then that many entries, each first made by `empty`.
+///
+/// # Errors
+///
+/// The status of either call.
+///
+/// # Safety
+///
+/// 1. `call(num_entries, entries, num_entries_ret)` must write at most `num_entries` entries to
+///    `entries` (when non-null) and the count to `num_entries_ret` (when non-null).
+pub(crate) unsafe fn query_list<T, F>(
+    empty: impl FnMut() -> T,
+    mut call: F,
+) -> Result<Vec<T>, ClError>
+where
+    F: FnMut(sys::cl_uint, *mut T, *mut sys::cl_uint) -> sys::cl_int,
+{
+    let mut n: sys::cl_uint = 0;
+    check(call(0, std::ptr::null_mut(), &mut n))?;
+    let mut list: Vec<T> = std::iter::repeat_with(empty).take(n as usize).collect();
+    if n > 0 {
+        check(call(n, list.as_mut_ptr(), &mut n))?;
+        list.truncate(n as usize);
+    }
+    Ok(list)
+}
+
+/// Writes the `clGet*Info` wrappers once: `pub unsafe fn $name($params) => $c;` becomes a
+/// function generic over `T: InfoValue` that passes `$params` and then the size, value and
+/// size-out parameters to `sys::$c` through [`query`]. Each invocation carries its own docs (the
+/// object's errors and safety obligations); `tests/tidy.rs` reads it as a hand-written wrapper.
+macro_rules! info_fn {
+    ($(#[$attr:meta])* pub unsafe fn $name:ident($($param:ident: $ty:ty),+) => $c:ident;) => {
+        $(#[$attr])*
+        pub unsafe fn $name<T: $crate::info::InfoValue>(
+            $($param: $ty),+
+        ) -> Result<T, $crate::error::ClError> {
+            // SAFETY: forwards to the C query with the caller's handles (the obligations above).
+            unsafe {
+                $crate::info::query(|size, value, ret| {
+                    $crate::sys::$c($($param,)+ size, value, ret)
+                })
+            }
+        }
+    };
+}
+pub(crate) use info_fn;
+
 #[cfg(test)]
 mod tests {
     use super::*;

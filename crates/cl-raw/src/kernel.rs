@@ -2,9 +2,9 @@
 
 use std::ffi::{c_void, CStr};
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
+use crate::info::info_fn;
 use crate::sys;
 
 /// [`clCreateKernel`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateKernel.html).
@@ -19,10 +19,8 @@ use crate::sys;
 /// 2. The caller owns (and must release) the returned kernel.
 pub unsafe fn create(program: sys::cl_program, name: &CStr) -> Result<sys::cl_kernel, ClError> {
     fault::check("clCreateKernel")?;
-    let mut err = 0;
     // SAFETY: obligation 1; `name` is NUL-terminated.
-    let k = unsafe { sys::clCreateKernel(program, name.as_ptr(), &mut err) };
-    check(err).map(|()| k)
+    created(|err| unsafe { sys::clCreateKernel(program, name.as_ptr(), err) })
 }
 
 /// [`clSetKernelArg`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetKernelArg.html):
@@ -71,46 +69,30 @@ pub unsafe fn set_arg_svm_pointer(
     check(unsafe { sys::clSetKernelArgSVMPointer(kernel, index, ptr) })
 }
 
-/// [`clGetKernelWorkGroupInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelWorkGroupInfo.html).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `kernel` is valid and `device` belongs to its context.
-pub unsafe fn get_work_group_info<T: InfoValue>(
-    kernel: sys::cl_kernel,
-    device: sys::cl_device_id,
-    param: sys::cl_kernel_work_group_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetKernelWorkGroupInfo with valid handles.
-    unsafe {
-        query(|size, value, ret| {
-            sys::clGetKernelWorkGroupInfo(kernel, device, param, size, value, ret)
-        })
-    }
+info_fn! {
+    /// [`clGetKernelWorkGroupInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelWorkGroupInfo.html).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `kernel` is valid and `device` belongs to its context.
+    pub unsafe fn get_work_group_info(kernel: sys::cl_kernel, device: sys::cl_device_id, param: sys::cl_kernel_work_group_info) => clGetKernelWorkGroupInfo;
 }
 
-/// [`clGetKernelArgInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelArgInfo.html)
-/// (OpenCL 1.2): needs the program built with `-cl-kernel-arg-info` on some drivers.
-///
-/// # Errors
-///
-/// The driver's status (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE`), or `CL_INVALID_VALUE` when the value
-/// does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `kernel` is valid, of an OpenCL 1.2 or newer platform.
-pub unsafe fn get_arg_info<T: InfoValue>(
-    kernel: sys::cl_kernel,
-    index: u32,
-    param: sys::cl_kernel_arg_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetKernelArgInfo with a valid handle.
-    unsafe {
-        query(|size, value, ret| sys::clGetKernelArgInfo(kernel, index, param, size, value, ret))
-    }
+info_fn! {
+    /// [`clGetKernelArgInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetKernelArgInfo.html)
+    /// (OpenCL 1.2): needs the program built with `-cl-kernel-arg-info` on some drivers.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status (`CL_KERNEL_ARG_INFO_NOT_AVAILABLE`), or `CL_INVALID_VALUE` when the value
+    /// does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `kernel` is valid, of an OpenCL 1.2 or newer platform.
+    pub unsafe fn get_arg_info(kernel: sys::cl_kernel, index: u32, param: sys::cl_kernel_arg_info) => clGetKernelArgInfo;
 }

@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
 use crate::{extra, sys};
 
@@ -31,10 +31,8 @@ pub unsafe fn create_buffer(
     host_ptr: *mut c_void,
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateBuffer")?;
-    let mut err = 0;
     // SAFETY: obligations 1-3.
-    let m = unsafe { sys::clCreateBuffer(context, flags, size, host_ptr, &mut err) };
-    check(err).map(|()| m)
+    created(|err| unsafe { sys::clCreateBuffer(context, flags, size, host_ptr, err) })
 }
 
 /// [`clCreateBufferWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateBufferWithProperties.html)
@@ -57,12 +55,10 @@ pub unsafe fn create_buffer_with_properties(
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateBufferWithProperties")?;
     let props = crate::properties(properties)?;
-    let mut err = 0;
     // SAFETY: obligations 1-3; `props` is null or 0-terminated.
-    let m = unsafe {
-        extra::clCreateBufferWithProperties(context, props, flags, size, host_ptr, &mut err)
-    };
-    check(err).map(|()| m)
+    created(|err| unsafe {
+        extra::clCreateBufferWithProperties(context, props, flags, size, host_ptr, err)
+    })
 }
 
 /// [`clCreateSubBuffer`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSubBuffer.html)
@@ -85,18 +81,16 @@ pub unsafe fn create_sub_buffer(
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreateSubBuffer")?;
     let region = sys::cl_buffer_region { origin, size };
-    let mut err = 0;
     // SAFETY: obligations 1-2; `region` lives for the call.
-    let m = unsafe {
+    created(|err| unsafe {
         sys::clCreateSubBuffer(
             buffer,
             flags,
             sys::CL_BUFFER_CREATE_TYPE_REGION,
             (&region as *const sys::cl_buffer_region).cast(),
-            &mut err,
+            err,
         )
-    };
-    check(err).map(|()| m)
+    })
 }
 
 /// [`clSetMemObjectDestructorCallback`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clSetMemObjectDestructorCallback.html)

@@ -1,9 +1,9 @@
 //! Pipe entry points (OpenCL 2.0; optional in 3.0, see `CL_DEVICE_PIPE_SUPPORT`). Retain/release
 //! are the memory-object ones ([`crate::object`] with `Object::Mem`).
 
-use crate::error::{check, ClError};
+use crate::error::{created, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
+use crate::info::info_fn;
 use crate::sys;
 
 /// [`clCreatePipe`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreatePipe.html)
@@ -28,26 +28,22 @@ pub unsafe fn create(
 ) -> Result<sys::cl_mem, ClError> {
     fault::check("clCreatePipe")?;
     let props = crate::properties(properties)?;
-    let mut err = 0;
     // SAFETY: obligations 1-2; `props` is null or 0-terminated.
-    let p = unsafe { sys::clCreatePipe(context, flags, packet_size, max_packets, props, &mut err) };
-    check(err).map(|()| p)
+    created(|err| unsafe {
+        sys::clCreatePipe(context, flags, packet_size, max_packets, props, err)
+    })
 }
 
-/// [`clGetPipeInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPipeInfo.html)
-/// (OpenCL 2.0).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `pipe` is a valid pipe, of an OpenCL 2.0 or newer platform.
-pub unsafe fn get_info<T: InfoValue>(
-    pipe: sys::cl_mem,
-    param: sys::cl_pipe_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetPipeInfo with a valid handle.
-    unsafe { query(|size, value, ret| sys::clGetPipeInfo(pipe, param, size, value, ret)) }
+info_fn! {
+    /// [`clGetPipeInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPipeInfo.html)
+    /// (OpenCL 2.0).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `pipe` is a valid pipe, of an OpenCL 2.0 or newer platform.
+    pub unsafe fn get_info(pipe: sys::cl_mem, param: sys::cl_pipe_info) => clGetPipeInfo;
 }

@@ -2,8 +2,8 @@
 
 use std::ffi::{c_void, CStr};
 
-use crate::error::{check, ClError};
-use crate::info::{query, InfoValue};
+use crate::error::ClError;
+use crate::info::{info_fn, query_list};
 use crate::sys;
 
 /// [`clGetPlatformIDs`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPlatformIDs.html):
@@ -14,36 +14,28 @@ use crate::sys;
 /// The loader's status; the ocl-icd and Khronos loaders return `CL_PLATFORM_NOT_FOUND_KHR` when no
 /// ICD is registered.
 pub fn get_ids() -> Result<Vec<sys::cl_platform_id>, ClError> {
-    let mut n: sys::cl_uint = 0;
-    // SAFETY: a count query: null output array, `n` is a live out-parameter.
-    check(unsafe { sys::clGetPlatformIDs(0, std::ptr::null_mut(), &mut n) })?;
-    let mut ids = vec![std::ptr::null_mut(); n as usize];
-    if n > 0 {
-        // SAFETY: `ids` has room for exactly `n` handles.
-        check(unsafe { sys::clGetPlatformIDs(n, ids.as_mut_ptr(), &mut n) })?;
-        ids.truncate(n as usize);
+    // SAFETY: a count-then-fill list call: null or `n`-entry output, `n` a live out-parameter.
+    unsafe {
+        query_list(std::ptr::null_mut, |n, ids, ret| {
+            sys::clGetPlatformIDs(n, ids, ret)
+        })
     }
-    Ok(ids)
 }
 
-/// [`clGetPlatformInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPlatformInfo.html):
-/// one platform parameter, decoded as `T` (see [`crate::info`]).
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `platform` is a platform id returned by [`get_ids`].
-/// 2. `param` exists on the platform's version (3.0 queries such as
-///    `CL_PLATFORM_NUMERIC_VERSION` only on 3.0 platforms).
-pub unsafe fn get_info<T: InfoValue>(
-    platform: sys::cl_platform_id,
-    param: sys::cl_platform_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetPlatformInfo with the caller's valid handle.
-    unsafe { query(|size, value, ret| sys::clGetPlatformInfo(platform, param, size, value, ret)) }
+info_fn! {
+    /// [`clGetPlatformInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetPlatformInfo.html):
+    /// one platform parameter, decoded as `T` (see [`crate::info`]).
+    ///
+    /// # Errors
+    ///
+    /// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `platform` is a platform id returned by [`get_ids`].
+    /// 2. `param` exists on the platform's version (3.0 queries such as
+    ///    `CL_PLATFORM_NUMERIC_VERSION` only on 3.0 platforms).
+    pub unsafe fn get_info(platform: sys::cl_platform_id, param: sys::cl_platform_info) => clGetPlatformInfo;
 }
 
 /// [`clGetExtensionFunctionAddressForPlatform`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetExtensionFunctionAddressForPlatform.html)

@@ -2,9 +2,9 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
-use crate::info::{query, InfoValue};
+use crate::info::info_fn;
 use crate::{count, sys};
 
 /// Callback type of [`build`]'s `pfn_notify`.
@@ -32,18 +32,11 @@ pub unsafe fn create_with_source(
     }
     let ptrs: Vec<*const c_char> = sources.iter().map(|s| s.as_ptr().cast()).collect();
     let lens: Vec<usize> = sources.iter().map(|s| s.len()).collect();
-    let mut err = 0;
+    let n = count(ptrs.len())?;
     // SAFETY: obligation 1; `ptrs`/`lens` describe live strings for the duration of the call.
-    let p = unsafe {
-        sys::clCreateProgramWithSource(
-            context,
-            count(ptrs.len())?,
-            ptrs.as_ptr(),
-            lens.as_ptr(),
-            &mut err,
-        )
-    };
-    check(err).map(|()| p)
+    created(|err| unsafe {
+        sys::clCreateProgramWithSource(context, n, ptrs.as_ptr(), lens.as_ptr(), err)
+    })
 }
 
 /// [`clBuildProgram`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clBuildProgram.html):
@@ -120,25 +113,16 @@ pub unsafe fn get_binaries(
     Ok(binaries)
 }
 
-/// [`clGetProgramBuildInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramBuildInfo.html):
-/// build status, options or log for one device.
-///
-/// # Errors
-///
-/// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
-///
-/// # Safety
-///
-/// 1. `program` is valid and `device` belongs to its context.
-pub unsafe fn get_build_info<T: InfoValue>(
-    program: sys::cl_program,
-    device: sys::cl_device_id,
-    param: sys::cl_program_build_info,
-) -> Result<T, ClError> {
-    // SAFETY: the closure forwards to clGetProgramBuildInfo with valid handles.
-    unsafe {
-        query(|size, value, ret| {
-            sys::clGetProgramBuildInfo(program, device, param, size, value, ret)
-        })
-    }
+info_fn! {
+    /// [`clGetProgramBuildInfo`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetProgramBuildInfo.html):
+    /// build status, options or log for one device.
+    ///
+    /// # Errors
+    ///
+    /// The driver's status, or `CL_INVALID_VALUE` when the value does not fit `T`.
+    ///
+    /// # Safety
+    ///
+    /// 1. `program` is valid and `device` belongs to its context.
+    pub unsafe fn get_build_info(program: sys::cl_program, device: sys::cl_device_id, param: sys::cl_program_build_info) => clGetProgramBuildInfo;
 }

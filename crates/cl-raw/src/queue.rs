@@ -7,7 +7,7 @@
 
 use std::ffi::c_void;
 
-use crate::error::{check, ClError};
+use crate::error::{check, created, ClError};
 use crate::fault;
 use crate::{cl_bool, count, sys};
 
@@ -65,10 +65,8 @@ pub unsafe fn create(
     properties: sys::cl_command_queue_properties,
 ) -> Result<sys::cl_command_queue, ClError> {
     fault::check("clCreateCommandQueue")?;
-    let mut err = 0;
     // SAFETY: obligations 1 and 2.
-    let q = unsafe { sys::clCreateCommandQueue(context, device, properties, &mut err) };
-    check(err).map(|()| q)
+    created(|err| unsafe { sys::clCreateCommandQueue(context, device, properties, err) })
 }
 
 /// [`clCreateCommandQueueWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateCommandQueueWithProperties.html)
@@ -90,10 +88,8 @@ pub unsafe fn create_with_properties(
 ) -> Result<sys::cl_command_queue, ClError> {
     fault::check("clCreateCommandQueueWithProperties")?;
     let props = crate::properties(properties)?;
-    let mut err = 0;
     // SAFETY: obligations 1 and 2; `props` is null or 0-terminated.
-    let q = unsafe { sys::clCreateCommandQueueWithProperties(context, device, props, &mut err) };
-    check(err).map(|()| q)
+    created(|err| unsafe { sys::clCreateCommandQueueWithProperties(context, device, props, err) })
 }
 
 /// [`clFlush`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clFlush.html).

@@ -1,6 +1,6 @@
 //! Sampler entry points.
 
-use crate::error::{check, ClError};
+use crate::error::{created, ClError};
 use crate::fault;
 use crate::{cl_bool, sys};
 
@@ -22,18 +22,16 @@ pub unsafe fn create(
     filter_mode: sys::cl_filter_mode,
 ) -> Result<sys::cl_sampler, ClError> {
     fault::check("clCreateSampler")?;
-    let mut err = 0;
     // SAFETY: obligations 1-2.
-    let s = unsafe {
+    created(|err| unsafe {
         sys::clCreateSampler(
             context,
             cl_bool(normalized_coords),
             addressing_mode,
             filter_mode,
-            &mut err,
+            err,
         )
-    };
-    check(err).map(|()| s)
+    })
 }
 
 /// [`clCreateSamplerWithProperties`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clCreateSamplerWithProperties.html)
@@ -53,8 +51,6 @@ pub unsafe fn create_with_properties(
 ) -> Result<sys::cl_sampler, ClError> {
     fault::check("clCreateSamplerWithProperties")?;
     let props = crate::properties(properties)?;
-    let mut err = 0;
     // SAFETY: obligations 1-2; `props` is null or 0-terminated.
-    let s = unsafe { sys::clCreateSamplerWithProperties(context, props, &mut err) };
-    check(err).map(|()| s)
+    created(|err| unsafe { sys::clCreateSamplerWithProperties(context, props, err) })
 }

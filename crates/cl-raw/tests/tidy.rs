@@ -197,21 +197,28 @@ fn wrappers() -> Vec<(String, String, String, String)> {
                 .and_then(|r| r.split('`').next())
                 .unwrap_or_default()
                 .to_owned();
-            // A hand-written wrapper ends at its closing brace, one in `enqueue_wrappers!` at the
-            // `;` after its call; the macro's body checks the site named by that call, so it
-            // stands in for the `fault::check` line a hand-written wrapper holds.
+            // A hand-written wrapper ends at its closing brace, one in a macro at the `;` after
+            // its C name. `enqueue_wrappers!` checks the site named by that call, so it stands in
+            // for the `fault::check` line a hand-written wrapper holds; `info_fn!` writes
+            // queries, which are no sites.
             let in_macro = line.starts_with(' ');
-            let end = (i + 1..lines.len())
+            let site_macro = in_macro
+                && lines[..i]
+                    .iter()
+                    .rev()
+                    .find(|l| l.ends_with("! {"))
+                    .is_some_and(|l| l.starts_with("enqueue_wrappers!"));
+            let end = (i..lines.len())
                 .find(|&k| {
                     if in_macro {
-                        lines[k].ends_with(");")
+                        lines[k].ends_with(';')
                     } else {
                         lines[k] == "}"
                     }
                 })
                 .unwrap_or(lines.len() - 1);
             let mut body = lines[i..=end].join("\n");
-            if in_macro {
+            if site_macro {
                 let called = body
                     .split("=> ")
                     .nth(1)

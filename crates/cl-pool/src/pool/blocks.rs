@@ -25,54 +25,65 @@ pub struct PoolBlock<A: Allocator> {
     pub(super) trace_id: u64,
 }
 
-impl<A: Allocator> fmt::Debug for PoolBlock<A>
-where
-    A::Block: fmt::Debug,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PoolBlock")
-            .field("block", &self.block)
-            .field("requested", &self.requested)
-            .field("allocated", &self.allocated_bytes())
-            .finish()
-    }
+/// What both handles share, written once: their `Debug` and the accessors of the block they hold.
+macro_rules! handle_common {
+    ($name:literal, $handle:ty) => {
+        impl<A: Allocator> fmt::Debug for $handle
+        where
+            A::Block: fmt::Debug,
+        {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct($name)
+                    .field("block", &self.block)
+                    .field("requested", &self.requested)
+                    .field("allocated", &self.allocated_bytes())
+                    .finish()
+            }
+        }
+
+        impl<A: Allocator> $handle {
+            /// The underlying block.
+            pub fn block(&self) -> &A::Block {
+                // `block` is Some from construction until drop/release, which take `self`.
+                match &self.block {
+                    Some(b) => b,
+                    None => unreachable_block(),
+                }
+            }
+
+            /// The underlying block, mutably: crate-private, because two handles' blocks swapped
+            /// (`mem::swap(a.block_mut(), b.block_mut())`) would be returned to each other's
+            /// bins and a later `allocate` would hand out a block smaller than asked. Callers
+            /// get narrow access instead (`as_mut_slice`, the queue and map methods of buffer
+            /// and SVM blocks).
+            pub(crate) fn block_mut(&mut self) -> &mut A::Block {
+                match &mut self.block {
+                    Some(b) => b,
+                    None => unreachable_block(),
+                }
+            }
+
+            /// The block's contents as a mutable slice, for blocks that are slices (host and
+            /// pinned memory). A slice cannot be swapped for another block.
+            pub fn as_mut_slice<T>(&mut self) -> &mut [T]
+            where
+                A::Block: std::ops::DerefMut<Target = [T]>,
+            {
+                self.block_mut()
+            }
+
+            /// The size asked for.
+            pub fn requested_bytes(&self) -> usize {
+                self.requested
+            }
+        }
+    };
 }
 
+handle_common!("PoolBlock", PoolBlock<A>);
+handle_common!("LocalBlock", LocalBlock<'_, A>);
+
 impl<A: Allocator> PoolBlock<A> {
-    /// The underlying block.
-    pub fn block(&self) -> &A::Block {
-        // `block` is Some from construction until drop/release, which take `self`.
-        match &self.block {
-            Some(b) => b,
-            None => unreachable_block(),
-        }
-    }
-
-    /// The underlying block, mutably: crate-private, because two handles' blocks swapped
-    /// (`mem::swap(a.block_mut(), b.block_mut())`) would be returned to each other's bins and a
-    /// later `allocate` would hand out a block smaller than asked. Callers get narrow access
-    /// instead ([`PoolBlock::as_mut_slice`], the queue and map methods of buffer and SVM blocks).
-    pub(crate) fn block_mut(&mut self) -> &mut A::Block {
-        match &mut self.block {
-            Some(b) => b,
-            None => unreachable_block(),
-        }
-    }
-
-    /// The block's contents as a mutable slice, for blocks that are slices (host and pinned
-    /// memory). A slice cannot be swapped for another block.
-    pub fn as_mut_slice<T>(&mut self) -> &mut [T]
-    where
-        A::Block: std::ops::DerefMut<Target = [T]>,
-    {
-        self.block_mut()
-    }
-
-    /// The size asked for.
-    pub fn requested_bytes(&self) -> usize {
-        self.requested
-    }
-
     /// The size of the block (`alloc_size` of its bin; at least `requested_bytes`, at least 1).
     pub fn allocated_bytes(&self) -> usize {
         self.pool
@@ -208,49 +219,7 @@ pub struct LocalBlock<'a, A: Allocator> {
     pub(super) trace_id: u64,
 }
 
-impl<A: Allocator> fmt::Debug for LocalBlock<'_, A>
-where
-    A::Block: fmt::Debug,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LocalBlock")
-            .field("block", &self.block)
-            .field("requested", &self.requested)
-            .field("allocated", &self.allocated_bytes())
-            .finish()
-    }
-}
-
 impl<A: Allocator> LocalBlock<'_, A> {
-    /// The underlying block.
-    pub fn block(&self) -> &A::Block {
-        match &self.block {
-            Some(b) => b,
-            None => unreachable_block(),
-        }
-    }
-
-    /// The underlying block, mutably: crate-private, as [`PoolBlock::block_mut`].
-    pub(crate) fn block_mut(&mut self) -> &mut A::Block {
-        match &mut self.block {
-            Some(b) => b,
-            None => unreachable_block(),
-        }
-    }
-
-    /// The block's contents as a mutable slice; see [`PoolBlock::as_mut_slice`].
-    pub fn as_mut_slice<T>(&mut self) -> &mut [T]
-    where
-        A::Block: std::ops::DerefMut<Target = [T]>,
-    {
-        self.block_mut()
-    }
-
-    /// The size asked for.
-    pub fn requested_bytes(&self) -> usize {
-        self.requested
-    }
-
     /// The size of the block.
     pub fn allocated_bytes(&self) -> usize {
         self.inner.layout.alloc_size(self.bin.get())
