@@ -16,8 +16,8 @@
 
 use std::ops::{Deref, RangeBounds};
 
-use cl_mem::svm::{Coarse, DeviceGrain, SvmAllocation, SvmOptions};
-use cl_mem::{Error, MapMode, Queue};
+use cl_mem::svm::{Coarse, DeviceGrain, SvmAllocation, SvmMapMode, SvmOptions};
+use cl_mem::{Error, Queue};
 
 use crate::allocator::Allocator;
 use crate::pool::PoolBlock;
@@ -102,7 +102,7 @@ impl<G: DeviceGrain> PoolBlock<SvmAllocator<G>> {
     /// # Errors
     ///
     /// As `cl_mem::svm::SvmArray::map`.
-    pub fn map<M: MapMode>(
+    pub fn map<M: SvmMapMode>(
         &mut self,
         queue: &Queue,
         mode: M,
@@ -117,7 +117,7 @@ impl<G: DeviceGrain> PoolBlock<SvmAllocator<G>> {
     /// # Errors
     ///
     /// As `cl_mem::svm::SvmArray::with_map`.
-    pub fn with_map<M: MapMode, R>(
+    pub fn with_map<M: SvmMapMode, R>(
         &mut self,
         queue: &Queue,
         mode: M,

@@ -415,37 +415,28 @@ impl Buffer {
     }
 }
 
-/// Which way a map goes, and so which guard it gives: [`ReadOnly`] (a [`MapRead`], or an
-/// [`SvmMap`](crate::svm::SvmMap)), or writable [`MapFlags`] (a [`MapMut`], or an
-/// [`SvmMapMut`](crate::svm::SvmMapMut)). Sealed.
+/// Which way a map goes, and so which guard it gives: [`ReadOnly`] (a [`MapRead`]), or writable
+/// [`MapFlags`] (a [`MapMut`]); for SVM see [`SvmMapMode`](crate::svm::SvmMapMode). Sealed.
 pub trait MapMode: Copy + sealed::Sealed {
     /// The guard of a buffer map.
     type Guard<'a, T: Pod>;
-    /// The guard of an SVM map.
-    type SvmGuard<'a, T: Pod>;
     /// The slice the scope forms ([`Buffer::with_map`], `SvmArray::with_map`) hand out.
     type Slice<'s, T: Pod + 's>;
     #[doc(hidden)]
     fn slice<'s, T: Pod>(guard: &'s mut Self::Guard<'_, T>) -> Self::Slice<'s, T>;
-    #[doc(hidden)]
-    fn svm_slice<'s, T: Pod>(guard: &'s mut Self::SvmGuard<'_, T>) -> Self::Slice<'s, T>;
     #[doc(hidden)]
     fn flags(self) -> Result<MapFlags>;
     #[doc(hidden)]
     fn guard<T: Pod>(map: MapMut<'_, T>) -> Self::Guard<'_, T>;
     #[doc(hidden)]
     fn unmap<T: Pod>(guard: Self::Guard<'_, T>) -> Result<()>;
-    #[doc(hidden)]
-    fn svm_guard<T: Pod>(map: crate::svm::SvmMapMut<'_, T>) -> Self::SvmGuard<'_, T>;
-    #[doc(hidden)]
-    fn svm_release<T: Pod>(guard: Self::SvmGuard<'_, T>) -> Result<()>;
 }
 
 /// A read-only map ([`MapMode`]): `CL_MAP_READ`, the guard gives `&[T]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ReadOnly;
 
-/// Seals the closed sets of marker types: [`MapMode`] and [`crate::svm::Grain`].
+/// Seals [`MapMode`]: [`ReadOnly`] and [`MapFlags`] only.
 pub(crate) mod sealed {
     pub trait Sealed {}
     impl Sealed for super::ReadOnly {}
@@ -454,12 +445,8 @@ pub(crate) mod sealed {
 
 impl MapMode for ReadOnly {
     type Guard<'a, T: Pod> = MapRead<'a, T>;
-    type SvmGuard<'a, T: Pod> = crate::svm::SvmMap<'a, T>;
     type Slice<'s, T: Pod + 's> = &'s [T];
     fn slice<'s, T: Pod>(guard: &'s mut MapRead<'_, T>) -> &'s [T] {
-        guard
-    }
-    fn svm_slice<'s, T: Pod>(guard: &'s mut crate::svm::SvmMap<'_, T>) -> &'s [T] {
         guard
     }
     fn flags(self) -> Result<MapFlags> {
@@ -475,23 +462,13 @@ impl MapMode for ReadOnly {
     fn unmap<T: Pod>(guard: MapRead<'_, T>) -> Result<()> {
         guard.unmap(&[])?.wait()
     }
-    fn svm_guard<T: Pod>(m: crate::svm::SvmMapMut<'_, T>) -> crate::svm::SvmMap<'_, T> {
-        m.into_read_only()
-    }
-    fn svm_release<T: Pod>(guard: crate::svm::SvmMap<'_, T>) -> Result<()> {
-        guard.release()
-    }
 }
 
 /// Writable maps: `WRITE` (optionally with `READ`) or `WRITE_INVALIDATE_REGION` alone.
 impl MapMode for MapFlags {
     type Guard<'a, T: Pod> = MapMut<'a, T>;
-    type SvmGuard<'a, T: Pod> = crate::svm::SvmMapMut<'a, T>;
     type Slice<'s, T: Pod + 's> = &'s mut [T];
     fn slice<'s, T: Pod>(guard: &'s mut MapMut<'_, T>) -> &'s mut [T] {
-        guard
-    }
-    fn svm_slice<'s, T: Pod>(guard: &'s mut crate::svm::SvmMapMut<'_, T>) -> &'s mut [T] {
         guard
     }
     fn flags(self) -> Result<MapFlags> {
@@ -503,12 +480,6 @@ impl MapMode for MapFlags {
     }
     fn unmap<T: Pod>(guard: MapMut<'_, T>) -> Result<()> {
         guard.unmap(&[])?.wait()
-    }
-    fn svm_guard<T: Pod>(m: crate::svm::SvmMapMut<'_, T>) -> crate::svm::SvmMapMut<'_, T> {
-        m
-    }
-    fn svm_release<T: Pod>(guard: crate::svm::SvmMapMut<'_, T>) -> Result<()> {
-        guard.release()
     }
 }
 

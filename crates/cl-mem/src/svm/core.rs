@@ -114,11 +114,14 @@ pub(crate) mod sealed {
         #[doc(hidden)]
         fn core(&self) -> &std::sync::Arc<super::Core>;
     }
+
+    /// Seals [`super::Grain`]: [`super::Coarse`], [`super::Fine`] and [`super::System`] only.
+    pub trait SealedGrain {}
 }
 
 /// The kind of SVM, as a type: [`Coarse`], [`Fine`] or [`System`]. Decides which host access
 /// exists at compile time (coarse grain has no unmapped host access).
-pub trait Grain: crate::buffer::map::sealed::Sealed + fmt::Debug + Send + Sync + 'static {
+pub trait Grain: sealed::SealedGrain + fmt::Debug + Send + Sync + 'static {
     /// What is printed in errors and `Debug`.
     const NAME: &'static str;
     /// The capability every device of the context must report.
@@ -146,9 +149,9 @@ pub enum Fine {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum System {}
 
-impl crate::buffer::map::sealed::Sealed for Coarse {}
-impl crate::buffer::map::sealed::Sealed for Fine {}
-impl crate::buffer::map::sealed::Sealed for System {}
+impl sealed::SealedGrain for Coarse {}
+impl sealed::SealedGrain for Fine {}
+impl sealed::SealedGrain for System {}
 
 impl Grain for Coarse {
     const NAME: &'static str = "coarse-grain buffer SVM";

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cl_raw::{queue as raw_queue, sys};
 
-use crate::buffer::map::MapMode;
+use crate::buffer::map::{MapFlags, MapMode, ReadOnly};
 use crate::error::{Error, Result};
 use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
@@ -269,6 +269,45 @@ impl<'a, T: Pod> SvmMapMut<'a, T> {
     }
 }
 
+/// The SVM side of a [`MapMode`]: the guard an SVM map of that mode gives, [`SvmMap`] for
+/// [`ReadOnly`], [`SvmMapMut`] for writable [`MapFlags`]. Sealed (through [`MapMode`]).
+pub trait SvmMapMode: MapMode {
+    /// The guard of an SVM map.
+    type SvmGuard<'a, T: Pod>;
+    #[doc(hidden)]
+    fn svm_slice<'s, T: Pod>(guard: &'s mut Self::SvmGuard<'_, T>) -> Self::Slice<'s, T>;
+    #[doc(hidden)]
+    fn svm_guard<T: Pod>(map: SvmMapMut<'_, T>) -> Self::SvmGuard<'_, T>;
+    #[doc(hidden)]
+    fn svm_release<T: Pod>(guard: Self::SvmGuard<'_, T>) -> Result<()>;
+}
+
+impl SvmMapMode for ReadOnly {
+    type SvmGuard<'a, T: Pod> = SvmMap<'a, T>;
+    fn svm_slice<'s, T: Pod>(guard: &'s mut SvmMap<'_, T>) -> &'s [T] {
+        guard
+    }
+    fn svm_guard<T: Pod>(m: SvmMapMut<'_, T>) -> SvmMap<'_, T> {
+        m.into_read_only()
+    }
+    fn svm_release<T: Pod>(guard: SvmMap<'_, T>) -> Result<()> {
+        guard.release()
+    }
+}
+
+impl SvmMapMode for MapFlags {
+    type SvmGuard<'a, T: Pod> = SvmMapMut<'a, T>;
+    fn svm_slice<'s, T: Pod>(guard: &'s mut SvmMapMut<'_, T>) -> &'s mut [T] {
+        guard
+    }
+    fn svm_guard<T: Pod>(m: SvmMapMut<'_, T>) -> SvmMapMut<'_, T> {
+        m
+    }
+    fn svm_release<T: Pod>(guard: SvmMapMut<'_, T>) -> Result<()> {
+        guard.release()
+    }
+}
+
 impl<T: Pod, G: Grain> SvmArray<T, G> {
     /// Maps `range` (in values, `..` for all; PyOpenCL's `map_ro` / `map_rw`), blocking, after
     /// every queue that used it. The mode picks the guard: [`ReadOnly`](crate::ReadOnly) gives
@@ -281,7 +320,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     /// [`Error::OutOfBounds`] past the end, [`Error::InvalidArgument`] for a queue of another
     /// context or writable flags without a write flag (checked first); [`Error::SvmInUse`] while
     /// a kernel holds it as an argument; [`Error::Cl`] from the markers or `clEnqueueSVMMap`.
-    pub fn map<M: MapMode>(
+    pub fn map<M: SvmMapMode>(
         &mut self,
         queue: &Queue,
         mode: M,
@@ -300,7 +339,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     /// # Errors
     ///
     /// As [`SvmArray::map`], plus [`Error::Cl`] from the unmap.
-    pub fn with_map<M: MapMode, R>(
+    pub fn with_map<M: SvmMapMode, R>(
         &mut self,
         queue: &Queue,
         mode: M,

@@ -100,7 +100,7 @@ pub use self::array::{csvm_empty, fsvm_empty, svm_empty, SvmAllocation, SvmArgAt
 pub use self::core::{
     Coarse, DeviceGrain, Fine, Grain, HostAccessible, SvmAccess, SvmMemFlags, SvmOptions, System,
 };
-pub use self::map::{SvmMap, SvmMapMut};
+pub use self::map::{SvmMap, SvmMapMode, SvmMapMut};
 pub use self::ops::{enqueue_svm_memcpy, enqueue_svm_migrate};
 pub use self::view::SvmBufferView;
 
