@@ -27,7 +27,7 @@
 //! Why not `thread_local::ThreadLocal` in the pool: its values outlive their thread (they pass to
 //! the next thread given the same id), so a thread's exit could not give its blocks back, and a
 //! pool call from another thread-local's destructor, after the crate's own id guard is gone,
-//! panics inside that destructor (tests/pool.rs,
+//! panics inside that destructor (tests/threads.rs,
 //! `a_block_from_a_thread_local_destructor_keeps_its_pool`). `std`'s `try_with` reports that case
 //! and the request takes the shared bins with a lent stripe.
 

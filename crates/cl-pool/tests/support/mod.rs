@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use cl_pool::{Allocator, HostAllocError, HostBlock};
+use cl_pool::{Allocator, HostAllocError, HostBlock, MemoryPool};
 
 /// A host-only allocator with fault injection, for testing pool bookkeeping without a device
 /// (PyOpenCL's `_TestMemoryPool`, but with real blocks, a capacity and failures on demand).
@@ -198,4 +198,23 @@ impl Allocator for TestAllocator {
         self.release_calls.fetch_add(1, Ordering::SeqCst);
         self.record(AllocatorCall::TryRelease);
     }
+}
+
+/// Held blocks, active blocks, managed bytes, active bytes.
+pub(crate) fn figures(p: &MemoryPool<TestAllocator>) -> (usize, usize, usize, usize) {
+    (
+        p.held_blocks(),
+        p.active_blocks(),
+        p.managed_bytes(),
+        p.active_bytes(),
+    )
+}
+
+/// splitmix64
+pub(crate) fn rng(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
