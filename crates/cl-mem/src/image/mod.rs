@@ -20,8 +20,8 @@ use cl_raw::{image as raw, sys, Version};
 
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
-use crate::raw_handle::RawHandle;
+use crate::memory::{MemFlags, MemObject, MemObjectType};
+use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::track::Tracked;
@@ -577,7 +577,7 @@ unsafe impl crate::raw_handle::RawHandle for Image {
         struct Guard(sys::cl_mem);
         impl Drop for Guard {
             fn drop(&mut self) {
-                release_in_drop(self.0);
+                release_in_drop(Object::Mem, self.0);
             }
         }
         let guard = Guard(raw);
@@ -716,7 +716,7 @@ unsafe impl KernelArg for Image {
 
 impl Clone for Image {
     fn clone(&self) -> Image {
-        retain_for_clone(self.raw);
+        retain_for_clone(Object::Mem, self.raw);
         Image {
             live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -732,22 +732,11 @@ impl Clone for Image {
 
 impl Drop for Image {
     fn drop(&mut self) {
-        release_in_drop(self.raw);
+        release_in_drop(Object::Mem, self.raw);
     }
 }
 
-impl PartialEq for Image {
-    fn eq(&self, other: &Image) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Image {}
-
-impl std::hash::Hash for Image {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
-    }
-}
+eq_by_handle!(hash raw: Image);
 
 impl fmt::Debug for Image {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -5,6 +5,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone};
 use cl_raw::object::{self, Object};
 use cl_raw::{context as raw, sys, Version};
 
@@ -261,11 +262,7 @@ unsafe impl crate::raw_handle::RawHandle for Context {
 
 impl Clone for Context {
     fn clone(&self) -> Context {
-        // SAFETY: `self.raw` is valid while `self` lives. A failing retain on a valid handle means
-        // the driver is broken; the clone still owns nothing extra then, so log loudly.
-        if let Err(e) = unsafe { object::retain(Object::Context, self.raw) } {
-            tracing::error!(status = %e, "clRetainContext failed");
-        }
+        retain_for_clone(Object::Context, self.raw);
         Context {
             _live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -277,19 +274,11 @@ impl Clone for Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid context.
-        if let Err(e) = unsafe { object::release(Object::Context, self.raw) } {
-            crate::error::drop_status("clReleaseContext", e);
-        }
+        release_in_drop(Object::Context, self.raw);
     }
 }
 
-impl PartialEq for Context {
-    fn eq(&self, other: &Context) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Context {}
+eq_by_handle!(raw: Context);
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

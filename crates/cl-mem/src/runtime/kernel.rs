@@ -11,7 +11,7 @@ use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, InfoValue, Version
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
-use crate::raw_handle::RawHandle;
+use crate::raw_handle::{release_in_drop, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::Event;
@@ -290,18 +290,9 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         match self {
-            Held::Mem(m, _) => {
-                // SAFETY: the held reference is ours to give up (taken in `set_value`).
-                if let Err(e) = unsafe { object::release(Object::Mem, *m) } {
-                    crate::error::drop_status("clReleaseMemObject", e);
-                }
-            }
-            Held::Sampler(s) => {
-                // SAFETY: the held reference is ours to give up (taken in `set_value`).
-                if let Err(e) = unsafe { object::release(Object::Sampler, *s) } {
-                    crate::error::drop_status("clReleaseSampler", e);
-                }
-            }
+            // The held reference is ours to give up (taken in `set_value`).
+            Held::Mem(m, _) => release_in_drop(Object::Mem, *m),
+            Held::Sampler(s) => release_in_drop(Object::Sampler, *s),
             Held::Set | Held::Svm(_) => {}
         }
     }
@@ -1622,10 +1613,7 @@ fn clear(args: &mut Args) {
 
 impl Drop for Kernel {
     fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid kernel.
-        if let Err(e) = unsafe { object::release(Object::Kernel, self.raw) } {
-            crate::error::drop_status("clReleaseKernel", e);
-        }
+        release_in_drop(Object::Kernel, self.raw);
         let args = self.args.get_mut().unwrap_or_else(PoisonError::into_inner);
         clear(args);
         // Commands still pending keep their arguments until they complete: the callback drops

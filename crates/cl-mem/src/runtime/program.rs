@@ -8,7 +8,7 @@ use cl_raw::object::{self, Object};
 use cl_raw::{program as raw, sys, ClError};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::RawHandle;
+use crate::raw_handle::{release_in_drop, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::kernel::Kernel;
@@ -242,10 +242,7 @@ unsafe impl crate::raw_handle::RawHandle for Program {
 
 impl Clone for Program {
     fn clone(&self) -> Program {
-        // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Program, self.raw) } {
-            tracing::error!(status = %e, "clRetainProgram failed");
-        }
+        retain_for_clone(Object::Program, self.raw);
         Program {
             raw: self.raw,
             context: self.context.clone(),
@@ -255,10 +252,7 @@ impl Clone for Program {
 
 impl Drop for Program {
     fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid program.
-        if let Err(e) = unsafe { object::release(Object::Program, self.raw) } {
-            crate::error::drop_status("clReleaseProgram", e);
-        }
+        release_in_drop(Object::Program, self.raw);
     }
 }
 

@@ -7,7 +7,7 @@ use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::RawHandle;
+use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
 use crate::runtime::event::{checked_list, Event};
@@ -349,10 +349,7 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
 
 impl Clone for Queue {
     fn clone(&self) -> Queue {
-        // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Queue, self.raw) } {
-            tracing::error!(status = %e, "clRetainCommandQueue failed");
-        }
+        retain_for_clone(Object::Queue, self.raw);
         Queue {
             _live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -365,19 +362,11 @@ impl Clone for Queue {
 
 impl Drop for Queue {
     fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid queue.
-        if let Err(e) = unsafe { object::release(Object::Queue, self.raw) } {
-            crate::error::drop_status("clReleaseCommandQueue", e);
-        }
+        release_in_drop(Object::Queue, self.raw);
     }
 }
 
-impl PartialEq for Queue {
-    fn eq(&self, other: &Queue) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Queue {}
+eq_by_handle!(raw: Queue);
 
 impl fmt::Debug for Queue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

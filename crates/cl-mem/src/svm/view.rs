@@ -5,13 +5,14 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use cl_raw::object::Object;
 use cl_raw::{mem as raw_mem, sys};
 
 use crate::buffer::tracked::enqueue_host;
 use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
-use crate::memory::{release_in_drop, MemFlags};
-use crate::raw_handle::RawHandle;
+use crate::memory::MemFlags;
+use crate::raw_handle::{release_in_drop, RawHandle};
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
@@ -171,7 +172,7 @@ impl SvmBufferView<'_> {
 
 impl Drop for SvmBufferView<'_> {
     fn drop(&mut self) {
-        release_in_drop(self.raw);
+        release_in_drop(Object::Mem, self.raw);
     }
 }
 
