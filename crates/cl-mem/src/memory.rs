@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::hash::Hash;
 
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone};
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone};
 use bitflags::bitflags;
 use cl_raw::object::{self, Object};
 use cl_raw::{sys, InfoValue, Version};
@@ -358,11 +358,7 @@ impl Clone for Memory {
     }
 }
 
-impl Drop for Memory {
-    fn drop(&mut self) {
-        release_in_drop(Object::Mem, self.raw);
-    }
-}
+drop_releases!(Mem: Memory);
 
 eq_by_handle!(hash raw: Memory);
 

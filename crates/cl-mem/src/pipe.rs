@@ -12,7 +12,7 @@ use cl_raw::{pipe as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::memory::{MemFlags, MemObject};
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::extra;
 use crate::runtime::kernel::{ArgValue, KernelArg};
@@ -209,11 +209,7 @@ impl Clone for Pipe {
     }
 }
 
-impl Drop for Pipe {
-    fn drop(&mut self) {
-        release_in_drop(Object::Mem, self.raw);
-    }
-}
+drop_releases!(Mem: Pipe);
 
 eq_by_handle!(hash raw: Pipe);
 

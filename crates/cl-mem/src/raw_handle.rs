@@ -1,7 +1,7 @@
 //! [`RawHandle`]: the raw-handle vocabulary (`as_raw`, `into_raw`, `from_raw`,
 //! `from_raw_retained`, `release`, `reference_count`), written once for every owning wrapper.
 //! Also the wrappers' shared boilerplate: [`release_in_drop`] and [`retain_for_clone`] (their
-//! `Drop` and `Clone`) and [`eq_by_handle!`] (equality and hashing by handle).
+//! `Drop` and `Clone`, [`drop_releases!`]) and [`eq_by_handle!`] (equality and hashing by handle).
 
 use cl_raw::object::{self, Object};
 
@@ -146,6 +146,19 @@ pub(crate) fn retain_for_clone(object: Object, raw: *mut std::ffi::c_void) {
         tracing::error!(status = %e, "{} failed", names(object).0);
     }
 }
+
+/// `Drop` for wrappers owning one reference to an object of kind `Object::$kind` in field `raw`:
+/// [`release_in_drop`].
+macro_rules! drop_releases {
+    ($kind:ident: $($ty:ty),+) => {$(
+        impl Drop for $ty {
+            fn drop(&mut self) {
+                $crate::raw_handle::release_in_drop(cl_raw::object::Object::$kind, self.raw);
+            }
+        }
+    )+};
+}
+pub(crate) use drop_releases;
 
 /// `PartialEq` and `Eq` (and `Hash`, after `hash`) by a wrapper's handle field: two wrappers are
 /// equal when they hold the same OpenCL object (PyOpenCL compares `int_ptr`).

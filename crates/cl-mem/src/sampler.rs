@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone};
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone};
 use cl_raw::object::{self, Object};
 use cl_raw::{sampler as raw, sys, Version};
 
@@ -328,11 +328,7 @@ impl Clone for Sampler {
     }
 }
 
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        release_in_drop(Object::Sampler, self.raw);
-    }
-}
+drop_releases!(Sampler: Sampler);
 
 eq_by_handle!(hash raw: Sampler);
 

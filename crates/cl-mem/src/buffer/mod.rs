@@ -42,7 +42,7 @@ use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone};
+use crate::raw_handle::{drop_releases, eq_by_handle, release_in_drop, retain_for_clone};
 use cl_raw::object::{self, Object};
 use cl_raw::{mem as raw, sys, Version};
 
@@ -909,11 +909,7 @@ impl Clone for Buffer {
     }
 }
 
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        release_in_drop(Object::Mem, self.raw);
-    }
-}
+drop_releases!(Mem: Buffer);
 
 eq_by_handle!(hash raw: Buffer);
 

@@ -63,7 +63,7 @@ use cl_raw::{mem as raw_mem, sys, Version};
 use crate::buffer::{check_size, drop_when_destroyed, Buffer};
 use crate::error::{Error, Result};
 use crate::memory::MemFlags;
-use crate::raw_handle::{release_in_drop, RawHandle};
+use crate::raw_handle::{drop_releases, release_in_drop, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::{checked_list, Event};
@@ -256,11 +256,7 @@ impl Handover for ExternalMem {
     }
 }
 
-impl Drop for ExternalMem {
-    fn drop(&mut self) {
-        release_in_drop(Object::Mem, self.raw);
-    }
-}
+drop_releases!(Mem: ExternalMem);
 
 impl Buffer {
     /// Imports memory another API exported as a buffer of the queue's context, acquired on

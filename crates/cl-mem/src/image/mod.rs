@@ -21,7 +21,9 @@ use cl_raw::{image as raw, sys, Version};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::{MemFlags, MemObject, MemObjectType};
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
+use crate::raw_handle::{
+    drop_releases, eq_by_handle, release_in_drop, retain_for_clone, RawHandle,
+};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::track::Tracked;
@@ -730,11 +732,7 @@ impl Clone for Image {
     }
 }
 
-impl Drop for Image {
-    fn drop(&mut self) {
-        release_in_drop(Object::Mem, self.raw);
-    }
-}
+drop_releases!(Mem: Image);
 
 eq_by_handle!(hash raw: Image);
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone};
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone};
 use cl_raw::object::{self, Object};
 use cl_raw::{context as raw, sys, Version};
 
@@ -272,11 +272,7 @@ impl Clone for Context {
     }
 }
 
-impl Drop for Context {
-    fn drop(&mut self) {
-        release_in_drop(Object::Context, self.raw);
-    }
-}
+drop_releases!(Context: Context);
 
 eq_by_handle!(raw: Context);
 

@@ -8,7 +8,7 @@ use cl_raw::object::{self, Object};
 use cl_raw::{program as raw, sys, ClError};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::{release_in_drop, retain_for_clone, RawHandle};
+use crate::raw_handle::{drop_releases, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::kernel::Kernel;
@@ -250,11 +250,7 @@ impl Clone for Program {
     }
 }
 
-impl Drop for Program {
-    fn drop(&mut self) {
-        release_in_drop(Object::Program, self.raw);
-    }
-}
+drop_releases!(Program: Program);
 
 impl fmt::Debug for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -7,7 +7,7 @@ use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
 use crate::runtime::event::{checked_list, Event};
@@ -360,11 +360,7 @@ impl Clone for Queue {
     }
 }
 
-impl Drop for Queue {
-    fn drop(&mut self) {
-        release_in_drop(Object::Queue, self.raw);
-    }
-}
+drop_releases!(Queue: Queue);
 
 eq_by_handle!(raw: Queue);
 
