@@ -137,7 +137,27 @@ pub(crate) fn release_in_drop(object: Object, raw: *mut std::ffi::c_void) {
     }
 }
 
-/// Retains one more reference for a `Clone`, logging failure: a retain failing on a valid handle
+/// What `from_raw` shares in wrappers that read their fields from the handle: `read` builds the
+/// wrapper, and when it fails the reference the caller gave is released (failure logged as in
+/// `Drop`: the error returned is `read`'s).
+///
+/// # Safety
+///
+/// The caller owns one reference to `raw`, a valid handle of kind `object`, and gives it up on
+/// error.
+pub(crate) unsafe fn adopt_or_release<T>(
+    object: Object,
+    raw: *mut std::ffi::c_void,
+    read: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let adopted = read();
+    if adopted.is_err() {
+        release_in_drop(object, raw);
+    }
+    adopted
+}
+
+/// Retains one more reference for a `Clone` (or an `into_raw` that then drops `self`), logging failure: a retain failing on a valid handle
 /// means a broken driver, and `Clone` cannot report it.
 #[inline]
 pub(crate) fn retain_for_clone(object: Object, raw: *mut std::ffi::c_void) {

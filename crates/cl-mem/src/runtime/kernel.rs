@@ -11,7 +11,7 @@ use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, InfoValue, Version
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
-use crate::raw_handle::{release_in_drop, RawHandle};
+use crate::raw_handle::{adopt_or_release, release_in_drop, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::Event;
@@ -1461,14 +1461,8 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
                 args: Mutex::new(Args::with_slots(n as usize)),
             })
         };
-        let kernel = read();
-        if kernel.is_err() {
-            // SAFETY: we own the reference (obligation 1) and give it up here.
-            if let Err(r) = unsafe { object::release(Object::Kernel, raw) } {
-                tracing::warn!(status = %r, "clReleaseKernel failed");
-            }
-        }
-        kernel
+        // SAFETY: obligation 1.
+        unsafe { adopt_or_release(Object::Kernel, raw, read) }
     }
 
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
@@ -1486,10 +1480,7 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
         let raw = self.raw;
         // One reference more for the caller, then `self` drops normally (its `Drop` hands pending
         // argument snapshots to event callbacks): forgetting `self` would leak them.
-        // SAFETY: `raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Kernel, raw) } {
-            tracing::error!(status = %e, "clRetainKernel failed");
-        }
+        retain_for_clone(Object::Kernel, raw);
         drop(self);
         raw
     }

@@ -7,7 +7,9 @@ use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone, RawHandle};
+use crate::raw_handle::{
+    adopt_or_release, drop_releases, eq_by_handle, retain_for_clone, RawHandle,
+};
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
 use crate::runtime::event::{checked_list, Event};
@@ -317,14 +319,8 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
                 _live: crate::runtime::live::Live::new(),
             })
         };
-        let queue = read();
-        if queue.is_err() {
-            // SAFETY: we own the reference (obligation 1) and give it up here.
-            if let Err(r) = unsafe { object::release(Object::Queue, raw) } {
-                tracing::warn!(status = %r, "clReleaseCommandQueue failed");
-            }
-        }
-        queue
+        // SAFETY: obligation 1.
+        unsafe { adopt_or_release(Object::Queue, raw, read) }
     }
 
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
