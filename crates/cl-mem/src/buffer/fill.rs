@@ -43,17 +43,9 @@ impl Buffer {
         o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
         let o = o.into();
-        o.no_rect("a fill")?;
-        if o.src_offset != 0 {
-            return Err(Error::InvalidArgument(
-                "a fill has no source offset (the pattern is the source)".into(),
-            ));
-        }
+        let (offset_bytes, size_bytes) = o.fill_range("a fill", self.size_bytes())?;
         let pattern = pattern.host_slice()?;
-        let (offset_bytes, wait) = (o.dst_offset, o.wait);
-        let size_bytes = o
-            .byte_count
-            .unwrap_or_else(|| self.size_bytes().saturating_sub(offset_bytes));
+        let wait = o.wait;
         check_pattern(pattern.len(), offset_bytes, size_bytes)?;
         self.check_range("buffer fill", offset_bytes, size_bytes)?;
         self.check_queue(queue)?;

@@ -348,6 +348,22 @@ impl<'a> Transfer<'a> {
         }
         Ok(())
     }
+
+    /// The byte range a fill (`what`) of an object of `size` bytes covers: `dst_offset` and
+    /// `byte_count` (default: the rest). Refuses a rectangle and a source offset (the pattern is
+    /// the source).
+    pub(crate) fn fill_range(&self, what: &str, size: usize) -> Result<(usize, usize)> {
+        self.no_rect(what)?;
+        if self.src_offset != 0 {
+            return Err(Error::InvalidArgument(
+                "a fill has no source offset (the pattern is the source)".into(),
+            ));
+        }
+        let count = self
+            .byte_count
+            .unwrap_or_else(|| size.saturating_sub(self.dst_offset));
+        Ok((self.dst_offset, count))
+    }
 }
 
 impl<'a> From<&'a [&'a Event]> for Transfer<'a> {

@@ -237,20 +237,12 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
         let o = o.into();
-        o.no_rect("an SVM fill")?;
-        if o.src_offset != 0 {
-            return Err(Error::InvalidArgument(
-                "a fill has no source offset (the pattern is the source)".into(),
-            ));
-        }
-        let count = o
-            .byte_count
-            .unwrap_or_else(|| self.size_bytes().saturating_sub(o.dst_offset));
+        let (offset, count) = o.fill_range("an SVM fill", self.size_bytes())?;
         fill_bytes_core(
             &self.core,
             queue,
             pattern.host_slice()?,
-            o.dst_offset,
+            offset,
             count,
             o.wait,
         )
