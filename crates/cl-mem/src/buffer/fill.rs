@@ -64,19 +64,17 @@ impl Buffer {
             // SAFETY: valid queue/buffer/events of one 1.2+ context; the pattern is read during
             // the call only; the range is in bounds and a multiple of the pattern; we own the
             // event.
-            let ev = unsafe {
-                raw_queue::enqueue_fill_buffer(
+            unsafe {
+                let ev = raw_queue::enqueue_fill_buffer(
                     queue.as_raw(),
                     self.as_raw(),
                     pattern,
                     offset_bytes,
                     size_bytes,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueFillBuffer")
             }
-            .map_err(Error::cl("clEnqueueFillBuffer"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
 }

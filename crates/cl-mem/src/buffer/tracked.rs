@@ -83,9 +83,8 @@ fn host_transfer(
     }
     let uses: SmallVec<[Use<'_>; 1]> = track.map(|t| (t, Some(span), access)).into_iter().collect();
     enqueue_tracked(queue, wait, &uses, |list| {
-        let ev = enqueue(list).map_err(Error::cl(call))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        // SAFETY: `enqueue` returns a fresh reference we own.
+        unsafe { Event::adopt(enqueue(list), call) }
     })
 }
 

@@ -250,9 +250,8 @@ impl Handover for ExternalMem {
                 unsafe { self.fns.enqueue_release(queue.as_raw(), &mems, wait) },
             )
         };
-        let ev = ev.map_err(Error::cl(call))?;
         // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        unsafe { Event::adopt(ev, call) }
     }
 }
 

@@ -150,6 +150,22 @@ impl Event {
         }
     }
 
+    /// The event of an enqueue: its failure as [`Error::Cl`] of `call`, else the returned
+    /// reference adopted ([`Event::from_raw`]).
+    ///
+    /// # Safety
+    ///
+    /// 1. An `Ok` holds a fresh event reference the caller owns (what every `clEnqueue*` returns).
+    #[inline]
+    pub(crate) unsafe fn adopt(
+        enqueued: std::result::Result<sys::cl_event, ClError>,
+        call: &'static str,
+    ) -> Result<Event> {
+        let raw = enqueued.map_err(Error::cl(call))?;
+        // SAFETY: obligation 1.
+        Ok(unsafe { Event::from_raw(raw) })
+    }
+
     /// `CL_EVENT_CONTEXT` as a raw handle (not retained), cached after the first query.
     ///
     /// # Errors

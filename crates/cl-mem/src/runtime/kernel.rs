@@ -1376,19 +1376,17 @@ impl Kernel {
         let result = enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/kernel/events of one context (checked); every argument is set
             // and its objects are held by `self`; we own the returned event.
-            let ev = unsafe {
-                raw_queue::enqueue_nd_range_kernel(
+            unsafe {
+                let ev = raw_queue::enqueue_nd_range_kernel(
                     queue.as_raw(),
                     self.raw,
                     None,
                     global,
                     local,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueNDRangeKernel")
             }
-            .map_err(Error::cl("clEnqueueNDRangeKernel"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         });
         // SVM has no reference count: an allocation must learn every queue that uses it so its
         // free can wait for them, before a map may look for pending work again.
