@@ -160,11 +160,10 @@ pub(crate) fn migrate_plain(
         // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty
         // and kept until the command completed (below); we own the event.
         let ev = unsafe {
-            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &kept.0, flags.bits(), list)
-        }
-        .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(ev) };
+            let ev =
+                raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &kept.0, flags.bits(), list);
+            Event::adopt(ev, "clEnqueueMigrateMemObjects")
+        }?;
         keep_until_complete(&ev, Arc::clone(&kept));
         Ok(ev)
     })?;

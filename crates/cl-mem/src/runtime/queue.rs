@@ -230,11 +230,10 @@ impl Queue {
             ));
         }
         // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
-        let raw =
-            unsafe { raw::enqueue_barrier_with_wait_list(self.raw, &checked_list(self, wait)?) }
-                .map_err(Error::cl("clEnqueueBarrierWithWaitList"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(raw) })
+        unsafe {
+            let ev = raw::enqueue_barrier_with_wait_list(self.raw, &checked_list(self, wait)?);
+            Event::adopt(ev, "clEnqueueBarrierWithWaitList")
+        }
     }
 
     /// `CL_QUEUE_DEVICE_DEFAULT` (2.1): the device's default on-device queue, as a raw handle
