@@ -1102,17 +1102,8 @@ impl Kernel {
                 self.set_mem_arg(index, mem, Some(keep_alive))?
             }
             ArgValue::NullMem => {
-                let null: sys::cl_mem = std::ptr::null_mut();
-                // SAFETY: exclusive access; a null `cl_mem` value is allowed for buffer arguments.
-                unsafe {
-                    raw::set_arg(
-                        self.raw,
-                        index,
-                        std::mem::size_of::<sys::cl_mem>(),
-                        (&null as *const sys::cl_mem).cast(),
-                    )
-                }
-                .map_err(Error::cl("clSetKernelArg"))?;
+                // SAFETY: a null `cl_mem` value is allowed for buffer arguments.
+                unsafe { self.set_handle_arg(index, std::ptr::null_mut()) }?;
                 Held::Set
             }
             ArgValue::Svm { ptr, keep_alive } => {
@@ -1125,17 +1116,8 @@ impl Kernel {
                 Held::Svm(keep_alive)
             }
             ArgValue::Sampler(sampler) => {
-                // SAFETY: exclusive access; `sampler` is valid (KernelArg contract) and read as a
-                // `cl_sampler` value.
-                unsafe {
-                    raw::set_arg(
-                        self.raw,
-                        index,
-                        std::mem::size_of::<sys::cl_sampler>(),
-                        (&sampler as *const sys::cl_sampler).cast(),
-                    )
-                }
-                .map_err(Error::cl("clSetKernelArg"))?;
+                // SAFETY: `sampler` is valid (KernelArg contract).
+                unsafe { self.set_handle_arg(index, sampler) }?;
                 // SAFETY: `sampler` is valid (KernelArg contract); the reference is released when
                 // the slot changes or the kernel drops.
                 unsafe { object::retain(Object::Sampler, sampler) }
@@ -1161,6 +1143,27 @@ impl Kernel {
         Ok(())
     }
 
+    /// `clSetKernelArg` of a handle value (`cl_mem`, `cl_sampler`: `cl-sys` declares both as
+    /// `*mut c_void`).
+    ///
+    /// # Safety
+    ///
+    /// 1. `handle` is a valid object of the argument's kind, or null for a buffer argument.
+    /// 2. The caller has exclusive access to the kernel's arguments (holds the argument lock).
+    #[inline]
+    unsafe fn set_handle_arg(&self, index: u32, handle: *mut std::ffi::c_void) -> Result<()> {
+        // SAFETY: obligations 1 and 2; the value is read as one handle-sized value.
+        unsafe {
+            raw::set_arg(
+                self.raw,
+                index,
+                std::mem::size_of_val(&handle),
+                (&raw const handle).cast(),
+            )
+        }
+        .map_err(Error::cl("clSetKernelArg"))
+    }
+
     /// Sets a memory-object argument and retains the object.
     fn set_mem_arg(
         &self,
@@ -1168,17 +1171,8 @@ impl Kernel {
         mem: sys::cl_mem,
         keep_alive: Option<KeepAlive>,
     ) -> Result<Held> {
-        // SAFETY: exclusive access; `mem` is valid (KernelArg contract) and read as a `cl_mem`
-        // value.
-        unsafe {
-            raw::set_arg(
-                self.raw,
-                index,
-                std::mem::size_of::<sys::cl_mem>(),
-                (&mem as *const sys::cl_mem).cast(),
-            )
-        }
-        .map_err(Error::cl("clSetKernelArg"))?;
+        // SAFETY: `mem` is valid (KernelArg contract).
+        unsafe { self.set_handle_arg(index, mem) }?;
         // SAFETY: `mem` is valid (KernelArg contract); the reference is released when the slot
         // changes or the kernel drops.
         unsafe { object::retain(Object::Mem, mem) }.map_err(Error::cl("clRetainMemObject"))?;
