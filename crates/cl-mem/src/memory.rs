@@ -3,8 +3,9 @@
 
 use std::ffi::c_void;
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone};
 use bitflags::bitflags;
 use cl_raw::object::{self, Object};
 use cl_raw::{sys, InfoValue, Version};
@@ -348,7 +349,7 @@ unsafe impl crate::runtime::kernel::KernelArg for Memory {
 
 impl Clone for Memory {
     fn clone(&self) -> Memory {
-        retain_for_clone(self.raw);
+        retain_for_clone(Object::Mem, self.raw);
         Memory {
             live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -357,44 +358,13 @@ impl Clone for Memory {
     }
 }
 
-impl Drop for Memory {
-    fn drop(&mut self) {
-        release_in_drop(self.raw);
-    }
-}
+drop_releases!(Mem: Memory);
 
-impl PartialEq for Memory {
-    fn eq(&self, other: &Memory) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Memory {}
-
-impl Hash for Memory {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
-    }
-}
+eq_by_handle!(hash raw: Memory);
 
 impl fmt::Debug for Memory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Memory").field("raw", &self.raw).finish()
-    }
-}
-
-/// Releases one reference to a memory object from a `Drop`, logging failure.
-pub(crate) fn release_in_drop(mem: sys::cl_mem) {
-    // SAFETY: callers own one reference to `mem` and give it up here.
-    if let Err(e) = unsafe { object::release(Object::Mem, mem) } {
-        crate::error::drop_status("clReleaseMemObject", e);
-    }
-}
-
-/// Retains one more reference to a memory object for a `Clone`, logging failure.
-pub(crate) fn retain_for_clone(mem: sys::cl_mem) {
-    // SAFETY: callers hold a valid `mem`.
-    if let Err(e) = unsafe { object::retain(Object::Mem, mem) } {
-        tracing::error!(status = %e, "clRetainMemObject failed");
     }
 }
 

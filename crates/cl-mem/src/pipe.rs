@@ -7,11 +7,12 @@
 
 use std::fmt;
 
+use cl_raw::object::Object;
 use cl_raw::{pipe as raw, sys, Version};
 
 use crate::error::{Error, Result};
-use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject};
-use crate::raw_handle::RawHandle;
+use crate::memory::{MemFlags, MemObject};
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::extra;
 use crate::runtime::kernel::{ArgValue, KernelArg};
@@ -199,7 +200,7 @@ unsafe impl KernelArg for Pipe {
 
 impl Clone for Pipe {
     fn clone(&self) -> Pipe {
-        retain_for_clone(self.raw);
+        retain_for_clone(Object::Mem, self.raw);
         Pipe {
             raw: self.raw,
             packet_size: self.packet_size,
@@ -208,24 +209,9 @@ impl Clone for Pipe {
     }
 }
 
-impl Drop for Pipe {
-    fn drop(&mut self) {
-        release_in_drop(self.raw);
-    }
-}
+drop_releases!(Mem: Pipe);
 
-impl PartialEq for Pipe {
-    fn eq(&self, other: &Pipe) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Pipe {}
-
-impl std::hash::Hash for Pipe {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
-    }
-}
+eq_by_handle!(hash raw: Pipe);
 
 impl fmt::Debug for Pipe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,5 +1,7 @@
 //! [`RawHandle`]: the raw-handle vocabulary (`as_raw`, `into_raw`, `from_raw`,
 //! `from_raw_retained`, `release`, `reference_count`), written once for every owning wrapper.
+//! Also the wrappers' shared boilerplate: [`release_in_drop`] and [`retain_for_clone`] (their
+//! `Drop` and `Clone`, [`drop_releases!`]) and [`eq_by_handle!`] (equality and hashing by handle).
 
 use cl_raw::object::{self, Object};
 
@@ -124,6 +126,81 @@ pub unsafe trait RawHandle {
             .map_err(Error::cl(query))
     }
 }
+
+/// Releases one reference from a `Drop` (or an error path that gives a handle up), logging
+/// failure: a destructor cannot report it. Every owning wrapper's `Drop` is this one call.
+#[inline]
+pub(crate) fn release_in_drop(object: Object, raw: *mut std::ffi::c_void) {
+    // SAFETY: callers own one reference to `raw`, a valid handle of kind `object`, and give it up.
+    if let Err(e) = unsafe { object::release(object, raw) } {
+        crate::error::drop_status(names(object).1, e);
+    }
+}
+
+/// What `from_raw` shares in wrappers that read their fields from the handle: `read` builds the
+/// wrapper, and when it fails the reference the caller gave is released (failure logged as in
+/// `Drop`: the error returned is `read`'s).
+///
+/// # Safety
+///
+/// The caller owns one reference to `raw`, a valid handle of kind `object`, and gives it up on
+/// error.
+pub(crate) unsafe fn adopt_or_release<T>(
+    object: Object,
+    raw: *mut std::ffi::c_void,
+    read: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let adopted = read();
+    if adopted.is_err() {
+        release_in_drop(object, raw);
+    }
+    adopted
+}
+
+/// Retains one more reference for a `Clone` (or an `into_raw` that then drops `self`), logging failure: a retain failing on a valid handle
+/// means a broken driver, and `Clone` cannot report it.
+#[inline]
+pub(crate) fn retain_for_clone(object: Object, raw: *mut std::ffi::c_void) {
+    // SAFETY: callers hold a valid handle of kind `object`.
+    if let Err(e) = unsafe { object::retain(object, raw) } {
+        tracing::error!(status = %e, "{} failed", names(object).0);
+    }
+}
+
+/// `Drop` for wrappers owning one reference to an object of kind `Object::$kind` in field `raw`:
+/// [`release_in_drop`].
+macro_rules! drop_releases {
+    ($kind:ident: $($ty:ty),+) => {$(
+        impl Drop for $ty {
+            fn drop(&mut self) {
+                $crate::raw_handle::release_in_drop(cl_raw::object::Object::$kind, self.raw);
+            }
+        }
+    )+};
+}
+pub(crate) use drop_releases;
+
+/// `PartialEq` and `Eq` (and `Hash`, after `hash`) by a wrapper's handle field: two wrappers are
+/// equal when they hold the same OpenCL object (PyOpenCL compares `int_ptr`).
+macro_rules! eq_by_handle {
+    ($field:ident: $($ty:ty),+) => {$(
+        impl PartialEq for $ty {
+            fn eq(&self, other: &$ty) -> bool {
+                self.$field == other.$field
+            }
+        }
+        impl Eq for $ty {}
+    )+};
+    (hash $field:ident: $($ty:ty),+) => {
+        $crate::raw_handle::eq_by_handle!($field: $($ty),+);
+        $(impl std::hash::Hash for $ty {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                std::hash::Hash::hash(&self.$field, state);
+            }
+        })+
+    };
+}
+pub(crate) use eq_by_handle;
 
 /// The C names of the retain, release and info calls of `object`, and its reference-count
 /// parameter.

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone};
 use cl_raw::object::{self, Object};
 use cl_raw::{sampler as raw, sys, Version};
 
@@ -320,42 +321,16 @@ unsafe impl KernelArg for Sampler {
     }
 }
 
-/// Releases one reference to a sampler from a `Drop`, logging failure.
-pub(crate) fn release_in_drop(sampler: sys::cl_sampler) {
-    // SAFETY: callers own one reference to `sampler` and give it up here.
-    if let Err(e) = unsafe { object::release(Object::Sampler, sampler) } {
-        crate::error::drop_status("clReleaseSampler", e);
-    }
-}
-
 impl Clone for Sampler {
     fn clone(&self) -> Sampler {
-        // SAFETY: a valid sampler.
-        if let Err(e) = unsafe { object::retain(Object::Sampler, self.raw) } {
-            tracing::error!(status = %e, "clRetainSampler failed");
-        }
+        retain_for_clone(Object::Sampler, self.raw);
         Sampler { raw: self.raw }
     }
 }
 
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        release_in_drop(self.raw);
-    }
-}
+drop_releases!(Sampler: Sampler);
 
-impl PartialEq for Sampler {
-    fn eq(&self, other: &Sampler) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Sampler {}
-
-impl std::hash::Hash for Sampler {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
-    }
-}
+eq_by_handle!(hash raw: Sampler);
 
 impl fmt::Debug for Sampler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

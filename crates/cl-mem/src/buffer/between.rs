@@ -394,12 +394,11 @@ fn migrate_one(
     let ev = enqueue_tracked(queue, &[&landed, &moved], &uses, |list| {
         // SAFETY: valid queue and buffers of one context, both `size` bytes, distinct
         // allocations; we own the event.
-        let ev = unsafe {
-            raw_queue::enqueue_copy_buffer(queue.as_raw(), tmp.as_raw(), raw, 0, 0, size, list)
+        unsafe {
+            let ev =
+                raw_queue::enqueue_copy_buffer(queue.as_raw(), tmp.as_raw(), raw, 0, 0, size, list);
+            Event::adopt(ev, "clEnqueueCopyBuffer")
         }
-        .map_err(Error::cl("clEnqueueCopyBuffer"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
     })?;
     // The temporary's release waits for its commands (the driver keeps it until they ran).
     drop(tmp);

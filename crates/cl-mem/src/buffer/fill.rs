@@ -43,17 +43,9 @@ impl Buffer {
         o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
         let o = o.into();
-        o.no_rect("a fill")?;
-        if o.src_offset != 0 {
-            return Err(Error::InvalidArgument(
-                "a fill has no source offset (the pattern is the source)".into(),
-            ));
-        }
+        let (offset_bytes, size_bytes) = o.fill_range("a fill", self.size_bytes())?;
         let pattern = pattern.host_slice()?;
-        let (offset_bytes, wait) = (o.dst_offset, o.wait);
-        let size_bytes = o
-            .byte_count
-            .unwrap_or_else(|| self.size_bytes().saturating_sub(offset_bytes));
+        let wait = o.wait;
         check_pattern(pattern.len(), offset_bytes, size_bytes)?;
         self.check_range("buffer fill", offset_bytes, size_bytes)?;
         self.check_queue(queue)?;
@@ -72,19 +64,17 @@ impl Buffer {
             // SAFETY: valid queue/buffer/events of one 1.2+ context; the pattern is read during
             // the call only; the range is in bounds and a multiple of the pattern; we own the
             // event.
-            let ev = unsafe {
-                raw_queue::enqueue_fill_buffer(
+            unsafe {
+                let ev = raw_queue::enqueue_fill_buffer(
                     queue.as_raw(),
                     self.as_raw(),
                     pattern,
                     offset_bytes,
                     size_bytes,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueFillBuffer")
             }
-            .map_err(Error::cl("clEnqueueFillBuffer"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
 }

@@ -82,17 +82,15 @@ impl Mapping<'_> {
                 // buffer that is still open (`open` was true and is cleared before any other
                 // unmap); no slice of it survives (they borrow the guard, which is being consumed
                 // or dropped).
-                let ev = unsafe {
-                    raw_queue::enqueue_unmap_mem_object(
+                Ok(((), unsafe {
+                    let ev = raw_queue::enqueue_unmap_mem_object(
                         self.queue.as_raw(),
                         self.buffer.as_raw(),
                         self.ptr,
                         list,
-                    )
-                }
-                .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
-                // SAFETY: a fresh reference we own.
-                Ok(((), unsafe { Event::from_raw(ev) }))
+                    );
+                    Event::adopt(ev, "clEnqueueUnmapMemObject")
+                }?))
             })?;
         self.open = false;
         let access = if self.write {

@@ -39,18 +39,16 @@ pub(crate) mod transfer;
 use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use crate::raw_handle::{drop_releases, eq_by_handle, release_in_drop, retain_for_clone};
 use cl_raw::object::{self, Object};
 use cl_raw::{mem as raw, sys, Version};
 
 use self::transfer::HostMemory;
 use crate::error::{Error, Result};
-use crate::memory::{
-    self, release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType, Memory,
-};
+use crate::memory::{self, MemFlags, MemObject, MemObjectType, Memory};
 use crate::pod::{slice_as_bytes, Pod};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
@@ -136,7 +134,7 @@ pub(crate) fn drop_when_destroyed(
         unsafe { raw::set_destructor_callback(raw, free_host_memory, user_data.cast()) };
     if let Err(e) = registered {
         // The driver may still use the memory: leak it (safe) rather than free it.
-        release_in_drop(raw);
+        release_in_drop(Object::Mem, raw);
         return Err(Error::cl("clSetMemObjectDestructorCallback")(e));
     }
     Ok(())
@@ -900,7 +898,7 @@ unsafe impl KernelArg for Buffer {
 
 impl Clone for Buffer {
     fn clone(&self) -> Buffer {
-        retain_for_clone(self.raw);
+        retain_for_clone(Object::Mem, self.raw);
         Buffer {
             live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -911,24 +909,9 @@ impl Clone for Buffer {
     }
 }
 
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        release_in_drop(self.raw);
-    }
-}
+drop_releases!(Mem: Buffer);
 
-impl PartialEq for Buffer {
-    fn eq(&self, other: &Buffer) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Buffer {}
-
-impl Hash for Buffer {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
-    }
-}
+eq_by_handle!(hash raw: Buffer);
 
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -83,9 +83,8 @@ fn host_transfer(
     }
     let uses: SmallVec<[Use<'_>; 1]> = track.map(|t| (t, Some(span), access)).into_iter().collect();
     enqueue_tracked(queue, wait, &uses, |list| {
-        let ev = enqueue(list).map_err(Error::cl(call))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        // SAFETY: `enqueue` returns a fresh reference we own.
+        unsafe { Event::adopt(enqueue(list), call) }
     })
 }
 
@@ -161,11 +160,10 @@ pub(crate) fn migrate_plain(
         // SAFETY: valid queue, objects and events of one 1.2+ context; the list is non-empty
         // and kept until the command completed (below); we own the event.
         let ev = unsafe {
-            raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &kept.0, flags.bits(), list)
-        }
-        .map_err(Error::cl("clEnqueueMigrateMemObjects"))?;
-        // SAFETY: a fresh reference we own.
-        let ev = unsafe { Event::from_raw(ev) };
+            let ev =
+                raw_queue::enqueue_migrate_mem_objects(queue.as_raw(), &kept.0, flags.bits(), list);
+            Event::adopt(ev, "clEnqueueMigrateMemObjects")
+        }?;
         keep_until_complete(&ev, Arc::clone(&kept));
         Ok(ev)
     })?;

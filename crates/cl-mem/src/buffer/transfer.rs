@@ -348,6 +348,22 @@ impl<'a> Transfer<'a> {
         }
         Ok(())
     }
+
+    /// The byte range a fill (`what`) of an object of `size` bytes covers: `dst_offset` and
+    /// `byte_count` (default: the rest). Refuses a rectangle and a source offset (the pattern is
+    /// the source).
+    pub(crate) fn fill_range(&self, what: &str, size: usize) -> Result<(usize, usize)> {
+        self.no_rect(what)?;
+        if self.src_offset != 0 {
+            return Err(Error::InvalidArgument(
+                "a fill has no source offset (the pattern is the source)".into(),
+            ));
+        }
+        let count = self
+            .byte_count
+            .unwrap_or_else(|| size.saturating_sub(self.dst_offset));
+        Ok((self.dst_offset, count))
+    }
 }
 
 impl<'a> From<&'a [&'a Event]> for Transfer<'a> {
@@ -658,8 +674,8 @@ impl Buffer {
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/buffers/events of one context; both ranges in bounds and not
             // overlapping; we own the event.
-            let ev = unsafe {
-                raw_queue::enqueue_copy_buffer(
+            unsafe {
+                let ev = raw_queue::enqueue_copy_buffer(
                     queue.as_raw(),
                     src.as_raw(),
                     self.as_raw(),
@@ -667,11 +683,9 @@ impl Buffer {
                     dst_offset,
                     count,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueCopyBuffer")
             }
-            .map_err(Error::cl("clEnqueueCopyBuffer"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
     /// The checks every host rectangle transfer runs before the driver, in this order: the
@@ -745,8 +759,8 @@ impl Buffer {
             // SAFETY: valid queue/buffer/events of one context (checked); both rectangles are inside
             // their memory (checked, obligation 1); obligation 2 keeps the host bytes to the
             // command; we own the event.
-            let ev = unsafe {
-                raw_queue::enqueue_read_buffer_rect(
+            unsafe {
+                let ev = raw_queue::enqueue_read_buffer_rect(
                     queue.as_raw(),
                     self.as_raw(),
                     blocking,
@@ -757,11 +771,9 @@ impl Buffer {
                     p.host,
                     host.cast(),
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueReadBufferRect")
             }
-            .map_err(Error::cl("clEnqueueReadBufferRect"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
         .and_then(|ev| ev.finished_if(blocking))
     }
@@ -787,8 +799,8 @@ impl Buffer {
         let uses = [(self.tracked(), None, Access::Write)];
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: as in `enqueue_read_rect_host`, for reads of the host bytes.
-            let ev = unsafe {
-                raw_queue::enqueue_write_buffer_rect(
+            unsafe {
+                let ev = raw_queue::enqueue_write_buffer_rect(
                     queue.as_raw(),
                     self.as_raw(),
                     blocking,
@@ -799,11 +811,9 @@ impl Buffer {
                     p.host,
                     host.cast(),
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueWriteBufferRect")
             }
-            .map_err(Error::cl("clEnqueueWriteBufferRect"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
         .and_then(|ev| ev.finished_if(blocking))
     }
@@ -893,8 +903,8 @@ impl Buffer {
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/buffers/events of one context; both rectangles in bounds (of a
             // root, the same bytes as of its sub-buffer); we own the event.
-            let ev = unsafe {
-                raw_queue::enqueue_copy_buffer_rect(
+            unsafe {
+                let ev = raw_queue::enqueue_copy_buffer_rect(
                     queue.as_raw(),
                     src_mem,
                     dst_mem,
@@ -904,11 +914,9 @@ impl Buffer {
                     sp,
                     dp,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueCopyBufferRect")
             }
-            .map_err(Error::cl("clEnqueueCopyBufferRect"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
 }

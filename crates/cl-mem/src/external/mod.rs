@@ -57,12 +57,13 @@ use std::fmt;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 
 use cl_raw::external::{ExternalMemoryFns, SemaphoreFns};
+use cl_raw::object::Object;
 use cl_raw::{mem as raw_mem, sys, Version};
 
 use crate::buffer::{check_size, drop_when_destroyed, Buffer};
 use crate::error::{Error, Result};
-use crate::memory::{release_in_drop, MemFlags};
-use crate::raw_handle::RawHandle;
+use crate::memory::MemFlags;
+use crate::raw_handle::{drop_releases, release_in_drop, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::{checked_list, Event};
@@ -249,17 +250,12 @@ impl Handover for ExternalMem {
                 unsafe { self.fns.enqueue_release(queue.as_raw(), &mems, wait) },
             )
         };
-        let ev = ev.map_err(Error::cl(call))?;
         // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(ev) })
+        unsafe { Event::adopt(ev, call) }
     }
 }
 
-impl Drop for ExternalMem {
-    fn drop(&mut self) {
-        release_in_drop(self.raw);
-    }
-}
+drop_releases!(Mem: ExternalMem);
 
 impl Buffer {
     /// Imports memory another API exported as a buffer of the queue's context, acquired on
@@ -353,7 +349,7 @@ impl Buffer {
         drop_when_destroyed(raw, context, Box::new(keep))?;
         // SAFETY: `raw` is valid; the reference taken is the handover's own.
         unsafe { cl_raw::object::retain(cl_raw::object::Object::Mem, raw) }.map_err(|e| {
-            release_in_drop(raw);
+            release_in_drop(Object::Mem, raw);
             Error::cl("clRetainMemObject")(e)
         })?;
         let handover = ExternalMem { raw, fns };
@@ -362,7 +358,7 @@ impl Buffer {
         let acquired = match acquired {
             Ok(ev) => ev,
             Err(e) => {
-                release_in_drop(raw);
+                release_in_drop(Object::Mem, raw);
                 return Err(e);
             }
         };

@@ -169,17 +169,15 @@ impl Unmap<'_> {
             .map_command(self.queue, SmallVec::new(), |list| {
                 // SAFETY: `ptr` came from mapping this image on this queue and was not unmapped;
                 // the host stops using it (the closure has returned); we own the returned event.
-                let ev = unsafe {
-                    raw_queue::enqueue_unmap_mem_object(
+                Ok(((), unsafe {
+                    let ev = raw_queue::enqueue_unmap_mem_object(
                         self.queue.as_raw(),
                         self.image.raw,
                         self.ptr,
                         list,
-                    )
-                }
-                .map_err(Error::cl("clEnqueueUnmapMemObject"))?;
-                // SAFETY: a fresh reference we own.
-                Ok(((), unsafe { Event::from_raw(ev) }))
+                    );
+                    Event::adopt(ev, "clEnqueueUnmapMemObject")
+                }?))
             })
             .map(|((), ev)| ev)?;
         // Only an enqueued unmap ends the mapping: after a failure (issue 16) `Drop` unmaps

@@ -15,13 +15,13 @@ pub(crate) mod transfer;
 use std::fmt;
 use std::sync::Arc;
 
-use cl_raw::object::{self, Object};
+use cl_raw::object::Object;
 use cl_raw::{image as raw, sys, Version};
 
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::memory::{release_in_drop, retain_for_clone, MemFlags, MemObject, MemObjectType};
-use crate::raw_handle::RawHandle;
+use crate::memory::{MemFlags, MemObject, MemObjectType};
+use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::track::Tracked;
@@ -574,23 +574,11 @@ unsafe impl crate::raw_handle::RawHandle for Image {
     /// 2. As obligation 3 of [`crate::Memory::from_raw`] (the command record does not see
     ///    commands and maps made outside this crate).
     unsafe fn from_raw(raw: sys::cl_mem) -> Result<Image> {
-        struct Guard(sys::cl_mem);
-        impl Drop for Guard {
-            fn drop(&mut self) {
-                release_in_drop(self.0);
-            }
-        }
-        let guard = Guard(raw);
-        // SAFETY: obligation 1: a valid memory object; 1.0 parameters.
-        let mem_type: sys::cl_mem_object_type =
-            unsafe { object::get_info(Object::Mem, raw, sys::CL_MEM_TYPE) }
-                .map_err(Error::cl("clGetMemObjectInfo"))?;
-        let image_type = ImageType::from_mem_type(MemObjectType::from_raw(mem_type))
+        // SAFETY: obligation 1: the reference is ours to wrap (and to release on error).
+        let mem = unsafe { crate::memory::Memory::adopt_untracked(raw) };
+        let image_type = ImageType::from_mem_type(crate::memory::mem_type(raw)?)
             .ok_or_else(|| Error::InvalidArgument("the memory object is not an image".into()))?;
-        // SAFETY: as above.
-        let flags: sys::cl_mem_flags =
-            unsafe { object::get_info(Object::Mem, raw, sys::CL_MEM_FLAGS) }
-                .map_err(Error::cl("clGetMemObjectInfo"))?;
+        let flags = MemFlags::from_bits_retain(crate::memory::query(raw, sys::CL_MEM_FLAGS)?);
         let q = |param| {
             // SAFETY: `raw` is a valid image (its type was just checked); 1.0/1.2 parameters
             // that every image-capable platform of 1.2 or newer answers.
@@ -614,20 +602,9 @@ unsafe impl crate::raw_handle::RawHandle for Image {
             // CL_IMAGE_NUM_MIP_LEVELS is a 1.2 query; adopted images are taken as one level.
             mip_levels: 0,
         };
-        // SAFETY: as above.
-        let ctx: sys::cl_context =
-            unsafe { object::get_info(Object::Mem, raw, sys::CL_MEM_CONTEXT) }
-                .map_err(Error::cl("clGetMemObjectInfo"))?;
-        // SAFETY: the driver returned the object's live context.
-        let context = unsafe { Context::from_raw_retained(ctx) }?;
-        std::mem::forget(guard);
-        let mut img = Image::from_parts(
-            raw,
-            &context,
-            desc,
-            ImageFormat::from_raw(format),
-            MemFlags::from_bits_retain(flags),
-        )?;
+        let context = crate::memory::mem_context(raw)?;
+        let raw = mem.into_raw();
+        let mut img = Image::from_parts(raw, &context, desc, ImageFormat::from_raw(format), flags)?;
         // An image made from a buffer is the buffer's bytes: share the buffer's record.
         if let Some(Ok(buffer)) =
             crate::memory::mem_associated_object(img.raw)?.map(crate::memory::Memory::into_buffer)
@@ -716,7 +693,7 @@ unsafe impl KernelArg for Image {
 
 impl Clone for Image {
     fn clone(&self) -> Image {
-        retain_for_clone(self.raw);
+        retain_for_clone(Object::Mem, self.raw);
         Image {
             live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -730,24 +707,9 @@ impl Clone for Image {
     }
 }
 
-impl Drop for Image {
-    fn drop(&mut self) {
-        release_in_drop(self.raw);
-    }
-}
+drop_releases!(Mem: Image);
 
-impl PartialEq for Image {
-    fn eq(&self, other: &Image) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Image {}
-
-impl std::hash::Hash for Image {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
-    }
-}
+eq_by_handle!(hash raw: Image);
 
 impl fmt::Debug for Image {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

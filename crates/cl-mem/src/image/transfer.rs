@@ -360,8 +360,8 @@ impl Image {
             // SAFETY: valid queue/image/events of one context (checked); the region is inside the
             // image and the host bytes cover it with these pitches (checked, obligation 1);
             // obligation 2 keeps them to the command; we own the returned event.
-            let ev = unsafe {
-                raw(
+            unsafe {
+                let ev = raw(
                     queue.as_raw(),
                     self.raw,
                     blocking,
@@ -371,11 +371,9 @@ impl Image {
                     span.slice_pitch,
                     host,
                     list,
-                )
+                );
+                Event::adopt(ev, call)
             }
-            .map_err(Error::cl(call))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
         .and_then(|ev| ev.finished_if(blocking))
     }
@@ -475,12 +473,11 @@ impl Image {
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/image/events of a 1.2 platform; the color is 16 bytes, copied by the
             // driver before returning; the region is inside the image; we own the returned event.
-            let ev = unsafe {
-                raw_queue::enqueue_fill_image(queue.as_raw(), self.raw, &bytes, o, r, list)
+            unsafe {
+                let ev =
+                    raw_queue::enqueue_fill_image(queue.as_raw(), self.raw, &bytes, o, r, list);
+                Event::adopt(ev, "clEnqueueFillImage")
             }
-            .map_err(Error::cl("clEnqueueFillImage"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
 
@@ -519,12 +516,18 @@ impl Image {
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/images/events; both regions are inside their images; we own the
             // returned event.
-            let ev = unsafe {
-                raw_queue::enqueue_copy_image(queue.as_raw(), self.raw, dst.raw, so, dso, r, list)
+            unsafe {
+                let ev = raw_queue::enqueue_copy_image(
+                    queue.as_raw(),
+                    self.raw,
+                    dst.raw,
+                    so,
+                    dso,
+                    r,
+                    list,
+                );
+                Event::adopt(ev, "clEnqueueCopyImage")
             }
-            .map_err(Error::cl("clEnqueueCopyImage"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
 
@@ -559,8 +562,8 @@ impl Image {
         ];
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
-            let ev = unsafe {
-                raw_queue::enqueue_copy_image_to_buffer(
+            unsafe {
+                let ev = raw_queue::enqueue_copy_image_to_buffer(
                     queue.as_raw(),
                     self.raw,
                     dst.as_raw(),
@@ -568,11 +571,9 @@ impl Image {
                     r,
                     dst_offset,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueCopyImageToBuffer")
             }
-            .map_err(Error::cl("clEnqueueCopyImageToBuffer"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
 
@@ -601,8 +602,8 @@ impl Image {
         ];
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
-            let ev = unsafe {
-                raw_queue::enqueue_copy_buffer_to_image(
+            unsafe {
+                let ev = raw_queue::enqueue_copy_buffer_to_image(
                     queue.as_raw(),
                     src.as_raw(),
                     self.raw,
@@ -610,11 +611,9 @@ impl Image {
                     o,
                     r,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueCopyBufferToImage")
             }
-            .map_err(Error::cl("clEnqueueCopyBufferToImage"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         })
     }
 

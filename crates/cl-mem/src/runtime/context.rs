@@ -5,6 +5,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use crate::raw_handle::{adopt_or_release, drop_releases, eq_by_handle, retain_for_clone};
 use cl_raw::object::{self, Object};
 use cl_raw::{context as raw, sys, Version};
 
@@ -203,40 +204,30 @@ unsafe impl crate::raw_handle::RawHandle for Context {
     ///
     /// 1. `raw` is a valid context and the caller gives its reference to the new `Context`.
     unsafe fn from_raw(raw: sys::cl_context) -> Result<Context> {
-        // SAFETY: obligation 1.
-        let ids: Result<Vec<sys::cl_device_id>> =
-            unsafe { object::get_info(Object::Context, raw, sys::CL_CONTEXT_DEVICES) }
-                .map_err(Error::cl("clGetContextInfo"));
-        let devices: Result<Vec<Device>> = ids.and_then(|ids| {
-            // SAFETY: ids of the context's (root) devices.
-            ids.into_iter()
+        let read = || -> Result<Context> {
+            // SAFETY: obligation 1.
+            let ids: Vec<sys::cl_device_id> =
+                unsafe { object::get_info(Object::Context, raw, sys::CL_CONTEXT_DEVICES) }
+                    .map_err(Error::cl("clGetContextInfo"))?;
+            let devices = ids
+                .into_iter()
+                // SAFETY: ids of the context's (root) devices.
                 .map(|id| unsafe { Device::from_raw(id) })
-                .collect()
-        });
-        let devices = devices.and_then(|d| {
-            if d.is_empty() {
-                Err(Error::InvalidArgument(
+                .collect::<Result<Vec<Device>>>()?;
+            if devices.is_empty() {
+                return Err(Error::InvalidArgument(
                     "the context reports no devices".into(),
-                ))
-            } else {
-                Ok(d)
+                ));
             }
-        });
-        match devices {
-            Ok(devices) => Ok(Context {
+            Ok(Context {
                 _live: crate::runtime::live::Live::new(),
                 raw,
                 devices: devices.into(),
                 staging: Arc::default(),
-            }),
-            Err(e) => {
-                // SAFETY: we own the reference (obligation 1) and give it up here.
-                if let Err(r) = unsafe { object::release(Object::Context, raw) } {
-                    tracing::warn!(status = %r, "clReleaseContext failed");
-                }
-                Err(e)
-            }
-        }
+            })
+        };
+        // SAFETY: obligation 1.
+        unsafe { adopt_or_release(Object::Context, raw, read) }
     }
 
     /// The raw handle (still owned by `self`).
@@ -250,10 +241,7 @@ unsafe impl crate::raw_handle::RawHandle for Context {
         let raw = self.raw;
         // One reference more for the caller, then `self` drops normally (its reference and its
         // staging cache go): forgetting `self` would leak the cache.
-        // SAFETY: `raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Context, raw) } {
-            tracing::error!(status = %e, "clRetainContext failed");
-        }
+        retain_for_clone(Object::Context, raw);
         drop(self);
         raw
     }
@@ -261,11 +249,7 @@ unsafe impl crate::raw_handle::RawHandle for Context {
 
 impl Clone for Context {
     fn clone(&self) -> Context {
-        // SAFETY: `self.raw` is valid while `self` lives. A failing retain on a valid handle means
-        // the driver is broken; the clone still owns nothing extra then, so log loudly.
-        if let Err(e) = unsafe { object::retain(Object::Context, self.raw) } {
-            tracing::error!(status = %e, "clRetainContext failed");
-        }
+        retain_for_clone(Object::Context, self.raw);
         Context {
             _live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -275,21 +259,9 @@ impl Clone for Context {
     }
 }
 
-impl Drop for Context {
-    fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid context.
-        if let Err(e) = unsafe { object::release(Object::Context, self.raw) } {
-            crate::error::drop_status("clReleaseContext", e);
-        }
-    }
-}
+drop_releases!(Context: Context);
 
-impl PartialEq for Context {
-    fn eq(&self, other: &Context) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Context {}
+eq_by_handle!(raw: Context);
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

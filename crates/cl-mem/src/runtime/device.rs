@@ -92,17 +92,7 @@ unsafe impl Send for Device {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Device {}
 
-impl PartialEq for Device {
-    fn eq(&self, other: &Device) -> bool {
-        self.id == other.id
-    }
-}
-impl Eq for Device {}
-impl std::hash::Hash for Device {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.id.hash(state);
-    }
-}
+crate::raw_handle::eq_by_handle!(hash id: Device);
 
 impl Device {
     /// Wraps a raw root-device id, reading its platform and both versions.

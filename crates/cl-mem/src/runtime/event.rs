@@ -10,7 +10,7 @@ use cl_raw::{event as raw, sys, ClError};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::raw_handle::RawHandle;
+use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::worker::Place;
 pub(crate) mod future;
@@ -148,6 +148,22 @@ impl Event {
             raw,
             context: AtomicPtr::new(std::ptr::null_mut()),
         }
+    }
+
+    /// The event of an enqueue: its failure as [`Error::Cl`] of `call`, else the returned
+    /// reference adopted ([`Event::from_raw`]).
+    ///
+    /// # Safety
+    ///
+    /// 1. An `Ok` holds a fresh event reference the caller owns (what every `clEnqueue*` returns).
+    #[inline]
+    pub(crate) unsafe fn adopt(
+        enqueued: std::result::Result<sys::cl_event, ClError>,
+        call: &'static str,
+    ) -> Result<Event> {
+        let raw = enqueued.map_err(Error::cl(call))?;
+        // SAFETY: obligation 1.
+        Ok(unsafe { Event::from_raw(raw) })
     }
 
     /// `CL_EVENT_CONTEXT` as a raw handle (not retained), cached after the first query.
@@ -367,10 +383,7 @@ unsafe impl crate::raw_handle::RawHandle for Event {
 
 impl Clone for Event {
     fn clone(&self) -> Event {
-        // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Event, self.raw) } {
-            tracing::error!(status = %e, "clRetainEvent failed");
-        }
+        retain_for_clone(Object::Event, self.raw);
         crate::runtime::live::event_added();
         Event {
             raw: self.raw,
@@ -382,19 +395,11 @@ impl Clone for Event {
 impl Drop for Event {
     fn drop(&mut self) {
         crate::runtime::live::event_removed();
-        // SAFETY: we own one reference to a valid event.
-        if let Err(e) = unsafe { object::release(Object::Event, self.raw) } {
-            crate::error::drop_status("clReleaseEvent", e);
-        }
+        release_in_drop(Object::Event, self.raw);
     }
 }
 
-impl PartialEq for Event {
-    fn eq(&self, other: &Event) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Event {}
+eq_by_handle!(raw: Event);
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

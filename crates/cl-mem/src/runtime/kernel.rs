@@ -11,7 +11,7 @@ use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, InfoValue, Version
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
-use crate::raw_handle::RawHandle;
+use crate::raw_handle::{adopt_or_release, release_in_drop, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::Event;
@@ -290,18 +290,9 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         match self {
-            Held::Mem(m, _) => {
-                // SAFETY: the held reference is ours to give up (taken in `set_value`).
-                if let Err(e) = unsafe { object::release(Object::Mem, *m) } {
-                    crate::error::drop_status("clReleaseMemObject", e);
-                }
-            }
-            Held::Sampler(s) => {
-                // SAFETY: the held reference is ours to give up (taken in `set_value`).
-                if let Err(e) = unsafe { object::release(Object::Sampler, *s) } {
-                    crate::error::drop_status("clReleaseSampler", e);
-                }
-            }
+            // The held reference is ours to give up (taken in `set_value`).
+            Held::Mem(m, _) => release_in_drop(Object::Mem, *m),
+            Held::Sampler(s) => release_in_drop(Object::Sampler, *s),
             Held::Set | Held::Svm(_) => {}
         }
     }
@@ -1111,17 +1102,8 @@ impl Kernel {
                 self.set_mem_arg(index, mem, Some(keep_alive))?
             }
             ArgValue::NullMem => {
-                let null: sys::cl_mem = std::ptr::null_mut();
-                // SAFETY: exclusive access; a null `cl_mem` value is allowed for buffer arguments.
-                unsafe {
-                    raw::set_arg(
-                        self.raw,
-                        index,
-                        std::mem::size_of::<sys::cl_mem>(),
-                        (&null as *const sys::cl_mem).cast(),
-                    )
-                }
-                .map_err(Error::cl("clSetKernelArg"))?;
+                // SAFETY: a null `cl_mem` value is allowed for buffer arguments.
+                unsafe { self.set_handle_arg(index, std::ptr::null_mut()) }?;
                 Held::Set
             }
             ArgValue::Svm { ptr, keep_alive } => {
@@ -1134,17 +1116,8 @@ impl Kernel {
                 Held::Svm(keep_alive)
             }
             ArgValue::Sampler(sampler) => {
-                // SAFETY: exclusive access; `sampler` is valid (KernelArg contract) and read as a
-                // `cl_sampler` value.
-                unsafe {
-                    raw::set_arg(
-                        self.raw,
-                        index,
-                        std::mem::size_of::<sys::cl_sampler>(),
-                        (&sampler as *const sys::cl_sampler).cast(),
-                    )
-                }
-                .map_err(Error::cl("clSetKernelArg"))?;
+                // SAFETY: `sampler` is valid (KernelArg contract).
+                unsafe { self.set_handle_arg(index, sampler) }?;
                 // SAFETY: `sampler` is valid (KernelArg contract); the reference is released when
                 // the slot changes or the kernel drops.
                 unsafe { object::retain(Object::Sampler, sampler) }
@@ -1170,6 +1143,27 @@ impl Kernel {
         Ok(())
     }
 
+    /// `clSetKernelArg` of a handle value (`cl_mem`, `cl_sampler`: `cl-sys` declares both as
+    /// `*mut c_void`).
+    ///
+    /// # Safety
+    ///
+    /// 1. `handle` is a valid object of the argument's kind, or null for a buffer argument.
+    /// 2. The caller has exclusive access to the kernel's arguments (holds the argument lock).
+    #[inline]
+    unsafe fn set_handle_arg(&self, index: u32, handle: *mut std::ffi::c_void) -> Result<()> {
+        // SAFETY: obligations 1 and 2; the value is read as one handle-sized value.
+        unsafe {
+            raw::set_arg(
+                self.raw,
+                index,
+                std::mem::size_of_val(&handle),
+                (&raw const handle).cast(),
+            )
+        }
+        .map_err(Error::cl("clSetKernelArg"))
+    }
+
     /// Sets a memory-object argument and retains the object.
     fn set_mem_arg(
         &self,
@@ -1177,17 +1171,8 @@ impl Kernel {
         mem: sys::cl_mem,
         keep_alive: Option<KeepAlive>,
     ) -> Result<Held> {
-        // SAFETY: exclusive access; `mem` is valid (KernelArg contract) and read as a `cl_mem`
-        // value.
-        unsafe {
-            raw::set_arg(
-                self.raw,
-                index,
-                std::mem::size_of::<sys::cl_mem>(),
-                (&mem as *const sys::cl_mem).cast(),
-            )
-        }
-        .map_err(Error::cl("clSetKernelArg"))?;
+        // SAFETY: `mem` is valid (KernelArg contract).
+        unsafe { self.set_handle_arg(index, mem) }?;
         // SAFETY: `mem` is valid (KernelArg contract); the reference is released when the slot
         // changes or the kernel drops.
         unsafe { object::retain(Object::Mem, mem) }.map_err(Error::cl("clRetainMemObject"))?;
@@ -1385,19 +1370,17 @@ impl Kernel {
         let result = enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/kernel/events of one context (checked); every argument is set
             // and its objects are held by `self`; we own the returned event.
-            let ev = unsafe {
-                raw_queue::enqueue_nd_range_kernel(
+            unsafe {
+                let ev = raw_queue::enqueue_nd_range_kernel(
                     queue.as_raw(),
                     self.raw,
                     None,
                     global,
                     local,
                     list,
-                )
+                );
+                Event::adopt(ev, "clEnqueueNDRangeKernel")
             }
-            .map_err(Error::cl("clEnqueueNDRangeKernel"))?;
-            // SAFETY: a fresh reference we own.
-            Ok(unsafe { Event::from_raw(ev) })
         });
         // SVM has no reference count: an allocation must learn every queue that uses it so its
         // free can wait for them, before a map may look for pending work again.
@@ -1470,14 +1453,8 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
                 args: Mutex::new(Args::with_slots(n as usize)),
             })
         };
-        let kernel = read();
-        if kernel.is_err() {
-            // SAFETY: we own the reference (obligation 1) and give it up here.
-            if let Err(r) = unsafe { object::release(Object::Kernel, raw) } {
-                tracing::warn!(status = %r, "clReleaseKernel failed");
-            }
-        }
-        kernel
+        // SAFETY: obligation 1.
+        unsafe { adopt_or_release(Object::Kernel, raw, read) }
     }
 
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
@@ -1495,10 +1472,7 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
         let raw = self.raw;
         // One reference more for the caller, then `self` drops normally (its `Drop` hands pending
         // argument snapshots to event callbacks): forgetting `self` would leak them.
-        // SAFETY: `raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Kernel, raw) } {
-            tracing::error!(status = %e, "clRetainKernel failed");
-        }
+        retain_for_clone(Object::Kernel, raw);
         drop(self);
         raw
     }
@@ -1622,10 +1596,7 @@ fn clear(args: &mut Args) {
 
 impl Drop for Kernel {
     fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid kernel.
-        if let Err(e) = unsafe { object::release(Object::Kernel, self.raw) } {
-            crate::error::drop_status("clReleaseKernel", e);
-        }
+        release_in_drop(Object::Kernel, self.raw);
         let args = self.args.get_mut().unwrap_or_else(PoisonError::into_inner);
         clear(args);
         // Commands still pending keep their arguments until they complete: the callback drops

@@ -8,7 +8,7 @@ use cl_raw::object::{self, Object};
 use cl_raw::{program as raw, sys, ClError};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::RawHandle;
+use crate::raw_handle::{adopt_or_release, drop_releases, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::kernel::Kernel;
@@ -202,24 +202,17 @@ unsafe impl crate::raw_handle::RawHandle for Program {
     ///
     /// 1. `raw` is a valid program and the caller gives its reference to the new `Program`.
     unsafe fn from_raw(raw: sys::cl_program) -> Result<Program> {
-        let read = || -> Result<Context> {
+        let read = || -> Result<Program> {
             // SAFETY: obligation 1; a 1.0 parameter.
             let ctx: sys::cl_context =
                 unsafe { object::get_info(Object::Program, raw, sys::CL_PROGRAM_CONTEXT) }
                     .map_err(Error::cl("clGetProgramInfo"))?;
             // SAFETY: the live context of a valid program; the wrapper takes its own reference.
-            unsafe { Context::from_raw_retained(ctx) }
+            let context = unsafe { Context::from_raw_retained(ctx) }?;
+            Ok(Program { raw, context })
         };
-        match read() {
-            Ok(context) => Ok(Program { raw, context }),
-            Err(e) => {
-                // SAFETY: we own the reference (obligation 1) and give it up here.
-                if let Err(r) = unsafe { object::release(Object::Program, raw) } {
-                    tracing::warn!(status = %r, "clReleaseProgram failed");
-                }
-                Err(e)
-            }
-        }
+        // SAFETY: obligation 1.
+        unsafe { adopt_or_release(Object::Program, raw, read) }
     }
 
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
@@ -242,10 +235,7 @@ unsafe impl crate::raw_handle::RawHandle for Program {
 
 impl Clone for Program {
     fn clone(&self) -> Program {
-        // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Program, self.raw) } {
-            tracing::error!(status = %e, "clRetainProgram failed");
-        }
+        retain_for_clone(Object::Program, self.raw);
         Program {
             raw: self.raw,
             context: self.context.clone(),
@@ -253,14 +243,7 @@ impl Clone for Program {
     }
 }
 
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid program.
-        if let Err(e) = unsafe { object::release(Object::Program, self.raw) } {
-            crate::error::drop_status("clReleaseProgram", e);
-        }
-    }
-}
+drop_releases!(Program: Program);
 
 impl fmt::Debug for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -7,7 +7,9 @@ use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::RawHandle;
+use crate::raw_handle::{
+    adopt_or_release, drop_releases, eq_by_handle, retain_for_clone, RawHandle,
+};
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
 use crate::runtime::event::{checked_list, Event};
@@ -228,11 +230,10 @@ impl Queue {
             ));
         }
         // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
-        let raw =
-            unsafe { raw::enqueue_barrier_with_wait_list(self.raw, &checked_list(self, wait)?) }
-                .map_err(Error::cl("clEnqueueBarrierWithWaitList"))?;
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(raw) })
+        unsafe {
+            let ev = raw::enqueue_barrier_with_wait_list(self.raw, &checked_list(self, wait)?);
+            Event::adopt(ev, "clEnqueueBarrierWithWaitList")
+        }
     }
 
     /// `CL_QUEUE_DEVICE_DEFAULT` (2.1): the device's default on-device queue, as a raw handle
@@ -317,14 +318,8 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
                 _live: crate::runtime::live::Live::new(),
             })
         };
-        let queue = read();
-        if queue.is_err() {
-            // SAFETY: we own the reference (obligation 1) and give it up here.
-            if let Err(r) = unsafe { object::release(Object::Queue, raw) } {
-                tracing::warn!(status = %r, "clReleaseCommandQueue failed");
-            }
-        }
-        queue
+        // SAFETY: obligation 1.
+        unsafe { adopt_or_release(Object::Queue, raw, read) }
     }
 
     /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
@@ -349,10 +344,7 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
 
 impl Clone for Queue {
     fn clone(&self) -> Queue {
-        // SAFETY: `self.raw` is valid while `self` lives.
-        if let Err(e) = unsafe { object::retain(Object::Queue, self.raw) } {
-            tracing::error!(status = %e, "clRetainCommandQueue failed");
-        }
+        retain_for_clone(Object::Queue, self.raw);
         Queue {
             _live: crate::runtime::live::Live::new(),
             raw: self.raw,
@@ -363,21 +355,9 @@ impl Clone for Queue {
     }
 }
 
-impl Drop for Queue {
-    fn drop(&mut self) {
-        // SAFETY: we own one reference to a valid queue.
-        if let Err(e) = unsafe { object::release(Object::Queue, self.raw) } {
-            crate::error::drop_status("clReleaseCommandQueue", e);
-        }
-    }
-}
+drop_releases!(Queue: Queue);
 
-impl PartialEq for Queue {
-    fn eq(&self, other: &Queue) -> bool {
-        self.raw == other.raw
-    }
-}
-impl Eq for Queue {}
+eq_by_handle!(raw: Queue);
 
 impl fmt::Debug for Queue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

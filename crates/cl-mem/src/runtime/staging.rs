@@ -13,6 +13,7 @@ use cl_raw::object::{self, Object};
 use cl_raw::{mem as raw_mem, queue as raw_queue, sys};
 
 use crate::error::{Error, Result};
+use crate::raw_handle::release_in_drop;
 
 /// Most bytes of chunks a context keeps between transfers (the default staged transfer holds
 /// 8 threads x 2 chunks x 4 MiB = 64 MiB in flight; re-pinning costs milliseconds).
@@ -116,15 +117,9 @@ impl Drop for PinnedChunk {
             }
             Err(e) => crate::error::drop_status("clEnqueueUnmapMemObject", e),
         }
-        // SAFETY: the references this chunk owns; the driver keeps the buffer until the unmap ran.
-        unsafe {
-            if let Err(e) = object::release(Object::Mem, self.mem) {
-                crate::error::drop_status("clReleaseMemObject", e);
-            }
-            if let Err(e) = object::release(Object::Queue, self.queue) {
-                crate::error::drop_status("clReleaseCommandQueue", e);
-            }
-        }
+        // The references this chunk owns; the driver keeps the buffer until the unmap ran.
+        release_in_drop(Object::Mem, self.mem);
+        release_in_drop(Object::Queue, self.queue);
     }
 }
 
@@ -161,10 +156,8 @@ impl Drop for StagingCache {
                 .unwrap_or_else(PoisonError::into_inner),
         );
         for (_, _, q) in queues {
-            // SAFETY: the reference `queue_for` stored; chunks mapped on it hold their own.
-            if let Err(e) = unsafe { cl_raw::object::release(cl_raw::object::Object::Queue, q) } {
-                crate::error::drop_status("clReleaseCommandQueue", e);
-            }
+            // The reference `queue_for` stored; chunks mapped on it hold their own.
+            release_in_drop(Object::Queue, q);
         }
     }
 }

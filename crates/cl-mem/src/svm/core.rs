@@ -705,19 +705,18 @@ impl Core {
                 // SAFETY: a 2.0+ platform (checked at allocation); `ptr` came from clSVMAlloc in
                 // this context and is freed once (`released`); the free runs after every earlier
                 // command of the in-order bound queue and after a marker on each other queue
-                // that used it; kernels holding it would hold this `Core` alive, so none remain.
-                let raw = unsafe {
-                    raw_queue::enqueue_svm_free(
+                // that used it; kernels holding it would hold this `Core` alive, so none remain;
+                // we own the event.
+                unsafe {
+                    let ev = raw_queue::enqueue_svm_free(
                         bound.as_raw(),
                         &[self.ptr],
                         None,
                         std::ptr::null_mut(),
                         &raw_list(&all),
-                    )
-                }
-                .map_err(Error::cl("clEnqueueSVMFree"))?;
-                // SAFETY: a fresh reference we own.
-                unsafe { Event::from_raw(raw) }
+                    );
+                    Event::adopt(ev, "clEnqueueSVMFree")
+                }?
             }
             Storage::System { free, len } => {
                 let ev = bound.enqueue_marker(&all)?;

@@ -45,11 +45,11 @@ impl Mapping<'_> {
 pub(crate) fn unmap_now(queue: &Queue, base: *mut c_void) -> Result<()> {
     // SAFETY: `base` was mapped on `queue` by `map_core` and is unmapped once (callers take it
     // out of the mapping or the allocation's list first); the host reference derived from it
-    // ended with the guard.
-    let raw = unsafe { raw_queue::enqueue_svm_unmap(queue.as_raw(), base, &[]) }
-        .map_err(Error::cl("clEnqueueSVMUnmap"))?;
-    // SAFETY: a fresh reference we own.
-    let ev = unsafe { Event::from_raw(raw) };
+    // ended with the guard; we own the event.
+    let ev = unsafe {
+        let ev = raw_queue::enqueue_svm_unmap(queue.as_raw(), base, &[]);
+        Event::adopt(ev, "clEnqueueSVMUnmap")
+    }?;
     // Waiting keeps cross-queue use simple: once the guard is gone the memory is unmapped,
     // whatever queue the next command goes to.
     ev.wait()

@@ -8,7 +8,7 @@
 use std::ffi::c_void;
 use std::ops::Range;
 
-use cl_raw::{queue as raw_queue, sys, Version};
+use cl_raw::{queue as raw_queue, Version};
 
 use crate::buffer::tracked::MigrationFlags;
 use crate::buffer::transfer::{host_range, CopyPair, HostData, HostDataMut, Transfer};
@@ -28,12 +28,6 @@ fn offset_ptr(ptr: *mut c_void, offset: usize) -> *mut c_void {
     } else {
         ptr.cast::<u8>().wrapping_add(offset).cast::<c_void>()
     }
-}
-
-/// Wraps a fresh event reference.
-fn adopt(raw: sys::cl_event) -> Event {
-    // SAFETY: enqueue wrappers return a fresh reference the caller owns.
-    unsafe { Event::from_raw(raw) }
 }
 
 /// The fill and copy core over bytes, shared by the typed methods.
@@ -80,19 +74,19 @@ fn fill_bytes_core(
     // SAFETY: a 2.0+ platform (checked at allocation), a queue of its context; the range lies
     // in the live allocation (checked), which stays allocated until the command is done (the
     // queue is noted below); no host reference exists (host access needs `&mut`); the pattern
-    // is copied by the driver before returning.
-    let raw = unsafe {
-        raw_queue::enqueue_svm_mem_fill(
+    // is copied by the driver before returning; we own the event.
+    let ev = unsafe {
+        let ev = raw_queue::enqueue_svm_mem_fill(
             queue.as_raw(),
             dst,
             pattern,
             byte_count,
             &checked_list(queue, wait)?,
-        )
-    }
-    .map_err(Error::cl("clEnqueueSVMMemFill"))?;
+        );
+        Event::adopt(ev, "clEnqueueSVMMemFill")
+    }?;
     core.note_use(queue);
-    Ok(adopt(raw))
+    Ok(ev)
 }
 
 /// A device-side copy between two SVM ranges, non-blocking.
@@ -121,21 +115,21 @@ fn copy_core(
     score.unmap_leftovers()?;
     // SAFETY: a 2.0+ platform; both ranges lie in live allocations of the queue's context,
     // which stay allocated until the command is done (both note the queue below); they do not
-    // overlap; no host reference exists into either.
-    let raw = unsafe {
-        raw_queue::enqueue_svm_memcpy(
+    // overlap; no host reference exists into either; we own the event.
+    let ev = unsafe {
+        let ev = raw_queue::enqueue_svm_memcpy(
             queue.as_raw(),
             false,
             offset_ptr(dcore.ptr(), doff),
             offset_ptr(score.ptr(), soff).cast_const(),
             byte_count,
             &checked_list(queue, wait)?,
-        )
-    }
-    .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
+        );
+        Event::adopt(ev, "clEnqueueSVMMemcpy")
+    }?;
     dcore.note_use(queue);
     score.note_use(queue);
-    Ok(adopt(raw))
+    Ok(ev)
 }
 
 /// Copies `byte_count` bytes from `src` at `src_offset` to `dst` at `dst_offset` on the device
@@ -201,21 +195,21 @@ pub fn enqueue_svm_migrate(
     }
     // SAFETY: a 2.1 platform and device (checked); every pointer is a live allocation of the
     // queue's context with its exact size, kept allocated until the command is done (each notes
-    // the queue below).
-    let raw = unsafe {
-        raw_queue::enqueue_svm_migrate_mem(
+    // the queue below); we own the event.
+    let ev = unsafe {
+        let ev = raw_queue::enqueue_svm_migrate_mem(
             queue.as_raw(),
             &ptrs,
             &sizes,
             flags.bits(),
             &checked_list(queue, wait)?,
-        )
-    }
-    .map_err(Error::cl("clEnqueueSVMMigrateMem"))?;
+        );
+        Event::adopt(ev, "clEnqueueSVMMigrateMem")
+    }?;
     for s in svms {
         s.core().note_use(queue);
     }
-    Ok(adopt(raw))
+    Ok(ev)
 }
 
 impl<T: Pod, G: Grain> SvmArray<T, G> {
@@ -237,20 +231,12 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         o: impl Into<Transfer<'a>>,
     ) -> Result<Event> {
         let o = o.into();
-        o.no_rect("an SVM fill")?;
-        if o.src_offset != 0 {
-            return Err(Error::InvalidArgument(
-                "a fill has no source offset (the pattern is the source)".into(),
-            ));
-        }
-        let count = o
-            .byte_count
-            .unwrap_or_else(|| self.size_bytes().saturating_sub(o.dst_offset));
+        let (offset, count) = o.fill_range("an SVM fill", self.size_bytes())?;
         fill_bytes_core(
             &self.core,
             queue,
             pattern.host_slice()?,
-            o.dst_offset,
+            offset,
             count,
             o.wait,
         )
@@ -286,19 +272,20 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         }
         self.core.unmap_leftovers()?;
         // SAFETY: valid queue and allocation of one context (checked); the range is inside the
-        // allocation (checked); blocking, so `bytes` is read only during the call.
-        let raw = unsafe {
-            raw_queue::enqueue_svm_memcpy(
+        // allocation (checked); blocking, so `bytes` is read only during the call; we own the
+        // event.
+        let ev = unsafe {
+            let ev = raw_queue::enqueue_svm_memcpy(
                 queue.as_raw(),
                 true,
                 offset_ptr(self.core.ptr(), off),
                 bytes.as_ptr().cast::<c_void>(),
                 bytes.len(),
                 &checked_list(queue, o.wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
-        adopt(raw).finished_if(true)
+            );
+            Event::adopt(ev, "clEnqueueSVMMemcpy")
+        }?;
+        ev.finished_if(true)
     }
 
     /// Blocking copy from the allocation at `o.src_offset` bytes into `dst` (host memory:
@@ -328,18 +315,18 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.unmap_leftovers()?;
         // SAFETY: as in `write`; `bytes` is written only during the call, through our exclusive
         // borrow.
-        let raw = unsafe {
-            raw_queue::enqueue_svm_memcpy(
+        let ev = unsafe {
+            let ev = raw_queue::enqueue_svm_memcpy(
                 queue.as_raw(),
                 true,
                 bytes.as_mut_ptr().cast::<c_void>(),
                 offset_ptr(self.core.ptr(), off).cast_const(),
                 bytes.len(),
                 &checked_list(queue, o.wait)?,
-            )
-        }
-        .map_err(Error::cl("clEnqueueSVMMemcpy"))?;
-        adopt(raw).finished_if(true)
+            );
+            Event::adopt(ev, "clEnqueueSVMMemcpy")
+        }?;
+        ev.finished_if(true)
     }
 }
 

@@ -10,8 +10,8 @@ use cl_raw::{mem as raw_mem, sys};
 use crate::buffer::tracked::enqueue_host;
 use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
-use crate::memory::{release_in_drop, MemFlags};
-use crate::raw_handle::RawHandle;
+use crate::memory::MemFlags;
+use crate::raw_handle::{drop_releases, RawHandle};
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
@@ -169,11 +169,7 @@ impl SvmBufferView<'_> {
     }
 }
 
-impl Drop for SvmBufferView<'_> {
-    fn drop(&mut self) {
-        release_in_drop(self.raw);
-    }
-}
+drop_releases!(Mem: SvmBufferView<'_>);
 
 // SAFETY: a valid buffer handle, retained by the kernel; the kernel also holds the allocation
 // behind it (`keep_alive`) and reports each enqueue's queue to it, so the storage outlives
