@@ -3,7 +3,7 @@
 use super::{expected, fill_kernel, immediate_pool};
 use cl_mem::svm::SvmPointer;
 use cl_mem::{Error, EventStatus, MemFlags, Program, Queue, RawHandle, UserEvent};
-use cl_pool::{DeferredAllocator, MemoryPool};
+use cl_pool::{Allocator, DeferredAllocator, MemoryPool, PoolBlock};
 use cl_tests::{device_test, fail, TestDevice, TestResult};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -257,46 +257,7 @@ fn svm_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
         &q2,
         cl_mem::svm::SvmOptions::default(),
     ));
-    let first = pool.allocate(64)?;
-    let ptr = first.svm_ptr();
-    drop(first);
-    q1.finish()?;
-    let before = live_events_baseline(&q2)?;
-    let t0 = Instant::now();
-    let mut rounds = 0;
-    while rounds < HAND_OFF_ROUNDS && t0.elapsed() < HAND_OFF_TIME_LIMIT {
-        let b = pool.allocate(64)?; // bound back to q2: waits for q1
-        b.bind_to_queue(&q1)?; // to q1: waits for q2
-        drop(b);
-        rounds += 1;
-    }
-    let elapsed = t0.elapsed();
-    q1.finish()?;
-    q2.finish()?;
-    let s = pool.stats();
-    assert_eq!(
-        rounds, HAND_OFF_ROUNDS,
-        "only {} of {} hand-offs ran within {HAND_OFF_TIME_LIMIT:?}: the no-leak claim is for all of them",
-        2 * rounds,
-        2 * HAND_OFF_ROUNDS
-    );
-    assert_eq!((s.misses, s.hits), (1, u64::try_from(rounds).unwrap_or(0)));
-    let b = pool.allocate(64)?;
-    assert_eq!(b.svm_ptr(), ptr, "one allocation served every round");
-    drop(b);
-    q2.finish()?;
-    assert_eq!(
-        cl_mem::live_objects().events,
-        before,
-        "live events after {} hand-offs in {elapsed:?}",
-        2 * rounds
-    );
-    eprintln!(
-        "    svm pool: {} hand-offs in {elapsed:?}, live events {before} -> {}",
-        2 * rounds,
-        cl_mem::live_objects().events
-    );
-    Ok(())
+    hand_offs_leak_no_events(&pool, &q1, &q2, "svm pool", |b| b.svm_ptr() as usize)
 }
 
 device_test!(buffer_pool_hand_offs_leak_no_events);
@@ -306,15 +267,33 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     let q2 = dev.queue();
     let q1 = Queue::new(q2.context(), &dev.device)?;
     let pool = immediate_pool(&q2)?;
+    hand_offs_leak_no_events(&pool, &q1, &q2, "buffer pool", |b| b.as_raw() as usize)
+}
+
+/// `HAND_OFF_ROUNDS` rounds of q1 -> q2 -> q1 (an allocation binds the block back to `q2`, the
+/// pool's queue, and `bind_to_queue` moves it to `q1`): one allocation serves every round, and
+/// the live event count is the same after them.
+fn hand_offs_leak_no_events<A>(
+    pool: &MemoryPool<A>,
+    q1: &Queue,
+    q2: &Queue,
+    what: &str,
+    identity: impl Fn(&PoolBlock<A>) -> usize,
+) -> TestResult
+where
+    A: Allocator,
+    PoolBlock<A>: BindToQueue,
+{
     let first = pool.allocate(64)?;
-    let raw = first.as_raw();
+    let id = identity(&first);
     drop(first);
-    let before = live_events_baseline(&q2)?;
+    q1.finish()?;
+    let before = live_events_baseline(q2)?;
     let t0 = Instant::now();
     let mut rounds = 0;
     while rounds < HAND_OFF_ROUNDS && t0.elapsed() < HAND_OFF_TIME_LIMIT {
-        let mut b = pool.allocate(64)?; // handed to q2: waits for q1
-        b.bind_to_queue(&q1)?; // to q1: waits for q2
+        let mut b = pool.allocate(64)?; // bound back to q2: waits for q1
+        b.bind(q1)?; // to q1: waits for q2
         drop(b);
         rounds += 1;
     }
@@ -330,7 +309,7 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
     );
     assert_eq!((s.misses, s.hits), (1, u64::try_from(rounds).unwrap_or(0)));
     let b = pool.allocate(64)?;
-    assert_eq!(b.as_raw(), raw, "one buffer served every round");
+    assert_eq!(identity(&b), id, "one allocation served every round");
     drop(b);
     q2.finish()?;
     assert_eq!(
@@ -340,11 +319,26 @@ fn buffer_pool_hand_offs_leak_no_events(dev: &TestDevice) -> TestResult {
         2 * rounds
     );
     eprintln!(
-        "    buffer pool: {} hand-offs in {elapsed:?}, live events {before} -> {}",
+        "    {what}: {} hand-offs in {elapsed:?}, live events {before} -> {}",
         2 * rounds,
         cl_mem::live_objects().events
     );
     Ok(())
+}
+
+/// `bind_to_queue` of the two pooled block kinds (one name for the shared hand-off test).
+trait BindToQueue {
+    fn bind(&mut self, q: &Queue) -> cl_mem::Result<()>;
+}
+impl BindToQueue for PoolBlock<cl_pool::SvmAllocator<cl_mem::svm::Coarse>> {
+    fn bind(&mut self, q: &Queue) -> cl_mem::Result<()> {
+        self.bind_to_queue(q)
+    }
+}
+impl BindToQueue for PoolBlock<cl_pool::ImmediateAllocator> {
+    fn bind(&mut self, q: &Queue) -> cl_mem::Result<()> {
+        self.bind_to_queue(q)
+    }
 }
 
 device_test!(svm_pool_reuses_allocations_in_kernels);
