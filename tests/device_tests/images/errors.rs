@@ -119,6 +119,17 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         }) => {}
         other => return Err(fail(format!("1-D buffer image past its buffer: {other:?}"))),
     }
+    // Shapes `from_buffer` does not take: a row pitch for one row, three dimensions.
+    for (shape, pitch) in [
+        (&[4usize][..], Some(64)),
+        (&[4, 1, 1][..], None),
+        (&[][..], None),
+    ] {
+        invalid(
+            Image::from_buffer(ctx, MemFlags::READ_WRITE, RGBA_F, &small, shape, pitch),
+            "an image from a buffer of a shape it does not take",
+        );
+    }
     // Transfers.
     let img = Image::new(ctx, MemFlags::READ_WRITE, RGBA_F, &d2)?;
     let mut out = [0f32; 64];
@@ -288,6 +299,16 @@ fn bad_image_inputs_are_typed_errors(dev: &TestDevice) -> TestResult {
         img.map(&other_q, MapFlags::READ, &[], &[1], &[], |_| ()),
         Err(Error::InvalidArgument(_))
     ));
+    // Map flags the driver would refuse (or, empty, map for nothing) are refused before it.
+    for flags in [
+        MapFlags::empty(),
+        MapFlags::WRITE_INVALIDATE_REGION | MapFlags::READ,
+    ] {
+        assert!(matches!(
+            img.map(&q, flags, &[], &[1], &[], |_| ()),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
     let other_buf = Buffer::new(other_q.context(), MemFlags::READ_WRITE, 1024)?;
     assert!(matches!(
         enqueue_copy(
