@@ -230,6 +230,18 @@ pub(crate) fn drop_error(call: &'static str, e: &Error) {
     drop_failed(call, e.cl_status(), e.to_string());
 }
 
+/// Refuses flags with bits their type does not name (made with `from_bits_retain`), which the
+/// driver would answer with `CL_INVALID_VALUE` or, worse, take.
+pub(crate) fn check_known_bits<F: bitflags::Flags>(flags: &F, what: &str) -> Result<()> {
+    if flags.contains_unknown_bits() {
+        Err(Error::InvalidArgument(format!(
+            "{what} carry bits OpenCL does not define"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
 /// [`Error::OutOfBounds`] unless `offset..offset + len` lies within `size` (without overflow):
 /// the one range check behind buffers, SVM allocations and views, host slices and image
 /// coordinates.

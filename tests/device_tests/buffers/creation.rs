@@ -500,6 +500,13 @@ fn migration_rejects_bad_lists(dev: &TestDevice) -> TestResult {
     let foreign = Buffer::new(&dev.context(), MemFlags::READ_WRITE, 16)?;
     let e = enqueue_migrate_mem_objects(&q, &[&foreign], MigrationFlags::empty(), &[]).unwrap_err();
     assert!(e.to_string().contains("another context"), "{e}");
+    // Bits OpenCL does not define never reach the driver, for buffers or SVM.
+    let own = Buffer::new(q.context(), MemFlags::READ_WRITE, 16)?;
+    let unknown = MigrationFlags::from_bits_retain(1 << 5);
+    let e = enqueue_migrate_mem_objects(&q, &[&own], unknown, &[]).unwrap_err();
+    assert!(e.to_string().contains("does not define"), "{e}");
+    let e = cl_mem::svm::enqueue_svm_migrate(&q, &[], unknown, &[]).unwrap_err();
+    assert!(e.to_string().contains("does not define"), "{e}");
     Ok(())
 }
 

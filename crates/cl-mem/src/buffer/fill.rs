@@ -138,6 +138,7 @@ pub fn enqueue_migrate_mem_objects<'a>(
     o: impl Into<Transfer<'a>>,
 ) -> Result<Event> {
     let o = o.into();
+    crate::error::check_known_bits(&flags, "migration flags")?;
     o.no_rect("a migration")?;
     if o.src_offset != 0 || o.dst_offset != 0 || o.byte_count.is_some() {
         return Err(Error::InvalidArgument(

@@ -470,6 +470,7 @@ impl MapMode for MapFlags {
         guard
     }
     fn flags(self) -> Result<MapFlags> {
+        crate::error::check_known_bits(&self, "map flags")?;
         require_write(self)?;
         Ok(self)
     }
@@ -493,6 +494,7 @@ fn require_write(flags: MapFlags) -> Result<()> {
 
 /// The flag rules of `clEnqueueMapBuffer` (OpenCL 3.0 §5.2.5), checked before the call.
 pub(crate) fn check_map_flags(buffer: MemFlags, flags: MapFlags) -> Result<()> {
+    crate::error::check_known_bits(&flags, "map flags")?;
     if flags.is_empty() {
         return Err(Error::InvalidArgument("map flags are empty".into()));
     }
@@ -524,6 +526,16 @@ mod tests {
     fn map_flag_rules() {
         let rw = MemFlags::READ_WRITE;
         assert!(check_map_flags(rw, MapFlags::READ).is_ok());
+        // Bits OpenCL does not define are refused here and by the SVM maps' mode.
+        let unknown = MapFlags::from_bits_retain(MapFlags::WRITE.bits() | 1 << 7);
+        assert!(matches!(
+            check_map_flags(rw, unknown),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            MapMode::flags(unknown),
+            Err(Error::InvalidArgument(_))
+        ));
         assert!(check_map_flags(rw, MapFlags::READ | MapFlags::WRITE).is_ok());
         assert!(check_map_flags(rw, MapFlags::WRITE_INVALIDATE_REGION).is_ok());
         assert!(check_map_flags(rw, MapFlags::empty()).is_err());

@@ -174,6 +174,7 @@ pub fn enqueue_svm_migrate(
     flags: MigrationFlags,
     wait: &[&Event],
 ) -> Result<Event> {
+    crate::error::check_known_bits(&flags, "migration flags")?;
     queue
         .context()
         .require_platform_version(Version::V2_1, "clEnqueueSVMMigrateMem")?;
