@@ -311,8 +311,15 @@ fn context_destructor_callback_runs_or_is_refused(dev: &TestDevice) -> TestResul
 }
 
 device_test!(context_rejects_bad_device_lists);
-fn context_rejects_bad_device_lists(_dev: &TestDevice) -> TestResult {
+fn context_rejects_bad_device_lists(dev: &TestDevice) -> TestResult {
     assert!(matches!(Context::new(&[]), Err(Error::InvalidArgument(_))));
+    // A device listed twice is one device (the driver ignores duplicates): the context lists
+    // it once, as the driver's CL_CONTEXT_DEVICES does.
+    let twice = Context::new(&[dev.device, dev.device])?;
+    assert_eq!(twice.devices(), [dev.device]);
+    // SAFETY: a valid context handle.
+    let again = unsafe { Context::from_raw_retained(twice.as_raw()) }?;
+    assert_eq!(again.devices(), twice.devices());
     let platforms = cl_mem::Platform::list()?;
     let firsts: Vec<_> = platforms
         .iter()
