@@ -54,6 +54,13 @@ fn platform_facts_are_consistent(dev: &TestDevice) -> TestResult {
             version.major
         );
     }
+    // A 2.1 one likewise (Oclgrind's platform is 1.2).
+    let timer = p.info::<u64>(sys::CL_PLATFORM_HOST_TIMER_RESOLUTION);
+    if version < Version::V2_1 {
+        assert!(matches!(timer, Err(Error::Unsupported { .. })), "{timer:?}");
+    } else {
+        timer?;
+    }
     assert!(matches!(
         p.info::<u32>(0x0999),
         Err(Error::InvalidArgument(_))
