@@ -54,6 +54,13 @@ fn platform_facts_are_consistent(dev: &TestDevice) -> TestResult {
             version.major
         );
     }
+    // A 2.1 one likewise (Oclgrind's platform is 1.2).
+    let timer = p.info::<u64>(sys::CL_PLATFORM_HOST_TIMER_RESOLUTION);
+    if version < Version::V2_1 {
+        assert!(matches!(timer, Err(Error::Unsupported { .. })), "{timer:?}");
+    } else {
+        timer?;
+    }
     assert!(matches!(
         p.info::<u32>(0x0999),
         Err(Error::InvalidArgument(_))
@@ -167,6 +174,25 @@ fn version_gated_facts_follow_the_version(dev: &TestDevice) -> TestResult {
         d.info::<u32>(0x7777),
         Err(Error::InvalidArgument(_))
     ));
+    // A `T` of another size than the value is refused whole, never truncated or read past: a
+    // `cl_ulong` parameter into `u8` or `u32`, a `cl_uint` one into `u64` or `Vec<u64>`.
+    for r in [
+        d.info::<u8>(sys::CL_DEVICE_GLOBAL_MEM_SIZE).map(|_| ()),
+        d.info::<u32>(sys::CL_DEVICE_GLOBAL_MEM_SIZE).map(|_| ()),
+        d.info::<u64>(sys::CL_DEVICE_ADDRESS_BITS).map(|_| ()),
+        d.info::<Vec<u64>>(sys::CL_DEVICE_ADDRESS_BITS).map(|_| ()),
+    ] {
+        assert!(
+            matches!(
+                r,
+                Err(Error::Cl {
+                    status: ClError::InvalidValue,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+    }
     // Every gate against the rule (both the device and the platform at least the version), at
     // every version, so the check can fail on any device.
     for needed in [Version::V1_2, Version::V2_0, Version::V2_1, Version::V3_0] {
@@ -198,6 +224,12 @@ fn vendor_attributes_only_with_their_extension(dev: &TestDevice) -> TestResult {
     if let Err(e) = amd {
         assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
     }
+    // CL_DEVICE_HALF_FP_CONFIG: inside the 1.x range, yet cl_khr_fp16's.
+    let half = d.info::<u64>(0x1033);
+    assert_eq!(half.is_ok(), d.has_extension("cl_khr_fp16")?, "{half:?}");
+    if let Err(e) = half {
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    }
     let intel = d.info::<Vec<usize>>(extra::CL_DEVICE_SUB_GROUP_SIZES_INTEL);
     assert_eq!(
         intel.is_ok(),
@@ -209,6 +241,28 @@ fn vendor_attributes_only_with_their_extension(dev: &TestDevice) -> TestResult {
             "{sizes:?}"
         );
     }
+    Ok(())
+}
+
+device_test!(work_group_info_refuses_a_device_outside_the_kernels_context);
+fn work_group_info_refuses_a_device_outside_the_kernels_context(dev: &TestDevice) -> TestResult {
+    let program = Program::build_from_source(&dev.context(), SCALE_SRC, "")?;
+    let k = program.kernel("scale")?;
+    let ours: usize = k.work_group_info(&dev.device, sys::CL_KERNEL_WORK_GROUP_SIZE)?;
+    assert!(ours >= 1);
+    // Any other device of the machine (every runtime the harness installs lists its own).
+    let other = cl_mem::Platform::list()?
+        .iter()
+        .flat_map(|p| p.devices(DeviceType::ALL).unwrap_or_default())
+        .find(|d| *d != dev.device);
+    let Some(other) = other else {
+        return Err(cl_tests::skip("no second device on this machine to try"));
+    };
+    let r = k.work_group_info::<usize>(&other, sys::CL_KERNEL_WORK_GROUP_SIZE);
+    assert!(
+        matches!(&r, Err(Error::InvalidArgument(m)) if m.contains("context")),
+        "{r:?}"
+    );
     Ok(())
 }
 
@@ -264,8 +318,15 @@ fn context_destructor_callback_runs_or_is_refused(dev: &TestDevice) -> TestResul
 }
 
 device_test!(context_rejects_bad_device_lists);
-fn context_rejects_bad_device_lists(_dev: &TestDevice) -> TestResult {
+fn context_rejects_bad_device_lists(dev: &TestDevice) -> TestResult {
     assert!(matches!(Context::new(&[]), Err(Error::InvalidArgument(_))));
+    // A device listed twice is one device (the driver ignores duplicates): the context lists
+    // it once, as the driver's CL_CONTEXT_DEVICES does.
+    let twice = Context::new(&[dev.device, dev.device])?;
+    assert_eq!(twice.devices(), [dev.device]);
+    // SAFETY: a valid context handle.
+    let again = unsafe { Context::from_raw_retained(twice.as_raw()) }?;
+    assert_eq!(again.devices(), twice.devices());
     let platforms = cl_mem::Platform::list()?;
     let firsts: Vec<_> = platforms
         .iter()

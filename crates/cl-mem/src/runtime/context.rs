@@ -34,7 +34,8 @@ unsafe impl Sync for Context {}
 
 impl Context {
     /// A context over `devices`, which must be non-empty and of one platform (PyOpenCL's
-    /// `cl.Context([dev])`; one device: `Context::new(&[dev])`).
+    /// `cl.Context([dev])`; one device: `Context::new(&[dev])`). A device listed twice counts
+    /// once, as the driver takes it.
     ///
     /// # Errors
     ///
@@ -50,7 +51,14 @@ impl Context {
                 "the devices of a context must share one platform".into(),
             ));
         }
-        let ids: Vec<sys::cl_device_id> = devices.iter().map(Device::as_raw).collect();
+        // The driver ignores a device listed twice; so does the context's own list.
+        let mut unique: Vec<Device> = Vec::with_capacity(devices.len());
+        for d in devices {
+            if !unique.contains(d) {
+                unique.push(*d);
+            }
+        }
+        let ids: Vec<sys::cl_device_id> = unique.iter().map(Device::as_raw).collect();
         let props = [
             sys::CL_CONTEXT_PLATFORM as sys::cl_context_properties,
             platform.as_raw() as isize,
@@ -63,7 +71,7 @@ impl Context {
         Ok(Context {
             _live: crate::runtime::live::Live::new(),
             raw,
-            devices: devices.into(),
+            devices: unique.into(),
             staging: Arc::default(),
         })
     }

@@ -419,12 +419,7 @@ pub struct UserEvent {
     waiters: Arc<Waiters>,
 }
 
-impl PartialEq for UserEvent {
-    fn eq(&self, other: &UserEvent) -> bool {
-        self.event == other.event
-    }
-}
-impl Eq for UserEvent {}
+eq_by_handle!(event: UserEvent);
 
 impl UserEvent {
     /// A new user event in `context`, status `CL_SUBMITTED`.
@@ -433,11 +428,13 @@ impl UserEvent {
     ///
     /// [`Error::Cl`] from `clCreateUserEvent`.
     pub fn new(context: &Context) -> Result<UserEvent> {
-        // SAFETY: a valid context; we own the returned reference.
-        let raw = unsafe { raw::create_user_event(context.as_raw()) }
-            .map_err(Error::cl("clCreateUserEvent"))?;
-        // SAFETY: a fresh reference we own.
-        let event = unsafe { Event::from_raw(raw) };
+        // SAFETY: a valid context; an `Ok` is a fresh reference we own.
+        let event = unsafe {
+            Event::adopt(
+                raw::create_user_event(context.as_raw()),
+                "clCreateUserEvent",
+            )
+        }?;
         Ok(UserEvent {
             event,
             waiters: Arc::default(),
