@@ -69,7 +69,7 @@ impl Image {
         format: ImageFormat,
         desc: &ImageDesc,
     ) -> Result<Image> {
-        create_checked(context, flags, format, desc, None, auto_path(context))
+        create_checked(context, flags, format, desc, None, Path::Descriptor)
     }
 
     /// An image initialised with a copy of `data` laid out with `desc.pitches`
@@ -88,7 +88,7 @@ impl Image {
         data: &[T],
     ) -> Result<Image> {
         let data = Some(slice_as_bytes(data));
-        create_checked(context, flags, format, desc, data, auto_path(context))
+        create_checked(context, flags, format, desc, data, Path::Descriptor)
     }
 
     /// An image that uses `data` as its storage (`USE_HOST_PTR` is added). The image owns the
@@ -123,7 +123,7 @@ impl Image {
             format,
             desc,
             Source::Use(ptr, len),
-            auto_path(context),
+            Path::Descriptor,
         )?;
         // Moving the vector into a box keeps its heap block (and so `ptr`) where it is.
         let place = Place::for_platform(context.platform());
@@ -316,9 +316,9 @@ impl Image {
     }
 
     /// As [`Image::new`] (no data) or [`Image::from_host`] (a copy of `data`), but always through
-    /// the OpenCL 1.0 entry points `clCreateImage2D`/`clCreateImage3D`, which the other
-    /// constructors use by themselves on 1.0/1.1 platforms. Newer platforms still export them
-    /// (deprecated), so this makes that path testable everywhere. Only 2-D and 3-D images.
+    /// the OpenCL 1.0 entry points `clCreateImage2D`/`clCreateImage3D` (PyOpenCL's constructor
+    /// on platforms older than 1.2, where cl-mem makes no context). Platforms still export them
+    /// (deprecated). Only 2-D and 3-D images.
     ///
     /// # Errors
     ///
@@ -370,14 +370,6 @@ extern "C" fn free_owned_host(_mem: sys::cl_mem, user_data: *mut c_void) {
         *unsafe { Box::from_raw(user_data.cast::<(Place, Box<dyn Any + Send>)>()) };
     // Dropped where every callback's work runs (issue 29).
     place.run(move || drop(owner));
-}
-
-fn auto_path(context: &Context) -> Path {
-    if context.platform_version() >= Version::V1_2 {
-        Path::Descriptor
-    } else {
-        Path::Legacy
-    }
 }
 
 /// Checks everything, then calls the driver.
@@ -541,7 +533,8 @@ unsafe fn create_legacy(
 fn check_support(context: &Context, image_type: ImageType, path: Path) -> Result<()> {
     context.require_image_support("images")?;
     match path {
-        Path::Descriptor => context.require_platform_version(Version::V1_2, "clCreateImage"),
+        // Every context of this crate is of a 1.2+ platform.
+        Path::Descriptor => Ok(()),
         Path::Legacy if matches!(image_type, ImageType::Image2d | ImageType::Image3d) => Ok(()),
         Path::Legacy => Err(Error::needs_version(
             "1-D and array images",

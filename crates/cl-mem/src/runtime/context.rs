@@ -39,8 +39,9 @@ impl Context {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for an empty list or devices of several platforms (checked
-    /// before calling); [`Error::Cl`] from `clCreateContext`.
+    /// [`Error::InvalidArgument`] for an empty list or devices of several platforms,
+    /// [`Error::Unsupported`] for a platform older than OpenCL 1.2 (checked before calling);
+    /// [`Error::Cl`] from `clCreateContext`.
     pub fn new(devices: &[Device]) -> Result<Context> {
         let first = devices
             .first()
@@ -51,6 +52,7 @@ impl Context {
                 "the devices of a context must share one platform".into(),
             ));
         }
+        supported_platform(first.platform_version())?;
         // The driver ignores a device listed twice; so does the context's own list.
         let mut unique: Vec<Device> = Vec::with_capacity(devices.len());
         for d in devices {
@@ -227,6 +229,7 @@ unsafe impl crate::raw_handle::RawHandle for Context {
                     "the context reports no devices".into(),
                 ));
             }
+            supported_platform(devices[0].platform_version())?;
             Ok(Context {
                 _live: crate::runtime::live::Live::new(),
                 raw,
@@ -253,6 +256,21 @@ unsafe impl crate::raw_handle::RawHandle for Context {
         drop(self);
         raw
     }
+}
+
+/// Every context of this crate, and so every object made in one, is of an OpenCL 1.2+ platform:
+/// the crate calls 1.2 entry points (markers and barriers with wait lists, kernel argument and
+/// memory queries) without asking each time.
+fn supported_platform(version: Version) -> Result<()> {
+    if version < Version::V1_2 {
+        return Err(Error::needs_version(
+            "cl-mem contexts",
+            Version::V1_2,
+            "platform",
+            version,
+        ));
+    }
+    Ok(())
 }
 
 impl Clone for Context {
@@ -289,5 +307,24 @@ extern "C" fn destroy_trampoline(_context: sys::cl_context, user_data: *mut c_vo
     // A panic must not unwind into the driver (undefined behaviour across `extern "C"`).
     if catch_unwind(AssertUnwindSafe(callback)).is_err() {
         tracing::error!("context destructor callback panicked; the panic was contained");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contexts_need_a_1_2_platform() {
+        assert!(supported_platform(Version::V1_2).is_ok());
+        assert!(supported_platform(Version::V3_0).is_ok());
+        assert!(matches!(
+            supported_platform(Version::V1_1),
+            Err(Error::Unsupported { .. })
+        ));
+        assert!(matches!(
+            supported_platform(Version::V1_0),
+            Err(Error::Unsupported { .. })
+        ));
     }
 }

@@ -191,26 +191,14 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`Error::Unsupported`] with a non-empty wait list on a 1.1 platform; [`Error::Cl`] from
-    /// `clEnqueueMarkerWithWaitList` / `clEnqueueMarker`.
+    /// [`Error::Cl`] from `clEnqueueMarkerWithWaitList`.
     pub fn enqueue_marker(&self, wait: &[&Event]) -> Result<Event> {
-        let raw = if self.device.platform_version() >= Version::V1_2 {
-            // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
-            unsafe { raw::enqueue_marker_with_wait_list(self.raw, &checked_list(self, wait)?) }
-                .map_err(Error::cl("clEnqueueMarkerWithWaitList"))?
-        } else if wait.is_empty() {
-            // SAFETY: a valid queue; we own the returned event.
-            unsafe { raw::enqueue_marker(self.raw) }.map_err(Error::cl("clEnqueueMarker"))?
-        } else {
-            return Err(Error::needs_version(
-                "markers with a wait list",
-                Version::V1_2,
-                "platform",
-                self.device.platform_version(),
-            ));
-        };
-        // SAFETY: a fresh reference we own.
-        Ok(unsafe { Event::from_raw(raw) })
+        // SAFETY: a 1.2 platform (every context of this crate); valid queue and events; we own
+        // the returned event.
+        unsafe {
+            let ev = raw::enqueue_marker_with_wait_list(self.raw, &checked_list(self, wait)?);
+            Event::adopt(ev, "clEnqueueMarkerWithWaitList")
+        }
     }
 
     /// A barrier: later commands wait for `wait` (or, if empty, every earlier command). Returns
@@ -218,18 +206,10 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`Error::Unsupported`] on platforms older than 1.2; [`Error::Cl`] from
-    /// `clEnqueueBarrierWithWaitList`.
+    /// [`Error::Cl`] from `clEnqueueBarrierWithWaitList`.
     pub fn enqueue_barrier(&self, wait: &[&Event]) -> Result<Event> {
-        if self.device.platform_version() < Version::V1_2 {
-            return Err(Error::needs_version(
-                "clEnqueueBarrierWithWaitList",
-                Version::V1_2,
-                "platform",
-                self.device.platform_version(),
-            ));
-        }
-        // SAFETY: a 1.2 platform; valid queue and events; we own the returned event.
+        // SAFETY: a 1.2 platform (every context of this crate); valid queue and events; we own
+        // the returned event.
         unsafe {
             let ev = raw::enqueue_barrier_with_wait_list(self.raw, &checked_list(self, wait)?);
             Event::adopt(ev, "clEnqueueBarrierWithWaitList")
