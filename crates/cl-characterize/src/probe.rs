@@ -615,3 +615,47 @@ unsafe fn pocl_struct_arg_count_bug(device: sys::cl_device_id) -> Result<bool, C
         unsafe { object::get_info(Object::Kernel, built.kernel.handle, sys::CL_KERNEL_NUM_ARGS) }?;
     Ok(n == 2)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cl_raw::select::SelectError;
+
+    /// A malformed selector is refused before any driver call (the same answer with or without
+    /// an OpenCL platform on the machine).
+    #[test]
+    fn a_malformed_selector_is_a_select_error() {
+        for (selector, want) in [
+            (
+                "a:b:c",
+                SelectError::Syntax {
+                    entry: "a:b:c".into(),
+                },
+            ),
+            (
+                "port;",
+                SelectError::Empty {
+                    entry: String::new(),
+                },
+            ),
+            (
+                "port:",
+                SelectError::Empty {
+                    entry: "port:".into(),
+                },
+            ),
+            (":0", SelectError::Empty { entry: ":0".into() }),
+            (
+                "port:0,",
+                SelectError::Empty {
+                    entry: "port:0,".into(),
+                },
+            ),
+        ] {
+            match profile_selected(selector, ProbeOptions::default()) {
+                Err(ProbeError::Select(e)) => assert_eq!(e, want, "{selector:?}"),
+                other => panic!("{selector:?}: {other:?}"),
+            }
+        }
+    }
+}

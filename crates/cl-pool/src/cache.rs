@@ -114,8 +114,8 @@ where
     /// first and store only a success: `match cache.get(&o, &args) { Some(v) => v, None => {
     /// let v = f()?; cache.get_or_insert_with(&o, args, || v) } }`.
     pub fn get_or_insert_with(&self, object: &K, args: Args, f: impl FnOnce() -> V) -> V {
-        if let Some(v) = lock(&self.map).get(object).and_then(|m| m.get(&args)) {
-            return v.clone();
+        if let Some(v) = self.get(object, &args) {
+            return v;
         }
         let v = f();
         self.insert_first(object.clone(), args, v)
@@ -442,5 +442,15 @@ mod tests {
         let v = cache.get_or_insert_with(&0, 1, || cache.get_or_insert_with(&0, 2, || 20) + 1);
         assert_eq!(v, 21);
         assert_eq!(cache.len(), 2);
+        // The same entry from inside `f`: the inner value is stored first and kept, as when
+        // another thread wins the race; the outer value is dropped.
+        let v = cache.get_or_insert_with(&1, 1, || cache.get_or_insert_with(&1, 1, || 7) + 1);
+        assert_eq!((v, cache.get(&1, &1)), (7, Some(7)));
+        // Clearing from inside `f` neither deadlocks nor loses the value being computed.
+        let v = cache.get_or_insert_with(&2, 1, || {
+            cache.clear();
+            9
+        });
+        assert_eq!((v, cache.len()), (9, 1));
     }
 }

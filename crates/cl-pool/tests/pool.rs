@@ -318,6 +318,52 @@ fn held_cap_frees_returned_blocks_past_the_cap() {
     );
 }
 
+/// `set_policy` with a lower cap frees at once, largest bins first, only down to the cap, and
+/// every counter follows the frees exactly (the allocator's view and the pool's agree).
+#[test]
+fn lowering_the_cap_frees_largest_first_at_once_with_exact_counters() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let blocks: Vec<_> = [100, 1000, 4000]
+        .iter()
+        .map(|&n| pool.allocate(n).unwrap())
+        .collect();
+    let active = pool.allocate(50).unwrap();
+    drop(blocks); // held: 103 + 1023 + 4095 (cached on this thread)
+    pool.allocator().take_log();
+    let before = pool.stats();
+    assert_eq!(before.held_bytes, 103 + 1023 + 4095);
+    pool.set_policy(Policy {
+        held_bytes_cap: Some(2000),
+        ..pool.policy()
+    });
+    assert_eq!(
+        pool.allocator().take_log(),
+        vec![AllocatorCall::Free(4095)],
+        "only the largest bin was over the cap"
+    );
+    let s = pool.stats();
+    assert_eq!(s.held_bytes, 103 + 1023);
+    assert_eq!(s.held_blocks, 2);
+    assert_eq!(s.upstream_frees, before.upstream_frees + 1);
+    assert_eq!(figures(&pool), (2, 1, 103 + 1023 + 51, 50));
+    assert_eq!(pool.allocator().in_use(), pool.managed_bytes());
+    // Raising the cap frees nothing; a cap of 0 frees the rest, the active block stays.
+    pool.set_policy(Policy {
+        held_bytes_cap: Some(1 << 20),
+        ..pool.policy()
+    });
+    assert!(pool.allocator().take_log().is_empty());
+    pool.set_policy(Policy {
+        held_bytes_cap: Some(0),
+        ..pool.policy()
+    });
+    assert_eq!(figures(&pool), (0, 1, 51, 50));
+    assert_eq!(pool.allocator().in_use(), 51);
+    drop(active); // over the cap of 0: freed on return
+    assert_eq!(figures(&pool), (0, 0, 0, 0));
+    assert_eq!(pool.allocator().in_use(), 0);
+}
+
 #[test]
 fn larger_bins_policy_serves_from_the_next_bins_up() {
     let pool = MemoryPool::builder(TestAllocator::new())

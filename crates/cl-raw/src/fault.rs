@@ -149,7 +149,8 @@ pub struct Armed {
 ///
 /// # Panics
 ///
-/// When `site` is not one of [`SITES`] (a typo would otherwise never fire).
+/// When `site` is not one of [`SITES`], or `calls` is empty or starts at 0 (calls count from
+/// 1): either would otherwise never fire.
 #[cfg(feature = "fault-injection")]
 pub fn arm(
     site: &'static str,
@@ -160,6 +161,10 @@ pub fn arm(
     assert!(
         SITES.contains(&site),
         "{site} is not a fault-injection site"
+    );
+    assert!(
+        *calls.start() >= 1 && !calls.is_empty(),
+        "{site}: calls {calls:?} never fire (calls count from 1)"
     );
     let mut p = plans();
     p.0 += 1;
@@ -283,6 +288,30 @@ mod tests {
             "clCreateBuffers",
             ClError::OutOfResources,
             1..=1,
+            Threads::Current,
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "never fire")]
+    fn a_range_from_call_0_is_refused() {
+        let _ = arm(
+            "clCreateBuffer",
+            ClError::OutOfResources,
+            0..=0,
+            Threads::Current,
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "never fire")]
+    fn an_empty_range_is_refused() {
+        #[expect(clippy::reversed_empty_ranges, reason = "the careless call under test")]
+        let calls = 3..=2;
+        let _ = arm(
+            "clCreateBuffer",
+            ClError::OutOfResources,
+            calls,
             Threads::Current,
         );
     }

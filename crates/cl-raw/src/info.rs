@@ -236,6 +236,58 @@ mod tests {
         assert_eq!(r, Err(ClError::InvalidValue));
     }
 
+    /// `query_list`'s edge cases: a count of 0 makes no fill call, a list that shrank between
+    /// the calls is cut to what the fill wrote, and either call's error is returned.
+    #[test]
+    fn list_queries_handle_empty_shrunk_and_failing_lists() {
+        // A fake list call answering `counts` in turn (count call, fill call), filling `7`s.
+        let fake = |counts: [u32; 2], fill_status: sys::cl_int| {
+            let mut call = 0;
+            move |n: sys::cl_uint, out: *mut u32, ret: *mut sys::cl_uint| {
+                let count = counts[call];
+                call += 1;
+                assert!(call <= 2, "more than a count and a fill call");
+                if !out.is_null() {
+                    for i in 0..n.min(count) as usize {
+                        // SAFETY: `query_list` gave `n` writable entries at `out`.
+                        unsafe { *out.add(i) = 7 };
+                    }
+                }
+                if !ret.is_null() {
+                    // SAFETY: `ret` points at `query_list`'s live count.
+                    unsafe { *ret = count };
+                }
+                if out.is_null() {
+                    sys::CL_SUCCESS
+                } else {
+                    fill_status
+                }
+            }
+        };
+        let list = |counts, fill_status| {
+            // SAFETY: `fake` writes at most `n` entries, and the count only when asked.
+            unsafe { query_list(|| 0u32, fake(counts, fill_status)) }
+        };
+        assert_eq!(
+            list([0, 0], sys::CL_INVALID_VALUE),
+            Ok(Vec::new()),
+            "no fill call for a count of 0"
+        );
+        assert_eq!(list([3, 2], sys::CL_SUCCESS), Ok(vec![7, 7]));
+        assert_eq!(
+            list([2, 5], sys::CL_SUCCESS),
+            Ok(vec![7, 7]),
+            "no more entries than were allocated"
+        );
+        assert_eq!(
+            list([2, 2], sys::CL_OUT_OF_HOST_MEMORY),
+            Err(ClError::OutOfHostMemory)
+        );
+        // SAFETY: the closure writes nothing.
+        let count_failed = unsafe { query_list(|| 0u32, |_, _, _| sys::CL_INVALID_PLATFORM) };
+        assert_eq!(count_failed, Err(ClError::InvalidPlatform));
+    }
+
     #[test]
     fn driver_errors_propagate() {
         // SAFETY: the closure writes nothing.
