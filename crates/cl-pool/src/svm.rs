@@ -77,6 +77,14 @@ impl<G: DeviceGrain> Allocator for SvmAllocator<G> {
     }
 
     fn hand_out_existing_block(&self, block: &mut SvmAllocation<G>) -> Result<(), Error> {
+        if !block.is_unique() {
+            // A kernel argument still holds this memory and could write it again: the new owner
+            // gets fresh memory, and the held allocation is freed when its last holder goes (as
+            // the buffer pool does, issue 29). On an error the pool keeps the block.
+            if let Some(fresh) = self.allocate(block.len())? {
+                *block = fresh;
+            }
+        }
         // A no-op when the block is already bound to our queue (in-order semantics suffice).
         block.bind_to_queue(&self.queue)
     }

@@ -382,6 +382,46 @@ fn svm_pool_reuses_allocations_in_kernels(dev: &TestDevice) -> TestResult {
     Ok(())
 }
 
+device_test!(a_pooled_svm_block_a_kernel_still_holds_goes_to_no_new_owner);
+/// A kernel that still holds a returned SVM block as its argument could be enqueued again and
+/// write the next owner's data: the pool hands out fresh memory instead, and the kernel's write
+/// lands in the memory it holds.
+fn a_pooled_svm_block_a_kernel_still_holds_goes_to_no_new_owner(dev: &TestDevice) -> TestResult {
+    let q = svm_queue(dev)?;
+    let pool = MemoryPool::new(cl_pool::SvmAllocator::<cl_mem::svm::Coarse>::new(
+        &q,
+        cl_mem::svm::SvmOptions::default(),
+    ));
+    let program = Program::build_from_source(q.context(), SVM_FILL_SRC, "")?;
+    let mut k = program.kernel("fill")?;
+    let a = pool.allocate(64)?;
+    assert!(a.is_unique());
+    let held = a.svm_ptr();
+    k.set_arg(0, &a)?.set_arg(1, &9u8)?;
+    assert!(!a.is_unique(), "a kernel argument holds it");
+    drop(a);
+    let mut b = pool.allocate(64)?;
+    assert_ne!(
+        b.svm_ptr(),
+        held,
+        "a block a kernel holds went to a new owner"
+    );
+    b.with_map(&q, cl_mem::MapFlags::WRITE_INVALIDATE_REGION, .., |s| {
+        s.fill(1)
+    })?;
+    k.enqueue_nd_range(&q, &[64], None, &[])?.wait()?;
+    b.with_map(&q, cl_mem::ReadOnly, .., |s| {
+        assert!(s.iter().all(|&v| v == 1))
+    })?;
+    // Once the kernel lets go, the pool's blocks are plain reusable memory again.
+    drop(k);
+    let s = pool.stats();
+    assert_eq!(s.active_blocks, 1);
+    drop(b);
+    q.finish()?;
+    Ok(())
+}
+
 device_test!(svm_pool_reuse_on_another_queue_waits_for_the_old_queue);
 fn svm_pool_reuse_on_another_queue_waits_for_the_old_queue(dev: &TestDevice) -> TestResult {
     let q2 = svm_queue(dev)?;

@@ -299,6 +299,15 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         })
     }
 
+    /// Whether no kernel argument holds the allocation, so no kernel enqueued later can reach it
+    /// (what a pool checks before handing a block to a new owner; [`Buffer::is_unique`] for
+    /// buffers).
+    ///
+    /// [`Buffer::is_unique`]: crate::Buffer::is_unique
+    pub fn is_unique(&self) -> bool {
+        self.exclusive("").is_ok()
+    }
+
     /// [`Error::SvmInUse`] unless `self` holds the only reference (no kernel argument holds it).
     pub(crate) fn exclusive(&self, what: &str) -> Result<()> {
         exclusive(&self.core, what)
