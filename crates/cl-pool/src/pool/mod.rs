@@ -828,9 +828,12 @@ impl<A: Allocator> MemoryPool<A> {
     }
 
     /// Runs `f` as a phase of the pool's life and reports its peaks and counts, without
-    /// resetting the global peaks. Scopes nest (a scope inside `f` reports its own phase and the
-    /// enclosing one sees everything); while a scope is open each counter increase costs one
-    /// more atomic compare.
+    /// resetting the global peaks. The figures are the pool's: every thread's work during `f`
+    /// counts. Scopes nest (a scope inside `f` reports its own phase and the enclosing one sees
+    /// everything). Scopes on several threads that overlap without nesting share the pool's peak
+    /// register, so their peaks are not their own phases' (their counts are: before/after
+    /// differences); open one scope at a time for a phase's peak. While a scope is open each
+    /// counter increase costs one more atomic compare.
     pub fn scope<R>(&self, f: impl FnOnce() -> R) -> (R, ScopeReport) {
         let mut scope = self.open_scope();
         let r = f();
