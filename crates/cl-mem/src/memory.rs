@@ -2,10 +2,9 @@
 //! [`MemFlags`] and [`MemObjectType`].
 
 use std::ffi::c_void;
-use std::fmt;
 use std::hash::Hash;
 
-use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone};
+use crate::raw_handle::{clone_retains, debug_fields, drop_releases, eq_by_handle};
 use bitflags::bitflags;
 use cl_raw::object::{self, Object};
 use cl_raw::{sys, InfoValue, Version};
@@ -347,26 +346,10 @@ unsafe impl crate::runtime::kernel::KernelArg for Memory {
     }
 }
 
-impl Clone for Memory {
-    fn clone(&self) -> Memory {
-        retain_for_clone(Object::Mem, self.raw);
-        Memory {
-            live: crate::runtime::live::Live::new(),
-            raw: self.raw,
-            tracked: self.tracked.clone(),
-        }
-    }
-}
-
+clone_retains!(Mem: Memory { tracked, live });
 drop_releases!(Mem: Memory);
-
 eq_by_handle!(hash raw: Memory);
-
-impl fmt::Debug for Memory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Memory").field("raw", &self.raw).finish()
-    }
-}
+debug_fields!(Memory: raw);
 
 #[cfg(test)]
 mod tests {

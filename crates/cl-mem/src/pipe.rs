@@ -5,14 +5,11 @@
 //! absent before 2.0 (Oclgrind is 1.2 and hangs on newer entry points), so both are checked
 //! before `clCreatePipe` is called and reported as [`Error::Unsupported`].
 
-use std::fmt;
-
-use cl_raw::object::Object;
 use cl_raw::{pipe as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::memory::{MemFlags, MemObject};
-use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone, RawHandle};
+use crate::raw_handle::{clone_retains, debug_fields, drop_releases, eq_by_handle, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::extra;
 use crate::runtime::kernel::{ArgValue, KernelArg};
@@ -198,27 +195,7 @@ unsafe impl KernelArg for Pipe {
     }
 }
 
-impl Clone for Pipe {
-    fn clone(&self) -> Pipe {
-        retain_for_clone(Object::Mem, self.raw);
-        Pipe {
-            raw: self.raw,
-            packet_size: self.packet_size,
-            max_packets: self.max_packets,
-        }
-    }
-}
-
+clone_retains!(Mem: Pipe { packet_size, max_packets });
 drop_releases!(Mem: Pipe);
-
 eq_by_handle!(hash raw: Pipe);
-
-impl fmt::Debug for Pipe {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pipe")
-            .field("raw", &self.raw)
-            .field("packet_size", &self.packet_size)
-            .field("max_packets", &self.max_packets)
-            .finish()
-    }
-}
+debug_fields!(Pipe: raw, packet_size, max_packets);

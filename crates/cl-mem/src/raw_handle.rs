@@ -1,7 +1,8 @@
 //! [`RawHandle`]: the raw-handle vocabulary (`as_raw`, `into_raw`, `from_raw`,
 //! `from_raw_retained`, `release`, `reference_count`), written once for every owning wrapper.
 //! Also the wrappers' shared boilerplate: [`release_in_drop`] and [`retain_for_clone`] (their
-//! `Drop` and `Clone`, [`drop_releases!`]) and [`eq_by_handle!`] (equality and hashing by handle).
+//! `Drop` and `Clone`, [`drop_releases!`] and [`clone_retains!`]), [`eq_by_handle!`] (equality
+//! and hashing by handle) and [`debug_fields!`].
 
 use cl_raw::object::{self, Object};
 
@@ -179,6 +180,46 @@ macro_rules! drop_releases {
     )+};
 }
 pub(crate) use drop_releases;
+
+/// `Clone` for wrappers owning one reference to an object of kind `Object::$kind` in field `raw`:
+/// [`retain_for_clone`], then every other field cloned. The fields are all named (the struct
+/// literal makes the compiler check the list is whole); a live-count token's `Clone` counts the
+/// new wrapper.
+macro_rules! clone_retains {
+    ($kind:ident: $ty:ident { $($field:ident),* }) => {
+        impl Clone for $ty {
+            fn clone(&self) -> $ty {
+                $crate::raw_handle::retain_for_clone(cl_raw::object::Object::$kind, self.raw);
+                $ty {
+                    raw: self.raw,
+                    $($field: Clone::clone(&self.$field),)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use clone_retains;
+
+/// `Debug` as `Type { field: value, .. }` over the named fields, in order; a last `..` ends it
+/// with `finish_non_exhaustive` (for fields left out).
+macro_rules! debug_fields {
+    ($ty:ident $(<$lt:lifetime>)?: $($field:ident),+, ..) => {
+        $crate::raw_handle::debug_fields!(@impl finish_non_exhaustive $ty $(<$lt>)?: $($field),+);
+    };
+    ($ty:ident $(<$lt:lifetime>)?: $($field:ident),+) => {
+        $crate::raw_handle::debug_fields!(@impl finish $ty $(<$lt>)?: $($field),+);
+    };
+    (@impl $finish:ident $ty:ident $(<$lt:lifetime>)?: $($field:ident),+) => {
+        impl std::fmt::Debug for $ty $(<$lt>)? {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &self.$field))+
+                    .$finish()
+            }
+        }
+    };
+}
+pub(crate) use debug_fields;
 
 /// `PartialEq` and `Eq` (and `Hash`, after `hash`) by a wrapper's handle field: two wrappers are
 /// equal when they hold the same OpenCL object (PyOpenCL compares `int_ptr`).

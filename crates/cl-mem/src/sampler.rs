@@ -6,9 +6,7 @@
 //! passed to `clCreateSampler` (PyOpenCL calls the 2.0 entry point anyway, after a warning that
 //! "the next thing you see may be a crash"), and anything else is [`Error::Unsupported`].
 
-use std::fmt;
-
-use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone};
+use crate::raw_handle::{clone_retains, debug_fields, drop_releases, eq_by_handle};
 use cl_raw::object::{self, Object};
 use cl_raw::{sampler as raw, sys, Version};
 
@@ -321,22 +319,10 @@ unsafe impl KernelArg for Sampler {
     }
 }
 
-impl Clone for Sampler {
-    fn clone(&self) -> Sampler {
-        retain_for_clone(Object::Sampler, self.raw);
-        Sampler { raw: self.raw }
-    }
-}
-
+clone_retains!(Sampler: Sampler {});
 drop_releases!(Sampler: Sampler);
-
 eq_by_handle!(hash raw: Sampler);
-
-impl fmt::Debug for Sampler {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sampler").field("raw", &self.raw).finish()
-    }
-}
+debug_fields!(Sampler: raw);
 
 #[cfg(test)]
 mod tests {

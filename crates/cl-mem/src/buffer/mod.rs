@@ -42,7 +42,7 @@ use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use crate::raw_handle::{drop_releases, eq_by_handle, release_in_drop, retain_for_clone};
+use crate::raw_handle::{clone_retains, drop_releases, eq_by_handle, release_in_drop};
 use cl_raw::object::{self, Object};
 use cl_raw::{mem as raw, sys, Version};
 
@@ -896,21 +896,8 @@ unsafe impl KernelArg for Buffer {
     }
 }
 
-impl Clone for Buffer {
-    fn clone(&self) -> Buffer {
-        retain_for_clone(Object::Mem, self.raw);
-        Buffer {
-            live: crate::runtime::live::Live::new(),
-            raw: self.raw,
-            size: self.size,
-            info: Arc::clone(&self.info),
-            tracked: Arc::clone(&self.tracked),
-        }
-    }
-}
-
+clone_retains!(Mem: Buffer { size, info, tracked, live });
 drop_releases!(Mem: Buffer);
-
 eq_by_handle!(hash raw: Buffer);
 
 impl fmt::Debug for Buffer {

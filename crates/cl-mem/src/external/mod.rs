@@ -671,14 +671,7 @@ impl Drop for Semaphore {
     }
 }
 
-impl fmt::Debug for Semaphore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Semaphore")
-            .field("raw", &self.raw)
-            .field("device", &self.device)
-            .finish_non_exhaustive()
-    }
-}
+crate::raw_handle::debug_fields!(Semaphore: raw, device, ..);
 
 impl Queue {
     /// Later commands of this queue wait until `semaphore` is signalled (by another API or

@@ -15,13 +15,12 @@ pub(crate) mod transfer;
 use std::fmt;
 use std::sync::Arc;
 
-use cl_raw::object::Object;
 use cl_raw::{image as raw, sys, Version};
 
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::{MemFlags, MemObject, MemObjectType};
-use crate::raw_handle::{drop_releases, eq_by_handle, retain_for_clone, RawHandle};
+use crate::raw_handle::{clone_retains, drop_releases, eq_by_handle, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::track::Tracked;
@@ -691,24 +690,8 @@ unsafe impl KernelArg for Image {
     }
 }
 
-impl Clone for Image {
-    fn clone(&self) -> Image {
-        retain_for_clone(Object::Mem, self.raw);
-        Image {
-            live: crate::runtime::live::Live::new(),
-            raw: self.raw,
-            context: self.context.clone(),
-            desc: self.desc,
-            format: self.format,
-            element_size: self.element_size,
-            flags: self.flags,
-            tracked: Arc::clone(&self.tracked),
-        }
-    }
-}
-
+clone_retains!(Mem: Image { context, desc, format, element_size, flags, tracked, live });
 drop_releases!(Mem: Image);
-
 eq_by_handle!(hash raw: Image);
 
 impl fmt::Debug for Image {

@@ -1,11 +1,12 @@
 //! [`Context`]: the scope of memory objects, programs and queues.
 
 use std::ffi::c_void;
-use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::raw_handle::{adopt_or_release, drop_releases, eq_by_handle, retain_for_clone};
+use crate::raw_handle::{
+    adopt_or_release, clone_retains, debug_fields, drop_releases, eq_by_handle, retain_for_clone,
+};
 use cl_raw::object::{self, Object};
 use cl_raw::{context as raw, sys, Version};
 
@@ -273,30 +274,10 @@ fn supported_platform(version: Version) -> Result<()> {
     Ok(())
 }
 
-impl Clone for Context {
-    fn clone(&self) -> Context {
-        retain_for_clone(Object::Context, self.raw);
-        Context {
-            _live: crate::runtime::live::Live::new(),
-            raw: self.raw,
-            devices: Arc::clone(&self.devices),
-            staging: Arc::clone(&self.staging),
-        }
-    }
-}
-
+clone_retains!(Context: Context { devices, staging, _live });
 drop_releases!(Context: Context);
-
 eq_by_handle!(raw: Context);
-
-impl fmt::Debug for Context {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
-            .field("raw", &self.raw)
-            .field("devices", &self.devices)
-            .finish()
-    }
-}
+debug_fields!(Context: raw, devices);
 
 type DestroyCallback = Box<dyn FnOnce() + Send + 'static>;
 

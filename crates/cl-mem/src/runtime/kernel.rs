@@ -11,7 +11,9 @@ use cl_raw::{kernel as raw, queue as raw_queue, sys, ClError, InfoValue, Version
 use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
-use crate::raw_handle::{adopt_or_release, release_in_drop, retain_for_clone, RawHandle};
+use crate::raw_handle::{
+    adopt_or_release, debug_fields, release_in_drop, retain_for_clone, RawHandle,
+};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::event::Event;
@@ -1626,14 +1628,7 @@ impl Drop for Kernel {
     }
 }
 
-impl fmt::Debug for Kernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Kernel")
-            .field("raw", &self.raw)
-            .field("name", &self.name)
-            .finish()
-    }
-}
+debug_fields!(Kernel: raw, name);
 
 #[cfg(test)]
 mod tests {

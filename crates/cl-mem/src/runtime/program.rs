@@ -2,13 +2,12 @@
 //! need).
 
 use std::ffi::CString;
-use std::fmt;
 
 use cl_raw::object::{self, Object};
 use cl_raw::{program as raw, sys, ClError};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::{adopt_or_release, drop_releases, retain_for_clone, RawHandle};
+use crate::raw_handle::{adopt_or_release, clone_retains, debug_fields, drop_releases, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::kernel::Kernel;
@@ -233,20 +232,6 @@ unsafe impl crate::raw_handle::RawHandle for Program {
     }
 }
 
-impl Clone for Program {
-    fn clone(&self) -> Program {
-        retain_for_clone(Object::Program, self.raw);
-        Program {
-            raw: self.raw,
-            context: self.context.clone(),
-        }
-    }
-}
-
+clone_retains!(Program: Program { context });
 drop_releases!(Program: Program);
-
-impl fmt::Debug for Program {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Program").field("raw", &self.raw).finish()
-    }
-}
+debug_fields!(Program: raw);

@@ -1,14 +1,12 @@
 //! [`Queue`]: a host command queue (in-order by default), with flush/finish, markers and
 //! barriers.
 
-use std::fmt;
-
 use cl_raw::object::{self, Object};
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::raw_handle::{
-    adopt_or_release, drop_releases, eq_by_handle, retain_for_clone, RawHandle,
+    adopt_or_release, clone_retains, debug_fields, drop_releases, eq_by_handle, RawHandle,
 };
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
@@ -322,29 +320,7 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
     }
 }
 
-impl Clone for Queue {
-    fn clone(&self) -> Queue {
-        retain_for_clone(Object::Queue, self.raw);
-        Queue {
-            _live: crate::runtime::live::Live::new(),
-            raw: self.raw,
-            context: self.context.clone(),
-            device: self.device,
-            properties: self.properties,
-        }
-    }
-}
-
+clone_retains!(Queue: Queue { context, device, properties, _live });
 drop_releases!(Queue: Queue);
-
 eq_by_handle!(raw: Queue);
-
-impl fmt::Debug for Queue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Queue")
-            .field("raw", &self.raw)
-            .field("device", &self.device)
-            .field("properties", &self.properties)
-            .finish()
-    }
-}
+debug_fields!(Queue: raw, device, properties);

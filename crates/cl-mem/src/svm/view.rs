@@ -1,7 +1,6 @@
 //! [`SvmBufferView`]: an SVM allocation seen as a buffer object (`clCreateBuffer` with
 //! `CL_MEM_USE_HOST_PTR` on the SVM pointer, PyOpenCL's `SVMPointer.as_buffer`).
 
-use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -11,7 +10,7 @@ use crate::buffer::tracked::enqueue_host;
 use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
 use crate::error::{check_range, Error, Result};
 use crate::memory::MemFlags;
-use crate::raw_handle::{drop_releases, RawHandle};
+use crate::raw_handle::{debug_fields, drop_releases, RawHandle};
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
@@ -183,12 +182,4 @@ unsafe impl KernelArg for SvmBufferView<'_> {
     }
 }
 
-impl fmt::Debug for SvmBufferView<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SvmBufferView")
-            .field("raw", &self.raw)
-            .field("size", &self.size)
-            .field("flags", &self.flags)
-            .finish()
-    }
-}
+debug_fields!(SvmBufferView<'_>: raw, size, flags);
