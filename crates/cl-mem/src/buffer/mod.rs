@@ -865,16 +865,7 @@ pub(crate) fn check_size(context: &Context, size: usize) -> Result<()> {
             "buffer size must be positive".into(),
         ));
     }
-    let mut max = 0u64;
-    for d in context.devices() {
-        max = max.max(d.max_mem_alloc_size()?);
-    }
-    if size as u64 > max {
-        return Err(Error::InvalidArgument(format!(
-            "buffer size {size} exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE ({max}) of every device"
-        )));
-    }
-    Ok(())
+    context.check_alloc_size("buffer", size)
 }
 
 // SAFETY: `raw` is a valid buffer we hold a reference to for as long as `self` lives.

@@ -119,6 +119,26 @@ impl Context {
         Ok(())
     }
 
+    /// Rejects an allocation of `size` bytes larger than `CL_DEVICE_MAX_MEM_ALLOC_SIZE` of every
+    /// device of the context (the driver's `CL_INVALID_BUFFER_SIZE`; `clSVMAlloc` returns NULL),
+    /// naming it `what` in the message.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] as above; [`Error::Cl`] from `clGetDeviceInfo`.
+    pub(crate) fn check_alloc_size(&self, what: &str, size: usize) -> Result<()> {
+        let mut max = 0u64;
+        for d in self.devices() {
+            max = max.max(d.max_mem_alloc_size()?);
+        }
+        if size as u64 > max {
+            return Err(Error::InvalidArgument(format!(
+                "{what} size {size} exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE ({max}) of every device"
+            )));
+        }
+        Ok(())
+    }
+
     /// The pinned chunks of staged transfers (see `crate::buffer::staged`).
     pub(crate) fn staging(&self) -> &crate::runtime::staging::StagingCache {
         &self.staging

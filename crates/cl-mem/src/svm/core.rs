@@ -376,15 +376,7 @@ impl Core {
         let align32 = u32::try_from(alignment).map_err(|_| {
             Error::InvalidArgument(format!("SVM alignment {alignment} does not fit a cl_uint"))
         })?;
-        let mut max = 0u64;
-        for d in context.devices() {
-            max = max.max(d.max_mem_alloc_size()?);
-        }
-        if size as u64 > max {
-            return Err(Error::InvalidArgument(format!(
-                "SVM size {size} exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE ({max})"
-            )));
-        }
+        context.check_alloc_size("SVM", size)?;
         let ptr = if size == 0 {
             // PyOpenCL PR #742: zero-size allocations are allowed and allocate nothing.
             std::ptr::null_mut()
