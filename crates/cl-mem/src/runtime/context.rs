@@ -1,7 +1,6 @@
 //! [`Context`]: the scope of memory objects, programs and queues.
 
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::raw_handle::{
@@ -305,10 +304,7 @@ extern "C" fn destroy_trampoline(_context: sys::cl_context, user_data: *mut c_vo
     // SAFETY: `user_data` is the `Box<DestroyCallback>` leaked by `Context::on_destroy`; the
     // driver calls each registered destructor callback exactly once.
     let callback = unsafe { Box::from_raw(user_data.cast::<DestroyCallback>()) };
-    // A panic must not unwind into the driver (undefined behaviour across `extern "C"`).
-    if catch_unwind(AssertUnwindSafe(callback)).is_err() {
-        tracing::error!("context destructor callback panicked; the panic was contained");
-    }
+    crate::runtime::worker::run_contained("context destructor callback", callback);
 }
 
 #[cfg(test)]

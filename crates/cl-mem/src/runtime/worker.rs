@@ -39,9 +39,7 @@ fn start() -> Option<Sender<Job>> {
         .name("cl-mem-callbacks".into())
         .spawn(move || {
             for job in rx {
-                if catch_unwind(AssertUnwindSafe(job)).is_err() {
-                    tracing::error!("a callback's work panicked; the panic was contained");
-                }
+                run_contained("a callback's work", job);
             }
         });
     match spawned {
@@ -103,9 +101,15 @@ impl Place {
             },
             _ => job,
         };
-        if catch_unwind(AssertUnwindSafe(job)).is_err() {
-            tracing::error!("a callback's work panicked; the panic was contained");
-        }
+        run_contained("a callback's work", job);
+    }
+}
+
+/// Runs `f`, containing a panic (logged as `what` panicked): a callback's work must neither
+/// unwind into the driver (undefined behaviour across `extern "C"`) nor end the worker.
+pub(crate) fn run_contained(what: &str, f: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        tracing::error!("{what} panicked; the panic was contained");
     }
 }
 
