@@ -4,13 +4,14 @@
 use std::ffi::c_void;
 use std::hash::Hash;
 
-use crate::raw_handle::{clone_retains, debug_fields, drop_releases, eq_by_handle};
+use crate::raw_handle::{
+    clone_retains, debug_fields, drop_releases, eq_by_handle, get_info, get_info_retained,
+};
 use bitflags::bitflags;
 use cl_raw::object::{self, Object};
 use cl_raw::{sys, InfoValue, Version};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::extra;
 
@@ -176,7 +177,7 @@ pub struct MemInfo {
 /// One `clGetMemObjectInfo` answer; `mem` must be a valid object of a platform that knows `param`.
 pub(crate) fn query<T: InfoValue>(mem: sys::cl_mem, param: u32) -> Result<T> {
     // SAFETY: callers pass a valid object and a parameter its platform knows.
-    unsafe { object::get_info(Object::Mem, mem, param) }.map_err(Error::cl("clGetMemObjectInfo"))
+    unsafe { get_info(Object::Mem, mem, param) }
 }
 
 /// `CL_MEM_TYPE` of a valid object.
@@ -186,9 +187,8 @@ pub(crate) fn mem_type(mem: sys::cl_mem) -> Result<MemObjectType> {
 
 /// `CL_MEM_CONTEXT` of a valid object, as a new owning [`Context`].
 pub(crate) fn mem_context(mem: sys::cl_mem) -> Result<Context> {
-    let ctx: sys::cl_context = query(mem, sys::CL_MEM_CONTEXT)?;
-    // SAFETY: the driver returned the object's live context.
-    unsafe { Context::from_raw_retained(ctx) }
+    // SAFETY: callers pass a valid object; a 1.0 parameter, the object's live context.
+    unsafe { get_info_retained(Object::Mem, mem, sys::CL_MEM_CONTEXT) }
 }
 
 /// `CL_MEM_ASSOCIATED_MEMOBJECT` of a valid object, owning a new reference.
@@ -265,10 +265,7 @@ impl Memory {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Memory {
-    type Raw = sys::cl_mem;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Mem
-    }
+    crate::raw_handle::raw_handle_field!(Mem: sys::cl_mem);
 
     /// Adopts one reference (no retain): `from_int_ptr(ptr, retain=False)`.
     ///
@@ -302,12 +299,6 @@ unsafe impl crate::raw_handle::RawHandle for Memory {
         // SAFETY: `this` is never used again and its `Drop` never runs; the token is read once.
         drop(unsafe { std::ptr::read(&this.live) });
         this.raw
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    #[inline]
-    fn as_raw(&self) -> sys::cl_mem {
-        self.raw
     }
 
     /// Gives the reference away without releasing it.

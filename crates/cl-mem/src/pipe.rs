@@ -139,10 +139,7 @@ impl Pipe {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Pipe {
-    type Raw = sys::cl_mem;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Mem
-    }
+    crate::raw_handle::raw_handle_field!(Mem: sys::cl_mem);
 
     /// Adopts one reference to a raw pipe (no retain), reading its packet size and count.
     ///
@@ -169,12 +166,6 @@ unsafe impl crate::raw_handle::RawHandle for Pipe {
         p.packet_size = p.query_packet_size()?;
         p.max_packets = p.query_max_packets()?;
         Ok(p)
-    }
-
-    /// The raw handle (still owned by `self`).
-    #[inline]
-    fn as_raw(&self) -> sys::cl_mem {
-        self.raw
     }
 
     /// Gives the reference away without releasing it.

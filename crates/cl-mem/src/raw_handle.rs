@@ -121,11 +121,83 @@ pub unsafe trait RawHandle {
     where
         Self: Sized,
     {
-        let (_, _, query, param) = names(Self::object());
         // SAFETY: a valid handle while `self` lives; a 1.0 parameter of its kind.
-        unsafe { object::get_info(Self::object(), self.as_raw().into(), param) }
-            .map_err(Error::cl(query))
+        unsafe {
+            get_info(
+                Self::object(),
+                self.as_raw().into(),
+                names(Self::object()).3,
+            )
+        }
     }
+}
+
+/// The items of a [`RawHandle`] implementation that only name the handle kept in field `raw`:
+/// `Raw`, `object()` (`Object::$kind`) and `as_raw`. Written inside the `unsafe impl`, which
+/// keeps its safety comment and writes `from_raw` and `into_raw` itself.
+macro_rules! raw_handle_field {
+    ($kind:ident: $raw:ty) => {
+        type Raw = $raw;
+
+        fn object() -> cl_raw::object::Object {
+            cl_raw::object::Object::$kind
+        }
+
+        #[inline]
+        fn as_raw(&self) -> $raw {
+            self.raw
+        }
+    };
+}
+pub(crate) use raw_handle_field;
+
+/// `clGet*Info` of a handle of kind `object`, decoded as `T`, failure named after the call
+/// (`clGetProgramInfo`, ...).
+///
+/// # Safety
+///
+/// As [`object::get_info`]: `raw` is a valid handle of kind `object` and `param` a parameter
+/// its platform version knows.
+#[inline]
+pub(crate) unsafe fn get_info<T: cl_raw::InfoValue>(
+    object: Object,
+    raw: *mut std::ffi::c_void,
+    param: u32,
+) -> Result<T> {
+    // SAFETY: the caller's obligations.
+    unsafe { object::get_info(object, raw, param) }.map_err(Error::cl(names(object).2))
+}
+
+/// The object a handle of kind `object` reports for `param` (its context, a kernel's program),
+/// as a new owning wrapper holding a reference of its own.
+///
+/// # Safety
+///
+/// As [`get_info`]; `param`'s value is a live object of `P`'s kind (the driver keeps an object's
+/// context, and a kernel's program, alive while the object lives) and meets `P::from_raw`'s
+/// other obligations.
+pub(crate) unsafe fn get_info_retained<P: RawHandle>(
+    object: Object,
+    raw: *mut std::ffi::c_void,
+    param: u32,
+) -> Result<P>
+where
+    P::Raw: cl_raw::InfoValue,
+{
+    // SAFETY: the caller's obligations.
+    let parent: P::Raw = unsafe { get_info(object, raw, param) }?;
+    // SAFETY: a live object of `P`'s kind (the caller's obligation); the wrapper retains it.
+    unsafe { P::from_raw_retained(parent) }
+}
+
+/// `into_raw` for wrappers whose `Drop` frees more than the reference (a staging cache, pending
+/// kernel arguments): one reference more for the caller, then `this` drops normally, where
+/// forgetting it would leak what its `Drop` frees.
+pub(crate) fn retain_then_drop<T: RawHandle>(this: T) -> T::Raw {
+    let raw = this.as_raw();
+    retain_for_clone(T::object(), raw.into());
+    drop(this);
+    raw
 }
 
 /// Releases one reference from a `Drop` (or an error path that gives a handle up), logging

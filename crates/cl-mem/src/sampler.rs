@@ -6,8 +6,10 @@
 //! passed to `clCreateSampler` (PyOpenCL calls the 2.0 entry point anyway, after a warning that
 //! "the next thing you see may be a crash"), and anything else is [`Error::Unsupported`].
 
-use crate::raw_handle::{clone_retains, debug_fields, drop_releases, eq_by_handle};
-use cl_raw::object::{self, Object};
+use crate::raw_handle::{
+    clone_retains, debug_fields, drop_releases, eq_by_handle, get_info, get_info_retained,
+};
+use cl_raw::object::Object;
 use cl_raw::{sampler as raw, sys, Version};
 
 use crate::error::{Error, Result};
@@ -235,8 +237,7 @@ impl Sampler {
 
     fn query<T: cl_raw::InfoValue>(&self, param: sys::cl_sampler_info) -> Result<T> {
         // SAFETY: a valid sampler; callers pass 1.0 parameters or gate newer ones.
-        unsafe { object::get_info(Object::Sampler, self.raw, param) }
-            .map_err(Error::cl("clGetSamplerInfo"))
+        unsafe { get_info(Object::Sampler, self.raw, param) }
     }
 
     /// `clGetSamplerInfo`: every `CL_SAMPLER_*` query in one value (PyOpenCL's
@@ -246,9 +247,9 @@ impl Sampler {
     ///
     /// [`Error::Cl`] from `clGetSamplerInfo` or `clRetainContext`.
     pub fn info(&self) -> Result<SamplerInfo> {
-        let ctx: sys::cl_context = self.query(sys::CL_SAMPLER_CONTEXT)?;
-        // SAFETY: the driver returned the sampler's live context.
-        let context = unsafe { Context::from_raw_retained(ctx) }?;
+        // SAFETY: a valid sampler; a 1.0 parameter, its live context.
+        let context: Context =
+            unsafe { get_info_retained(Object::Sampler, self.raw, sys::CL_SAMPLER_CONTEXT) }?;
         // Asked only of 3.0 platforms: an older driver may misbehave on the newer query.
         let properties = match context.platform_version() >= Version::V3_0 {
             true => Some(self.query(extra::CL_SAMPLER_PROPERTIES)?),
@@ -284,10 +285,7 @@ pub struct SamplerInfo {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Sampler {
-    type Raw = sys::cl_sampler;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Sampler
-    }
+    crate::raw_handle::raw_handle_field!(Sampler: sys::cl_sampler);
 
     /// Adopts one reference to a raw sampler (no retain); never fails.
     ///
@@ -296,12 +294,6 @@ unsafe impl crate::raw_handle::RawHandle for Sampler {
     /// 1. `raw` is a valid sampler and the caller gives its reference to the new `Sampler`.
     unsafe fn from_raw(raw: sys::cl_sampler) -> Result<Sampler> {
         Ok(Sampler { raw })
-    }
-
-    /// The raw handle (still owned by `self`).
-    #[inline]
-    fn as_raw(&self) -> sys::cl_sampler {
-        self.raw
     }
 
     /// Gives the reference away without releasing it.

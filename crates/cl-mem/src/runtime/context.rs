@@ -4,9 +4,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::raw_handle::{
-    adopt_or_release, clone_retains, debug_fields, drop_releases, eq_by_handle, retain_for_clone,
+    adopt_or_release, clone_retains, debug_fields, drop_releases, eq_by_handle, get_info,
 };
-use cl_raw::object::{self, Object};
+use cl_raw::object::Object;
 use cl_raw::{context as raw, sys, Version};
 
 use crate::error::{Error, Result};
@@ -218,10 +218,7 @@ impl Context {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Context {
-    type Raw = sys::cl_context;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Context
-    }
+    crate::raw_handle::raw_handle_field!(Context: sys::cl_context);
 
     /// Adopts one reference to a raw context (no retain).
     ///
@@ -237,8 +234,7 @@ unsafe impl crate::raw_handle::RawHandle for Context {
         let read = || -> Result<Context> {
             // SAFETY: obligation 1.
             let ids: Vec<sys::cl_device_id> =
-                unsafe { object::get_info(Object::Context, raw, sys::CL_CONTEXT_DEVICES) }
-                    .map_err(Error::cl("clGetContextInfo"))?;
+                unsafe { get_info(Object::Context, raw, sys::CL_CONTEXT_DEVICES) }?;
             let devices = ids
                 .into_iter()
                 // SAFETY: ids of the context's (root) devices.
@@ -261,20 +257,10 @@ unsafe impl crate::raw_handle::RawHandle for Context {
         unsafe { adopt_or_release(Object::Context, raw, read) }
     }
 
-    /// The raw handle (still owned by `self`).
-    #[inline]
-    fn as_raw(&self) -> sys::cl_context {
-        self.raw
-    }
-
     /// Gives the reference away without releasing it.
     fn into_raw(self) -> sys::cl_context {
-        let raw = self.raw;
-        // One reference more for the caller, then `self` drops normally (its reference and its
-        // staging cache go): forgetting `self` would leak the cache.
-        retain_for_clone(Object::Context, raw);
-        drop(self);
-        raw
+        // `Drop` frees the staging cache too.
+        crate::raw_handle::retain_then_drop(self)
     }
 }
 

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::mem_type::MemObjectType;
 use crate::pod::{bytes_of, Pod};
 use crate::raw_handle::{
-    adopt_or_release, debug_fields, release_in_drop, retain_for_clone, RawHandle,
+    adopt_or_release, debug_fields, get_info, get_info_retained, release_in_drop, RawHandle,
 };
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
@@ -772,8 +772,7 @@ impl Kernel {
     /// [`Error::Cl`] from `clGetKernelInfo`.
     pub fn num_args(&self) -> Result<u32> {
         // SAFETY: a valid kernel; a 1.0 parameter.
-        unsafe { object::get_info(Object::Kernel, self.raw, sys::CL_KERNEL_NUM_ARGS) }
-            .map_err(Error::cl("clGetKernelInfo"))
+        unsafe { get_info(Object::Kernel, self.raw, sys::CL_KERNEL_NUM_ARGS) }
     }
 
     /// A `clGetKernelWorkGroupInfo` parameter for `device`, decoded as `T`: PyOpenCL's
@@ -823,9 +822,7 @@ impl Kernel {
     /// [`Error::Cl`] from `clGetKernelInfo`.
     pub fn attributes(&self) -> Result<String> {
         // SAFETY: a valid kernel of a 1.2+ platform; a 1.2 parameter.
-        let s: String =
-            unsafe { object::get_info(Object::Kernel, self.raw, sys::CL_KERNEL_ATTRIBUTES) }
-                .map_err(Error::cl("clGetKernelInfo"))?;
+        let s: String = unsafe { get_info(Object::Kernel, self.raw, sys::CL_KERNEL_ATTRIBUTES) }?;
         Ok(s.trim_end_matches('\0').to_owned())
     }
 
@@ -1038,19 +1035,16 @@ impl Kernel {
             ArgValue::Mem(m) | ArgValue::MemKeepAlive { mem: m, .. } => {
                 // SAFETY: a valid memory object (KernelArg contract); 1.0 parameters.
                 let ctx: sys::cl_context =
-                    unsafe { object::get_info(Object::Mem, *m, sys::CL_MEM_CONTEXT) }
-                        .map_err(Error::cl("clGetMemObjectInfo"))?;
+                    unsafe { get_info(Object::Mem, *m, sys::CL_MEM_CONTEXT) }?;
                 // SAFETY: as above.
                 let t: sys::cl_mem_object_type =
-                    unsafe { object::get_info(Object::Mem, *m, sys::CL_MEM_TYPE) }
-                        .map_err(Error::cl("clGetMemObjectInfo"))?;
+                    unsafe { get_info(Object::Mem, *m, sys::CL_MEM_TYPE) }?;
                 (Some(ctx), Some(MemObjectType::from_raw(t)))
             }
             ArgValue::Sampler(s) => {
                 // SAFETY: a valid sampler (KernelArg contract); a 1.0 parameter.
                 let ctx: sys::cl_context =
-                    unsafe { object::get_info(Object::Sampler, *s, sys::CL_SAMPLER_CONTEXT) }
-                        .map_err(Error::cl("clGetSamplerInfo"))?;
+                    unsafe { get_info(Object::Sampler, *s, sys::CL_SAMPLER_CONTEXT) }?;
                 (Some(ctx), None)
             }
             ArgValue::Svm {
@@ -1402,10 +1396,7 @@ impl Kernel {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Kernel {
-    type Raw = sys::cl_kernel;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Kernel
-    }
+    crate::raw_handle::raw_handle_field!(Kernel: sys::cl_kernel);
 
     /// Adopts one reference to a raw kernel (no retain), reading its program
     /// (`CL_KERNEL_PROGRAM`, retained by the new `Kernel`), function name, argument count and
@@ -1433,18 +1424,13 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
     unsafe fn from_raw(raw: sys::cl_kernel) -> Result<Kernel> {
         let read = || -> Result<Kernel> {
             // SAFETY: obligation 1; 1.0 parameters.
-            let program: sys::cl_program =
-                unsafe { object::get_info(Object::Kernel, raw, sys::CL_KERNEL_PROGRAM) }
-                    .map_err(Error::cl("clGetKernelInfo"))?;
-            // SAFETY: as above.
             let name: String =
-                unsafe { object::get_info(Object::Kernel, raw, sys::CL_KERNEL_FUNCTION_NAME) }
-                    .map_err(Error::cl("clGetKernelInfo"))?;
+                unsafe { get_info(Object::Kernel, raw, sys::CL_KERNEL_FUNCTION_NAME) }?;
             // SAFETY: as above.
-            let n: u32 = unsafe { object::get_info(Object::Kernel, raw, sys::CL_KERNEL_NUM_ARGS) }
-                .map_err(Error::cl("clGetKernelInfo"))?;
-            // SAFETY: the live program of a valid kernel; the wrapper takes its own reference.
-            let program = unsafe { Program::from_raw_retained(program) }?;
+            let n: u32 = unsafe { get_info(Object::Kernel, raw, sys::CL_KERNEL_NUM_ARGS) }?;
+            // SAFETY: as above; the kernel's live program.
+            let program: Program =
+                unsafe { get_info_retained(Object::Kernel, raw, sys::CL_KERNEL_PROGRAM) }?;
             let params = read_params(raw, n, address_bytes(program.context()))?;
             Ok(Kernel {
                 raw,
@@ -1459,24 +1445,14 @@ unsafe impl crate::raw_handle::RawHandle for Kernel {
         unsafe { adopt_or_release(Object::Kernel, raw, read) }
     }
 
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    #[inline]
-    fn as_raw(&self) -> sys::cl_kernel {
-        self.raw
-    }
-
     /// Gives the reference away without releasing it.
     ///
     /// The `Kernel`'s argument holds end as in `Drop`: commands already enqueued keep their
     /// arguments until they complete, but the arguments still set on the raw kernel are no
     /// longer kept alive by anything: set them again before enqueueing it through the raw handle.
     fn into_raw(self) -> sys::cl_kernel {
-        let raw = self.raw;
-        // One reference more for the caller, then `self` drops normally (its `Drop` hands pending
-        // argument snapshots to event callbacks): forgetting `self` would leak them.
-        retain_for_clone(Object::Kernel, raw);
-        drop(self);
-        raw
+        // `Drop` hands pending argument snapshots to event callbacks.
+        crate::raw_handle::retain_then_drop(self)
     }
 }
 

@@ -3,11 +3,14 @@
 
 use std::ffi::CString;
 
-use cl_raw::object::{self, Object};
+use cl_raw::object::Object;
 use cl_raw::{program as raw, sys, ClError};
 
 use crate::error::{Error, Result};
-use crate::raw_handle::{adopt_or_release, clone_retains, debug_fields, drop_releases, RawHandle};
+use crate::raw_handle::{
+    adopt_or_release, clone_retains, debug_fields, drop_releases, get_info, get_info_retained,
+    RawHandle,
+};
 use crate::runtime::context::Context;
 use crate::runtime::device::Device;
 use crate::runtime::kernel::Kernel;
@@ -123,8 +126,7 @@ impl Program {
     pub fn kernel_names(&self) -> Result<Vec<String>> {
         // SAFETY: a valid program; a 1.2 parameter on the 1.2+ platforms this crate supports.
         let s: String =
-            unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_KERNEL_NAMES) }
-                .map_err(Error::cl("clGetProgramInfo"))?;
+            unsafe { get_info(Object::Program, self.raw, sys::CL_PROGRAM_KERNEL_NAMES) }?;
         Ok(s.split(';')
             .filter(|n| !n.is_empty())
             .map(str::to_owned)
@@ -138,9 +140,7 @@ impl Program {
     /// [`Error::Cl`] from `clGetProgramInfo`.
     pub fn source(&self) -> Result<String> {
         // SAFETY: a valid program; a 1.0 parameter.
-        let s: String =
-            unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_SOURCE) }
-                .map_err(Error::cl("clGetProgramInfo"))?;
+        let s: String = unsafe { get_info(Object::Program, self.raw, sys::CL_PROGRAM_SOURCE) }?;
         Ok(s.trim_end_matches('\0').to_owned())
     }
 
@@ -154,8 +154,7 @@ impl Program {
     pub fn binaries(&self) -> Result<Vec<Vec<u8>>> {
         // SAFETY: a valid program; a 1.0 parameter.
         let sizes: Vec<usize> =
-            unsafe { object::get_info(Object::Program, self.raw, sys::CL_PROGRAM_BINARY_SIZES) }
-                .map_err(Error::cl("clGetProgramInfo"))?;
+            unsafe { get_info(Object::Program, self.raw, sys::CL_PROGRAM_BINARY_SIZES) }?;
         // SAFETY: a valid program; `sizes` is its CL_PROGRAM_BINARY_SIZES, read just before.
         unsafe { raw::get_binaries(self.raw, &sizes) }.map_err(Error::cl("clGetProgramInfo"))
     }
@@ -179,10 +178,7 @@ impl Program {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Program {
-    type Raw = sys::cl_program;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Program
-    }
+    crate::raw_handle::raw_handle_field!(Program: sys::cl_program);
 
     /// Adopts one reference to a raw program (no retain), reading its context
     /// (`CL_PROGRAM_CONTEXT`, retained by the new `Program`): PyOpenCL's
@@ -202,22 +198,13 @@ unsafe impl crate::raw_handle::RawHandle for Program {
     /// 1. `raw` is a valid program and the caller gives its reference to the new `Program`.
     unsafe fn from_raw(raw: sys::cl_program) -> Result<Program> {
         let read = || -> Result<Program> {
-            // SAFETY: obligation 1; a 1.0 parameter.
-            let ctx: sys::cl_context =
-                unsafe { object::get_info(Object::Program, raw, sys::CL_PROGRAM_CONTEXT) }
-                    .map_err(Error::cl("clGetProgramInfo"))?;
-            // SAFETY: the live context of a valid program; the wrapper takes its own reference.
-            let context = unsafe { Context::from_raw_retained(ctx) }?;
+            // SAFETY: obligation 1; a 1.0 parameter, the program's live context.
+            let context =
+                unsafe { get_info_retained(Object::Program, raw, sys::CL_PROGRAM_CONTEXT) }?;
             Ok(Program { raw, context })
         };
         // SAFETY: obligation 1.
         unsafe { adopt_or_release(Object::Program, raw, read) }
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    #[inline]
-    fn as_raw(&self) -> sys::cl_program {
-        self.raw
     }
 
     /// Gives the reference away without releasing it (the `Program`'s context reference is

@@ -1,12 +1,13 @@
 //! [`Queue`]: a host command queue (in-order by default), with flush/finish, markers and
 //! barriers.
 
-use cl_raw::object::{self, Object};
+use cl_raw::object::Object;
 use cl_raw::{queue as raw, sys, Version};
 
 use crate::error::{Error, Result};
 use crate::raw_handle::{
-    adopt_or_release, clone_retains, debug_fields, drop_releases, eq_by_handle, RawHandle,
+    adopt_or_release, clone_retains, debug_fields, drop_releases, eq_by_handle, get_info,
+    get_info_retained, RawHandle,
 };
 use crate::runtime::context::Context;
 use crate::runtime::device::{Device, QueueProperties};
@@ -235,8 +236,7 @@ impl Queue {
         }
         // SAFETY: a valid queue of a 2.1+ platform and device (checked).
         let q: sys::cl_command_queue =
-            unsafe { object::get_info(Object::Queue, self.raw, sys::CL_QUEUE_DEVICE_DEFAULT) }
-                .map_err(Error::cl("clGetCommandQueueInfo"))?;
+            unsafe { get_info(Object::Queue, self.raw, sys::CL_QUEUE_DEVICE_DEFAULT) }?;
         Ok((!q.is_null()).then_some(q))
     }
 }
@@ -244,10 +244,7 @@ impl Queue {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Queue {
-    type Raw = sys::cl_command_queue;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Queue
-    }
+    crate::raw_handle::raw_handle_field!(Queue: sys::cl_command_queue);
 
     /// Adopts one reference to a raw host queue (no retain), reading its context
     /// (`CL_QUEUE_CONTEXT`, retained by the new `Queue`), device and properties: PyOpenCL's
@@ -267,43 +264,30 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
     unsafe fn from_raw(raw: sys::cl_command_queue) -> Result<Queue> {
         let read = || -> Result<Queue> {
             // SAFETY: obligation 1; 1.0 parameters.
-            let ctx: sys::cl_context =
-                unsafe { object::get_info(Object::Queue, raw, sys::CL_QUEUE_CONTEXT) }
-                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
-            // SAFETY: as above.
-            let dev: sys::cl_device_id =
-                unsafe { object::get_info(Object::Queue, raw, sys::CL_QUEUE_DEVICE) }
-                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
-            // SAFETY: as above.
             let bits: sys::cl_command_queue_properties =
-                unsafe { object::get_info(Object::Queue, raw, sys::CL_QUEUE_PROPERTIES) }
-                    .map_err(Error::cl("clGetCommandQueueInfo"))?;
-            let properties = QueueProperties::from_bits_retain(bits);
+                unsafe { get_info(Object::Queue, raw, sys::CL_QUEUE_PROPERTIES) }?;
             if bits & (sys::CL_QUEUE_ON_DEVICE | sys::CL_QUEUE_ON_DEVICE_DEFAULT) != 0 {
                 return Err(Error::InvalidArgument(
                     "device-side queues are not supported by Queue".into(),
                 ));
             }
-            // SAFETY: the live context of a valid queue; the wrapper takes its own reference.
-            let context = unsafe { Context::from_raw_retained(ctx) }?;
+            // SAFETY: as above; the queue's live context.
+            let context = unsafe { get_info_retained(Object::Queue, raw, sys::CL_QUEUE_CONTEXT) }?;
+            // SAFETY: as above.
+            let dev: sys::cl_device_id =
+                unsafe { get_info(Object::Queue, raw, sys::CL_QUEUE_DEVICE) }?;
             // SAFETY: the queue's device (obligation 2 for sub-devices).
             let device = unsafe { Device::from_raw(dev) }?;
             Ok(Queue {
                 raw,
                 context,
                 device,
-                properties,
+                properties: QueueProperties::from_bits_retain(bits),
                 _live: crate::runtime::live::Live::new(),
             })
         };
         // SAFETY: obligation 1.
         unsafe { adopt_or_release(Object::Queue, raw, read) }
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    #[inline]
-    fn as_raw(&self) -> sys::cl_command_queue {
-        self.raw
     }
 
     /// Gives the reference away without releasing it (the context reference the `Queue` held
