@@ -212,9 +212,9 @@ pub(crate) fn mem_associated_object(mem: sys::cl_mem) -> Result<Option<Memory>> 
 /// `MemoryObject`. Owns one reference: `Clone` retains, `Drop` releases; equality and hashing
 /// are by handle.
 ///
-/// Use it to adopt handles from other libraries ([`Memory::from_raw`], the equivalent of
-/// `MemoryObject.from_int_ptr(ptr, retain=False)`) and to hold objects of mixed kinds; narrow
-/// it with `Buffer::try_from(memory)` ([`crate::Image`] too).
+/// Use it to adopt handles from other libraries ([`Memory::from_raw`](Memory#method.from_raw),
+/// the equivalent of `MemoryObject.from_int_ptr(ptr, retain=False)`) and to hold objects of mixed
+/// kinds; narrow it with `Buffer::try_from(memory)` ([`crate::Image`] too).
 pub struct Memory {
     raw: sys::cl_mem,
     /// The command record, when the handle came from a [`crate::Buffer`] (kernels then keep to
