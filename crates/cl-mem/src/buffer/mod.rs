@@ -55,7 +55,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Read, Tracked, Write};
+use crate::runtime::track::{Access, Direction, Tracked};
 use crate::runtime::worker::Place;
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
@@ -575,28 +575,52 @@ impl Buffer {
         self.sub_buffer(start, end - start, MemFlags::empty())
     }
 
-    /// The plain path of a blocking write: one `clEnqueueWriteBuffer`.
-    pub(crate) fn write_bytes_plain(
+    /// The checks (before the driver) of a host transfer of `len` bytes at `offset`
+    /// (`reading`: device to host): the range, the queue's context, the host-access flags.
+    pub(crate) fn check_host_bytes(
+        &self,
+        queue: &Queue,
+        offset: usize,
+        len: usize,
+        reading: bool,
+    ) -> Result<()> {
+        let what = if reading {
+            "buffer read"
+        } else {
+            "buffer write"
+        };
+        self.check_range(what, offset, len)?;
+        self.check_queue(queue)?;
+        self.check_host_access(reading)
+    }
+
+    /// The plain path of a blocking read or write: one `clEnqueueReadBuffer` or
+    /// `clEnqueueWriteBuffer` of `len` bytes between `host` and `offset_bytes` (checked here).
+    ///
+    /// # Safety
+    ///
+    /// `host` is valid for `len` bytes of writes (a read) or reads (a write) during the call,
+    /// and nothing else accesses them meanwhile (a write only needs them not written).
+    pub(crate) unsafe fn bytes_plain<D: Direction>(
         &self,
         queue: &Queue,
         offset_bytes: usize,
-        data: &[u8],
+        host: D::Host,
+        len: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.check_range("buffer write", offset_bytes, data.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
+        self.check_host_bytes(queue, offset_bytes, len, D::ACCESS == Access::Read)?;
         // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
-        // the write is blocking, so `data` is only read during the call.
+        // the transfer is blocking, so the caller's obligation covers `host`.
         unsafe {
-            tracked::enqueue_host::<Write>(
+            tracked::enqueue_host::<D>(
                 queue,
                 self.raw,
                 Some(&self.tracked),
                 true,
                 offset_bytes,
-                data.as_ptr().cast(),
-                data.len(),
+                host,
+                len,
                 wait,
             )
         }
@@ -637,34 +661,6 @@ impl Buffer {
         let mut out = vec![zero; len];
         self.read(queue, &mut out[..], &[])?;
         Ok(out)
-    }
-
-    /// The plain path of a blocking read: one `clEnqueueReadBuffer`.
-    pub(crate) fn read_bytes_plain(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.check_range("buffer read", offset_bytes, out.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
-        // the read is blocking, so `out` is written only during the call, through our exclusive
-        // borrow.
-        unsafe {
-            tracked::enqueue_host::<Read>(
-                queue,
-                self.raw,
-                Some(&self.tracked),
-                true,
-                offset_bytes,
-                out.as_mut_ptr().cast(),
-                out.len(),
-                wait,
-            )
-        }
     }
 }
 
