@@ -679,6 +679,32 @@ fn no_pitches(o: &Transfer<'_>, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The checks of a copy between `image` and a buffer (`image_is_src`: into the buffer), named
+/// `what`: no byte offset on the image side, no pitches, no byte count; then the image side's
+/// origin and region.
+fn buffer_copy_side(
+    image: &Image,
+    o: &Transfer<'_>,
+    image_is_src: bool,
+    what: &str,
+) -> Result<([usize; 3], [usize; 3])> {
+    no_image_offset(
+        if image_is_src {
+            o.src_offset
+        } else {
+            o.dst_offset
+        },
+        what,
+    )?;
+    no_pitches(o, what)?;
+    if o.byte_count.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} takes no byte count (the region sets it)"
+        )));
+    }
+    Ok(image.image_side(o, image_is_src))
+}
+
 // `crate::enqueue_copy` with images (PyOpenCL's `enqueue_copy` with images): image from image,
 // image from host slice, host slice from image, buffer from image and image from buffer. The
 // image side is the whole image, or the rectangle of the `Transfer` (origins and region in
@@ -719,14 +745,7 @@ impl<T: Pod> CopyPair for (&mut [T], &Image) {
 impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
     fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
         let image = self.1;
-        no_image_offset(o.src_offset, "a buffer-from-image copy")?;
-        no_pitches(&o, "a buffer-from-image copy")?;
-        if o.byte_count.is_some() {
-            return Err(Error::InvalidArgument(
-                "a buffer-from-image copy takes no byte count (the region sets it)".into(),
-            ));
-        }
-        let (origin, region) = image.image_side(&o, true);
+        let (origin, region) = buffer_copy_side(image, &o, true, "a buffer-from-image copy")?;
         image.copy_to_buffer(
             queue,
             self.0.as_buffer(),
@@ -741,14 +760,7 @@ impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
 impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&Image, &B) {
     fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
         let image = self.0;
-        no_image_offset(o.dst_offset, "an image-from-buffer copy")?;
-        no_pitches(&o, "an image-from-buffer copy")?;
-        if o.byte_count.is_some() {
-            return Err(Error::InvalidArgument(
-                "an image-from-buffer copy takes no byte count (the region sets it)".into(),
-            ));
-        }
-        let (origin, region) = image.image_side(&o, false);
+        let (origin, region) = buffer_copy_side(image, &o, false, "an image-from-buffer copy")?;
         image.copy_from_buffer(
             queue,
             self.1.as_buffer(),
