@@ -594,30 +594,37 @@ impl Buffer {
         self.check_host_access(reading)
     }
 
-    /// The plain path of a blocking read or write: one `clEnqueueReadBuffer` or
-    /// `clEnqueueWriteBuffer` of `len` bytes between `host` and `offset_bytes` (checked here).
+    /// One `clEnqueueReadBuffer` (`D` = `Read`) or `clEnqueueWriteBuffer` (`D` = `Write`) of
+    /// `len` bytes between `host` and `offset_bytes`, checked here: the plain path of a blocking
+    /// transfer, and the non-blocking `enqueue_read`/`enqueue_write`, which refuse 0 bytes (after
+    /// the other checks; a blocking transfer of 0 bytes is a marker).
     ///
     /// # Safety
     ///
-    /// `host` is valid for `len` bytes of writes (a read) or reads (a write) during the call,
-    /// and nothing else accesses them meanwhile (a write only needs them not written).
-    pub(crate) unsafe fn bytes_plain<D: Direction>(
+    /// `host` is valid for `len` bytes of writes (a read) or reads (a write), and nothing else
+    /// accesses them (a write only needs them not written) until the command completes (when
+    /// `blocking`: until this call returns).
+    pub(crate) unsafe fn enqueue_bytes<D: Direction>(
         &self,
         queue: &Queue,
+        blocking: bool,
         offset_bytes: usize,
         host: D::Host,
         len: usize,
         wait: &[&Event],
     ) -> Result<Event> {
         self.check_host_bytes(queue, offset_bytes, len, D::ACCESS == Access::Read)?;
+        if !blocking && len == 0 {
+            return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
+        }
         // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
-        // the transfer is blocking, so the caller's obligation covers `host`.
+        // the caller's obligation covers `host`.
         unsafe {
             tracked::enqueue_host::<D>(
                 queue,
                 self.raw,
                 Some(&self.tracked),
-                true,
+                blocking,
                 offset_bytes,
                 host,
                 len,

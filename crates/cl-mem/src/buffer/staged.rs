@@ -478,8 +478,9 @@ impl Buffer {
         if !is_staged {
             // SAFETY: blocking, so `data` is only read during the call.
             return unsafe {
-                self.bytes_plain::<Write>(
+                self.enqueue_bytes::<Write>(
                     queue,
+                    true,
                     offset_bytes,
                     data.as_ptr().cast(),
                     data.len(),
@@ -535,8 +536,9 @@ impl Buffer {
             // SAFETY: blocking, so `out` is written only during the call, through our exclusive
             // borrow.
             return unsafe {
-                self.bytes_plain::<Read>(
+                self.enqueue_bytes::<Read>(
                     queue,
+                    true,
                     offset_bytes,
                     out.as_mut_ptr().cast(),
                     out.len(),

@@ -35,7 +35,6 @@ use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
 
 use crate::buffer::rect::{Rect, RectPitches};
 use crate::buffer::staged::TransferOptions;
-use crate::buffer::tracked::enqueue_host;
 use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
@@ -553,20 +552,12 @@ impl Buffer {
         } else {
             let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
             let bytes = &bytes[a..b];
-            self.check_range("buffer write", o.dst_offset, bytes.len())?;
-            self.check_queue(queue)?;
-            self.check_host_access(false)?;
-            if bytes.is_empty() {
-                return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
-            }
-            // SAFETY: valid queue/buffer/events of one context; in bounds (checked); the bytes
-            // stay valid and unmoved until the event completes because `host` moves into the
-            // `Pending`, whose drop waits and whose forgetting leaks (HostMemory contract 1).
+            // SAFETY: the bytes stay valid and unmoved until the event completes because `host`
+            // moves into the `Pending`, whose drop waits and whose forgetting leaks (HostMemory
+            // contract 1).
             unsafe {
-                enqueue_host::<Write>(
+                self.enqueue_bytes::<Write>(
                     queue,
-                    self.as_raw(),
-                    Some(self.tracked()),
                     false,
                     o.dst_offset,
                     bytes.as_ptr().cast(),
@@ -601,26 +592,11 @@ impl Buffer {
         } else {
             let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
             let bytes = &mut bytes[a..b];
-            self.check_range("buffer read", o.src_offset, bytes.len())?;
-            self.check_queue(queue)?;
-            self.check_host_access(true)?;
-            if bytes.is_empty() {
-                return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
-            }
             let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
             // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
             // completes (the `Pending` owns them and only hands them out after waiting).
             unsafe {
-                enqueue_host::<Read>(
-                    queue,
-                    self.as_raw(),
-                    Some(self.tracked()),
-                    false,
-                    o.src_offset,
-                    ptr.cast(),
-                    len,
-                    o.wait,
-                )
+                self.enqueue_bytes::<Read>(queue, false, o.src_offset, ptr.cast(), len, o.wait)
             }?
         };
         Ok(Pending::started(event, host, queue))
