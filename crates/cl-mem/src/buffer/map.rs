@@ -74,31 +74,20 @@ impl Mapping<'_> {
         if let Some(e) = &self.after {
             list.push(e.as_raw());
         }
-        let ((), ev) = self
-            .buffer
-            .tracked()
-            .map_command(self.queue, list, |list| {
-                // SAFETY: valid queue/buffer/events of one context; `ptr` came from a map of this
-                // buffer that is still open (`open` was true and is cleared before any other
-                // unmap); no slice of it survives (they borrow the guard, which is being consumed
-                // or dropped).
-                Ok(((), unsafe {
-                    let ev = raw_queue::enqueue_unmap_mem_object(
-                        self.queue.as_raw(),
-                        self.buffer.as_raw(),
-                        self.ptr,
-                        list,
-                    );
-                    Event::adopt(ev, "clEnqueueUnmapMemObject")
-                }?))
-            })?;
+        // SAFETY: valid queue/buffer/events of one context; `ptr` came from a map of this
+        // buffer that is still open (`open` was true and is cleared before any other unmap); no
+        // slice of it survives (they borrow the guard, which is being consumed or dropped).
+        let ev = unsafe {
+            crate::buffer::tracked::enqueue_unmap(
+                self.queue,
+                self.buffer.as_raw(),
+                self.buffer.tracked(),
+                self.ptr,
+                self.write,
+                list,
+            )
+        }?;
         self.open = false;
-        let access = if self.write {
-            Access::Write
-        } else {
-            Access::Read
-        };
-        self.buffer.tracked().record(self.queue, access, &ev);
         // The bytes are free for commands again: the unmap is recorded, and commands on other
         // queues wait for it.
         self.claim = None;
