@@ -107,16 +107,7 @@ pub(crate) fn host_bytes(
     }
     let overflow = || Error::InvalidArgument("image region size overflows usize".into());
     let tight_row = region[0].checked_mul(elem).ok_or_else(overflow)?;
-    let row = if pitches.row == 0 {
-        tight_row
-    } else {
-        pitches.row
-    };
-    if row < tight_row {
-        return Err(Error::InvalidArgument(format!(
-            "row pitch {row} is less than the region's row of {tight_row} bytes"
-        )));
-    }
+    let row = pitch_or_least("row", pitches.row, tight_row)?;
     let (rows, slices, min_slice) = match image_type {
         ImageType::Image1d | ImageType::Image1dBuffer | ImageType::Image2d => {
             if pitches.slice != 0 {
@@ -133,22 +124,25 @@ pub(crate) fn host_bytes(
             row.checked_mul(region[1]).ok_or_else(overflow)?,
         ),
     };
-    let slice = if pitches.slice == 0 {
-        min_slice
-    } else {
-        pitches.slice
-    };
-    if slice < min_slice {
-        return Err(Error::InvalidArgument(format!(
-            "slice pitch {slice} is less than the region's slice of {min_slice} bytes"
-        )));
-    }
+    let slice = pitch_or_least("slice", pitches.slice, min_slice)?;
     // The last row of the last slice needs only its pixels, not a whole pitch.
     slice
         .checked_mul(slices - 1)
         .and_then(|s| row.checked_mul(rows - 1).and_then(|r| r.checked_add(s)))
         .and_then(|x| x.checked_add(tight_row))
         .ok_or_else(overflow)
+}
+
+/// A host pitch: `given`, or `least` (the region's `what`, row or slice, in bytes) when 0;
+/// [`Error::InvalidArgument`] when it is less than that.
+fn pitch_or_least(what: &str, given: usize, least: usize) -> Result<usize> {
+    let pitch = if given == 0 { least } else { given };
+    if pitch < least {
+        return Err(Error::InvalidArgument(format!(
+            "{what} pitch {pitch} is less than the region's {what} of {least} bytes"
+        )));
+    }
+    Ok(pitch)
 }
 
 /// The pitches handed to the driver. For 1-D arrays the layer stride goes in both: the spec
