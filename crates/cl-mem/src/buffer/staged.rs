@@ -471,11 +471,10 @@ impl Buffer {
         wait: &[&Event],
         opts: TransferOptions,
     ) -> Result<Event> {
-        let _span = tracing::debug_span!("cl_mem::write", bytes = data.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
-        opts.check()?;
-        let is_staged = staged(queue, data.len(), &opts, None);
-        _span.record("staged", is_staged);
-        if !is_staged {
+        let span = tracing::debug_span!("cl_mem::write", bytes = data.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
+        let Some(plan) =
+            self.bytes_staging(queue, offset_bytes, data.len(), false, &opts, &span)?
+        else {
             // SAFETY: blocking, so `data` is only read during the call.
             return unsafe {
                 self.enqueue_bytes::<Write>(
@@ -487,8 +486,7 @@ impl Buffer {
                     wait,
                 )
             };
-        }
-        let plan = self.plan(queue, offset_bytes, data.len(), false, &opts)?;
+        };
         let chunk = plan.chunk;
         let fill = |i: usize, pinned: &mut [u8]| {
             let start = i * chunk;
@@ -528,11 +526,9 @@ impl Buffer {
         wait: &[&Event],
         opts: TransferOptions,
     ) -> Result<Event> {
-        let _span = tracing::debug_span!("cl_mem::read", bytes = out.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
-        opts.check()?;
-        let is_staged = staged(queue, out.len(), &opts, None);
-        _span.record("staged", is_staged);
-        if !is_staged {
+        let span = tracing::debug_span!("cl_mem::read", bytes = out.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
+        let Some(plan) = self.bytes_staging(queue, offset_bytes, out.len(), true, &opts, &span)?
+        else {
             // SAFETY: blocking, so `out` is written only during the call, through our exclusive
             // borrow.
             return unsafe {
@@ -545,8 +541,7 @@ impl Buffer {
                     wait,
                 )
             };
-        }
-        let plan = self.plan(queue, offset_bytes, out.len(), true, &opts)?;
+        };
         let (chunk, w) = (plan.chunk, plan.w);
         // Each worker gets its chunks of `out` (round-robin), disjoint borrows.
         let mut parts: ReadParts<'_> = (0..w).map(|_| Vec::new()).collect();
@@ -685,6 +680,27 @@ impl Buffer {
         };
         run_reads(queue, plan, parts, &send)?;
         queue.enqueue_marker(&[])
+    }
+
+    /// The options checked, then the path of a transfer of `len` bytes at `offset` (`reading`:
+    /// device to host), recorded on `span`: `None` for the plain path (its checks follow there),
+    /// or the plan of the staged one.
+    fn bytes_staging(
+        &self,
+        queue: &Queue,
+        offset: usize,
+        len: usize,
+        reading: bool,
+        opts: &TransferOptions,
+        span: &tracing::Span,
+    ) -> Result<Option<Plan>> {
+        opts.check()?;
+        let is_staged = staged(queue, len, opts, None);
+        span.record("staged", is_staged);
+        if !is_staged {
+            return Ok(None);
+        }
+        self.plan(queue, offset, len, reading, opts).map(Some)
     }
 
     /// The checks (before the driver) and the pinned chunks of a staged transfer of `len` bytes
