@@ -262,6 +262,20 @@ pub(crate) fn check_range(
     }
 }
 
+/// [`Error::Misaligned`] (naming `what`) unless the driver's `ptr` is non-null and aligned for
+/// `T`: the check of a mapped pointer before any `[T]` is formed over it.
+pub(crate) fn check_mapped_ptr<T>(what: &'static str, ptr: *mut std::ffi::c_void) -> Result<()> {
+    let alignment = std::mem::align_of::<T>();
+    if ptr.is_null() || !(ptr as usize).is_multiple_of(alignment) {
+        return Err(Error::Misaligned {
+            what,
+            value: ptr as usize,
+            alignment,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,15 +81,8 @@ impl<T: Pod> PinnedMemory<T> {
             ptr: ptr.cast::<T>(),
             len,
         };
-        let align = std::mem::align_of::<T>();
-        if ptr.is_null() || !(ptr as usize).is_multiple_of(align) {
-            // `this` unmaps when dropped.
-            return Err(Error::Misaligned {
-                what: "pinned memory",
-                value: ptr as usize,
-                alignment: align,
-            });
-        }
+        // On error `this` unmaps when dropped.
+        crate::error::check_mapped_ptr::<T>("pinned memory", ptr)?;
         // SAFETY: the map completed (blocking) and covers `bytes` writable bytes; zeroing them
         // makes every `T: Pod` valid and initialised before any slice is formed.
         unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };

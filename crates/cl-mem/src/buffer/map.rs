@@ -74,31 +74,20 @@ impl Mapping<'_> {
         if let Some(e) = &self.after {
             list.push(e.as_raw());
         }
-        let ((), ev) = self
-            .buffer
-            .tracked()
-            .map_command(self.queue, list, |list| {
-                // SAFETY: valid queue/buffer/events of one context; `ptr` came from a map of this
-                // buffer that is still open (`open` was true and is cleared before any other
-                // unmap); no slice of it survives (they borrow the guard, which is being consumed
-                // or dropped).
-                Ok(((), unsafe {
-                    let ev = raw_queue::enqueue_unmap_mem_object(
-                        self.queue.as_raw(),
-                        self.buffer.as_raw(),
-                        self.ptr,
-                        list,
-                    );
-                    Event::adopt(ev, "clEnqueueUnmapMemObject")
-                }?))
-            })?;
+        // SAFETY: valid queue/buffer/events of one context; `ptr` came from a map of this
+        // buffer that is still open (`open` was true and is cleared before any other unmap); no
+        // slice of it survives (they borrow the guard, which is being consumed or dropped).
+        let ev = unsafe {
+            crate::buffer::tracked::enqueue_unmap(
+                self.queue,
+                self.buffer.as_raw(),
+                self.buffer.tracked(),
+                self.ptr,
+                self.write,
+                list,
+            )
+        }?;
         self.open = false;
-        let access = if self.write {
-            Access::Write
-        } else {
-            Access::Read
-        };
-        self.buffer.tracked().record(self.queue, access, &ev);
         // The bytes are free for commands again: the unmap is recorded, and commands on other
         // queues wait for it.
         self.claim = None;
@@ -141,69 +130,54 @@ unsafe impl<T: Pod> Send for MapMut<'_, T> {}
 // SAFETY: `&MapMut` only gives `&[T]`.
 unsafe impl<T: Pod> Sync for MapMut<'_, T> {}
 
-impl<T: Pod> Deref for MapRead<'_, T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        // SAFETY: the map completed (blocking, or waited for by `PendingMap::wait`), covers
-        // `len` aligned `T`s (checked in `map_region`), and stays mapped while `self` lives.
-        unsafe { std::slice::from_raw_parts(self.map.ptr.cast::<T>(), self.len) }
-    }
+/// What both guards share: `Deref` to `[T]`, `unmap` (with the guard's own doc) and `Debug`.
+macro_rules! map_guards {
+    ($($(#[$unmap_doc:meta])* $guard:ident;)*) => {$(
+        impl<T: Pod> Deref for $guard<'_, T> {
+            type Target = [T];
+            fn deref(&self) -> &[T] {
+                // SAFETY: the map completed (blocking, or waited for by `PendingMap::wait`),
+                // covers `len` aligned `T`s (checked in `map_region`), and stays mapped while
+                // `self` lives.
+                unsafe { std::slice::from_raw_parts(self.map.ptr.cast::<T>(), self.len) }
+            }
+        }
+
+        impl<T: Pod> $guard<'_, T> {
+            $(#[$unmap_doc])*
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Cl`] from `clEnqueueUnmapMemObject`.
+            pub fn unmap(mut self, wait: &[&Event]) -> Result<Event> {
+                self.map.unmap(wait)
+            }
+        }
+
+        impl<T: Pod> fmt::Debug for $guard<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($guard))
+                    .field("ptr", &self.map.ptr)
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+    )*};
 }
 
-impl<T: Pod> Deref for MapMut<'_, T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        // SAFETY: as for `MapRead`.
-        unsafe { std::slice::from_raw_parts(self.map.ptr.cast::<T>(), self.len) }
-    }
+map_guards! {
+    /// Unmaps now after `wait`, returning the unmap event (`Drop` unmaps and waits).
+    MapRead;
+    /// Unmaps now after `wait`, returning the unmap event (`Drop` unmaps and waits). Later
+    /// commands on another queue or an out-of-order queue must wait for this event to see the
+    /// host's writes.
+    MapMut;
 }
 
 impl<T: Pod> DerefMut for MapMut<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as for `Deref`; the map allows writes and `&mut self` makes access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.map.ptr.cast::<T>(), self.len) }
-    }
-}
-
-impl<T: Pod> MapRead<'_, T> {
-    /// Unmaps now after `wait`, returning the unmap event (`Drop` unmaps and waits).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clEnqueueUnmapMemObject`.
-    pub fn unmap(mut self, wait: &[&Event]) -> Result<Event> {
-        self.map.unmap(wait)
-    }
-}
-
-impl<T: Pod> MapMut<'_, T> {
-    /// Unmaps now after `wait`, returning the unmap event (`Drop` unmaps and waits). Later
-    /// commands on another queue or an out-of-order queue must wait for this event to see the
-    /// host's writes.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clEnqueueUnmapMemObject`.
-    pub fn unmap(mut self, wait: &[&Event]) -> Result<Event> {
-        self.map.unmap(wait)
-    }
-}
-
-impl<T: Pod> fmt::Debug for MapRead<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MapRead")
-            .field("ptr", &self.map.ptr)
-            .field("len", &self.len)
-            .finish()
-    }
-}
-
-impl<T: Pod> fmt::Debug for MapMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MapMut")
-            .field("ptr", &self.map.ptr)
-            .field("len", &self.len)
-            .finish()
     }
 }
 
@@ -309,15 +283,8 @@ impl Buffer {
             // On failure `map` unmaps when dropped here.
             ev.wait()?;
         }
-        let align = std::mem::align_of::<T>();
-        if ptr.is_null() || !(ptr as usize).is_multiple_of(align) {
-            // `map` unmaps when dropped here.
-            return Err(Error::Misaligned {
-                what: "mapped pointer",
-                value: ptr as usize,
-                alignment: align,
-            });
-        }
+        // On error `map` unmaps when dropped here.
+        crate::error::check_mapped_ptr::<T>("mapped pointer", ptr)?;
         Ok((map, end - start, ev))
     }
 

@@ -55,7 +55,7 @@ use crate::runtime::context::Context;
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Read, Tracked, Write};
+use crate::runtime::track::{Access, Direction, Tracked};
 use crate::runtime::worker::Place;
 
 /// A buffer object. Owns one reference: `Clone` retains (both values name the same memory),
@@ -575,28 +575,59 @@ impl Buffer {
         self.sub_buffer(start, end - start, MemFlags::empty())
     }
 
-    /// The plain path of a blocking write: one `clEnqueueWriteBuffer`.
-    pub(crate) fn write_bytes_plain(
+    /// The checks (before the driver) of a host transfer of `len` bytes at `offset`
+    /// (`reading`: device to host): the range, the queue's context, the host-access flags.
+    pub(crate) fn check_host_bytes(
         &self,
         queue: &Queue,
+        offset: usize,
+        len: usize,
+        reading: bool,
+    ) -> Result<()> {
+        let what = if reading {
+            "buffer read"
+        } else {
+            "buffer write"
+        };
+        self.check_range(what, offset, len)?;
+        self.check_queue(queue)?;
+        self.check_host_access(reading)
+    }
+
+    /// One `clEnqueueReadBuffer` (`D` = `Read`) or `clEnqueueWriteBuffer` (`D` = `Write`) of
+    /// `len` bytes between `host` and `offset_bytes`, checked here: the plain path of a blocking
+    /// transfer, and the non-blocking `enqueue_read`/`enqueue_write`, which refuse 0 bytes (after
+    /// the other checks; a blocking transfer of 0 bytes is a marker).
+    ///
+    /// # Safety
+    ///
+    /// `host` is valid for `len` bytes of writes (a read) or reads (a write), and nothing else
+    /// accesses them (a write only needs them not written) until the command completes (when
+    /// `blocking`: until this call returns).
+    pub(crate) unsafe fn enqueue_bytes<D: Direction>(
+        &self,
+        queue: &Queue,
+        blocking: bool,
         offset_bytes: usize,
-        data: &[u8],
+        host: D::Host,
+        len: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        self.check_range("buffer write", offset_bytes, data.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(false)?;
+        self.check_host_bytes(queue, offset_bytes, len, D::ACCESS == Access::Read)?;
+        if !blocking && len == 0 {
+            return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
+        }
         // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
-        // the write is blocking, so `data` is only read during the call.
+        // the caller's obligation covers `host`.
         unsafe {
-            tracked::enqueue_host::<Write>(
+            tracked::enqueue_host::<D>(
                 queue,
                 self.raw,
                 Some(&self.tracked),
-                true,
+                blocking,
                 offset_bytes,
-                data.as_ptr().cast(),
-                data.len(),
+                host,
+                len,
                 wait,
             )
         }
@@ -637,34 +668,6 @@ impl Buffer {
         let mut out = vec![zero; len];
         self.read(queue, &mut out[..], &[])?;
         Ok(out)
-    }
-
-    /// The plain path of a blocking read: one `clEnqueueReadBuffer`.
-    pub(crate) fn read_bytes_plain(
-        &self,
-        queue: &Queue,
-        offset_bytes: usize,
-        out: &mut [u8],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.check_range("buffer read", offset_bytes, out.len())?;
-        self.check_queue(queue)?;
-        self.check_host_access(true)?;
-        // SAFETY: valid queue/buffer/events of one context; the range is in bounds (checked);
-        // the read is blocking, so `out` is written only during the call, through our exclusive
-        // borrow.
-        unsafe {
-            tracked::enqueue_host::<Read>(
-                queue,
-                self.raw,
-                Some(&self.tracked),
-                true,
-                offset_bytes,
-                out.as_mut_ptr().cast(),
-                out.len(),
-                wait,
-            )
-        }
     }
 }
 

@@ -42,7 +42,7 @@ use crate::runtime::device::DeviceType;
 use crate::runtime::event::Event;
 use crate::runtime::queue::Queue;
 use crate::runtime::staging::PinnedChunk;
-use crate::runtime::track::{Read, Write};
+use crate::runtime::track::{Direction, Read, Write};
 use cl_raw::ClError;
 
 /// The most copying threads one staged transfer starts, whatever [`TransferOptions::threads`]
@@ -471,14 +471,22 @@ impl Buffer {
         wait: &[&Event],
         opts: TransferOptions,
     ) -> Result<Event> {
-        let _span = tracing::debug_span!("cl_mem::write", bytes = data.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
-        opts.check()?;
-        let is_staged = staged(queue, data.len(), &opts, None);
-        _span.record("staged", is_staged);
-        if !is_staged {
-            return self.write_bytes_plain(queue, offset_bytes, data, wait);
-        }
-        let plan = self.plan(queue, offset_bytes, data.len(), false, &opts)?;
+        let span = tracing::debug_span!("cl_mem::write", bytes = data.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
+        let Some(plan) =
+            self.bytes_staging(queue, offset_bytes, data.len(), false, &opts, &span)?
+        else {
+            // SAFETY: blocking, so `data` is only read during the call.
+            return unsafe {
+                self.enqueue_bytes::<Write>(
+                    queue,
+                    true,
+                    offset_bytes,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    wait,
+                )
+            };
+        };
         let chunk = plan.chunk;
         let fill = |i: usize, pinned: &mut [u8]| {
             let start = i * chunk;
@@ -490,12 +498,11 @@ impl Buffer {
             // SAFETY: `pinned` holds `len` bytes that stay alive and untouched until the command
             // completed (`run_writes`); the range is inside the buffer (checked by `plan`).
             unsafe {
-                self.enqueue_chunk(
+                self.enqueue_chunk::<Write>(
                     queue,
                     lock,
-                    true,
                     offset_bytes + i * chunk,
-                    pinned,
+                    pinned.cast_const().cast(),
                     len,
                     wait,
                 )
@@ -519,14 +526,22 @@ impl Buffer {
         wait: &[&Event],
         opts: TransferOptions,
     ) -> Result<Event> {
-        let _span = tracing::debug_span!("cl_mem::read", bytes = out.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
-        opts.check()?;
-        let is_staged = staged(queue, out.len(), &opts, None);
-        _span.record("staged", is_staged);
-        if !is_staged {
-            return self.read_bytes_plain(queue, offset_bytes, out, wait);
-        }
-        let plan = self.plan(queue, offset_bytes, out.len(), true, &opts)?;
+        let span = tracing::debug_span!("cl_mem::read", bytes = out.len(), offset = offset_bytes, queue = ?queue.as_raw(), device = ?queue.device().as_raw(), staged = tracing::field::Empty).entered();
+        let Some(plan) = self.bytes_staging(queue, offset_bytes, out.len(), true, &opts, &span)?
+        else {
+            // SAFETY: blocking, so `out` is written only during the call, through our exclusive
+            // borrow.
+            return unsafe {
+                self.enqueue_bytes::<Read>(
+                    queue,
+                    true,
+                    offset_bytes,
+                    out.as_mut_ptr().cast(),
+                    out.len(),
+                    wait,
+                )
+            };
+        };
         let (chunk, w) = (plan.chunk, plan.w);
         // Each worker gets its chunks of `out` (round-robin), disjoint borrows.
         let mut parts: ReadParts<'_> = (0..w).map(|_| Vec::new()).collect();
@@ -537,12 +552,11 @@ impl Buffer {
             // SAFETY: `pinned` holds `len` bytes written by the command and read by the host only
             // after it completed (`run_reads`); the range is inside the buffer (`plan`).
             unsafe {
-                self.enqueue_chunk(
+                self.enqueue_chunk::<Read>(
                     queue,
                     lock,
-                    false,
                     offset_bytes + i * chunk,
-                    pinned,
+                    pinned.cast(),
                     len,
                     wait,
                 )
@@ -576,7 +590,7 @@ impl Buffer {
             // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is
             // read only during the call.
             return unsafe {
-                self.enqueue_write_rect_host(queue, true, rect, p, host.as_ptr(), wait)
+                self.enqueue_rect_host::<Write>(queue, true, rect, p, host.as_ptr().cast(), wait)
             };
         };
         let width = rect.region[0];
@@ -596,7 +610,16 @@ impl Buffer {
             // SAFETY: the piece lies inside the checked rectangle (so inside the buffer, with
             // its pitches), the pinned chunk holds its packed rows and stays alive and untouched
             // until the command completed (`run_writes`).
-            unsafe { self.enqueue_write_rect_host(queue, false, &piece, pp, pinned, wait) }
+            unsafe {
+                self.enqueue_rect_host::<Write>(
+                    queue,
+                    false,
+                    &piece,
+                    pp,
+                    pinned.cast_const().cast(),
+                    wait,
+                )
+            }
         };
         run_writes(queue, plan, &fill, &send)?;
         queue.enqueue_marker(&[])
@@ -621,7 +644,7 @@ impl Buffer {
             // SAFETY: checked for this queue, `rect` and `host.len()`; blocking, so `host` is
             // written only during the call through our exclusive borrow.
             return unsafe {
-                self.enqueue_read_rect_host(queue, true, rect, p, host.as_mut_ptr(), wait)
+                self.enqueue_rect_host::<Read>(queue, true, rect, p, host.as_mut_ptr().cast(), wait)
             };
         };
         let width = rect.region[0];
@@ -653,10 +676,31 @@ impl Buffer {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // SAFETY: as in `write_rect_with`; the pinned chunk is read by the host only after
             // the command completed (`run_reads`).
-            unsafe { self.enqueue_read_rect_host(queue, false, &piece, pp, pinned, wait) }
+            unsafe { self.enqueue_rect_host::<Read>(queue, false, &piece, pp, pinned.cast(), wait) }
         };
         run_reads(queue, plan, parts, &send)?;
         queue.enqueue_marker(&[])
+    }
+
+    /// The options checked, then the path of a transfer of `len` bytes at `offset` (`reading`:
+    /// device to host), recorded on `span`: `None` for the plain path (its checks follow there),
+    /// or the plan of the staged one.
+    fn bytes_staging(
+        &self,
+        queue: &Queue,
+        offset: usize,
+        len: usize,
+        reading: bool,
+        opts: &TransferOptions,
+        span: &tracing::Span,
+    ) -> Result<Option<Plan>> {
+        opts.check()?;
+        let is_staged = staged(queue, len, opts, None);
+        span.record("staged", is_staged);
+        if !is_staged {
+            return Ok(None);
+        }
+        self.plan(queue, offset, len, reading, opts).map(Some)
     }
 
     /// The checks (before the driver) and the pinned chunks of a staged transfer of `len` bytes
@@ -669,17 +713,7 @@ impl Buffer {
         reading: bool,
         opts: &TransferOptions,
     ) -> Result<Plan> {
-        self.check_range(
-            if reading {
-                "buffer read"
-            } else {
-                "buffer write"
-            },
-            offset,
-            len,
-        )?;
-        self.check_queue(queue)?;
-        self.check_host_access(reading)?;
+        self.check_host_bytes(queue, offset, len, reading)?;
         let hold = self.tracked.hold((offset, len), !reading)?;
         let chunk = opts.chunk_bytes.min(len);
         Self::plan_with(queue, chunk, len.div_ceil(chunk), opts, hold)
@@ -759,14 +793,12 @@ impl Buffer {
     ///    the host, until the returned event completed.
     /// 2. `offset .. offset + len` is inside the buffer; `queue` and `wait` belong to its context
     ///    (checked by the callers).
-    #[expect(clippy::too_many_arguments, reason = "one raw command's parameters")]
-    unsafe fn enqueue_chunk(
+    unsafe fn enqueue_chunk<D: Direction>(
         &self,
         queue: &Queue,
         lock: &Mutex<()>,
-        write: bool,
         offset: usize,
-        host: *mut u8,
+        host: D::Host,
         len: usize,
         wait: &[&Event],
     ) -> Result<Event> {
@@ -775,29 +807,16 @@ impl Buffer {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: obligations 1 and 2; the buffer's handle and record are valid while `self` is.
         unsafe {
-            if write {
-                tracked::enqueue_host::<Write>(
-                    queue,
-                    self.raw,
-                    Some(&self.tracked),
-                    false,
-                    offset,
-                    host.cast(),
-                    len,
-                    wait,
-                )
-            } else {
-                tracked::enqueue_host::<Read>(
-                    queue,
-                    self.raw,
-                    Some(&self.tracked),
-                    false,
-                    offset,
-                    host.cast(),
-                    len,
-                    wait,
-                )
-            }
+            tracked::enqueue_host::<D>(
+                queue,
+                self.raw,
+                Some(&self.tracked),
+                false,
+                offset,
+                host,
+                len,
+                wait,
+            )
         }
     }
 }

@@ -88,6 +88,39 @@ fn host_transfer(
     })
 }
 
+/// `clEnqueueUnmapMemObject` of `ptr` in `track`'s order of map commands (after `list`), then
+/// recorded as a write (`write`: a writable map) or a read: the one unmap behind buffer and image
+/// maps. The caller releases the map's claim after it.
+///
+/// # Errors
+///
+/// [`Error::Cl`] from the call; nothing is recorded then (the region is still mapped).
+///
+/// # Safety
+///
+/// 1. `mem` is a valid memory object of `queue`'s context, as is every event of `list`; `track`
+///    is `mem`'s.
+/// 2. `ptr` came from a map of `mem` on `queue` that is still open, and no slice of it survives.
+pub(crate) unsafe fn enqueue_unmap(
+    queue: &Queue,
+    mem: sys::cl_mem,
+    track: &Tracked,
+    ptr: *mut std::ffi::c_void,
+    write: bool,
+    list: SmallVec<[sys::cl_event; 8]>,
+) -> Result<Event> {
+    let ((), ev) = track.map_command(queue, list, |list| {
+        // SAFETY: obligations 1 and 2; we own the event.
+        Ok(((), unsafe {
+            let ev = raw_queue::enqueue_unmap_mem_object(queue.as_raw(), mem, ptr, list);
+            Event::adopt(ev, "clEnqueueUnmapMemObject")
+        }?))
+    })?;
+    let access = if write { Access::Write } else { Access::Read };
+    track.record(queue, access, &ev);
+    Ok(ev)
+}
+
 bitflags! {
     /// `cl_mem_migration_flags` (PyOpenCL's `mem_migration_flags`).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -35,7 +35,6 @@ use cl_raw::{platform as raw_platform, queue as raw_queue, sys, Version};
 
 use crate::buffer::rect::{Rect, RectPitches};
 use crate::buffer::staged::TransferOptions;
-use crate::buffer::tracked::enqueue_host;
 use crate::buffer::{AsBuffer, Buffer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, slice_as_bytes_mut, Pod};
@@ -45,7 +44,7 @@ use crate::runtime::event::Event;
 use crate::runtime::platform::Platform;
 use crate::runtime::queue::Queue;
 use crate::runtime::quirks::quirks;
-use crate::runtime::track::{enqueue_tracked, Access, Read, Write};
+use crate::runtime::track::{enqueue_tracked, Access, Direction, Read, Write};
 
 /// Host memory a transfer or a `USE_HOST_PTR` buffer may own: its bytes stay at one address
 /// when the value is moved, until it is dropped.
@@ -540,24 +539,25 @@ impl Buffer {
             // SAFETY: checked for this queue, `rect` and `bytes.len()`; the host bytes stay valid
             // and unmoved until the event completes (moved into the `Pending`, HostMemory
             // contract 1).
-            unsafe { self.enqueue_write_rect_host(queue, false, &rect, p, bytes.as_ptr(), o.wait) }?
+            unsafe {
+                self.enqueue_rect_host::<Write>(
+                    queue,
+                    false,
+                    &rect,
+                    p,
+                    bytes.as_ptr().cast(),
+                    o.wait,
+                )
+            }?
         } else {
             let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
             let bytes = &bytes[a..b];
-            self.check_range("buffer write", o.dst_offset, bytes.len())?;
-            self.check_queue(queue)?;
-            self.check_host_access(false)?;
-            if bytes.is_empty() {
-                return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
-            }
-            // SAFETY: valid queue/buffer/events of one context; in bounds (checked); the bytes
-            // stay valid and unmoved until the event completes because `host` moves into the
-            // `Pending`, whose drop waits and whose forgetting leaks (HostMemory contract 1).
+            // SAFETY: the bytes stay valid and unmoved until the event completes because `host`
+            // moves into the `Pending`, whose drop waits and whose forgetting leaks (HostMemory
+            // contract 1).
             unsafe {
-                enqueue_host::<Write>(
+                self.enqueue_bytes::<Write>(
                     queue,
-                    self.as_raw(),
-                    Some(self.tracked()),
                     false,
                     o.dst_offset,
                     bytes.as_ptr().cast(),
@@ -588,30 +588,15 @@ impl Buffer {
             let ptr = bytes.as_mut_ptr();
             // SAFETY: as in `enqueue_write`; nothing else touches the bytes until the event
             // completes.
-            unsafe { self.enqueue_read_rect_host(queue, false, &rect, p, ptr, o.wait) }?
+            unsafe { self.enqueue_rect_host::<Read>(queue, false, &rect, p, ptr.cast(), o.wait) }?
         } else {
             let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
             let bytes = &mut bytes[a..b];
-            self.check_range("buffer read", o.src_offset, bytes.len())?;
-            self.check_queue(queue)?;
-            self.check_host_access(true)?;
-            if bytes.is_empty() {
-                return Err(Error::InvalidArgument("a transfer of 0 bytes".into()));
-            }
             let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
             // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
             // completes (the `Pending` owns them and only hands them out after waiting).
             unsafe {
-                enqueue_host::<Read>(
-                    queue,
-                    self.as_raw(),
-                    Some(self.tracked()),
-                    false,
-                    o.src_offset,
-                    ptr.cast(),
-                    len,
-                    o.wait,
-                )
+                self.enqueue_bytes::<Read>(queue, false, o.src_offset, ptr.cast(), len, o.wait)
             }?
         };
         Ok(Pending::started(event, host, queue))
@@ -736,83 +721,50 @@ impl Buffer {
         Ok(RectPitches { host, buffer })
     }
 
-    /// `clEnqueueReadBufferRect` of a checked `rect` into `host`: the one call behind
-    /// rectangle reads of [`Buffer::read`] and [`Buffer::enqueue_read`].
+    /// `clEnqueueReadBufferRect` (`D` = `Read`, into `host`) or `clEnqueueWriteBufferRect`
+    /// (`D` = `Write`, from `host`) of a checked `rect`: the one call behind rectangle reads and
+    /// writes of [`Buffer::read`], [`Buffer::write`], their `enqueue_` forms and the staged paths.
     ///
     /// # Safety
     ///
-    /// 1. `p` came from [`Buffer::check_host_rect`] for reading, `queue`, `rect` and a host
-    ///    length `n`, and `host` is valid for `n` bytes of writes.
-    /// 2. Nothing else reads or writes those bytes until the command completes (when
-    ///    `blocking`: until this call returns).
-    pub(crate) unsafe fn enqueue_read_rect_host(
+    /// 1. `p` came from [`Buffer::check_host_rect`] for this direction, `queue`, `rect` and a host
+    ///    length `n`, and `host` is valid for `n` bytes of writes (a read) or reads (a write).
+    /// 2. Nothing else accesses those bytes until the command completes (when `blocking`: until
+    ///    this call returns); a write only needs them not written.
+    pub(crate) unsafe fn enqueue_rect_host<D: Direction>(
         &self,
         queue: &Queue,
         blocking: bool,
         rect: &Rect,
         p: RectPitches,
-        host: *mut u8,
+        host: D::Host,
         wait: &[&Event],
     ) -> Result<Event> {
-        let uses = [(self.tracked(), None, Access::Read)];
+        let (call, raw) = D::BUFFER_RECT;
+        // The buffer's side is the source of a read and the destination of a write.
+        let (buffer_origin, host_origin) = match D::ACCESS {
+            Access::Read => (rect.src_origin, rect.dst_origin),
+            Access::Write => (rect.dst_origin, rect.src_origin),
+        };
+        let uses = [(self.tracked(), None, D::ACCESS)];
         enqueue_tracked(queue, wait, &uses, |list| {
             // SAFETY: valid queue/buffer/events of one context (checked); both rectangles are inside
             // their memory (checked, obligation 1); obligation 2 keeps the host bytes to the
             // command; we own the event.
             unsafe {
-                let ev = raw_queue::enqueue_read_buffer_rect(
+                let ev = raw(
                     queue.as_raw(),
                     self.as_raw(),
                     blocking,
-                    rect.src_origin,
-                    rect.dst_origin,
+                    buffer_origin,
+                    host_origin,
                     rect.region,
                     p.buffer,
                     p.host,
-                    host.cast(),
+                    host,
                     list,
                 );
-                Event::adopt(ev, "clEnqueueReadBufferRect")
-            }
-        })
-        .and_then(|ev| ev.finished_if(blocking))
-    }
-
-    /// `clEnqueueWriteBufferRect` of a checked `rect` from `host`: the one call behind
-    /// rectangle writes of [`Buffer::write`] and [`Buffer::enqueue_write`].
-    ///
-    /// # Safety
-    ///
-    /// 1. `p` came from [`Buffer::check_host_rect`] for writing, `queue`, `rect` and a host
-    ///    length `n`, and `host` is valid for `n` bytes of reads.
-    /// 2. Nothing writes those bytes until the command completes (when `blocking`: until this
-    ///    call returns).
-    pub(crate) unsafe fn enqueue_write_rect_host(
-        &self,
-        queue: &Queue,
-        blocking: bool,
-        rect: &Rect,
-        p: RectPitches,
-        host: *const u8,
-        wait: &[&Event],
-    ) -> Result<Event> {
-        let uses = [(self.tracked(), None, Access::Write)];
-        enqueue_tracked(queue, wait, &uses, |list| {
-            // SAFETY: as in `enqueue_read_rect_host`, for reads of the host bytes.
-            unsafe {
-                let ev = raw_queue::enqueue_write_buffer_rect(
-                    queue.as_raw(),
-                    self.as_raw(),
-                    blocking,
-                    rect.dst_origin,
-                    rect.src_origin,
-                    rect.region,
-                    p.buffer,
-                    p.host,
-                    host.cast(),
-                    list,
-                );
-                Event::adopt(ev, "clEnqueueWriteBufferRect")
+                Event::adopt(ev, call)
             }
         })
         .and_then(|ev| ev.finished_if(blocking))

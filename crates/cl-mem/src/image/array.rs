@@ -382,26 +382,25 @@ mod tests {
             ChannelType::HalfFloat
         );
         assert_eq!(
-            <u8 as ImageElement>::NORM_CHANNEL_TYPE,
-            Some(ChannelType::UnormInt8)
-        );
-        assert_eq!(
-            <i8 as ImageElement>::NORM_CHANNEL_TYPE,
-            Some(ChannelType::SnormInt8)
-        );
-        assert_eq!(
-            <u16 as ImageElement>::NORM_CHANNEL_TYPE,
-            Some(ChannelType::UnormInt16)
-        );
-        assert_eq!(
-            <i16 as ImageElement>::NORM_CHANNEL_TYPE,
-            Some(ChannelType::SnormInt16)
+            [
+                <u8 as ImageElement>::NORM_CHANNEL_TYPE,
+                <i8 as ImageElement>::NORM_CHANNEL_TYPE,
+                <u16 as ImageElement>::NORM_CHANNEL_TYPE,
+                <i16 as ImageElement>::NORM_CHANNEL_TYPE,
+                <u32 as ImageElement>::NORM_CHANNEL_TYPE,
+            ],
+            [
+                Some(ChannelType::UnormInt8),
+                Some(ChannelType::SnormInt8),
+                Some(ChannelType::UnormInt16),
+                Some(ChannelType::SnormInt16),
+                None,
+            ]
         );
         assert_eq!(
             <i32 as ImageElement>::CHANNEL_TYPE,
             ChannelType::SignedInt32
         );
-        assert_eq!(<u32 as ImageElement>::NORM_CHANNEL_TYPE, None);
         assert_eq!(<[i16; 4] as ImageElement>::CHANNELS, 4);
         assert_eq!(
             <[i16; 4] as ImageElement>::CHANNEL_TYPE,

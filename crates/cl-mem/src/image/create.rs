@@ -15,7 +15,7 @@ use cl_raw::{image as raw, sys, Version};
 
 use super::{Image, ImageDesc, ImageFormat, ImagePitches, ImageType};
 use crate::buffer::Buffer;
-use crate::error::{Error, Result};
+use crate::error::{check_range, Error, Result};
 use crate::memory::MemFlags;
 use crate::pod::{slice_as_bytes, Pod};
 use crate::raw_handle::RawHandle;
@@ -274,14 +274,7 @@ impl Image {
             });
         }
         let need = row_pitch.saturating_mul(height - 1).saturating_add(tight);
-        if need > buffer.size_bytes() {
-            return Err(Error::OutOfBounds {
-                what: "2-D image over its buffer",
-                offset: 0,
-                len: need,
-                size: buffer.size_bytes(),
-            });
-        }
+        check_range("2-D image over its buffer", 0, need, buffer.size_bytes())?;
         let desc = ImageDesc::d2(width, height).with_pitches(ImagePitches::new(row_pitch, 0));
         check_limits(context, &desc)?;
         check_format(context, flags, format, ImageType::Image2d)?;
@@ -414,14 +407,12 @@ fn create(
         check_buffer_context(context, buffer)?;
         let elem = format.itemsize()?;
         let need = desc.width.saturating_mul(elem);
-        if need > buffer.size_bytes() {
-            return Err(Error::OutOfBounds {
-                what: "1-D buffer image over its buffer",
-                offset: 0,
-                len: need,
-                size: buffer.size_bytes(),
-            });
-        }
+        check_range(
+            "1-D buffer image over its buffer",
+            0,
+            need,
+            buffer.size_bytes(),
+        )?;
     }
     check_format(context, flags, format, desc.image_type)?;
 
@@ -893,17 +884,13 @@ mod tests {
 
     #[test]
     fn conflicting_flags_are_refused() {
-        assert!((MemFlags::READ_ONLY | MemFlags::WRITE_ONLY)
-            .check()
-            .is_err());
-        assert!((MemFlags::HOST_NO_ACCESS | MemFlags::HOST_READ_ONLY)
-            .check()
-            .is_err());
-        assert!((MemFlags::USE_HOST_PTR | MemFlags::COPY_HOST_PTR)
-            .check()
-            .is_err());
-        assert!((MemFlags::READ_ONLY | MemFlags::COPY_HOST_PTR)
-            .check()
-            .is_ok());
+        for (flags, ok) in [
+            (MemFlags::READ_ONLY | MemFlags::WRITE_ONLY, false),
+            (MemFlags::HOST_NO_ACCESS | MemFlags::HOST_READ_ONLY, false),
+            (MemFlags::USE_HOST_PTR | MemFlags::COPY_HOST_PTR, false),
+            (MemFlags::READ_ONLY | MemFlags::COPY_HOST_PTR, true),
+        ] {
+            assert_eq!(flags.check().is_ok(), ok, "{flags:?}");
+        }
     }
 }

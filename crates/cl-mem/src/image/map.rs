@@ -21,7 +21,7 @@ use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
 use crate::runtime::event::{checked_list, Event};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Access, Claim};
+use crate::runtime::track::Claim;
 
 /// Whether `flags` let the host write (`WRITE` or `WRITE_INVALIDATE_REGION`).
 fn writes(flags: MapFlags) -> bool {
@@ -163,32 +163,21 @@ struct Unmap<'a> {
 
 impl Unmap<'_> {
     fn unmap(&mut self) -> Result<()> {
-        let ev = self
-            .image
-            .tracked()
-            .map_command(self.queue, SmallVec::new(), |list| {
-                // SAFETY: `ptr` came from mapping this image on this queue and was not unmapped;
-                // the host stops using it (the closure has returned); we own the returned event.
-                Ok(((), unsafe {
-                    let ev = raw_queue::enqueue_unmap_mem_object(
-                        self.queue.as_raw(),
-                        self.image.raw,
-                        self.ptr,
-                        list,
-                    );
-                    Event::adopt(ev, "clEnqueueUnmapMemObject")
-                }?))
-            })
-            .map(|((), ev)| ev)?;
+        // SAFETY: a valid queue and image of one context; `ptr` came from mapping this image on
+        // this queue and was not unmapped; the host stops using it (the closure has returned).
+        let ev = unsafe {
+            crate::buffer::tracked::enqueue_unmap(
+                self.queue,
+                self.image.raw,
+                self.image.tracked(),
+                self.ptr,
+                self.write,
+                SmallVec::new(),
+            )
+        }?;
         // Only an enqueued unmap ends the mapping: after a failure (issue 16) `Drop` unmaps
         // again and the claim holds until then; marking it done first leaked the mapping.
         self.done = true;
-        let access = if self.write {
-            Access::Write
-        } else {
-            Access::Read
-        };
-        self.image.tracked().record(self.queue, access, &ev);
         self.claim = None;
         ev.wait()
     }

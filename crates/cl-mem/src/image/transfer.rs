@@ -107,16 +107,7 @@ pub(crate) fn host_bytes(
     }
     let overflow = || Error::InvalidArgument("image region size overflows usize".into());
     let tight_row = region[0].checked_mul(elem).ok_or_else(overflow)?;
-    let row = if pitches.row == 0 {
-        tight_row
-    } else {
-        pitches.row
-    };
-    if row < tight_row {
-        return Err(Error::InvalidArgument(format!(
-            "row pitch {row} is less than the region's row of {tight_row} bytes"
-        )));
-    }
+    let row = pitch_or_least("row", pitches.row, tight_row)?;
     let (rows, slices, min_slice) = match image_type {
         ImageType::Image1d | ImageType::Image1dBuffer | ImageType::Image2d => {
             if pitches.slice != 0 {
@@ -133,22 +124,25 @@ pub(crate) fn host_bytes(
             row.checked_mul(region[1]).ok_or_else(overflow)?,
         ),
     };
-    let slice = if pitches.slice == 0 {
-        min_slice
-    } else {
-        pitches.slice
-    };
-    if slice < min_slice {
-        return Err(Error::InvalidArgument(format!(
-            "slice pitch {slice} is less than the region's slice of {min_slice} bytes"
-        )));
-    }
+    let slice = pitch_or_least("slice", pitches.slice, min_slice)?;
     // The last row of the last slice needs only its pixels, not a whole pitch.
     slice
         .checked_mul(slices - 1)
         .and_then(|s| row.checked_mul(rows - 1).and_then(|r| r.checked_add(s)))
         .and_then(|x| x.checked_add(tight_row))
         .ok_or_else(overflow)
+}
+
+/// A host pitch: `given`, or `least` (the region's `what`, row or slice, in bytes) when 0;
+/// [`Error::InvalidArgument`] when it is less than that.
+fn pitch_or_least(what: &str, given: usize, least: usize) -> Result<usize> {
+    let pitch = if given == 0 { least } else { given };
+    if pitch < least {
+        return Err(Error::InvalidArgument(format!(
+            "{what} pitch {pitch} is less than the region's {what} of {least} bytes"
+        )));
+    }
+    Ok(pitch)
 }
 
 /// The pitches handed to the driver. For 1-D arrays the layer stride goes in both: the spec
@@ -531,88 +525,80 @@ impl Image {
         })
     }
 
-    /// Copies `region` at `src_origin` into `dst` at `dst_offset` bytes, tightly packed
-    /// (`clEnqueueCopyImageToBuffer`).
+    /// A copy between this image and `buffer`, placed by `o` (`image_is_src`: the buffer from
+    /// the image, `clEnqueueCopyImageToBuffer`; else the image from the buffer,
+    /// `clEnqueueCopyBufferToImage`): the image side is `o`'s rectangle or the whole image, the
+    /// buffer side starts at `o`'s buffer-side byte offset, tightly packed.
     ///
     /// # Errors
     ///
-    /// Coordinates as an image-to-image copy; [`Error::OutOfBounds`] when the packed region does
-    /// not fit the buffer from `dst_offset` (checked first); [`Error::Cl`] from the call.
-    pub(crate) fn copy_to_buffer(
+    /// Checked first, in this order: [`Error::InvalidArgument`] for a byte offset on the image
+    /// side, pitches or a byte count (the region sets it), a queue of another context, malformed
+    /// coordinates; [`Error::OutOfBounds`] for a region outside the image or a packed region that
+    /// does not fit the buffer from its offset. Then [`Error::Cl`] from the call.
+    fn copy_with_buffer(
         &self,
         queue: &Queue,
-        dst: &Buffer,
-        src_origin: &[usize],
-        region: &[usize],
-        dst_offset: usize,
-        wait: &[&Event],
+        buffer: &Buffer,
+        o: &Transfer<'_>,
+        image_is_src: bool,
     ) -> Result<Event> {
+        let (what, range_what) = if image_is_src {
+            (
+                "a buffer-from-image copy",
+                "buffer range of an image-to-buffer copy",
+            )
+        } else {
+            (
+                "an image-from-buffer copy",
+                "buffer range of a buffer-to-image copy",
+            )
+        };
+        // The image side takes no byte offset; the buffer side's is where the pixels start.
+        let (image_offset, offset) = if image_is_src {
+            (o.src_offset, o.dst_offset)
+        } else {
+            (o.dst_offset, o.src_offset)
+        };
+        no_image_offset(image_offset, what)?;
+        no_pitches(o, what)?;
+        if o.byte_count.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "{what} takes no byte count (the region sets it)"
+            )));
+        }
+        let (origin, region) = self.image_side(o, image_is_src);
         self.check_queue(queue)?;
-        dst.check_queue(queue)?;
-        let (o, r) = coords(self.extent(), src_origin, region)?;
-        self.check_buffer_range(
-            dst,
-            dst_offset,
-            r,
-            "buffer range of an image-to-buffer copy",
-        )?;
-        let uses = [
-            (self.tracked(), None, Access::Read),
-            (dst.tracked(), None, Access::Write),
-        ];
-        enqueue_tracked(queue, wait, &uses, |list| {
+        buffer.check_queue(queue)?;
+        let (origin, region) = coords(self.extent(), &origin, &region)?;
+        self.check_buffer_range(buffer, offset, region, range_what)?;
+        // The source first, as every copy lists its memory.
+        let uses = if image_is_src {
+            [
+                (self.tracked(), None, Access::Read),
+                (buffer.tracked(), None, Access::Write),
+            ]
+        } else {
+            [
+                (buffer.tracked(), None, Access::Read),
+                (self.tracked(), None, Access::Write),
+            ]
+        };
+        let (q, image, mem) = (queue.as_raw(), self.raw, buffer.as_raw());
+        enqueue_tracked(queue, o.wait, &uses, |list| {
             // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
             unsafe {
-                let ev = raw_queue::enqueue_copy_image_to_buffer(
-                    queue.as_raw(),
-                    self.raw,
-                    dst.as_raw(),
-                    o,
-                    r,
-                    dst_offset,
-                    list,
-                );
-                Event::adopt(ev, "clEnqueueCopyImageToBuffer")
-            }
-        })
-    }
-
-    /// Copies tightly packed pixels from `src` at `src_offset` bytes into `region` at
-    /// `dst_origin` (`clEnqueueCopyBufferToImage`).
-    ///
-    /// # Errors
-    ///
-    /// As an image-to-buffer copy.
-    pub(crate) fn copy_from_buffer(
-        &self,
-        queue: &Queue,
-        src: &Buffer,
-        src_offset: usize,
-        dst_origin: &[usize],
-        region: &[usize],
-        wait: &[&Event],
-    ) -> Result<Event> {
-        self.check_queue(queue)?;
-        src.check_queue(queue)?;
-        let (o, r) = coords(self.extent(), dst_origin, region)?;
-        self.check_buffer_range(src, src_offset, r, "buffer range of a buffer-to-image copy")?;
-        let uses = [
-            (src.tracked(), None, Access::Read),
-            (self.tracked(), None, Access::Write),
-        ];
-        enqueue_tracked(queue, wait, &uses, |list| {
-            // SAFETY: valid queue/image/buffer/events; both ranges checked; we own the event.
-            unsafe {
-                let ev = raw_queue::enqueue_copy_buffer_to_image(
-                    queue.as_raw(),
-                    src.as_raw(),
-                    self.raw,
-                    src_offset,
-                    o,
-                    r,
-                    list,
-                );
-                Event::adopt(ev, "clEnqueueCopyBufferToImage")
+                if image_is_src {
+                    let ev = raw_queue::enqueue_copy_image_to_buffer(
+                        q, image, mem, origin, region, offset, list,
+                    );
+                    Event::adopt(ev, "clEnqueueCopyImageToBuffer")
+                } else {
+                    let ev = raw_queue::enqueue_copy_buffer_to_image(
+                        q, mem, image, offset, origin, region, list,
+                    );
+                    Event::adopt(ev, "clEnqueueCopyBufferToImage")
+                }
             }
         })
     }
@@ -718,45 +704,14 @@ impl<T: Pod> CopyPair for (&mut [T], &Image) {
 
 impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &Image) {
     fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
-        let image = self.1;
-        no_image_offset(o.src_offset, "a buffer-from-image copy")?;
-        no_pitches(&o, "a buffer-from-image copy")?;
-        if o.byte_count.is_some() {
-            return Err(Error::InvalidArgument(
-                "a buffer-from-image copy takes no byte count (the region sets it)".into(),
-            ));
-        }
-        let (origin, region) = image.image_side(&o, true);
-        image.copy_to_buffer(
-            queue,
-            self.0.as_buffer(),
-            &origin,
-            &region,
-            o.dst_offset,
-            o.wait,
-        )
+        self.1.copy_with_buffer(queue, self.0.as_buffer(), &o, true)
     }
 }
 
 impl<B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&Image, &B) {
     fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
-        let image = self.0;
-        no_image_offset(o.dst_offset, "an image-from-buffer copy")?;
-        no_pitches(&o, "an image-from-buffer copy")?;
-        if o.byte_count.is_some() {
-            return Err(Error::InvalidArgument(
-                "an image-from-buffer copy takes no byte count (the region sets it)".into(),
-            ));
-        }
-        let (origin, region) = image.image_side(&o, false);
-        image.copy_from_buffer(
-            queue,
-            self.1.as_buffer(),
-            o.src_offset,
-            &origin,
-            &region,
-            o.wait,
-        )
+        self.0
+            .copy_with_buffer(queue, self.1.as_buffer(), &o, false)
     }
 }
 

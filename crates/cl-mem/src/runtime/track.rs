@@ -60,6 +60,8 @@ pub(crate) trait Direction {
     const ACCESS: Access;
     /// `clEnqueueReadBuffer` or `clEnqueueWriteBuffer`, with its C name for errors.
     const BUFFER: (&'static str, BufferCall<Self::Host>);
+    /// `clEnqueueReadBufferRect` or `clEnqueueWriteBufferRect`, with its C name for errors.
+    const BUFFER_RECT: (&'static str, BufferRectCall<Self::Host>);
     /// `clEnqueueReadImage` or `clEnqueueWriteImage`, with its C name for errors.
     const IMAGE: (&'static str, ImageCall<Self::Host>);
 }
@@ -74,6 +76,21 @@ pub(crate) type BufferCall<H> = unsafe fn(
     H,
     &[sys::cl_event],
 ) -> std::result::Result<sys::cl_event, cl_raw::ClError>;
+
+/// The signature of `cl_raw::queue::enqueue_{read,write}_buffer_rect`.
+pub(crate) type BufferRectCall<H> =
+    unsafe fn(
+        sys::cl_command_queue,
+        sys::cl_mem,
+        bool,
+        [usize; 3],
+        [usize; 3],
+        [usize; 3],
+        [usize; 2],
+        [usize; 2],
+        H,
+        &[sys::cl_event],
+    ) -> std::result::Result<sys::cl_event, cl_raw::ClError>;
 
 /// The signature of `cl_raw::queue::enqueue_{read,write}_image`.
 pub(crate) type ImageCall<H> = unsafe fn(
@@ -90,7 +107,7 @@ pub(crate) type ImageCall<H> = unsafe fn(
 
 /// Writes the two [`Direction`] markers from their calls.
 macro_rules! directions {
-    ($($(#[$doc:meta])* $name:ident($host:ty): $buffer:ident, $image:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident($host:ty): $buffer:ident, $rect:ident, $image:ident;)*) => {$(
         $(#[$doc])*
         pub(crate) enum $name {}
         impl Direction for $name {
@@ -98,6 +115,8 @@ macro_rules! directions {
             const ACCESS: Access = Access::$name;
             const BUFFER: (&'static str, BufferCall<$host>) =
                 (concat!("clEnqueue", stringify!($name), "Buffer"), cl_raw::queue::$buffer);
+            const BUFFER_RECT: (&'static str, BufferRectCall<$host>) =
+                (concat!("clEnqueue", stringify!($name), "BufferRect"), cl_raw::queue::$rect);
             const IMAGE: (&'static str, ImageCall<$host>) =
                 (concat!("clEnqueue", stringify!($name), "Image"), cl_raw::queue::$image);
         }
@@ -106,9 +125,10 @@ macro_rules! directions {
 
 directions! {
     /// Device to host: the command reads the object and writes the host bytes.
-    Read(*mut std::ffi::c_void): enqueue_read_buffer, enqueue_read_image;
+    Read(*mut std::ffi::c_void): enqueue_read_buffer, enqueue_read_buffer_rect, enqueue_read_image;
     /// Host to device: the command reads the host bytes and writes the object.
-    Write(*const std::ffi::c_void): enqueue_write_buffer, enqueue_write_image;
+    Write(*const std::ffi::c_void):
+        enqueue_write_buffer, enqueue_write_buffer_rect, enqueue_write_image;
 }
 
 /// What the record needs of a queue and of its commands' events. [`Queue`] is the one

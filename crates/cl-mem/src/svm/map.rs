@@ -83,49 +83,44 @@ pub struct SvmMapMut<'a, T: Pod> {
     _borrow: PhantomData<&'a mut [T]>,
 }
 
-impl<T: Pod> SvmMap<'_, T> {
-    /// Unmaps now, reporting failure (`Drop` only logs it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clEnqueueSVMUnmap` or the wait.
-    pub fn release(mut self) -> Result<()> {
-        self.mapping.unmap()
-    }
-}
-
-impl<T: Pod> SvmMapMut<'_, T> {
-    /// Unmaps now, reporting failure (`Drop` only logs it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Cl`] from `clEnqueueSVMUnmap` or the wait.
-    pub fn release(mut self) -> Result<()> {
-        self.mapping.unmap()
-    }
-}
-
-impl<T: Pod> Deref for SvmMap<'_, T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        if self.len == 0 {
-            return &[];
+/// What both guards share: `release`, `Deref` to `[T]` and `Debug`.
+macro_rules! map_guards {
+    ($($guard:ident),*) => {$(
+        impl<T: Pod> $guard<'_, T> {
+            /// Unmaps now, reporting failure (`Drop` only logs it).
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Cl`] from `clEnqueueSVMUnmap` or the wait.
+            pub fn release(mut self) -> Result<()> {
+                self.mapping.unmap()
+            }
         }
-        // SAFETY: a mapped, live range of `len` values (the guard borrows the array); `Pod`.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
+
+        impl<T: Pod> Deref for $guard<'_, T> {
+            type Target = [T];
+            fn deref(&self) -> &[T] {
+                if self.len == 0 {
+                    return &[];
+                }
+                // SAFETY: a mapped, live range of `len` values (the guard borrows the array);
+                // `Pod`.
+                unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+            }
+        }
+
+        impl<T: Pod> fmt::Debug for $guard<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($guard))
+                    .field("ptr", &self.ptr)
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+    )*};
 }
 
-impl<T: Pod> Deref for SvmMapMut<'_, T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        if self.len == 0 {
-            return &[];
-        }
-        // SAFETY: as for `SvmMap`.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
+map_guards!(SvmMap, SvmMapMut);
 
 impl<T: Pod> DerefMut for SvmMapMut<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
@@ -135,24 +130,6 @@ impl<T: Pod> DerefMut for SvmMapMut<'_, T> {
         // SAFETY: a range mapped for writing; the guard holds the array's exclusive borrow and
         // `&mut self` makes this the only reference.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
-
-impl<T: Pod> fmt::Debug for SvmMap<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SvmMap")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
-    }
-}
-
-impl<T: Pod> fmt::Debug for SvmMapMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SvmMapMut")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
     }
 }
 

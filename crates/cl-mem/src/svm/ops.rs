@@ -266,27 +266,17 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
         whole::<T>("SVM copy byte count", b - a)?;
         let bytes = &bytes[a..b];
-        let off = o.dst_offset;
-        check_range("SVM write", off, bytes.len(), self.size_bytes())?;
-        if bytes.is_empty() {
-            return queue.enqueue_marker(o.wait);
-        }
-        self.core.unmap_leftovers()?;
-        // SAFETY: valid queue and allocation of one context (checked); the range is inside the
-        // allocation (checked); blocking, so `bytes` is read only during the call; we own the
-        // event.
-        let ev = unsafe {
-            let ev = raw_queue::enqueue_svm_memcpy(
-                queue.as_raw(),
-                true,
-                offset_ptr(self.core.ptr(), off),
-                bytes.as_ptr().cast::<c_void>(),
+        // SAFETY: `bytes` is read only during the blocking call.
+        unsafe {
+            self.memcpy_host(
+                queue,
+                "SVM write",
+                o.dst_offset,
                 bytes.len(),
-                &checked_list(queue, o.wait)?,
-            );
-            Event::adopt(ev, "clEnqueueSVMMemcpy")
-        }?;
-        ev.finished_if(true)
+                o.wait,
+                |svm| (svm, bytes.as_ptr().cast()),
+            )
+        }
     }
 
     /// Blocking copy from the allocation at `o.src_offset` bytes into `dst` (host memory:
@@ -308,22 +298,55 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
         whole::<T>("SVM copy byte count", b - a)?;
         let bytes = &mut bytes[a..b];
-        let off = o.src_offset;
-        check_range("SVM read", off, bytes.len(), self.size_bytes())?;
-        if bytes.is_empty() {
-            return queue.enqueue_marker(o.wait);
+        let host = bytes.as_mut_ptr().cast();
+        // SAFETY: `bytes` is written only during the blocking call, through our exclusive borrow.
+        unsafe {
+            self.memcpy_host(
+                queue,
+                "SVM read",
+                o.src_offset,
+                bytes.len(),
+                o.wait,
+                |svm| (host, svm.cast_const()),
+            )
+        }
+    }
+
+    /// What `write` and `read` share once the host bytes are picked: the range check of `len`
+    /// bytes at `off` (naming `what`), a marker for 0 bytes, leftover maps unmapped, then one
+    /// blocking `clEnqueueSVMMemcpy` between the `(dst, src)` that `ends` makes of the
+    /// allocation's address at `off`.
+    ///
+    /// # Safety
+    ///
+    /// `ends(svm)` gives `svm` as one end and, as the other, host memory valid for `len` bytes
+    /// of writes (as `dst`) or reads (as `src`) that nothing else accesses during the call.
+    unsafe fn memcpy_host(
+        &self,
+        queue: &Queue,
+        what: &'static str,
+        off: usize,
+        len: usize,
+        wait: &[&Event],
+        ends: impl FnOnce(*mut c_void) -> (*mut c_void, *const c_void),
+    ) -> Result<Event> {
+        check_range(what, off, len, self.size_bytes())?;
+        if len == 0 {
+            return queue.enqueue_marker(wait);
         }
         self.core.unmap_leftovers()?;
-        // SAFETY: as in `write`; `bytes` is written only during the call, through our exclusive
-        // borrow.
+        let (dst, src) = ends(offset_ptr(self.core.ptr(), off));
+        // SAFETY: valid queue and allocation of one context (checked by the callers); the range
+        // is inside the allocation (checked); the host end is the caller's obligation; blocking;
+        // we own the event.
         let ev = unsafe {
             let ev = raw_queue::enqueue_svm_memcpy(
                 queue.as_raw(),
                 true,
-                bytes.as_mut_ptr().cast::<c_void>(),
-                offset_ptr(self.core.ptr(), off).cast_const(),
-                bytes.len(),
-                &checked_list(queue, o.wait)?,
+                dst,
+                src,
+                len,
+                &checked_list(queue, wait)?,
             );
             Event::adopt(ev, "clEnqueueSVMMemcpy")
         }?;

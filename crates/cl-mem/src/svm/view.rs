@@ -14,7 +14,7 @@ use crate::raw_handle::{debug_fields, drop_releases, RawHandle};
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Read, Write};
+use crate::runtime::track::{Direction, Read, Write};
 
 use super::core::Core;
 
@@ -91,9 +91,28 @@ impl SvmBufferView<'_> {
         self.flags
     }
 
-    fn check(&self, queue: &Queue, what: &'static str, offset: usize, len: usize) -> Result<()> {
+    /// What `read` and `write` share once the host bytes are picked: the queue and range checks
+    /// of `len` bytes at `offset` (naming `what`), then one blocking `clEnqueueReadBuffer`
+    /// (`D` = `Read`) or `clEnqueueWriteBuffer` (`D` = `Write`) through the buffer.
+    ///
+    /// # Safety
+    ///
+    /// `host` is valid for `len` bytes of writes (a read) or reads (a write) during the call,
+    /// and nothing else accesses them meanwhile.
+    unsafe fn transfer<D: Direction>(
+        &self,
+        queue: &Queue,
+        what: &'static str,
+        offset: usize,
+        host: D::Host,
+        len: usize,
+        wait: &[&Event],
+    ) -> Result<Event> {
         self.core.check_queue(queue)?;
-        check_range(what, offset, len, self.size)
+        check_range(what, offset, len, self.size)?;
+        // SAFETY: a valid buffer and queue of one context; in bounds (checked); blocking, so the
+        // caller's obligation covers `host`.
+        unsafe { enqueue_host::<D>(queue, self.raw, None, true, offset, host, len, wait) }
     }
 
     /// Blocking `clEnqueueReadBuffer` through the buffer into `dst`, placed as
@@ -116,16 +135,13 @@ impl SvmBufferView<'_> {
         let bytes = dst.host_slice_mut()?;
         let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
         let out = &mut bytes[a..b];
-        self.check(queue, "SVM buffer view read", o.src_offset, out.len())?;
-        // SAFETY: a valid buffer and queue of one context; blocking, so `out` is written only
-        // during the call through our exclusive borrow; in bounds (checked); `out` cannot alias
-        // the SVM (host access to it needs `&mut` of the array this view borrows).
+        // SAFETY: `out` is written only during the blocking call, through our exclusive borrow;
+        // it cannot alias the SVM (host access to it needs `&mut` of the array this view
+        // borrows).
         unsafe {
-            enqueue_host::<Read>(
+            self.transfer::<Read>(
                 queue,
-                self.raw,
-                None,
-                true,
+                "SVM buffer view read",
                 o.src_offset,
                 out.as_mut_ptr().cast(),
                 out.len(),
@@ -151,14 +167,11 @@ impl SvmBufferView<'_> {
         let bytes = src.host_slice()?;
         let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
         let data = &bytes[a..b];
-        self.check(queue, "SVM buffer view write", o.dst_offset, data.len())?;
         // SAFETY: as for `read`; `data` is only read during the blocking call.
         unsafe {
-            enqueue_host::<Write>(
+            self.transfer::<Write>(
                 queue,
-                self.raw,
-                None,
-                true,
+                "SVM buffer view write",
                 o.dst_offset,
                 data.as_ptr().cast(),
                 data.len(),
