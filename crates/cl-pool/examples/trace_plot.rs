@@ -11,7 +11,9 @@ use cl_pool::trace::{from_json_lines, replay, ReplayConfig};
 use cl_pool::{Eviction, Policy};
 
 mod support;
-use support::{pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape};
+use support::{
+    capped_policy, pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape,
+};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
@@ -25,12 +27,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         ("pyopencl", Policy::default()),
         (
             "capped",
-            Policy {
-                managed_bytes_limit: Some(peak_active / 4 * 5),
-                larger_bins: 8,
-                eviction: Eviction::FullestBinFirst,
-                ..Policy::default()
-            },
+            capped_policy(peak_active, 8, Eviction::FullestBinFirst),
         ),
     ];
     for (name, policy) in runs {
