@@ -561,31 +561,8 @@ fn solo_tick_after_caches_off() {
 /// blocks, so the next request gets another block (PyOpenCL / shared_bins_only: the same one).
 #[test]
 fn hand_out_failure_keeps_lifo() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    #[derive(Default)]
-    struct F {
-        t: TestAllocator,
-        fail: AtomicBool,
-    }
-    impl Allocator for F {
-        type Block = HostBlock;
-        type Error = HostAllocError;
-        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
-            self.t.allocate(s)
-        }
-        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
-            self.t.free(b)
-        }
-        fn hand_out_existing_block(&self, _b: &mut HostBlock) -> Result<(), HostAllocError> {
-            if self.fail.swap(false, Ordering::SeqCst) {
-                Err(HostAllocError::Invalid { requested: 0 })
-            } else {
-                Ok(())
-            }
-        }
-    }
     for shared in [true, false] {
-        let pool = MemoryPool::new(F::default());
+        let pool = MemoryPool::new(TestAllocator::new());
         pool.set_policy(Policy {
             shared_bins_only: shared,
             ..Policy::default()
@@ -595,7 +572,7 @@ fn hand_out_failure_keeps_lifo() {
         let (ia, ib) = (a.block().id, b.block().id);
         drop(a);
         drop(b);
-        pool.allocator().fail.store(true, Ordering::SeqCst);
+        pool.allocator().fail_next_hand_out(1);
         assert!(pool.allocate(1000).is_err());
         let c = pool.allocate(1000).unwrap();
         eprintln!(
@@ -606,7 +583,7 @@ fn hand_out_failure_keeps_lifo() {
         // The same through allocate_local (its cached hit builds a LocalBlock in place): the
         // failed block goes back on top, the next request gets it, and nothing stays active.
         drop(c);
-        pool.allocator().fail.store(true, Ordering::SeqCst);
+        pool.allocator().fail_next_hand_out(1);
         assert!(pool.allocate_local(1000).is_err());
         assert_eq!(pool.active_blocks(), 0, "shared_bins_only={shared}");
         let d = pool.allocate_local(1000).unwrap();
@@ -677,24 +654,6 @@ fn stop_holding_races_a_first_allocation() {
     );
 }
 
-/// An allocator that counts frees in a shared cell (readable after its pool is gone).
-struct CountsFrees {
-    inner: TestAllocator,
-    frees: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Allocator for CountsFrees {
-    type Block = HostBlock;
-    type Error = HostAllocError;
-    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
-        self.inner.allocate(size)
-    }
-    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
-        self.frees.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.free(block)
-    }
-}
-
 /// A block allocated by another thread-local's destructor, after the thread's cache list is gone
 /// (a thread exiting): it keeps its pool alive like any other, and its free reaches the allocator
 /// after the last pool handle went. (Before 2026-11-26 the request got a slot that its own
@@ -703,8 +662,8 @@ impl Allocator for CountsFrees {
 #[test]
 fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
     type Exit = Option<(
-        MemoryPool<CountsFrees>,
-        std::sync::mpsc::Sender<PoolBlock<CountsFrees>>,
+        MemoryPool<Arc<TestAllocator>>,
+        std::sync::mpsc::Sender<PoolBlock<Arc<TestAllocator>>>,
     )>;
     struct OnExit(std::cell::RefCell<Exit>);
     impl Drop for OnExit {
@@ -718,11 +677,9 @@ fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
     thread_local! {
         static ON_EXIT: OnExit = const { OnExit(std::cell::RefCell::new(None)) };
     }
-    let frees = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let pool = MemoryPool::new(CountsFrees {
-        inner: TestAllocator::new(),
-        frees: Arc::clone(&frees),
-    });
+    // A shared allocator: its frees are readable after the pool is gone.
+    let test = Arc::new(TestAllocator::new());
+    let pool = MemoryPool::new(Arc::clone(&test));
     let (tx, rx) = std::sync::mpsc::channel();
     let p = pool.clone();
     std::thread::spawn(move || {
@@ -735,10 +692,10 @@ fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
     let block = rx.recv().unwrap();
     assert_eq!(block.requested_bytes(), 100);
     drop(pool);
-    assert_eq!(frees.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(test.frees(), 0);
     // The last reference to the pool: the block goes back, then the pool frees what it holds.
     drop(block);
-    assert_eq!(frees.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(test.frees(), 1);
 }
 
 /// `ThreadCacheLimits`: a block above `max_block_bytes` never sits in a thread's cache, so another
