@@ -409,16 +409,22 @@ fn solo_peak_after_stop_holding() {
     assert_eq!(pool.stats().peak_active_bytes, 5000, "PyOpenCL: 5000");
 }
 
+/// `set_policy` with the per-thread caches off (`on`: every return goes to the shared bins, as
+/// in PyOpenCL) or on, the rest of the policy default.
+fn shared_bins_only(pool: &MemoryPool<TestAllocator>, on: bool) {
+    pool.set_policy(Policy {
+        shared_bins_only: on,
+        ..Policy::default()
+    });
+}
+
 /// set_policy turning the caches off leaves the thread's cached blocks stranded: a request of
 /// their bin misses where PyOpenCL hits.
 #[test]
 fn set_policy_strands_cached_blocks() {
     let pool = MemoryPool::new(TestAllocator::new());
     drop(pool.allocate(1000).unwrap());
-    pool.set_policy(Policy {
-        shared_bins_only: true,
-        ..Policy::default()
-    });
+    shared_bins_only(&pool, true);
     assert_eq!(pool.held_blocks(), 1);
     let _b = pool.allocate(1000).unwrap();
     let s = pool.stats();
@@ -439,10 +445,7 @@ fn caches_off_then_on_across_registered_slots() {
     let pool = MemoryPool::new(TestAllocator::new());
     // This thread's slot exists (and caches) before the switch.
     drop(pool.allocate(1000).unwrap());
-    pool.set_policy(Policy {
-        shared_bins_only: true,
-        ..Policy::default()
-    });
+    shared_bins_only(&pool, true);
     let (to_main, from_t) = channel::<u64>();
     let (to_t, from_main) = channel::<u64>();
     let pool = &pool;
@@ -538,10 +541,7 @@ fn solo_tick_after_caches_off() {
     for _ in 0..10 {
         drop(pool.allocate(1000).unwrap());
     }
-    pool.set_policy(Policy {
-        shared_bins_only: true,
-        ..Policy::default()
-    });
+    shared_bins_only(&pool, true);
     drop(pool.allocate(100_000).unwrap());
     let big = pool.alloc_size(pool.bin_number(100_000));
     let freed = pool.release_idle(1);
@@ -563,10 +563,7 @@ fn solo_tick_after_caches_off() {
 fn hand_out_failure_keeps_lifo() {
     for shared in [true, false] {
         let pool = MemoryPool::new(TestAllocator::new());
-        pool.set_policy(Policy {
-            shared_bins_only: shared,
-            ..Policy::default()
-        });
+        shared_bins_only(&pool, shared);
         let a = pool.allocate(1000).unwrap();
         let b = pool.allocate(1000).unwrap();
         let (ia, ib) = (a.block().id, b.block().id);
