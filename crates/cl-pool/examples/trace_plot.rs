@@ -31,12 +31,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         ),
     ];
     for (name, policy) in runs {
+        let config = ReplayConfig {
+            policy,
+            ..ReplayConfig::default()
+        };
+        // The plot's replay records the timeline; the snapshot replays the same configuration.
         let r = replay(
             &trace,
             &ReplayConfig {
-                policy,
                 timeline: true,
-                ..ReplayConfig::default()
+                ..config
             },
         )?;
         let title = format!(
@@ -47,13 +51,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let path = out.join(format!("pool-{name}.svg"));
         std::fs::write(&path, timeline_svg(&r.timeline, &title))?;
         println!("{}: {title}", path.display());
-        let snap = pytorch_snapshot(
-            &trace,
-            &ReplayConfig {
-                policy,
-                ..ReplayConfig::default()
-            },
-        )?;
+        let snap = pytorch_snapshot(&trace, &config)?;
         let path = out.join(format!("pool-{name}.snapshot.json"));
         std::fs::write(&path, serde_json::to_string(&snap)?)?;
         println!("{}: PyTorch memory-viewer snapshot (JSON)", path.display());
