@@ -334,23 +334,24 @@ fn report_lists_guessed_keys() {
 
 #[test]
 fn intel_gpu_takes_the_amd_branch_but_the_query_does_not() {
-    let intel = load_profile("intel-gpu-neo-uhd770");
+    // PyOpenCL's heuristic answers 32 for both profiles; the query's size and source differ.
+    let pyopencl_32_and_queried = |name: &str| {
+        let profile = load_profile(name);
+        assert_eq!(
+            get_simd_group_size(&profile, 4).unwrap(),
+            Some(32),
+            "{name}"
+        );
+        let q = queried::simd_group_size(&profile).unwrap();
+        (profile, (q.size, q.source))
+    };
     // "ati" in "intel(r) corporation": PyOpenCL returns the kernel's preferred WG multiple.
-    assert_eq!(get_simd_group_size(&intel, 4).unwrap(), Some(32));
-    let q = queried::simd_group_size(&intel).unwrap();
-    assert_eq!(
-        (q.size, q.source),
-        (8, queried::SimdSource::IntelSubGroupSizes)
-    );
+    let (intel, q) = pyopencl_32_and_queried("intel-gpu-neo-uhd770");
+    assert_eq!(q, (8, queried::SimdSource::IntelSubGroupSizes));
     assert_eq!(intel.preferred_work_group_size_multiple, Some(64));
 
-    let amd = load_profile("amd-gpu-rocm-gfx1030");
-    assert_eq!(get_simd_group_size(&amd, 4).unwrap(), Some(32));
-    let q = queried::simd_group_size(&amd).unwrap();
-    assert_eq!(
-        (q.size, q.source),
-        (32, queried::SimdSource::AmdWavefrontWidth)
-    );
+    let (amd, q) = pyopencl_32_and_queried("amd-gpu-rocm-gfx1030");
+    assert_eq!(q, (32, queried::SimdSource::AmdWavefrontWidth));
     let guess = local_memory_bank_count(&amd).unwrap();
     assert_eq!((guess.value, guess.is_guess()), (16, true));
     assert_eq!(amd.amd_local_mem_banks, Some(32));

@@ -69,6 +69,8 @@ fn measure_local(
 /// the median of [`REPEATS`] runs. Each thread first warms its sizes up (its first request of a
 /// size is a miss to the allocator, not a hit), then all start together at a barrier, and a run
 /// lasts from the barrier until the last thread is done (thread start-up is outside it).
+/// `pool: None`: the control, each thread on a pool of its own (nothing of a pool is shared, so
+/// what limits its scaling is the host, not the pool).
 fn throughput(
     pool: Option<&MemoryPool<SimulatedAllocator>>,
     threads: usize,
@@ -77,7 +79,58 @@ fn throughput(
     n: usize,
 ) -> f64 {
     let mut rates: Vec<f64> = (0..REPEATS)
-        .map(|_| throughput_once(pool, threads, owned, mixed, n))
+        .map(|_| {
+            let start = std::sync::Barrier::new(threads + 1);
+            let elapsed = std::thread::scope(|sc| {
+                let start = &start;
+                let handles: Vec<_> = (0..threads)
+                    .map(|t| {
+                        sc.spawn(move || {
+                            let own;
+                            let pool = match pool {
+                                Some(p) => p,
+                                None => {
+                                    own = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
+                                    &own
+                                }
+                            };
+                            let sizes: Vec<usize> = if mixed {
+                                (0..64)
+                                    .map(|i| 1000 + (t * 64 + i) * 7919 % 1_000_000)
+                                    .collect()
+                            } else {
+                                vec![1 << (10 + t % 12)]
+                            };
+                            let run = |count: usize| {
+                                for i in 0..count {
+                                    let s = sizes[i & (sizes.len() - 1)];
+                                    if owned {
+                                        black_box(pool.allocate(s).ok());
+                                    } else {
+                                        black_box(pool.allocate_local(s).ok());
+                                    }
+                                }
+                            };
+                            run(sizes.len() * 4);
+                            start.wait();
+                            run(n);
+                            Instant::now()
+                        })
+                    })
+                    .collect();
+                start.wait();
+                let t0 = Instant::now();
+                let last = handles
+                    .into_iter()
+                    .filter_map(|h| h.join().ok())
+                    .max()
+                    .unwrap_or(t0);
+                last.duration_since(t0)
+            });
+            #[expect(clippy::cast_precision_loss, reason = "a rate")]
+            let hits = (threads * n) as f64;
+            hits / elapsed.as_secs_f64()
+        })
         .collect();
     rates.sort_by(f64::total_cmp);
     rates[rates.len() / 2]
@@ -85,67 +138,6 @@ fn throughput(
 
 /// Runs of [`throughput`] (the median is reported).
 const REPEATS: usize = 5;
-
-/// `pool: None`: the control, each thread on a pool of its own (nothing of a pool is shared, so
-/// what limits its scaling is the host, not the pool).
-fn throughput_once(
-    pool: Option<&MemoryPool<SimulatedAllocator>>,
-    threads: usize,
-    owned: bool,
-    mixed: bool,
-    n: usize,
-) -> f64 {
-    let start = std::sync::Barrier::new(threads + 1);
-    let elapsed = std::thread::scope(|sc| {
-        let start = &start;
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                sc.spawn(move || {
-                    let own;
-                    let pool = match pool {
-                        Some(p) => p,
-                        None => {
-                            own = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
-                            &own
-                        }
-                    };
-                    let sizes: Vec<usize> = if mixed {
-                        (0..64)
-                            .map(|i| 1000 + (t * 64 + i) * 7919 % 1_000_000)
-                            .collect()
-                    } else {
-                        vec![1 << (10 + t % 12)]
-                    };
-                    let run = |count: usize| {
-                        for i in 0..count {
-                            let s = sizes[i & (sizes.len() - 1)];
-                            if owned {
-                                black_box(pool.allocate(s).ok());
-                            } else {
-                                black_box(pool.allocate_local(s).ok());
-                            }
-                        }
-                    };
-                    run(sizes.len() * 4);
-                    start.wait();
-                    run(n);
-                    Instant::now()
-                })
-            })
-            .collect();
-        start.wait();
-        let t0 = Instant::now();
-        let last = handles
-            .into_iter()
-            .filter_map(|h| h.join().ok())
-            .max()
-            .unwrap_or(t0);
-        last.duration_since(t0)
-    });
-    #[expect(clippy::cast_precision_loss, reason = "a rate")]
-    let hits = (threads * n) as f64;
-    hits / elapsed.as_secs_f64()
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mixed: Vec<usize> = (0..64).map(|i| 1000 + i * 7919 % 1_000_000).collect();

@@ -5,7 +5,7 @@ use cl_pool::trace::{replay, ReplayConfig};
 use cl_pool::{Eviction, InvalidLeadingBits, Policy};
 
 mod support;
-use support::{random_trace, ratio, RandomTraceShape};
+use support::{capped_policy, random_trace, ratio, RandomTraceShape};
 
 fn main() -> Result<(), InvalidLeadingBits> {
     println!(
@@ -23,12 +23,7 @@ fn main() -> Result<(), InvalidLeadingBits> {
             for larger in [0u32, 4, 8] {
                 rows.push((
                     format!("limit 1.25 x cap, {larger} larger bins, {eviction:?}"),
-                    Policy {
-                        managed_bytes_limit: Some(shape.active_cap / 4 * 5),
-                        larger_bins: larger,
-                        eviction,
-                        ..Policy::default()
-                    },
+                    capped_policy(shape.active_cap, larger, eviction),
                 ));
             }
         }

@@ -11,7 +11,9 @@ use cl_pool::trace::{from_json_lines, replay, ReplayConfig};
 use cl_pool::{Eviction, Policy};
 
 mod support;
-use support::{pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape};
+use support::{
+    capped_policy, pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape,
+};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
@@ -25,21 +27,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         ("pyopencl", Policy::default()),
         (
             "capped",
-            Policy {
-                managed_bytes_limit: Some(peak_active / 4 * 5),
-                larger_bins: 8,
-                eviction: Eviction::FullestBinFirst,
-                ..Policy::default()
-            },
+            capped_policy(peak_active, 8, Eviction::FullestBinFirst),
         ),
     ];
     for (name, policy) in runs {
+        let config = ReplayConfig {
+            policy,
+            ..ReplayConfig::default()
+        };
+        // The plot's replay records the timeline; the snapshot replays the same configuration.
         let r = replay(
             &trace,
             &ReplayConfig {
-                policy,
                 timeline: true,
-                ..ReplayConfig::default()
+                ..config
             },
         )?;
         let title = format!(
@@ -50,13 +51,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let path = out.join(format!("pool-{name}.svg"));
         std::fs::write(&path, timeline_svg(&r.timeline, &title))?;
         println!("{}: {title}", path.display());
-        let snap = pytorch_snapshot(
-            &trace,
-            &ReplayConfig {
-                policy,
-                ..ReplayConfig::default()
-            },
-        )?;
+        let snap = pytorch_snapshot(&trace, &config)?;
         let path = out.join(format!("pool-{name}.snapshot.json"));
         std::fs::write(&path, serde_json::to_string(&snap)?)?;
         println!("{}: PyTorch memory-viewer snapshot (JSON)", path.display());

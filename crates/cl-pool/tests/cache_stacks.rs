@@ -88,8 +88,7 @@ fn spare_overflow_keeps_counts_and_lets_the_pool_go() {
 /// out-of-memory, and `hand_out_existing_block` on every cached hit.
 #[test]
 fn a_shared_allocator_forwards_every_hook() {
-    use cl_pool::{Allocator, HostAllocError, HostBlock};
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use cl_pool::Allocator;
 
     let test = Arc::new(TestAllocator::with_capacity(1 << 20));
     test.set_deferred(true);
@@ -102,27 +101,12 @@ fn a_shared_allocator_forwards_every_hook() {
     assert_eq!(test.release_calls(), 1);
     drop((kept, again));
 
-    struct HandOuts(TestAllocator, AtomicU64);
-    impl Allocator for HandOuts {
-        type Block = HostBlock;
-        type Error = HostAllocError;
-        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
-            self.0.allocate(s)
-        }
-        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
-            self.0.free(b)
-        }
-        fn hand_out_existing_block(&self, _: &mut HostBlock) -> Result<(), HostAllocError> {
-            self.1.fetch_add(1, Ordering::Relaxed);
-            Ok(())
-        }
-    }
-    let counting = Arc::new(HandOuts(TestAllocator::new(), AtomicU64::new(0)));
+    let counting = Arc::new(TestAllocator::new());
     let pool = MemoryPool::new(Arc::clone(&counting));
     for _ in 0..10 {
         drop(pool.allocate(100).unwrap());
     }
-    assert_eq!(counting.1.load(Ordering::Relaxed), 9);
+    assert_eq!(counting.hand_outs(), 9);
     drop(pool);
-    assert_eq!(counting.0.in_use(), 0);
+    assert_eq!(counting.in_use(), 0);
 }

@@ -409,16 +409,22 @@ fn solo_peak_after_stop_holding() {
     assert_eq!(pool.stats().peak_active_bytes, 5000, "PyOpenCL: 5000");
 }
 
+/// `set_policy` with the per-thread caches off (`on`: every return goes to the shared bins, as
+/// in PyOpenCL) or on, the rest of the policy default.
+fn shared_bins_only(pool: &MemoryPool<TestAllocator>, on: bool) {
+    pool.set_policy(Policy {
+        shared_bins_only: on,
+        ..Policy::default()
+    });
+}
+
 /// set_policy turning the caches off leaves the thread's cached blocks stranded: a request of
 /// their bin misses where PyOpenCL hits.
 #[test]
 fn set_policy_strands_cached_blocks() {
     let pool = MemoryPool::new(TestAllocator::new());
     drop(pool.allocate(1000).unwrap());
-    pool.set_policy(Policy {
-        shared_bins_only: true,
-        ..Policy::default()
-    });
+    shared_bins_only(&pool, true);
     assert_eq!(pool.held_blocks(), 1);
     let _b = pool.allocate(1000).unwrap();
     let s = pool.stats();
@@ -439,10 +445,7 @@ fn caches_off_then_on_across_registered_slots() {
     let pool = MemoryPool::new(TestAllocator::new());
     // This thread's slot exists (and caches) before the switch.
     drop(pool.allocate(1000).unwrap());
-    pool.set_policy(Policy {
-        shared_bins_only: true,
-        ..Policy::default()
-    });
+    shared_bins_only(&pool, true);
     let (to_main, from_t) = channel::<u64>();
     let (to_t, from_main) = channel::<u64>();
     let pool = &pool;
@@ -538,10 +541,7 @@ fn solo_tick_after_caches_off() {
     for _ in 0..10 {
         drop(pool.allocate(1000).unwrap());
     }
-    pool.set_policy(Policy {
-        shared_bins_only: true,
-        ..Policy::default()
-    });
+    shared_bins_only(&pool, true);
     drop(pool.allocate(100_000).unwrap());
     let big = pool.alloc_size(pool.bin_number(100_000));
     let freed = pool.release_idle(1);
@@ -561,41 +561,15 @@ fn solo_tick_after_caches_off() {
 /// blocks, so the next request gets another block (PyOpenCL / shared_bins_only: the same one).
 #[test]
 fn hand_out_failure_keeps_lifo() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    #[derive(Default)]
-    struct F {
-        t: TestAllocator,
-        fail: AtomicBool,
-    }
-    impl Allocator for F {
-        type Block = HostBlock;
-        type Error = HostAllocError;
-        fn allocate(&self, s: usize) -> Result<Option<HostBlock>, HostAllocError> {
-            self.t.allocate(s)
-        }
-        fn free(&self, b: HostBlock) -> Result<(), HostAllocError> {
-            self.t.free(b)
-        }
-        fn hand_out_existing_block(&self, _b: &mut HostBlock) -> Result<(), HostAllocError> {
-            if self.fail.swap(false, Ordering::SeqCst) {
-                Err(HostAllocError::Invalid { requested: 0 })
-            } else {
-                Ok(())
-            }
-        }
-    }
     for shared in [true, false] {
-        let pool = MemoryPool::new(F::default());
-        pool.set_policy(Policy {
-            shared_bins_only: shared,
-            ..Policy::default()
-        });
+        let pool = MemoryPool::new(TestAllocator::new());
+        shared_bins_only(&pool, shared);
         let a = pool.allocate(1000).unwrap();
         let b = pool.allocate(1000).unwrap();
         let (ia, ib) = (a.block().id, b.block().id);
         drop(a);
         drop(b);
-        pool.allocator().fail.store(true, Ordering::SeqCst);
+        pool.allocator().fail_next_hand_out(1);
         assert!(pool.allocate(1000).is_err());
         let c = pool.allocate(1000).unwrap();
         eprintln!(
@@ -606,7 +580,7 @@ fn hand_out_failure_keeps_lifo() {
         // The same through allocate_local (its cached hit builds a LocalBlock in place): the
         // failed block goes back on top, the next request gets it, and nothing stays active.
         drop(c);
-        pool.allocator().fail.store(true, Ordering::SeqCst);
+        pool.allocator().fail_next_hand_out(1);
         assert!(pool.allocate_local(1000).is_err());
         assert_eq!(pool.active_blocks(), 0, "shared_bins_only={shared}");
         let d = pool.allocate_local(1000).unwrap();
@@ -677,24 +651,6 @@ fn stop_holding_races_a_first_allocation() {
     );
 }
 
-/// An allocator that counts frees in a shared cell (readable after its pool is gone).
-struct CountsFrees {
-    inner: TestAllocator,
-    frees: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Allocator for CountsFrees {
-    type Block = HostBlock;
-    type Error = HostAllocError;
-    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
-        self.inner.allocate(size)
-    }
-    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
-        self.frees.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.free(block)
-    }
-}
-
 /// A block allocated by another thread-local's destructor, after the thread's cache list is gone
 /// (a thread exiting): it keeps its pool alive like any other, and its free reaches the allocator
 /// after the last pool handle went. (Before 2026-11-26 the request got a slot that its own
@@ -703,8 +659,8 @@ impl Allocator for CountsFrees {
 #[test]
 fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
     type Exit = Option<(
-        MemoryPool<CountsFrees>,
-        std::sync::mpsc::Sender<PoolBlock<CountsFrees>>,
+        MemoryPool<Arc<TestAllocator>>,
+        std::sync::mpsc::Sender<PoolBlock<Arc<TestAllocator>>>,
     )>;
     struct OnExit(std::cell::RefCell<Exit>);
     impl Drop for OnExit {
@@ -718,11 +674,9 @@ fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
     thread_local! {
         static ON_EXIT: OnExit = const { OnExit(std::cell::RefCell::new(None)) };
     }
-    let frees = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let pool = MemoryPool::new(CountsFrees {
-        inner: TestAllocator::new(),
-        frees: Arc::clone(&frees),
-    });
+    // A shared allocator: its frees are readable after the pool is gone.
+    let test = Arc::new(TestAllocator::new());
+    let pool = MemoryPool::new(Arc::clone(&test));
     let (tx, rx) = std::sync::mpsc::channel();
     let p = pool.clone();
     std::thread::spawn(move || {
@@ -735,10 +689,10 @@ fn a_block_from_a_thread_local_destructor_keeps_its_pool() {
     let block = rx.recv().unwrap();
     assert_eq!(block.requested_bytes(), 100);
     drop(pool);
-    assert_eq!(frees.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(test.frees(), 0);
     // The last reference to the pool: the block goes back, then the pool frees what it holds.
     drop(block);
-    assert_eq!(frees.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(test.frees(), 1);
 }
 
 /// `ThreadCacheLimits`: a block above `max_block_bytes` never sits in a thread's cache, so another

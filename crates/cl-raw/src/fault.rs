@@ -281,38 +281,16 @@ mod tests {
         assert_eq!(armed.fired(), 2);
     }
 
-    #[test]
+    /// A careless call panics (a test-only API): the site must be one of [`SITES`] and the
+    /// range must hold a call from 1 on.
+    #[rstest::rstest]
     #[should_panic(expected = "not a fault-injection site")]
-    fn an_unknown_site_is_refused() {
-        let _ = arm(
-            "clCreateBuffers",
-            ClError::OutOfResources,
-            1..=1,
-            Threads::Current,
-        );
-    }
-
-    #[test]
+    #[case::an_unknown_site_is_refused("clCreateBuffers", 1..=1)]
     #[should_panic(expected = "never fire")]
-    fn a_range_from_call_0_is_refused() {
-        let _ = arm(
-            "clCreateBuffer",
-            ClError::OutOfResources,
-            0..=0,
-            Threads::Current,
-        );
-    }
-
-    #[test]
+    #[case::a_range_from_call_0_is_refused("clCreateBuffer", 0..=0)]
     #[should_panic(expected = "never fire")]
-    fn an_empty_range_is_refused() {
-        #[expect(clippy::reversed_empty_ranges, reason = "the careless call under test")]
-        let calls = 3..=2;
-        let _ = arm(
-            "clCreateBuffer",
-            ClError::OutOfResources,
-            calls,
-            Threads::Current,
-        );
+    #[case::an_empty_range_is_refused("clCreateBuffer", RangeInclusive::new(3, 2))]
+    fn careless_arming_is_refused(#[case] site: &'static str, #[case] calls: RangeInclusive<u64>) {
+        let _ = arm(site, ClError::OutOfResources, calls, Threads::Current);
     }
 }

@@ -292,51 +292,25 @@ mod tests {
         Selector::parse(s)?.resolve(&catalogue())
     }
 
-    #[test]
-    fn port_selects_the_first_pocl() {
-        assert_eq!(pick("port"), Ok(vec![(1, 0)]));
-    }
-
-    #[test]
-    fn port_pthread_selects_its_pthread_device() {
-        assert_eq!(pick("port:pthread"), Ok(vec![(1, 0)]));
-    }
-
-    #[test]
-    fn zero_zero_is_oclgrind() {
-        assert_eq!(pick("0:0"), Ok(vec![(0, 0)]));
-    }
-
-    #[test]
-    fn two_entries_keep_order() {
-        assert_eq!(pick("port;intel"), Ok(vec![(1, 0), (2, 0)]));
-        assert_eq!(pick("1;2"), Ok(vec![(1, 0), (2, 0)]));
-        assert_eq!(pick("intel;port"), Ok(vec![(2, 0), (1, 0)]));
-    }
-
-    #[test]
-    fn vendor_matches_too() {
-        assert_eq!(pick("corporation"), Ok(vec![(2, 0)]));
-        assert_eq!(pick("POCL PROJECT"), Ok(vec![(1, 0)]));
-    }
-
-    #[test]
-    fn negative_index_counts_from_the_end() {
-        assert_eq!(pick("-1"), Ok(vec![(3, 0), (3, 1)]));
-        assert_eq!(pick("-4:-1"), Ok(vec![(0, 0)]));
-        assert_eq!(pick("3:-1"), Ok(vec![(3, 1)]));
-    }
-
-    #[test]
-    fn device_substring_matches_the_device_name() {
-        assert_eq!(pick("port:amd"), Ok(vec![(1, 0)]));
-        assert_eq!(pick("3:minimal"), Ok(vec![(3, 1)]));
-    }
-
-    #[test]
-    fn duplicates_are_kept() {
-        assert_eq!(pick("3:0,0"), Ok(vec![(3, 0), (3, 0)]));
-        assert_eq!(pick("3:1,0"), Ok(vec![(3, 1), (3, 0)]));
+    /// Selectors that resolve, with the `(platform, device)` indices they pick.
+    #[rstest::rstest]
+    #[case::port_selects_the_first_pocl("port", &[(1, 0)])]
+    #[case::port_pthread_selects_its_pthread_device("port:pthread", &[(1, 0)])]
+    #[case::zero_zero_is_oclgrind("0:0", &[(0, 0)])]
+    #[case::two_entries_keep_order("port;intel", &[(1, 0), (2, 0)])]
+    #[case::two_entries_keep_order("1;2", &[(1, 0), (2, 0)])]
+    #[case::two_entries_keep_order("intel;port", &[(2, 0), (1, 0)])]
+    #[case::vendor_matches_too("corporation", &[(2, 0)])]
+    #[case::vendor_matches_too("POCL PROJECT", &[(1, 0)])]
+    #[case::negative_index_counts_from_the_end("-1", &[(3, 0), (3, 1)])]
+    #[case::negative_index_counts_from_the_end("-4:-1", &[(0, 0)])]
+    #[case::negative_index_counts_from_the_end("3:-1", &[(3, 1)])]
+    #[case::device_substring_matches_the_device_name("port:amd", &[(1, 0)])]
+    #[case::device_substring_matches_the_device_name("3:minimal", &[(3, 1)])]
+    #[case::duplicates_are_kept("3:0,0", &[(3, 0), (3, 0)])]
+    #[case::duplicates_are_kept("3:1,0", &[(3, 1), (3, 0)])]
+    fn resolves(#[case] selector: &str, #[case] picked: &[(usize, usize)]) {
+        assert_eq!(pick(selector), Ok(picked.to_vec()));
     }
 
     #[test]

@@ -18,3 +18,16 @@ pub(crate) use self::plot::{ratio, timeline_svg};
 pub(crate) use self::random::{random_trace, RandomTraceShape};
 #[cfg(feature = "serde")]
 pub(crate) use self::snapshot::pytorch_snapshot;
+
+use cl_pool::{Eviction, Policy};
+
+/// Issue 8's capped policy: managed bytes limited to 1.25 x `active` (the trace's cap or peak of
+/// active bytes), with `larger_bins` bins above a request searched and `eviction` choosing victims.
+pub(crate) fn capped_policy(active: usize, larger_bins: u32, eviction: Eviction) -> Policy {
+    Policy {
+        managed_bytes_limit: Some(active / 4 * 5),
+        larger_bins,
+        eviction,
+        ..Policy::default()
+    }
+}

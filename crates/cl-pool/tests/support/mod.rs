@@ -19,7 +19,8 @@ use cl_pool::{Allocator, HostAllocError, HostBlock, MemoryPool};
 /// Allocation succeeds while the bytes in use stay within the capacity (default unlimited), and
 /// fails with [`HostAllocError::OutOfMemory`] past it, or on demand via
 /// [`fail_next_out_of_memory`](Self::fail_next_out_of_memory) /
-/// [`fail_next_invalid`](Self::fail_next_invalid).
+/// [`fail_next_invalid`](Self::fail_next_invalid). It counts every call (a hand-out of a held
+/// block included) and can fail the next hand-outs ([`fail_next_hand_out`](Self::fail_next_hand_out)).
 #[derive(Debug)]
 pub(crate) struct TestAllocator {
     capacity: AtomicUsize,
@@ -28,8 +29,10 @@ pub(crate) struct TestAllocator {
     allocations: AtomicU64,
     frees: AtomicU64,
     release_calls: AtomicU64,
+    hand_outs: AtomicU64,
     fail_oom: AtomicUsize,
     fail_invalid: AtomicUsize,
+    fail_hand_out: AtomicUsize,
     deferred: AtomicBool,
     log: Mutex<Vec<AllocatorCall>>,
 }
@@ -68,8 +71,10 @@ impl TestAllocator {
             allocations: AtomicU64::new(0),
             frees: AtomicU64::new(0),
             release_calls: AtomicU64::new(0),
+            hand_outs: AtomicU64::new(0),
             fail_oom: AtomicUsize::new(0),
             fail_invalid: AtomicUsize::new(0),
+            fail_hand_out: AtomicUsize::new(0),
             deferred: AtomicBool::new(false),
             log: Mutex::new(Vec::new()),
         }
@@ -88,6 +93,11 @@ impl TestAllocator {
     /// The next `n` allocations fail with a non-out-of-memory error.
     pub(crate) fn fail_next_invalid(&self, n: usize) {
         self.fail_invalid.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` hand-outs of held blocks fail with a non-out-of-memory error.
+    pub(crate) fn fail_next_hand_out(&self, n: usize) {
+        self.fail_hand_out.store(n, Ordering::SeqCst);
     }
 
     /// Makes [`Allocator::is_deferred`] answer `deferred`.
@@ -117,6 +127,12 @@ impl TestAllocator {
     #[must_use]
     pub(crate) fn release_calls(&self) -> u64 {
         self.release_calls.load(Ordering::SeqCst)
+    }
+
+    /// `hand_out_existing_block` calls so far (the failed ones included).
+    #[must_use]
+    pub(crate) fn hand_outs(&self) -> u64 {
+        self.hand_outs.load(Ordering::SeqCst)
     }
 
     /// Every call so far, in order (then clears the log).
@@ -197,6 +213,16 @@ impl Allocator for TestAllocator {
     fn try_release_blocks(&self) {
         self.release_calls.fetch_add(1, Ordering::SeqCst);
         self.record(AllocatorCall::TryRelease);
+    }
+
+    fn hand_out_existing_block(&self, block: &mut HostBlock) -> Result<(), HostAllocError> {
+        self.hand_outs.fetch_add(1, Ordering::SeqCst);
+        if Self::take_one(&self.fail_hand_out) {
+            return Err(HostAllocError::Invalid {
+                requested: block.size,
+            });
+        }
+        Ok(())
     }
 }
 
