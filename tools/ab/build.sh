@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds an A/B bench set for the GPU host (which has no Rust): DEST/{base,new}/{main,hit_latency}
-# (the criterion binary of cl-benches and cl-pool's hit_latency example, release), the run scripts
+# Builds an A/B bench set for the GPU host (which has no Rust): DEST/{base,new}/{main,hit_latency,hit_loop}
+# (the criterion binary of cl-benches and cl-pool's hit_latency and hit_loop examples, release), the run scripts
 # pool.sh and calls.sh beside them, and the ICD loader .deb.
 # base: BASE_COMMIT (default 9ad71cd, the build before this round) in a worktree under /tmp, built
 #       with today's hit_latency.rs so both sides time the same loop;
@@ -29,13 +29,16 @@ else
   cp "$NEW/crates/cl-pool/examples/hit_latency.rs" "$BASE_WT/crates/cl-pool/examples/hit_latency.rs"
 fi
 
+# hit_loop's source has not changed the pool API it uses since the base: today's on both sides.
+cp "$NEW/crates/cl-pool/examples/hit_loop.rs" "$BASE_WT/crates/cl-pool/examples/hit_loop.rs"
+
 # $1 worktree, $2 target dir, $3 out dir
 build_set() {
   local wt=$1 target=$2 out=$3
   mkdir -p "$out"
   ( cd "$wt"
-    CARGO_TARGET_DIR=$target cargo build -q --release -p cl-pool --example hit_latency
-    cp "$target/release/examples/hit_latency" "$out/hit_latency"
+    CARGO_TARGET_DIR=$target cargo build -q --release -p cl-pool --example hit_latency --example hit_loop
+    cp "$target/release/examples/hit_latency" "$target/release/examples/hit_loop" "$out/"
     # The criterion binary: the one `bench` executable cargo reports for cl-benches.
     local exe
     exe=$(CARGO_TARGET_DIR=$target cargo bench -q -p cl-benches --no-run --message-format=json 2>/dev/null \
@@ -51,7 +54,7 @@ for l in sys.stdin:
 }
 
 build_set "$BASE_WT" "$BASE_TARGET" "$DEST/base"
-git -C "$BASE_WT" checkout -q -- crates/cl-pool/examples/hit_latency.rs
+git -C "$BASE_WT" checkout -q -- crates/cl-pool/examples/hit_latency.rs crates/cl-pool/examples/hit_loop.rs
 build_set "$NEW" "$NEW/target" "$DEST/new"
 cp "$root/tools/ab/pool.sh" "$root/tools/ab/calls.sh" "$DEST/"
 cp "$root"/.devrun/ocl-icd-libopencl1_*.deb "$DEST/" 2>/dev/null || echo "note: no ICD loader .deb in .devrun (run cargo xtask device-bundle first)"

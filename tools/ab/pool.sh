@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pool speed, base against new (tools/ab/build.sh), side by side in one lease on the GPU host.
 # Device runner, carry [".devrun"]: OUT=$OUT bash .devrun/ab/pool.sh   # or: bash pool.sh BASE_DIR NEW_DIR
-# About 3 minutes: criterion (device hit + 3 host hits, 1 s warm-up + 2 s each, 3 rounds
+# About 4 minutes: hit_loop alternated (ALT rounds), criterion (device hit + 3 host hits, 1 s warm-up + 2 s each, 3 rounds
 # alternated, pinned to one core), then hit_latency twice each, alternated (1-16 threads, caches
 # on and off). Logs in $OUT.
 set -uo pipefail
@@ -29,6 +29,21 @@ nproc; lscpu 2>/dev/null | grep -E 'Model name|^CPU MHz|max MHz' || true
 echo "base: $(cat "$BASE/commit.txt" 2>/dev/null)  new: $(cat "$NEW/commit.txt" 2>/dev/null)"
 
 CORE=${CORE:-5}
+# hit_loop (one hit + free a loop, the same source on both sides): many short runs, base and new
+# alternated, pinned to one core, so that both sides see the same clock speed in each pair; the
+# median of the per-round ratios is the figure (the host's clock moves between runs).
+ALT=${ALT:-15}
+for r in $(seq 1 "$ALT"); do
+  for mode in device owned local; do
+    for v in base new; do
+      dir=$BASE; [ $v = new ] && dir=$NEW
+      ns=$(timeout 60 taskset -c "$CORE" "$dir/hit_loop" "$mode" 10000000 2>/dev/null | sed -n 's/.* hit: \([0-9.]*\) ns/\1/p')
+      echo "$v $r hit_loop/$mode ${ns:-nan} ns" | tee -a "$OUT/hit_loop.txt"
+    done
+  done
+done
+python3 "$here/medians.py" "$OUT/hit_loop.txt" 2>/dev/null || true
+
 FILTER='^pool_hit_alloc_free/1024$|^pool_host/(hit_repeated_size|hit_local|hit_mixed_sizes)$'
 for round in 1 2 3; do
   for v in base new; do

@@ -177,8 +177,10 @@ pub(super) fn release<A: Allocator, P: Spare<A>>(
         trace_free(p.borrow(), trace_id);
     }
     let extra = match cache::with(p, |tc, p| {
-        if let Some(b) = block.take().and_then(|b| tc.put(p.borrow(), b, bin, size)) {
-            p.borrow().put_shared(&tc.stripe, b, bin, size);
+        if !tc.put(p.borrow(), block, bin, size) {
+            if let Some(b) = block.take() {
+                p.borrow().put_shared(&tc.stripe, b, bin, size);
+            }
         }
         p.into_spare().and_then(|h| tc.keep_spare(h))
     }) {

@@ -85,9 +85,8 @@ pub(super) struct ThreadCache<A: Allocator> {
     seen: u64,
     seen_free: u64,
     caching: bool,
-    /// Held blocks by bin.
-    /// Grown to a bin when the first block of it is kept, emptied when caching stops: a bin
-    /// present here may take blocks.
+    /// Held blocks by bin: grown to a bin when the first block of it is kept, emptied when
+    /// caching stops (a bin present here may take blocks).
     bins: Vec<CacheBin<A::Block>>,
     /// Blocks held (their bytes are the stripe's `held_bytes`: this cache is its one writer).
     blocks: usize,
@@ -98,8 +97,12 @@ pub(super) struct ThreadCache<A: Allocator> {
 
 /// One bin of a thread's cache.
 struct CacheBin<B> {
-    /// Newest last.
-    blocks: Vec<B>,
+    /// The first `len` places hold its blocks, newest last (the rest are `None`). A block moves
+    /// in and out by `mem::swap` of whole `Option`s, so that its loads match its stores in
+    /// width: `Vec::push` and `pop` stored it as two words and loaded it as one, a
+    /// store-forwarding stall on every hit (counted by `tools/sf`).
+    places: Vec<Option<B>>,
+    len: usize,
     /// The bin's block size (`alloc_size`), kept so that a hit and a return do not compute it.
     bytes: usize,
 }
@@ -142,9 +145,8 @@ where
     }
 }
 
-/// Brings the entry of `inner`'s pool to the front of the list, made if there is none.
-/// A cached block and, for an owned one, a spare pool handle.
-pub(super) type Hit<A> = (<A as Allocator>::Block, Option<Arc<Inner<A>>>);
+/// A cached block (`Some`, moved whole) and, for an owned one, a spare pool handle.
+pub(super) type Hit<A> = (Option<<A as Allocator>::Block>, Option<Arc<Inner<A>>>);
 
 /// A hit from this thread's cache of `inner`'s pool, with a spare pool handle for an owned
 /// block when there is one; `None` sends the request down the full path. (`OWNED` a parameter
@@ -156,7 +158,8 @@ pub(super) fn hit<A: Allocator, const OWNED: bool>(
     size: usize,
 ) -> Option<Hit<A>> {
     with(inner, |tc, inner| {
-        let block = tc.take(inner, bin, size)?;
+        let mut block = None;
+        tc.take(inner, bin, size, &mut block)?;
         Some((block, if OWNED { tc.spare() } else { None }))
     })
     .ok()
@@ -253,20 +256,26 @@ impl<A: Allocator> ThreadCache<A> {
                 let (Ok(bin), Some(c)) = (BinNumber::try_from(i), self.stripe.bins.get(i)) else {
                     continue;
                 };
-                let v = &mut cb.blocks;
-                if v.is_empty() {
+                let n = std::mem::take(&mut cb.len);
+                if n == 0 {
                     continue;
                 }
-                let bytes = v.len() * cb.bytes;
-                sub(&c.held, v.len());
+                let v: Vec<A::Block> = cb
+                    .places
+                    .iter_mut()
+                    .take(n)
+                    .filter_map(Option::take)
+                    .collect();
+                let bytes = n * cb.bytes;
+                sub(&c.held, n);
                 sub(&self.stripe.held_bytes, bytes);
                 let mut shard = inner.shard(bin);
                 if free {
-                    shard.bin_entry(bin, inner.layout).stats.upstream_frees += v.len() as u64;
+                    shard.bin_entry(bin, inner.layout).stats.upstream_frees += n as u64;
                     inner.managed_bytes.fetch_sub(bytes, Relaxed);
-                    to_free.append(v);
+                    to_free.extend(v);
                 } else {
-                    inner.push_shared(&self.stripe, &mut shard, bin, std::mem::take(v));
+                    inner.push_shared(&self.stripe, &mut shard, bin, v);
                 }
             }
         }
@@ -286,18 +295,22 @@ impl<A: Allocator> ThreadCache<A> {
         inner.return_stripe(Arc::clone(&self.stripe));
     }
 
-    /// A hit: the newest cached block of `bin` for a request of `size` bytes (the request is
-    /// counted only when there is one).
+    /// A hit: the newest cached block of `bin` for a request of `size` bytes into `out`, an
+    /// empty place, left so on a miss (the request is counted only on a hit).
     #[inline(always)]
     pub(super) fn take(
         &mut self,
         inner: &Inner<A>,
         bin: BinNumber,
         size: usize,
-    ) -> Option<A::Block> {
+        out: &mut Option<A::Block>,
+    ) -> Option<()> {
         let i = usize::try_from(bin).ok()?;
         let cb = self.bins.get_mut(i)?;
-        let block = cb.blocks.pop()?;
+        let top = cb.len.checked_sub(1)?;
+        std::mem::swap(cb.places.get_mut(top)?, out);
+        out.as_ref()?;
+        cb.len = top;
         let bytes = cb.bytes;
         let st = &*self.stripe;
         let tick = st.next_tick();
@@ -311,23 +324,26 @@ impl<A: Allocator> ThreadCache<A> {
         c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
         sub(&st.held_bytes, bytes);
         inner.note_active(st, size);
-        Some(block)
+        Some(())
     }
 
-    /// A return: keeps `block` (counted back in) unless the caches are off or its bin is not
-    /// cached, then gives it back.
+    /// A return: keeps the block in `block` (taken, counted back in) unless there is none or
+    /// its bin is not cached (`false`: left there).
     #[inline(always)]
     pub(super) fn put(
         &mut self,
         inner: &Inner<A>,
-        block: A::Block,
+        block: &mut Option<A::Block>,
         bin: BinNumber,
         size: usize,
-    ) -> Option<A::Block> {
+    ) -> bool {
+        if block.is_none() {
+            return false;
+        }
         match usize::try_from(bin) {
             Ok(i) if i < self.bins.len() => {
                 self.keep(inner, block, i, bin, size);
-                None
+                true
             }
             _ => self.put_new_bin(inner, block, bin, size),
         }
@@ -339,34 +355,48 @@ impl<A: Allocator> ThreadCache<A> {
     fn put_new_bin(
         &mut self,
         inner: &Inner<A>,
-        block: A::Block,
+        block: &mut Option<A::Block>,
         bin: BinNumber,
         size: usize,
-    ) -> Option<A::Block> {
+    ) -> bool {
         match usize::try_from(bin) {
             Ok(i) if self.caching && i < inner.cache_bins => {
                 while self.bins.len() <= i {
                     let bytes = BinNumber::try_from(self.bins.len())
                         .map_or(0, |b| inner.layout.alloc_size(b));
                     self.bins.push(CacheBin {
-                        blocks: Vec::new(),
+                        places: Vec::new(),
+                        len: 0,
                         bytes,
                     });
                 }
                 self.keep(inner, block, i, bin, size);
-                None
+                true
             }
-            _ => Some(block),
+            _ => false,
         }
     }
 
     #[inline(always)]
-    fn keep(&mut self, inner: &Inner<A>, block: A::Block, i: usize, bin: BinNumber, size: usize) {
+    fn keep(
+        &mut self,
+        inner: &Inner<A>,
+        block: &mut Option<A::Block>,
+        i: usize,
+        bin: BinNumber,
+        size: usize,
+    ) {
         let st = &*self.stripe;
         let c = &st.bins[i];
         let cb = &mut self.bins[i];
         let bytes = cb.bytes;
-        cb.blocks.push(block);
+        if cb.len == cb.places.len() {
+            cb.places.push(None);
+        }
+        if let Some(place) = cb.places.get_mut(cb.len) {
+            std::mem::swap(place, block);
+            cb.len += 1;
+        }
         sub(&st.active_bytes, size);
         sub(&c.active, 1);
         sub(&c.requested, size);
@@ -384,9 +414,10 @@ impl<A: Allocator> ThreadCache<A> {
     #[cold]
     #[inline(never)]
     fn overflow(&mut self, inner: &Inner<A>, i: usize, bin: BinNumber) {
-        let v = &mut self.bins[i].blocks;
-        let n = (v.len() / 2).max(1);
-        let moved: Vec<A::Block> = v.drain(..n).collect();
+        let cb = &mut self.bins[i];
+        let n = (cb.len / 2).max(1).min(cb.len);
+        cb.len -= n;
+        let moved: Vec<A::Block> = cb.places.drain(..n).flatten().collect();
         let bytes = n * inner.layout.alloc_size(bin);
         self.blocks -= n;
         let _moving = inner.moves.read();

@@ -89,13 +89,6 @@ pub(super) fn sub(c: &AtomicUsize, d: usize) -> usize {
 }
 
 #[inline]
-pub(super) fn add64(c: &AtomicU64, d: u64) -> u64 {
-    let v = c.load(Relaxed).wrapping_add(d);
-    c.store(v, Relaxed);
-    v
-}
-
-#[inline]
 pub(super) fn raise(c: &AtomicUsize, v: usize) {
     if v > c.load(Relaxed) {
         c.store(v, Relaxed);
@@ -164,7 +157,9 @@ impl Stripe {
     /// A new request: its tick (the pool's requests before it, as this stripe counts them).
     #[inline]
     pub(super) fn next_tick(&self) -> u64 {
-        add64(&self.requests, 1) - 1
+        let tick = self.requests.load(Relaxed);
+        self.requests.store(tick + 1, Relaxed);
+        tick
     }
 }
 
@@ -392,7 +387,7 @@ impl<A: Allocator> Inner<A> {
                 raise(&c.peak_active, clamp(a));
                 c.last_tick.store(tick, Relaxed);
                 if hit {
-                    add64(&c.hits, 1);
+                    c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
                 }
                 if let Some(b) = shard.bins.get(&bin) {
                     c.shared_seen.store(b.blocks.len(), Relaxed);

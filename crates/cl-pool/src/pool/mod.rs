@@ -298,20 +298,19 @@ impl<A: Allocator> MemoryPool<A> {
     ///   cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
-    #[inline]
+    #[inline(always)]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
         let Some((block, spare)) = cache::hit::<A, true>(&self.inner, bin, size) else {
             return self.allocate_uncached(size);
         };
-        // As in `allocate_local`: the hook runs with the block in a handle, and the handle given
-        // out is built whole.
+        // As in `allocate_local`.
         let mut guard = PoolBlock {
             pool: Some(match spare {
                 Some(p) => p,
                 None => self.new_handle(),
             }),
-            block: Some(block),
+            block,
             requested: size,
             bin: WideBin::new(bin),
             trace_id: 0,
@@ -374,12 +373,10 @@ impl<A: Allocator> MemoryPool<A> {
             return self.allocate_local_uncached(size);
         };
         // The hook runs with the block in a handle (a failing or panicking hook drops it, which
-        // returns the block); the handle given out is then built whole from the block and the
-        // figures, not moved: a handle filled field by field and copied in 16-byte pieces is
-        // read back across its stores (store-forwarding stalls, about 2x the hit's time).
+        // returns the block); the handle given out is then built whole (`tools/sf`).
         let mut guard = LocalBlock {
             inner: &self.inner,
-            block: Some(block),
+            block,
             requested: size,
             bin: WideBin::new(bin),
             trace_id: 0,
@@ -438,16 +435,19 @@ impl<A: Allocator> MemoryPool<A> {
     fn take(&self, size: usize, owned: bool) -> Result<Got<A>, PoolError<A::Error>> {
         let inner = &self.inner;
         let bin = inner.layout.bin_number(size);
-        match cache::with(inner, |tc, inner| match tc.take(inner, bin, size) {
-            Some(block) => Ok(Got {
-                block,
-                bin,
-                hit: true,
-                spare: if owned { tc.spare() } else { None },
-            }),
-            None => {
-                let tick = tc.stripe.next_tick();
-                self.take_uncached(tc, bin, size, tick, owned)
+        match cache::with(inner, |tc, inner| {
+            let mut block = None;
+            match tc.take(inner, bin, size, &mut block).and(block) {
+                Some(block) => Ok(Got {
+                    block,
+                    bin,
+                    hit: true,
+                    spare: if owned { tc.spare() } else { None },
+                }),
+                None => {
+                    let tick = tc.stripe.next_tick();
+                    self.take_uncached(tc, bin, size, tick, owned)
+                }
             }
         }) {
             Ok(r) => r,
