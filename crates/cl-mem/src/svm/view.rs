@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cl_raw::{mem as raw_mem, sys};
 
 use crate::buffer::tracked::enqueue_host;
-use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
+use crate::buffer::transfer::{host_range, host_transfers};
 use crate::error::{check_range, Error, Result};
 use crate::memory::MemFlags;
 use crate::raw_handle::{debug_fields, drop_releases, RawHandle};
@@ -115,68 +115,58 @@ impl SvmBufferView<'_> {
         unsafe { enqueue_host::<D>(queue, self.raw, None, true, offset, host, len, wait) }
     }
 
-    /// Blocking `clEnqueueReadBuffer` through the buffer into `dst`, placed as
-    /// [`Buffer::read`](crate::Buffer::read) places it (`o.src_offset` in the view; no
-    /// rectangle).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a queue of another context or a rectangle,
-    /// [`Error::OutOfBounds`] past the end of either side (checked first); [`Error::Cl`] from
-    /// `clEnqueueReadBuffer`.
-    pub fn read<'a, D: HostDataMut + ?Sized>(
-        &self,
-        queue: &Queue,
-        dst: &mut D,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        o.no_rect("an SVM buffer view read")?;
-        let bytes = dst.host_slice_mut()?;
-        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-        let out = &mut bytes[a..b];
-        // SAFETY: `out` is written only during the blocking call, through our exclusive borrow;
-        // it cannot alias the SVM (host access to it needs `&mut` of the array this view
-        // borrows).
-        unsafe {
-            self.transfer::<Read>(
-                queue,
-                "SVM buffer view read",
-                o.src_offset,
-                out.as_mut_ptr().cast(),
-                out.len(),
-                o.wait,
-            )
+    host_transfers! {
+        /// Blocking `clEnqueueReadBuffer` through the buffer into `dst`, placed as
+        /// [`Buffer::read`](crate::Buffer::read) places it (`o.src_offset` in the view; no
+        /// rectangle).
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidArgument`] for a queue of another context or a rectangle,
+        /// [`Error::OutOfBounds`] past the end of either side (checked first); [`Error::Cl`] from
+        /// `clEnqueueReadBuffer`.
+        read(self, queue, dst, o) {
+            o.no_rect("an SVM buffer view read")?;
+            let bytes = dst.host_slice_mut()?;
+            let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
+            let out = &mut bytes[a..b];
+            // SAFETY: `out` is written only during the blocking call, through our exclusive borrow;
+            // it cannot alias the SVM (host access to it needs `&mut` of the array this view
+            // borrows).
+            unsafe {
+                self.transfer::<Read>(
+                    queue,
+                    "SVM buffer view read",
+                    o.src_offset,
+                    out.as_mut_ptr().cast(),
+                    out.len(),
+                    o.wait,
+                )
+            }
         }
-    }
 
-    /// Blocking `clEnqueueWriteBuffer` of `src` through the buffer, placed as
-    /// [`Buffer::write`](crate::Buffer::write) places it.
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmBufferView::read`], with `clEnqueueWriteBuffer`.
-    pub fn write<'a, S: HostData + ?Sized>(
-        &self,
-        queue: &Queue,
-        src: &S,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        o.no_rect("an SVM buffer view write")?;
-        let bytes = src.host_slice()?;
-        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-        let data = &bytes[a..b];
-        // SAFETY: as for `read`; `data` is only read during the blocking call.
-        unsafe {
-            self.transfer::<Write>(
-                queue,
-                "SVM buffer view write",
-                o.dst_offset,
-                data.as_ptr().cast(),
-                data.len(),
-                o.wait,
-            )
+        /// Blocking `clEnqueueWriteBuffer` of `src` through the buffer, placed as
+        /// [`Buffer::write`](crate::Buffer::write) places it.
+        ///
+        /// # Errors
+        ///
+        /// As [`SvmBufferView::read`], with `clEnqueueWriteBuffer`.
+        write(self, queue, src, o) {
+            o.no_rect("an SVM buffer view write")?;
+            let bytes = src.host_slice()?;
+            let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
+            let data = &bytes[a..b];
+            // SAFETY: as for `read`; `data` is only read during the blocking call.
+            unsafe {
+                self.transfer::<Write>(
+                    queue,
+                    "SVM buffer view write",
+                    o.dst_offset,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    o.wait,
+                )
+            }
         }
     }
 }
