@@ -737,7 +737,7 @@ impl Buffer {
             (host, buffer, "clEnqueueWriteBufferRect")
         };
         self.check_queue(queue)?;
-        self.check_host_access(reading)?;
+        self.info.flags.check_host_access(reading, "buffer")?;
         queue
             .context()
             .require_platform_version(Version::V1_1, call)?;
