@@ -409,6 +409,22 @@ macro_rules! host_transfers {
 }
 pub(crate) use host_transfers;
 
+impl Transfer<'_> {
+    /// The bytes of a write's source that `src_offset` and `byte_count` pick (by default, from
+    /// `src_offset` to the end).
+    pub(crate) fn src_part<'h>(&self, src: &'h [u8]) -> Result<&'h [u8]> {
+        let (a, b) = host_range(src.len(), self.src_offset, self.byte_count)?;
+        Ok(&src[a..b])
+    }
+
+    /// The bytes of a read's destination that `dst_offset` and `byte_count` pick (by default,
+    /// from `dst_offset` to the end).
+    pub(crate) fn dst_part<'h>(&self, dst: &'h mut [u8]) -> Result<&'h mut [u8]> {
+        let (a, b) = host_range(dst.len(), self.dst_offset, self.byte_count)?;
+        Ok(&mut dst[a..b])
+    }
+}
+
 impl<'a> From<&'a [&'a Event]> for Transfer<'a> {
     fn from(wait: &'a [&'a Event]) -> Self {
         Transfer {
@@ -530,8 +546,7 @@ impl Buffer {
             if let Some(rect) = o.rect_alone()? {
                 return self.write_rect_with(queue, &rect, bytes, o.wait, o.options);
             }
-            let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-            self.write_bytes_with(queue, o.dst_offset, &bytes[a..b], o.wait, o.options)
+            self.write_bytes_with(queue, o.dst_offset, o.src_part(bytes)?, o.wait, o.options)
         }
 
         /// Blocking device-to-host transfer into `dst` ([`HostDataMut`]) from the buffer, after
@@ -547,8 +562,7 @@ impl Buffer {
             if let Some(rect) = o.rect_alone()? {
                 return self.read_rect_with(queue, &rect, bytes, o.wait, o.options);
             }
-            let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-            self.read_bytes_with(queue, o.src_offset, &mut bytes[a..b], o.wait, o.options)
+            self.read_bytes_with(queue, o.src_offset, o.dst_part(bytes)?, o.wait, o.options)
         }
 
         /// Non-blocking host-to-device transfer of `host` ([`HostMemory`]: owned or `'static`
@@ -578,8 +592,7 @@ impl Buffer {
                     )
                 }?
             } else {
-                let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-                let bytes = &bytes[a..b];
+                let bytes = o.src_part(bytes)?;
                 // SAFETY: the bytes stay valid and unmoved until the event completes because `host`
                 // moves into the `Pending`, whose drop waits and whose forgetting leaks (HostMemory
                 // contract 1).
@@ -612,8 +625,7 @@ impl Buffer {
                 // completes.
                 unsafe { self.enqueue_rect_host::<Read>(queue, false, &rect, p, ptr.cast(), o.wait) }?
             } else {
-                let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-                let bytes = &mut bytes[a..b];
+                let bytes = o.dst_part(bytes)?;
                 let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
                 // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
                 // completes (the `Pending` owns them and only hands them out after waiting).

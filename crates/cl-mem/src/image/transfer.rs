@@ -6,7 +6,7 @@
 use cl_raw::{queue as raw_queue, Version};
 
 use super::{ChannelKind, Image, ImagePitches, ImageType};
-use crate::buffer::transfer::{host_range, host_transfers, CopyPair, Pending, Transfer};
+use crate::buffer::transfer::{host_transfers, CopyPair, Pending, Transfer};
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, Pod};
@@ -618,15 +618,13 @@ fn no_offsets(o: &Transfer<'_>, what: &str) -> Result<()> {
 /// The host bytes a write moves: from `o.src_offset`, `o.byte_count` bytes or the rest.
 fn host_part<'b>(bytes: &'b [u8], o: &Transfer<'_>) -> Result<&'b [u8]> {
     no_image_offset(o.dst_offset, "an image write")?;
-    let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-    Ok(&bytes[a..b])
+    o.src_part(bytes)
 }
 
 /// The host bytes a read fills: from `o.dst_offset`, `o.byte_count` bytes or the rest.
 fn host_part_mut<'b>(bytes: &'b mut [u8], o: &Transfer<'_>) -> Result<&'b mut [u8]> {
     no_image_offset(o.src_offset, "an image read")?;
-    let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-    Ok(&mut bytes[a..b])
+    o.dst_part(bytes)
 }
 
 /// Refuses host pitches in a rectangle of a device-side copy (no side of it is host memory).

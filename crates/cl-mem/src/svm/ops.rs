@@ -6,7 +6,6 @@
 //! free waits for it. A map whose guard was leaked (`mem::forget`) is unmapped first.
 
 use std::ffi::c_void;
-use std::ops::Range;
 
 use cl_raw::{queue as raw_queue, Version};
 
@@ -251,10 +250,8 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         write(self, queue, src, o) {
             in_elements::<T>(&o)?;
             self.core.check_queue(queue)?;
-            let bytes = src.host_slice()?;
-            let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-            whole::<T>("SVM copy byte count", b - a)?;
-            let bytes = &bytes[a..b];
+            let bytes = o.src_part(src.host_slice()?)?;
+            whole::<T>("SVM copy byte count", bytes.len())?;
             // SAFETY: `bytes` is read only during the blocking call.
             unsafe {
                 self.memcpy_host(
@@ -278,10 +275,8 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         read(self, queue, dst, o) {
             in_elements::<T>(&o)?;
             self.core.check_queue(queue)?;
-            let bytes = dst.host_slice_mut()?;
-            let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-            whole::<T>("SVM copy byte count", b - a)?;
-            let bytes = &mut bytes[a..b];
+            let bytes = o.dst_part(dst.host_slice_mut()?)?;
+            whole::<T>("SVM copy byte count", bytes.len())?;
             let host = bytes.as_mut_ptr().cast();
             // SAFETY: `bytes` is written only during the blocking call, through our exclusive
             // borrow.
@@ -366,13 +361,6 @@ fn in_elements<T>(o: &Transfer<'_>) -> Result<(usize, usize, Option<usize>)> {
     ))
 }
 
-/// The values of a host side of `len` values that a copy moves.
-fn host_part(len: usize, offset: usize, count: Option<usize>) -> Result<Range<usize>> {
-    let count = count.unwrap_or_else(|| len.saturating_sub(offset));
-    check_range("host slice", offset, count, len)?;
-    Ok(offset..offset + count)
-}
-
 impl<T: Pod, G: Grain> CopyPair for (&SvmArray<T, G>, &[T]) {
     fn enqueue(self, queue: &Queue, o: Transfer<'_>) -> Result<Event> {
         self.0.write(queue, self.1, o)
@@ -421,8 +409,8 @@ impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&SvmAr
         let (src, dst, count) = in_elements::<T>(&o)?;
         let buffer = self.1.as_buffer();
         let len = buffer.len_of::<T>();
-        let part = host_part(len, src, count)?;
-        let map = buffer.map::<T, _>(queue, crate::buffer::map::ReadOnly, part, o.wait)?;
+        let (a, b) = host_range(len, src, count)?;
+        let map = buffer.map::<T, _>(queue, crate::buffer::map::ReadOnly, a..b, o.wait)?;
         let ev = self.0.write(
             queue,
             &*map,
@@ -438,9 +426,9 @@ impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &S
         let (src, dst, count) = in_elements::<T>(&o)?;
         let buffer = self.0.as_buffer();
         let len = buffer.len_of::<T>();
-        let part = host_part(len, dst, count)?;
+        let (a, b) = host_range(len, dst, count)?;
         let mut map =
-            buffer.map::<T, _>(queue, crate::buffer::map::MapFlags::WRITE, part, o.wait)?;
+            buffer.map::<T, _>(queue, crate::buffer::map::MapFlags::WRITE, a..b, o.wait)?;
         let ev = self.1.read(
             queue,
             &mut *map,
