@@ -70,18 +70,13 @@ fn fill_bytes_core(
             alignment: p,
         });
     }
+    let list = checked_list(queue, wait)?;
     // SAFETY: a 2.0+ platform (checked at allocation), a queue of its context; the range lies
     // in the live allocation (checked), which stays allocated until the command is done (the
     // queue is noted below); no host reference exists (host access needs `&mut`); the pattern
     // is copied by the driver before returning; we own the event.
     let ev = unsafe {
-        let ev = raw_queue::enqueue_svm_mem_fill(
-            queue.as_raw(),
-            dst,
-            pattern,
-            byte_count,
-            &checked_list(queue, wait)?,
-        );
+        let ev = raw_queue::enqueue_svm_mem_fill(queue.as_raw(), dst, pattern, byte_count, &list);
         Event::adopt(ev, "clEnqueueSVMMemFill")
     }?;
     core.note_use(queue);
@@ -317,18 +312,12 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         }
         self.core.unmap_leftovers()?;
         let (dst, src) = ends(offset_ptr(self.core.ptr(), off));
+        let list = checked_list(queue, wait)?;
         // SAFETY: valid queue and allocation of one context (checked by the callers); the range
         // is inside the allocation (checked); the host end is the caller's obligation; blocking;
         // we own the event.
         let ev = unsafe {
-            let ev = raw_queue::enqueue_svm_memcpy(
-                queue.as_raw(),
-                true,
-                dst,
-                src,
-                len,
-                &checked_list(queue, wait)?,
-            );
+            let ev = raw_queue::enqueue_svm_memcpy(queue.as_raw(), true, dst, src, len, &list);
             Event::adopt(ev, "clEnqueueSVMMemcpy")
         }?;
         ev.finished_if(true)
