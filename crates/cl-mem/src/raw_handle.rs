@@ -277,7 +277,9 @@ pub(crate) use clone_retains;
 /// their bounds (`PinnedMemory<T: Pod>: ptr, len`), the fields need not be `Debug`-bounded on them.
 macro_rules! debug_fields {
     ($ty:ident $(<$lt:lifetime>)?: $($field:ident),+, ..) => {
-        $crate::raw_handle::debug_fields!(@impl finish_non_exhaustive [] $ty [$($lt)?]: $($field),+);
+        $crate::raw_handle::debug_fields!(
+            @impl finish_non_exhaustive [] $ty [$($lt)?]: $($field),+
+        );
     };
     ($ty:ident $(<$lt:lifetime>)?: $($field:ident),+) => {
         $crate::raw_handle::debug_fields!(@impl finish [] $ty [$($lt)?]: $($field),+);

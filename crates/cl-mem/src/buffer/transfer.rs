@@ -374,7 +374,9 @@ impl<'a> Transfer<'a> {
 /// the body sees the options `o` already as a [`Transfer`].
 macro_rules! host_transfers {
     ($($(#[$doc:meta])* $kind:ident($self:tt, $q:ident, $host:ident, $o:ident) $body:block)+) => {
-        $($crate::buffer::transfer::host_transfers!(@$kind $(#[$doc])* ($self, $q, $host, $o) $body);)+
+        $($crate::buffer::transfer::host_transfers!(
+            @$kind $(#[$doc])* ($self, $q, $host, $o) $body
+        );)+
     };
     (@write $(#[$doc:meta])* ($self:tt, $q:ident, $src:ident, $o:ident) $body:block) => {
         $(#[$doc])*
@@ -623,7 +625,9 @@ impl Buffer {
                 let ptr = bytes.as_mut_ptr();
                 // SAFETY: as in `enqueue_write`; nothing else touches the bytes until the event
                 // completes.
-                unsafe { self.enqueue_rect_host::<Read>(queue, false, &rect, p, ptr.cast(), o.wait) }?
+                unsafe {
+                    self.enqueue_rect_host::<Read>(queue, false, &rect, p, ptr.cast(), o.wait)
+                }?
             } else {
                 let bytes = o.dst_part(bytes)?;
                 let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());

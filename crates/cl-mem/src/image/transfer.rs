@@ -211,7 +211,9 @@ impl Image {
             let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
             // SAFETY: checked for this queue and `bytes.len()`; the read is blocking, so `bytes` is
             // written only during the call, through our exclusive borrow.
-            unsafe { self.enqueue_host::<Read>(queue, true, span, bytes.as_mut_ptr().cast(), o.wait) }
+            unsafe {
+                self.enqueue_host::<Read>(queue, true, span, bytes.as_mut_ptr().cast(), o.wait)
+            }
         }
 
         /// Non-blocking host-to-image write of `host`, placed as [`Image::write`] places it: `host`
