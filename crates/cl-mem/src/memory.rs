@@ -47,7 +47,7 @@ impl MemFlags {
     pub(crate) const HOST_PTR_FLAGS: MemFlags =
         MemFlags::USE_HOST_PTR.union(MemFlags::COPY_HOST_PTR);
 
-    /// Refuses host reads (`reading`) of a `what` (`"buffer"`, `"image"`) made with these flags
+    /// Refuses host reads (`reading`) of `what` (`"a buffer"`, `"an image"`) made with these flags
     /// when they hold `HOST_WRITE_ONLY` or `HOST_NO_ACCESS`, and host writes when they hold
     /// `HOST_READ_ONLY` or `HOST_NO_ACCESS` (the driver's `CL_INVALID_OPERATION`), naming the
     /// flags that forbid it.
@@ -62,7 +62,7 @@ impl MemFlags {
             Ok(())
         } else {
             Err(Error::InvalidArgument(format!(
-                "the host may not {verb} a {what} created with {denied:?}"
+                "the host may not {verb} {what} created with {denied:?}"
             )))
         }
     }
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn host_access_is_refused_naming_the_forbidding_flags() {
-        let denied = |flags: MemFlags, reading| match flags.check_host_access(reading, "buffer") {
+        let denied = |flags: MemFlags, reading| match flags.check_host_access(reading, "a buffer") {
             Ok(()) => String::new(),
             Err(e) => e.to_string(),
         };

@@ -560,7 +560,7 @@ impl Buffer {
         };
         self.check_range(what, offset, len)?;
         self.check_queue(queue)?;
-        self.info.flags.check_host_access(reading, "buffer")
+        self.info.flags.check_host_access(reading, "a buffer")
     }
 
     /// One `clEnqueueReadBuffer` (`D` = `Read`) or `clEnqueueWriteBuffer` (`D` = `Write`) of

@@ -753,7 +753,7 @@ impl Buffer {
             (host, buffer, "clEnqueueWriteBufferRect")
         };
         self.check_queue(queue)?;
-        self.info.flags.check_host_access(reading, "buffer")?;
+        self.info.flags.check_host_access(reading, "a buffer")?;
         queue
             .context()
             .require_platform_version(Version::V1_1, call)?;

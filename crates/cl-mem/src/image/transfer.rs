@@ -273,7 +273,7 @@ impl Image {
         host_len: usize,
     ) -> Result<HostSpan> {
         self.check_queue(queue)?;
-        self.flags.check_host_access(reading, "image")?;
+        self.flags.check_host_access(reading, "an image")?;
         let (origin, region) = self.image_side(o, reading);
         let (origin, region) = coords(self.extent(), &origin, &region)?;
         let pitches = match o.rect {
