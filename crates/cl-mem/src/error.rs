@@ -214,9 +214,7 @@ pub(crate) fn drop_failed(call: &'static str, status: Option<ClError>, message: 
         .as_ref()
     {
         // A panicking hook must not unwind out of a Drop (possibly during another unwind).
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&failure))).is_err() {
-            tracing::error!("the drop-failure hook panicked; the panic was contained");
-        }
+        crate::runtime::worker::run_contained("the drop-failure hook", || hook(&failure));
     }
 }
 

@@ -47,16 +47,24 @@ impl MemFlags {
     pub(crate) const HOST_PTR_FLAGS: MemFlags =
         MemFlags::USE_HOST_PTR.union(MemFlags::COPY_HOST_PTR);
 
-    /// Those of these flags that forbid host reads (`reading`) or host writes: `HOST_WRITE_ONLY`
-    /// or `HOST_READ_ONLY`, and `HOST_NO_ACCESS` (the driver's `CL_INVALID_OPERATION` for a
-    /// host transfer). Empty when the access is allowed.
-    pub(crate) fn host_access_denied(self, reading: bool) -> MemFlags {
-        let forbidden = if reading {
-            MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS
+    /// Refuses host reads (`reading`) of `what` (`"a buffer"`, `"an image"`) made with these flags
+    /// when they hold `HOST_WRITE_ONLY` or `HOST_NO_ACCESS`, and host writes when they hold
+    /// `HOST_READ_ONLY` or `HOST_NO_ACCESS` (the driver's `CL_INVALID_OPERATION`), naming the
+    /// flags that forbid it.
+    pub(crate) fn check_host_access(self, reading: bool, what: &str) -> Result<()> {
+        let (verb, forbidden) = if reading {
+            ("read", MemFlags::HOST_WRITE_ONLY | MemFlags::HOST_NO_ACCESS)
         } else {
-            MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS
+            ("write", MemFlags::HOST_READ_ONLY | MemFlags::HOST_NO_ACCESS)
         };
-        self & forbidden
+        let denied = self & forbidden;
+        if denied.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "the host may not {verb} {what} created with {denied:?}"
+            )))
+        }
     }
 
     /// Refuses mutually exclusive flags (the spec's `CL_INVALID_VALUE` cases), which some drivers
@@ -315,6 +323,72 @@ unsafe impl crate::raw_handle::RawHandle for Memory {
     }
 }
 
+/// What a [`Buffer`](crate::Buffer) and an [`Image`](crate::Image) share as owners of one
+/// reference to a memory object with a command record (fields `raw` and `tracked`): inside their
+/// `unsafe impl RawHandle` (`tracked_mem!(raw_handle)`), `Raw`, `object`, `as_raw`,
+/// `into_raw_for_release` and `into_raw`; outside (`tracked_mem!(Buffer { info, tracked, live })`,
+/// naming every field that owns something), `into_raw_only`, `MemObject` and `KernelArg` (both
+/// hand out the record), `Drop`, and equality and hashing by handle.
+macro_rules! tracked_mem {
+    (raw_handle) => {
+        $crate::raw_handle::raw_handle_field!(Mem: cl_raw::sys::cl_mem);
+
+        /// Without keeping the command record alive (the reference is released, not given away).
+        fn into_raw_for_release(self) -> cl_raw::sys::cl_mem {
+            self.into_raw_only()
+        }
+
+        /// Gives the reference away without releasing it. The allocation's command record stays
+        /// alive until the commands it lists have finished, so a `from_raw` of the handle
+        /// meanwhile still waits for them.
+        fn into_raw(self) -> cl_raw::sys::cl_mem {
+            self.tracked.keep_until_idle();
+            self.into_raw_only()
+        }
+    };
+    ($ty:ident { $($owning:ident),+ }) => {
+        impl $ty {
+            /// As `into_raw` without keeping the record (for `release` and conversions that
+            /// carry the record themselves): the fields that own something (references, the
+            /// record, the live count) are dropped, the handle's reference is not
+            /// (`mem::forget(self)` would leak them).
+            pub(crate) fn into_raw_only(self) -> cl_raw::sys::cl_mem {
+                let this = std::mem::ManuallyDrop::new(self);
+                // SAFETY: `this` is never used again and its `Drop` never runs; each field is
+                // read once.
+                unsafe {
+                    $(drop(std::ptr::read(&this.$owning));)+
+                }
+                this.raw
+            }
+        }
+
+        // SAFETY: `raw` is a valid memory object we hold a reference to for as long as `self`
+        // lives.
+        unsafe impl $crate::memory::MemObject for $ty {
+            fn command_record(&self) -> Option<$crate::runtime::kernel::KeepAlive> {
+                Some($crate::runtime::kernel::KeepAlive::tracked(&self.tracked))
+            }
+        }
+
+        // SAFETY: a valid memory handle, kept alive by the kernel (it retains memory arguments).
+        unsafe impl $crate::runtime::kernel::KernelArg for $ty {
+            fn arg_value(&self) -> $crate::runtime::kernel::ArgValue<'_> {
+                // The keep-alive is how the kernel finds the command record, and how the record
+                // counts the kernel's slot as a handle (`Buffer::is_unique`).
+                $crate::runtime::kernel::ArgValue::MemKeepAlive {
+                    mem: self.raw,
+                    keep_alive: $crate::runtime::kernel::KeepAlive::tracked(&self.tracked),
+                }
+            }
+        }
+
+        $crate::raw_handle::drop_releases!(Mem: $ty);
+        $crate::raw_handle::eq_by_handle!(hash raw: $ty);
+    };
+}
+pub(crate) use tracked_mem;
+
 // SAFETY: `raw` is a valid object we hold a reference to while `self` lives.
 unsafe impl MemObject for Memory {
     fn command_record(&self) -> Option<crate::runtime::kernel::KeepAlive> {
@@ -347,18 +421,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn host_access_denied_names_the_forbidding_flags() {
+    fn host_access_is_refused_naming_the_forbidding_flags() {
+        let denied = |flags: MemFlags, reading| match flags.check_host_access(reading, "a buffer") {
+            Ok(()) => String::new(),
+            Err(e) => e.to_string(),
+        };
         let rw = MemFlags::READ_WRITE;
-        assert_eq!(rw.host_access_denied(true), MemFlags::empty());
-        assert_eq!(rw.host_access_denied(false), MemFlags::empty());
+        assert_eq!(denied(rw, true), "");
+        assert_eq!(denied(rw, false), "");
         let wo = rw | MemFlags::HOST_WRITE_ONLY;
-        assert_eq!(wo.host_access_denied(true), MemFlags::HOST_WRITE_ONLY);
-        assert_eq!(wo.host_access_denied(false), MemFlags::empty());
+        assert!(denied(wo, true)
+            .contains("may not read a buffer created with MemFlags(HOST_WRITE_ONLY)"));
+        assert_eq!(denied(wo, false), "");
         let ro = rw | MemFlags::HOST_READ_ONLY;
-        assert_eq!(ro.host_access_denied(true), MemFlags::empty());
-        assert_eq!(ro.host_access_denied(false), MemFlags::HOST_READ_ONLY);
+        assert_eq!(denied(ro, true), "");
+        assert!(denied(ro, false)
+            .contains("may not write a buffer created with MemFlags(HOST_READ_ONLY)"));
         let none = rw | MemFlags::HOST_NO_ACCESS;
-        assert_eq!(none.host_access_denied(true), MemFlags::HOST_NO_ACCESS);
-        assert_eq!(none.host_access_denied(false), MemFlags::HOST_NO_ACCESS);
+        assert!(denied(none, true).contains("MemFlags(HOST_NO_ACCESS)"));
+        assert!(denied(none, false).contains("MemFlags(HOST_NO_ACCESS)"));
     }
 }

@@ -190,9 +190,9 @@ where
     unsafe { P::from_raw_retained(parent) }
 }
 
-/// `into_raw` for wrappers whose `Drop` frees more than the reference (a staging cache, pending
-/// kernel arguments): one reference more for the caller, then `this` drops normally, where
-/// forgetting it would leak what its `Drop` frees.
+/// `into_raw` for wrappers that own more than the reference (a context reference, a staging
+/// cache, pending kernel arguments): one reference more for the caller, then `this` drops
+/// normally, where forgetting it would leak what its fields and its `Drop` free.
 pub(crate) fn retain_then_drop<T: RawHandle>(this: T) -> T::Raw {
     let raw = this.as_raw();
     retain_for_clone(T::object(), raw.into());
@@ -273,16 +273,22 @@ macro_rules! clone_retains {
 pub(crate) use clone_retains;
 
 /// `Debug` as `Type { field: value, .. }` over the named fields, in order; a last `..` ends it
-/// with `finish_non_exhaustive` (for fields left out).
+/// with `finish_non_exhaustive` (for fields left out). A generic type names its parameters with
+/// their bounds (`PinnedMemory<T: Pod>: ptr, len`), the fields need not be `Debug`-bounded on them.
 macro_rules! debug_fields {
     ($ty:ident $(<$lt:lifetime>)?: $($field:ident),+, ..) => {
-        $crate::raw_handle::debug_fields!(@impl finish_non_exhaustive $ty $(<$lt>)?: $($field),+);
+        $crate::raw_handle::debug_fields!(
+            @impl finish_non_exhaustive [] $ty [$($lt)?]: $($field),+
+        );
     };
     ($ty:ident $(<$lt:lifetime>)?: $($field:ident),+) => {
-        $crate::raw_handle::debug_fields!(@impl finish $ty $(<$lt>)?: $($field),+);
+        $crate::raw_handle::debug_fields!(@impl finish [] $ty [$($lt)?]: $($field),+);
     };
-    (@impl $finish:ident $ty:ident $(<$lt:lifetime>)?: $($field:ident),+) => {
-        impl std::fmt::Debug for $ty $(<$lt>)? {
+    ($ty:ident<$p:ident: $bound:path>: $($field:ident),+) => {
+        $crate::raw_handle::debug_fields!(@impl finish [$p: $bound] $ty [$p]: $($field),+);
+    };
+    (@impl $finish:ident [$($g:tt)*] $ty:ident [$($a:tt)*]: $($field:ident),+) => {
+        impl<$($g)*> std::fmt::Debug for $ty<$($a)*> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($ty))
                     $(.field(stringify!($field), &self.$field))+

@@ -8,7 +8,7 @@
 use cl_raw::{queue as raw_queue, Version};
 
 use crate::buffer::tracked::MigrationFlags;
-use crate::buffer::transfer::{HostData, Transfer};
+use crate::buffer::transfer::{host_transfers, Transfer};
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::memory::MemObject;
@@ -18,64 +18,60 @@ use crate::runtime::queue::Queue;
 use crate::runtime::track::{enqueue_tracked, Access};
 
 impl Buffer {
-    /// Fills with copies of `pattern` (its bytes: `&[value]`, an array, a byte slice) after
-    /// `o`'s events: the whole buffer by default, or `o.byte_count` bytes (default: the rest) at
-    /// `o.dst_offset`. PyOpenCL's `enqueue_fill_buffer(queue, mem, pattern, offset, size)`. The
-    /// pattern is copied by the driver before the call returns. A zero size returns a marker
-    /// event.
-    ///
-    /// ```ignore
-    /// buf.fill(&queue, &[0f32], &[])?;
-    /// buf.fill(&queue, &[7u32], Transfer::default().dst_offset(16).byte_count(64))?;
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// Checked first: [`Error::InvalidArgument`] for a pattern whose size is not a power of two
-    /// from 1 to 128, a queue of another context, or a rectangle or source offset in `o`;
-    /// [`Error::Misaligned`] for an offset or size that is not a multiple of the pattern size;
-    /// [`Error::OutOfBounds`] past the end; [`Error::Unsupported`] below OpenCL 1.2. Then
-    /// [`Error::Cl`] from `clEnqueueFillBuffer`.
-    pub fn fill<'a, P: HostData + ?Sized>(
-        &self,
-        queue: &Queue,
-        pattern: &P,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        let (offset_bytes, size_bytes) = o.fill_range("a fill", self.size_bytes())?;
-        let pattern = pattern.host_slice()?;
-        let wait = o.wait;
-        check_pattern(pattern.len(), offset_bytes, size_bytes)?;
-        self.check_range("buffer fill", offset_bytes, size_bytes)?;
-        self.check_queue(queue)?;
-        queue
-            .context()
-            .require_platform_version(Version::V1_2, "clEnqueueFillBuffer")?;
-        if size_bytes == 0 {
-            return queue.enqueue_marker(wait);
-        }
-        let uses = [(
-            self.tracked(),
-            Some((offset_bytes, size_bytes)),
-            Access::Write,
-        )];
-        enqueue_tracked(queue, wait, &uses, |list| {
-            // SAFETY: valid queue/buffer/events of one 1.2+ context; the pattern is read during
-            // the call only; the range is in bounds and a multiple of the pattern; we own the
-            // event.
-            unsafe {
-                let ev = raw_queue::enqueue_fill_buffer(
-                    queue.as_raw(),
-                    self.as_raw(),
-                    pattern,
-                    offset_bytes,
-                    size_bytes,
-                    list,
-                );
-                Event::adopt(ev, "clEnqueueFillBuffer")
+    host_transfers! {
+        /// Fills with copies of `pattern` (its bytes: `&[value]`, an array, a byte slice) after
+        /// `o`'s events: the whole buffer by default, or `o.byte_count` bytes (default: the rest)
+        /// at `o.dst_offset`. PyOpenCL's `enqueue_fill_buffer(queue, mem, pattern, offset, size)`.
+        /// The pattern is copied by the driver before the call returns. A zero size returns a
+        /// marker event.
+        ///
+        /// ```ignore
+        /// buf.fill(&queue, &[0f32], &[])?;
+        /// buf.fill(&queue, &[7u32], Transfer::default().dst_offset(16).byte_count(64))?;
+        /// ```
+        ///
+        /// # Errors
+        ///
+        /// Checked first: [`Error::InvalidArgument`] for a pattern whose size is not a power of two
+        /// from 1 to 128, a queue of another context, or a rectangle or source offset in `o`;
+        /// [`Error::Misaligned`] for an offset or size that is not a multiple of the pattern size;
+        /// [`Error::OutOfBounds`] past the end; [`Error::Unsupported`] below OpenCL 1.2. Then
+        /// [`Error::Cl`] from `clEnqueueFillBuffer`.
+        fill(self, queue, pattern, o) {
+            let (offset_bytes, size_bytes) = o.fill_range("a fill", self.size_bytes())?;
+            let pattern = pattern.host_slice()?;
+            let wait = o.wait;
+            check_pattern(pattern.len(), offset_bytes, size_bytes)?;
+            self.check_range("buffer fill", offset_bytes, size_bytes)?;
+            self.check_queue(queue)?;
+            queue
+                .context()
+                .require_platform_version(Version::V1_2, "clEnqueueFillBuffer")?;
+            if size_bytes == 0 {
+                return queue.enqueue_marker(wait);
             }
-        })
+            let uses = [(
+                self.tracked(),
+                Some((offset_bytes, size_bytes)),
+                Access::Write,
+            )];
+            enqueue_tracked(queue, wait, &uses, |list| {
+                // SAFETY: valid queue/buffer/events of one 1.2+ context; the pattern is read during
+                // the call only; the range is in bounds and a multiple of the pattern; we own the
+                // event.
+                unsafe {
+                    let ev = raw_queue::enqueue_fill_buffer(
+                        queue.as_raw(),
+                        self.as_raw(),
+                        pattern,
+                        offset_bytes,
+                        size_bytes,
+                        list,
+                    );
+                    Event::adopt(ev, "clEnqueueFillBuffer")
+                }
+            })
+        }
     }
 }
 

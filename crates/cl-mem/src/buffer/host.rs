@@ -12,7 +12,6 @@
 //! the slice would race. `Drop` unmaps (on the queue it was mapped with) and releases;
 //! forgetting it leaks the buffer, which keeps the memory valid.
 
-use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use cl_raw::queue as raw_queue;
@@ -153,11 +152,4 @@ impl<T: Pod> Drop for PinnedMemory<T> {
     }
 }
 
-impl<T: Pod> fmt::Debug for PinnedMemory<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PinnedMemory")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
-    }
-}
+crate::raw_handle::debug_fields!(PinnedMemory<T: Pod>: ptr, len);

@@ -42,18 +42,17 @@ use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use crate::raw_handle::{clone_retains, drop_releases, eq_by_handle, release_in_drop};
+use crate::raw_handle::{clone_retains, release_in_drop};
 use cl_raw::object::{self, Object};
 use cl_raw::{mem as raw, sys, Version};
 
 use self::transfer::HostMemory;
 use crate::error::{Error, Result};
-use crate::memory::{self, MemFlags, MemObject, MemObjectType, Memory};
+use crate::memory::{self, MemFlags, MemObjectType, Memory};
 use crate::pod::{slice_as_bytes, Pod};
 use crate::raw_handle::RawHandle;
 use crate::runtime::context::Context;
 use crate::runtime::event::Event;
-use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
 use crate::runtime::track::{Access, Direction, Tracked};
 use crate::runtime::worker::Place;
@@ -290,22 +289,6 @@ impl Buffer {
         }
     }
 
-    /// As [`Buffer::into_raw`] without keeping the record (for `release` and conversions that
-    /// carry the record themselves).
-    pub(crate) fn into_raw_only(self) -> sys::cl_mem {
-        let raw = self.raw;
-        // Drop the other fields (the shared info with its context and parent references) but
-        // not the buffer's reference.
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again and its `Drop` never runs; each field is read once.
-        unsafe {
-            drop(std::ptr::read(&this.info));
-            drop(std::ptr::read(&this.tracked));
-            drop(std::ptr::read(&this.live));
-        }
-        raw
-    }
-
     /// The size in bytes.
     pub fn size_bytes(&self) -> usize {
         self.size
@@ -422,20 +405,6 @@ impl Buffer {
             Err(Error::InvalidArgument(
                 "the queue and the buffer belong to different contexts".into(),
             ))
-        }
-    }
-
-    /// Refuses host reads of `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` buffers and host writes of
-    /// `HOST_READ_ONLY`/`HOST_NO_ACCESS` ones (the driver's `CL_INVALID_OPERATION`).
-    pub(crate) fn check_host_access(&self, reading: bool) -> Result<()> {
-        let denied = self.info.flags.host_access_denied(reading);
-        if denied.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "the host may not {} a buffer created with {denied:?}",
-                if reading { "read" } else { "write" },
-            )))
         }
     }
 
@@ -591,7 +560,7 @@ impl Buffer {
         };
         self.check_range(what, offset, len)?;
         self.check_queue(queue)?;
-        self.check_host_access(reading)
+        self.info.flags.check_host_access(reading, "a buffer")
     }
 
     /// One `clEnqueueReadBuffer` (`D` = `Read`) or `clEnqueueWriteBuffer` (`D` = `Write`) of
@@ -674,15 +643,7 @@ impl Buffer {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Buffer {
-    type Raw = sys::cl_mem;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Mem
-    }
-
-    /// Without keeping the command record alive (the reference is released, not given away).
-    fn into_raw_for_release(self) -> sys::cl_mem {
-        self.into_raw_only()
-    }
+    crate::memory::tracked_mem!(raw_handle);
 
     /// Adopts one reference to a raw buffer (no retain), reading its size, flags, context and,
     /// for a sub-buffer, its parent and offset: `Buffer.from_int_ptr(ptr, retain=False)`.
@@ -737,20 +698,6 @@ unsafe impl crate::raw_handle::RawHandle for Buffer {
             }),
             tracked,
         })
-    }
-
-    /// The raw handle (still owned by `self`): PyOpenCL's `int_ptr`.
-    #[inline]
-    fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it. The allocation's command record stays
-    /// alive until the commands it lists have finished, so a [`Buffer::from_raw`] of the handle
-    /// meanwhile still waits for them.
-    fn into_raw(self) -> sys::cl_mem {
-        self.tracked.keep_until_idle();
-        self.into_raw_only()
     }
 }
 
@@ -871,28 +818,12 @@ pub(crate) fn check_size(context: &Context, size: usize) -> Result<()> {
     context.check_alloc_size("buffer", size)
 }
 
-// SAFETY: `raw` is a valid buffer we hold a reference to for as long as `self` lives.
-unsafe impl MemObject for Buffer {
-    fn command_record(&self) -> Option<KeepAlive> {
-        Some(KeepAlive::tracked(&self.tracked))
-    }
-}
-
-// SAFETY: a valid buffer handle, kept alive by the kernel (it retains memory arguments).
-unsafe impl KernelArg for Buffer {
-    fn arg_value(&self) -> ArgValue<'_> {
-        // The keep-alive is how the kernel finds the buffer's command record, and how the record
-        // counts the kernel's slot as a handle (`is_unique`).
-        ArgValue::MemKeepAlive {
-            mem: self.raw,
-            keep_alive: KeepAlive::tracked(&self.tracked),
-        }
-    }
-}
-
+crate::memory::tracked_mem!(Buffer {
+    info,
+    tracked,
+    live
+});
 clone_retains!(Mem: Buffer { size, info, tracked, live });
-drop_releases!(Mem: Buffer);
-eq_by_handle!(hash raw: Buffer);
 
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -365,6 +365,68 @@ impl<'a> Transfer<'a> {
     }
 }
 
+/// The public host transfers of a memory type ([`Buffer`], [`Image`](crate::Image), [`SvmArray`](
+/// crate::svm::SvmArray), [`SvmBufferView`](crate::svm::SvmBufferView)), each signature written
+/// once here so that every type takes the same arguments: `write` from [`HostData`], `read` into
+/// [`HostDataMut`], `fill` with a [`HostData`] pattern, `enqueue_write` and `enqueue_read` of
+/// [`HostMemory`] through a [`Pending`]. Each method's docs and body are the type's (`self`, the
+/// queue, the host side and the options are named at the call: `write(self, queue, src, o)`);
+/// the body sees the options `o` already as a [`Transfer`].
+macro_rules! host_transfers {
+    ($($(#[$doc:meta])* $kind:ident($self:tt, $q:ident, $host:ident, $o:ident) $body:block)+) => {
+        $($crate::buffer::transfer::host_transfers!(
+            @$kind $(#[$doc])* ($self, $q, $host, $o) $body
+        );)+
+    };
+    (@write $(#[$doc:meta])* ($self:tt, $q:ident, $src:ident, $o:ident) $body:block) => {
+        $(#[$doc])*
+        pub fn write<'a, S: $crate::HostData + ?Sized>(&$self, $q: &$crate::Queue, $src: &S,
+            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Event>
+        { let $o = $o.into(); $body }
+    };
+    (@read $(#[$doc:meta])* ($self:tt, $q:ident, $dst:ident, $o:ident) $body:block) => {
+        $(#[$doc])*
+        pub fn read<'a, D: $crate::HostDataMut + ?Sized>(&$self, $q: &$crate::Queue, $dst: &mut D,
+            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Event>
+        { let $o = $o.into(); $body }
+    };
+    (@enqueue_write $(#[$doc:meta])* ($self:tt, $q:ident, $host:ident, $o:ident) $body:block) => {
+        $(#[$doc])*
+        pub fn enqueue_write<'a, H: $crate::HostMemory>(&$self, $q: &$crate::Queue, $host: H,
+            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Pending<H>>
+        { let $o = $o.into(); $body }
+    };
+    (@enqueue_read $(#[$doc:meta])* ($self:tt, $q:ident, $host:ident, $o:ident) $body:block) => {
+        $(#[$doc])*
+        pub fn enqueue_read<'a, H: $crate::HostMemory>(&$self, $q: &$crate::Queue, mut $host: H,
+            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Pending<H>>
+        { let $o = $o.into(); $body }
+    };
+    (@fill $(#[$doc:meta])* ($self:tt, $q:ident, $pattern:ident, $o:ident) $body:block) => {
+        $(#[$doc])*
+        pub fn fill<'a, P: $crate::HostData + ?Sized>(&$self, $q: &$crate::Queue, $pattern: &P,
+            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Event>
+        { let $o = $o.into(); $body }
+    };
+}
+pub(crate) use host_transfers;
+
+impl Transfer<'_> {
+    /// The bytes of a write's source that `src_offset` and `byte_count` pick (by default, from
+    /// `src_offset` to the end).
+    pub(crate) fn src_part<'h>(&self, src: &'h [u8]) -> Result<&'h [u8]> {
+        let (a, b) = host_range(src.len(), self.src_offset, self.byte_count)?;
+        Ok(&src[a..b])
+    }
+
+    /// The bytes of a read's destination that `dst_offset` and `byte_count` pick (by default,
+    /// from `dst_offset` to the end).
+    pub(crate) fn dst_part<'h>(&self, dst: &'h mut [u8]) -> Result<&'h mut [u8]> {
+        let (a, b) = host_range(dst.len(), self.dst_offset, self.byte_count)?;
+        Ok(&mut dst[a..b])
+    }
+}
+
 impl<'a> From<&'a [&'a Event]> for Transfer<'a> {
     fn from(wait: &'a [&'a Event]) -> Self {
         Transfer {
@@ -462,144 +524,121 @@ impl<T: Pod> HostDataMut for crate::buffer::host::PinnedMemory<T> {
 }
 
 impl Buffer {
-    /// Blocking host-to-device transfer of `src` (a slice, vector, array, pinned memory or
-    /// contiguous ndarray: [`HostData`]) into the buffer, after `o`'s events: at `o.dst_offset`
-    /// (`o.src_offset` and `o.byte_count` pick part of `src`), or as `o.rect` (the host is the
-    /// rectangle's source side). Large transfers to a discrete GPU go through pinned chunks unless
-    /// `o.options` says otherwise ([`TransferOptions`]). Nothing to move returns a marker event.
-    ///
-    /// ```ignore
-    /// buf.write(&queue, &data, &[])?;
-    /// buf.write(&queue, &data, Transfer::default().dst_offset(64).wait(&[&ev]))?;
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// Checked first: [`Error::OutOfBounds`] past the end of either side,
-    /// [`Error::InvalidArgument`] for a queue of another context, a strided array, options the
-    /// path cannot take, or a rectangle next to offsets; rectangles as [`Rect`] describes. Then
-    /// [`Error::Cl`] from `clEnqueueWriteBuffer` (`clEnqueueWriteBufferRect`).
-    pub fn write<'a, S: HostData + ?Sized>(
-        &self,
-        queue: &Queue,
-        src: &S,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        let bytes = src.host_slice()?;
-        if let Some(rect) = o.rect_alone()? {
-            return self.write_rect_with(queue, &rect, bytes, o.wait, o.options);
+    host_transfers! {
+        /// Blocking host-to-device transfer of `src` (a slice, vector, array, pinned memory or
+        /// contiguous ndarray: [`HostData`]) into the buffer, after `o`'s events: at `o.dst_offset`
+        /// (`o.src_offset` and `o.byte_count` pick part of `src`), or as `o.rect` (the host is the
+        /// rectangle's source side). Large transfers to a discrete GPU go through pinned chunks
+        /// unless `o.options` says otherwise ([`TransferOptions`]). Nothing to move returns a
+        /// marker event.
+        ///
+        /// ```ignore
+        /// buf.write(&queue, &data, &[])?;
+        /// buf.write(&queue, &data, Transfer::default().dst_offset(64).wait(&[&ev]))?;
+        /// ```
+        ///
+        /// # Errors
+        ///
+        /// Checked first: [`Error::OutOfBounds`] past the end of either side,
+        /// [`Error::InvalidArgument`] for a queue of another context, a strided array, options the
+        /// path cannot take, or a rectangle next to offsets; rectangles as [`Rect`] describes. Then
+        /// [`Error::Cl`] from `clEnqueueWriteBuffer` (`clEnqueueWriteBufferRect`).
+        write(self, queue, src, o) {
+            let bytes = src.host_slice()?;
+            if let Some(rect) = o.rect_alone()? {
+                return self.write_rect_with(queue, &rect, bytes, o.wait, o.options);
+            }
+            self.write_bytes_with(queue, o.dst_offset, o.src_part(bytes)?, o.wait, o.options)
         }
-        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-        self.write_bytes_with(queue, o.dst_offset, &bytes[a..b], o.wait, o.options)
-    }
 
-    /// Blocking device-to-host transfer into `dst` ([`HostDataMut`]) from the buffer, after `o`'s
-    /// events: from `o.src_offset` (`o.dst_offset` and `o.byte_count` pick part of `dst`), or as
-    /// `o.rect` (the host is the rectangle's destination side). [`Buffer::to_vec`] reads the
-    /// whole buffer into a new vector.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::write`], with `clEnqueueReadBuffer` (`clEnqueueReadBufferRect`).
-    pub fn read<'a, D: HostDataMut + ?Sized>(
-        &self,
-        queue: &Queue,
-        dst: &mut D,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        let bytes = dst.host_slice_mut()?;
-        if let Some(rect) = o.rect_alone()? {
-            return self.read_rect_with(queue, &rect, bytes, o.wait, o.options);
+        /// Blocking device-to-host transfer into `dst` ([`HostDataMut`]) from the buffer, after
+        /// `o`'s events: from `o.src_offset` (`o.dst_offset` and `o.byte_count` pick part of
+        /// `dst`), or as `o.rect` (the host is the rectangle's destination side).
+        /// [`Buffer::to_vec`] reads the whole buffer into a new vector.
+        ///
+        /// # Errors
+        ///
+        /// As [`Buffer::write`], with `clEnqueueReadBuffer` (`clEnqueueReadBufferRect`).
+        read(self, queue, dst, o) {
+            let bytes = dst.host_slice_mut()?;
+            if let Some(rect) = o.rect_alone()? {
+                return self.read_rect_with(queue, &rect, bytes, o.wait, o.options);
+            }
+            self.read_bytes_with(queue, o.src_offset, o.dst_part(bytes)?, o.wait, o.options)
         }
-        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-        self.read_bytes_with(queue, o.src_offset, &mut bytes[a..b], o.wait, o.options)
-    }
 
-    /// Non-blocking host-to-device transfer of `host` ([`HostMemory`]: owned or `'static`
-    /// memory), placed as [`Buffer::write`] places it (`o.dst_offset`, part of `host` by
-    /// `o.src_offset` and `o.byte_count`, or `o.rect`); `o.options` does not apply (one plain
-    /// command). The memory is owned by the returned [`Pending`] until the command completes.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::write`] (all checked first; `host` is dropped on error), and
-    /// [`Error::InvalidArgument`] for a transfer of 0 bytes.
-    pub fn enqueue_write<'a, H: HostMemory>(
-        &self,
-        queue: &Queue,
-        host: H,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Pending<H>> {
-        let o = o.into();
-        let bytes = host.host_bytes();
-        let event = if let Some(rect) = o.rect_alone()? {
-            let p = self.check_host_rect(queue, false, &rect, bytes.len())?;
-            // SAFETY: checked for this queue, `rect` and `bytes.len()`; the host bytes stay valid
-            // and unmoved until the event completes (moved into the `Pending`, HostMemory
-            // contract 1).
-            unsafe {
-                self.enqueue_rect_host::<Write>(
-                    queue,
-                    false,
-                    &rect,
-                    p,
-                    bytes.as_ptr().cast(),
-                    o.wait,
-                )
-            }?
-        } else {
-            let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-            let bytes = &bytes[a..b];
-            // SAFETY: the bytes stay valid and unmoved until the event completes because `host`
-            // moves into the `Pending`, whose drop waits and whose forgetting leaks (HostMemory
-            // contract 1).
-            unsafe {
-                self.enqueue_bytes::<Write>(
-                    queue,
-                    false,
-                    o.dst_offset,
-                    bytes.as_ptr().cast(),
-                    bytes.len(),
-                    o.wait,
-                )
-            }?
-        };
-        Ok(Pending::started(event, host, queue))
-    }
+        /// Non-blocking host-to-device transfer of `host` ([`HostMemory`]: owned or `'static`
+        /// memory), placed as [`Buffer::write`] places it (`o.dst_offset`, part of `host` by
+        /// `o.src_offset` and `o.byte_count`, or `o.rect`); `o.options` does not apply (one plain
+        /// command). The memory is owned by the returned [`Pending`] until the command completes.
+        ///
+        /// # Errors
+        ///
+        /// As [`Buffer::write`] (all checked first; `host` is dropped on error), and
+        /// [`Error::InvalidArgument`] for a transfer of 0 bytes.
+        enqueue_write(self, queue, host, o) {
+            let bytes = host.host_bytes();
+            let event = if let Some(rect) = o.rect_alone()? {
+                let p = self.check_host_rect(queue, false, &rect, bytes.len())?;
+                // SAFETY: checked for this queue, `rect` and `bytes.len()`; the host bytes stay
+                // valid and unmoved until the event completes (moved into the `Pending`, HostMemory
+                // contract 1).
+                unsafe {
+                    self.enqueue_rect_host::<Write>(
+                        queue,
+                        false,
+                        &rect,
+                        p,
+                        bytes.as_ptr().cast(),
+                        o.wait,
+                    )
+                }?
+            } else {
+                let bytes = o.src_part(bytes)?;
+                // SAFETY: the bytes stay valid and unmoved until the event completes because `host`
+                // moves into the `Pending`, whose drop waits and whose forgetting leaks (HostMemory
+                // contract 1).
+                unsafe {
+                    self.enqueue_bytes::<Write>(
+                        queue,
+                        false,
+                        o.dst_offset,
+                        bytes.as_ptr().cast(),
+                        bytes.len(),
+                        o.wait,
+                    )
+                }?
+            };
+            Ok(Pending::started(event, host, queue))
+        }
 
-    /// Non-blocking device-to-host transfer into `host`, placed as [`Buffer::read`] places it;
-    /// [`Pending::wait`] returns the filled memory.
-    ///
-    /// # Errors
-    ///
-    /// As [`Buffer::enqueue_write`], with `clEnqueueReadBuffer` (`clEnqueueReadBufferRect`).
-    pub fn enqueue_read<'a, H: HostMemory>(
-        &self,
-        queue: &Queue,
-        mut host: H,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Pending<H>> {
-        let o = o.into();
-        let bytes = host.host_bytes_mut();
-        let event = if let Some(rect) = o.rect_alone()? {
-            let p = self.check_host_rect(queue, true, &rect, bytes.len())?;
-            let ptr = bytes.as_mut_ptr();
-            // SAFETY: as in `enqueue_write`; nothing else touches the bytes until the event
-            // completes.
-            unsafe { self.enqueue_rect_host::<Read>(queue, false, &rect, p, ptr.cast(), o.wait) }?
-        } else {
-            let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-            let bytes = &mut bytes[a..b];
-            let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
-            // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
-            // completes (the `Pending` owns them and only hands them out after waiting).
-            unsafe {
-                self.enqueue_bytes::<Read>(queue, false, o.src_offset, ptr.cast(), len, o.wait)
-            }?
-        };
-        Ok(Pending::started(event, host, queue))
+        /// Non-blocking device-to-host transfer into `host`, placed as [`Buffer::read`] places it;
+        /// [`Pending::wait`] returns the filled memory.
+        ///
+        /// # Errors
+        ///
+        /// As [`Buffer::enqueue_write`], with `clEnqueueReadBuffer` (`clEnqueueReadBufferRect`).
+        enqueue_read(self, queue, host, o) {
+            let bytes = host.host_bytes_mut();
+            let event = if let Some(rect) = o.rect_alone()? {
+                let p = self.check_host_rect(queue, true, &rect, bytes.len())?;
+                let ptr = bytes.as_mut_ptr();
+                // SAFETY: as in `enqueue_write`; nothing else touches the bytes until the event
+                // completes.
+                unsafe {
+                    self.enqueue_rect_host::<Read>(queue, false, &rect, p, ptr.cast(), o.wait)
+                }?
+            } else {
+                let bytes = o.dst_part(bytes)?;
+                let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+                // SAFETY: as in `enqueue_write`; nothing reads or writes the bytes until the event
+                // completes (the `Pending` owns them and only hands them out after waiting).
+                unsafe {
+                    self.enqueue_bytes::<Read>(queue, false, o.src_offset, ptr.cast(), len, o.wait)
+                }?
+            };
+            Ok(Pending::started(event, host, queue))
+        }
     }
 
     /// Device-to-device copy of `byte_count` bytes from `src` at `src_offset` to `self` at
@@ -714,7 +753,7 @@ impl Buffer {
             (host, buffer, "clEnqueueWriteBufferRect")
         };
         self.check_queue(queue)?;
-        self.check_host_access(reading)?;
+        self.info.flags.check_host_access(reading, "a buffer")?;
         queue
             .context()
             .require_platform_version(Version::V1_1, call)?;

@@ -458,13 +458,7 @@ unsafe impl Send for CudaSemaphore {}
 // SAFETY: as for `Send`; nothing in it is mutable.
 unsafe impl Sync for CudaSemaphore {}
 
-impl fmt::Debug for CudaSemaphore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CudaSemaphore")
-            .field("raw", &self.raw)
-            .finish_non_exhaustive()
-    }
-}
+crate::raw_handle::debug_fields!(CudaSemaphore: raw, ..);
 
 impl CudaSemaphore {
     /// Signals the semaphore once `stream`'s earlier work completed
@@ -475,15 +469,14 @@ impl CudaSemaphore {
     ///
     /// [`Error::Cuda`] from the call.
     pub fn signal(&self, stream: &CudaStream) -> Result<()> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(cuda_error("cuCtxSetCurrent"))?;
-        // SAFETY: all-zero parameters are a binary semaphore's (no fence value, no flags).
-        let params: cu::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
-        // SAFETY: a live imported semaphore, one parameter struct, a stream of the context.
-        check("cuSignalExternalSemaphoresAsync", unsafe {
-            cu::cuSignalExternalSemaphoresAsync(&self.raw, &params, 1, stream.cu_stream())
-        })
+        // SAFETY: the signal call with its parameter struct.
+        unsafe {
+            self.on_stream(
+                stream,
+                "cuSignalExternalSemaphoresAsync",
+                cu::cuSignalExternalSemaphoresAsync,
+            )
+        }
     }
 
     /// Makes `stream`'s later work wait until the semaphore is signalled (by
@@ -493,14 +486,43 @@ impl CudaSemaphore {
     ///
     /// [`Error::Cuda`] from the call.
     pub fn wait(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: the wait call with its parameter struct.
+        unsafe {
+            self.on_stream(
+                stream,
+                "cuWaitExternalSemaphoresAsync",
+                cu::cuWaitExternalSemaphoresAsync,
+            )
+        }
+    }
+
+    /// What `signal` and `wait` share: the semaphore's context made current, then `call` (named
+    /// `name`) on this one semaphore with all-zero parameters (a binary semaphore's: no fence
+    /// value, no flags), in `stream`'s order.
+    ///
+    /// # Safety
+    ///
+    /// `call` is `cuSignalExternalSemaphoresAsync` or `cuWaitExternalSemaphoresAsync`, and `P`
+    /// its parameter struct (plain C data).
+    unsafe fn on_stream<P>(
+        &self,
+        stream: &CudaStream,
+        name: &'static str,
+        call: unsafe fn(
+            *const cu::CUexternalSemaphore,
+            *const P,
+            std::ffi::c_uint,
+            cu::CUstream,
+        ) -> cu::CUresult,
+    ) -> Result<()> {
         self.ctx
             .bind_to_thread()
             .map_err(cuda_error("cuCtxSetCurrent"))?;
-        // SAFETY: all-zero parameters are a binary semaphore's.
-        let params: cu::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
-        // SAFETY: as in `signal`.
-        check("cuWaitExternalSemaphoresAsync", unsafe {
-            cu::cuWaitExternalSemaphoresAsync(&self.raw, &params, 1, stream.cu_stream())
+        // SAFETY: `P` is a parameter struct of plain C data (the caller's obligation).
+        let params: P = unsafe { std::mem::zeroed() };
+        // SAFETY: a live imported semaphore, one parameter struct, a stream of the context.
+        check(name, unsafe {
+            call(&self.raw, &params, 1, stream.cu_stream())
         })
     }
 }

@@ -14,6 +14,7 @@ use crate::runtime::context::Context;
 // What the ndarray half needs (`image_from_array`, `Image::read_array` / `write_array`).
 #[cfg(feature = "ndarray")]
 use {
+    crate::buffer::{rect::Rect, transfer::Transfer},
     crate::runtime::event::Event,
     crate::runtime::queue::Queue,
     ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn},
@@ -281,14 +282,8 @@ impl Image {
         let slice = out
             .as_slice_mut()
             .ok_or_else(|| Error::InvalidArgument("a fresh array is contiguous".into()))?;
-        let rect = crate::buffer::rect::Rect::new(r).src_origin(o);
-        self.read(
-            queue,
-            slice,
-            crate::buffer::transfer::Transfer::default()
-                .rect(rect)
-                .wait(wait),
-        )?;
+        let rect = Rect::new(r).src_origin(o);
+        self.read(queue, slice, Transfer::from(wait).rect(rect))?;
         Ok(out)
     }
 
@@ -338,14 +333,8 @@ impl Image {
                 self.format
             )));
         }
-        let rect = crate::buffer::rect::Rect::new(r).dst_origin(o);
-        self.write(
-            queue,
-            data,
-            crate::buffer::transfer::Transfer::default()
-                .rect(rect)
-                .wait(wait),
-        )
+        let rect = Rect::new(r).dst_origin(o);
+        self.write(queue, data, Transfer::from(wait).rect(rect))
     }
 }
 

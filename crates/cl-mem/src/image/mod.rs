@@ -19,10 +19,9 @@ use cl_raw::{image as raw, sys, Version};
 
 use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::memory::{MemFlags, MemObject, MemObjectType};
-use crate::raw_handle::{clone_retains, drop_releases, eq_by_handle, RawHandle};
+use crate::memory::{MemFlags, MemObjectType};
+use crate::raw_handle::{clone_retains, RawHandle};
 use crate::runtime::context::Context;
-use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::track::Tracked;
 
 #[cfg(feature = "ndarray")]
@@ -413,22 +412,6 @@ impl Image {
         Ok(img)
     }
 
-    /// As [`Image::into_raw`] without keeping the record (for `release` and conversions that
-    /// carry the record themselves).
-    pub(crate) fn into_raw_only(self) -> sys::cl_mem {
-        let raw = self.raw;
-        // Drop the other fields (the context reference and the shared map lock) but not the
-        // image's reference: `mem::forget(self)` would leak one context reference per call.
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again and its `Drop` never runs; each field is read once.
-        unsafe {
-            drop(std::ptr::read(&this.context));
-            drop(std::ptr::read(&this.tracked));
-            drop(std::ptr::read(&this.live));
-        }
-        raw
-    }
-
     /// The context it belongs to.
     pub fn context(&self) -> &Context {
         &self.context
@@ -442,20 +425,6 @@ impl Image {
             Err(Error::InvalidArgument(
                 "the queue and the image belong to different contexts".into(),
             ))
-        }
-    }
-
-    /// Refuses host reads of `HOST_WRITE_ONLY`/`HOST_NO_ACCESS` images and host writes of
-    /// `HOST_READ_ONLY`/`HOST_NO_ACCESS` ones (the driver's `CL_INVALID_OPERATION`).
-    pub(crate) fn check_host_access(&self, reading: bool) -> Result<()> {
-        let denied = self.flags.host_access_denied(reading);
-        if denied.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "host {} of an image created with {denied:?}",
-                if reading { "reads" } else { "writes" },
-            )))
         }
     }
 
@@ -550,15 +519,7 @@ impl Image {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Image {
-    type Raw = sys::cl_mem;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Mem
-    }
-
-    /// Without keeping the command record alive (the reference is released, not given away).
-    fn into_raw_for_release(self) -> sys::cl_mem {
-        self.into_raw_only()
-    }
+    crate::memory::tracked_mem!(raw_handle);
 
     /// Adopts one reference to a raw image (no retain), reading its type, format, size and flags.
     ///
@@ -612,19 +573,6 @@ unsafe impl crate::raw_handle::RawHandle for Image {
         }
         Ok(img)
     }
-
-    /// The raw handle (still owned by `self`).
-    #[inline]
-    fn as_raw(&self) -> sys::cl_mem {
-        self.raw
-    }
-
-    /// Gives the reference away without releasing it.
-    fn into_raw(self) -> sys::cl_mem {
-        // As `Buffer::into_raw`: the record outlives the commands it lists.
-        self.tracked.keep_until_idle();
-        self.into_raw_only()
-    }
 }
 
 /// The formats every device of `context` supports for `flags` and `image_type` (PyOpenCL's
@@ -672,27 +620,12 @@ impl TryFrom<crate::memory::Memory> for Image {
     }
 }
 
-// SAFETY: `raw` is a valid image we hold a reference to for as long as `self` lives.
-unsafe impl MemObject for Image {
-    fn command_record(&self) -> Option<KeepAlive> {
-        Some(KeepAlive::tracked(&self.tracked))
-    }
-}
-
-// SAFETY: a valid image handle, kept alive by the kernel (it retains memory arguments).
-unsafe impl KernelArg for Image {
-    fn arg_value(&self) -> ArgValue<'_> {
-        // The keep-alive is how the kernel finds the image's command record.
-        ArgValue::MemKeepAlive {
-            mem: self.raw,
-            keep_alive: KeepAlive::tracked(&self.tracked),
-        }
-    }
-}
-
+crate::memory::tracked_mem!(Image {
+    context,
+    tracked,
+    live
+});
 clone_retains!(Mem: Image { context, desc, format, element_size, flags, tracked, live });
-drop_releases!(Mem: Image);
-eq_by_handle!(hash raw: Image);
 
 impl fmt::Debug for Image {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -6,9 +6,7 @@
 use cl_raw::{queue as raw_queue, Version};
 
 use super::{ChannelKind, Image, ImagePitches, ImageType};
-use crate::buffer::transfer::{
-    host_range, CopyPair, HostData, HostDataMut, HostMemory, Pending, Transfer,
-};
+use crate::buffer::transfer::{host_transfers, CopyPair, Pending, Transfer};
 use crate::buffer::Buffer;
 use crate::error::{check_range, Error, Result};
 use crate::pod::{slice_as_bytes, Pod};
@@ -173,105 +171,85 @@ struct HostSpan {
 }
 
 impl Image {
-    /// Blocking host-to-image write of `src` (a slice, vector, array or contiguous ndarray:
-    /// [`HostData`]) after `o`'s events: the whole image from tightly packed data by default, or
-    /// `o.rect`'s region (in pixels) at its destination origin, the host laid out with its source
-    /// pitches (PyOpenCL's `enqueue_copy(queue, image, host, origin=, region=, pitches=)`).
-    /// `o.src_offset` and `o.byte_count` pick part of `src`.
-    ///
-    /// ```ignore
-    /// img.write(&queue, &pixels, &[])?;
-    /// img.write(&queue, &tile, Transfer::default().rect(Rect::new([4, 4, 1]).dst_origin([8, 8, 0])))?;
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for malformed coordinates or pitches, a host origin in the
-    /// rectangle (slice the host memory instead) or a destination offset; [`Error::OutOfBounds`]
-    /// for a region outside the image or data smaller than the region and pitches need (all
-    /// checked first); [`Error::Cl`] from `clEnqueueWriteImage`.
-    pub fn write<'a, S: HostData + ?Sized>(
-        &self,
-        queue: &Queue,
-        src: &S,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        let bytes = src.host_slice()?;
-        let bytes = host_part(bytes, &o)?;
-        let span = self.check_host_transfer(queue, false, &o, bytes.len())?;
-        // SAFETY: checked for this queue and `bytes.len()`; the write is blocking, so `bytes` is
-        // only read during the call.
-        unsafe { self.enqueue_host::<Write>(queue, true, span, bytes.as_ptr().cast(), o.wait) }
-    }
+    host_transfers! {
+        /// Blocking host-to-image write of `src` (a slice, vector, array or contiguous ndarray:
+        /// [`HostData`](crate::HostData)) after `o`'s events: the whole image from tightly packed
+        /// data by default, or `o.rect`'s region (in pixels) at its destination origin, the host
+        /// laid out with its source pitches (PyOpenCL's `enqueue_copy(queue, image, host, origin=,
+        /// region=, pitches=)`). `o.src_offset` and `o.byte_count` pick part of `src`.
+        ///
+        /// ```ignore
+        /// img.write(&queue, &pixels, &[])?;
+        /// img.write(&queue, &tile, Transfer::default().rect(Rect::new([4, 4, 1]).dst_origin([8, 8, 0])))?;
+        /// ```
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidArgument`] for malformed coordinates or pitches, a host origin in the
+        /// rectangle (slice the host memory instead) or a destination offset;
+        /// [`Error::OutOfBounds`] for a region outside the image or data smaller than the region
+        /// and pitches need (all checked first); [`Error::Cl`] from `clEnqueueWriteImage`.
+        write(self, queue, src, o) {
+            let bytes = src.host_slice()?;
+            let bytes = host_part(bytes, &o)?;
+            let span = self.check_host_transfer(queue, false, &o, bytes.len())?;
+            // SAFETY: checked for this queue and `bytes.len()`; the write is blocking, so `bytes`
+            // is only read during the call.
+            unsafe { self.enqueue_host::<Write>(queue, true, span, bytes.as_ptr().cast(), o.wait) }
+        }
 
-    /// Blocking image-to-host read into `dst` ([`HostDataMut`]) after `o`'s events: the whole
-    /// image, tightly packed, by default, or `o.rect`'s region at its source origin, the host laid
-    /// out with its destination pitches. [`Image::to_vec`] reads the whole image into a new
-    /// vector.
-    ///
-    /// # Errors
-    ///
-    /// As [`Image::write`], with [`Error::Cl`] from `clEnqueueReadImage`.
-    pub fn read<'a, D: HostDataMut + ?Sized>(
-        &self,
-        queue: &Queue,
-        dst: &mut D,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        let bytes = host_part_mut(dst.host_slice_mut()?, &o)?;
-        let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
-        // SAFETY: checked for this queue and `bytes.len()`; the read is blocking, so `bytes` is
-        // written only during the call, through our exclusive borrow.
-        unsafe { self.enqueue_host::<Read>(queue, true, span, bytes.as_mut_ptr().cast(), o.wait) }
-    }
+        /// Blocking image-to-host read into `dst` ([`HostDataMut`](crate::HostDataMut)) after `o`'s
+        /// events: the whole image, tightly packed, by default, or `o.rect`'s region at its source
+        /// origin, the host laid out with its destination pitches. [`Image::to_vec`] reads the
+        /// whole image into a new vector.
+        ///
+        /// # Errors
+        ///
+        /// As [`Image::write`], with [`Error::Cl`] from `clEnqueueReadImage`.
+        read(self, queue, dst, o) {
+            let bytes = host_part_mut(dst.host_slice_mut()?, &o)?;
+            let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
+            // SAFETY: checked for this queue and `bytes.len()`; the read is blocking, so `bytes` is
+            // written only during the call, through our exclusive borrow.
+            unsafe {
+                self.enqueue_host::<Read>(queue, true, span, bytes.as_mut_ptr().cast(), o.wait)
+            }
+        }
 
-    /// Non-blocking host-to-image write of `host`, placed as [`Image::write`] places it: `host`
-    /// moves into the returned [`Pending`], which hands it back from [`Pending::wait`] (and waits
-    /// if dropped), so the memory outlives the command.
-    ///
-    /// # Errors
-    ///
-    /// As [`Image::write`].
-    pub fn enqueue_write<'a, H: HostMemory>(
-        &self,
-        queue: &Queue,
-        host: H,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Pending<H>> {
-        let o = o.into();
-        let bytes = host_part(host.host_bytes(), &o)?;
-        let span = self.check_host_transfer(queue, false, &o, bytes.len())?;
-        // SAFETY: checked for this queue and `bytes.len()`; `host` moves into the `Pending`,
-        // whose drop waits and whose forgetting leaks, so its (unmoving, HostMemory contract)
-        // bytes outlive the command.
-        let ev = unsafe {
-            self.enqueue_host::<Write>(queue, false, span, bytes.as_ptr().cast(), o.wait)
-        }?;
-        Ok(Pending::started(ev, host, queue))
-    }
+        /// Non-blocking host-to-image write of `host`, placed as [`Image::write`] places it: `host`
+        /// moves into the returned [`Pending`], which hands it back from [`Pending::wait`] (and
+        /// waits if dropped), so the memory outlives the command.
+        ///
+        /// # Errors
+        ///
+        /// As [`Image::write`].
+        enqueue_write(self, queue, host, o) {
+            let bytes = host_part(host.host_bytes(), &o)?;
+            let span = self.check_host_transfer(queue, false, &o, bytes.len())?;
+            // SAFETY: checked for this queue and `bytes.len()`; `host` moves into the `Pending`,
+            // whose drop waits and whose forgetting leaks, so its (unmoving, HostMemory contract)
+            // bytes outlive the command.
+            let ev = unsafe {
+                self.enqueue_host::<Write>(queue, false, span, bytes.as_ptr().cast(), o.wait)
+            }?;
+            Ok(Pending::started(ev, host, queue))
+        }
 
-    /// Non-blocking image-to-host read into `host`, placed as [`Image::read`] places it;
-    /// [`Pending::wait`] returns the filled memory.
-    ///
-    /// # Errors
-    ///
-    /// As [`Image::read`].
-    pub fn enqueue_read<'a, H: HostMemory>(
-        &self,
-        queue: &Queue,
-        mut host: H,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Pending<H>> {
-        let o = o.into();
-        let bytes = host_part_mut(host.host_bytes_mut(), &o)?;
-        let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
-        let ptr = bytes.as_mut_ptr();
-        // SAFETY: as in `enqueue_write`; the bytes are written only by the command, and the host
-        // cannot reach them until `Pending::wait` returns them.
-        let ev = unsafe { self.enqueue_host::<Read>(queue, false, span, ptr.cast(), o.wait) }?;
-        Ok(Pending::started(ev, host, queue))
+        /// Non-blocking image-to-host read into `host`, placed as [`Image::read`] places it;
+        /// [`Pending::wait`] returns the filled memory.
+        ///
+        /// # Errors
+        ///
+        /// As [`Image::read`].
+        enqueue_read(self, queue, host, o) {
+            let bytes = host_part_mut(host.host_bytes_mut(), &o)?;
+            let span = self.check_host_transfer(queue, true, &o, bytes.len())?;
+            let ptr = bytes.as_mut_ptr();
+            // SAFETY: as in `enqueue_write`; the bytes are written only by the command, and the
+            // host cannot reach them until `Pending::wait` returns them.
+            let ev = unsafe { self.enqueue_host::<Read>(queue, false, span, ptr.cast(), o.wait) }?;
+            Ok(Pending::started(ev, host, queue))
+        }
     }
 
     /// The image side of `o` (`image_is_src`: the image is the source): the rectangle's origin and
@@ -295,7 +273,7 @@ impl Image {
         host_len: usize,
     ) -> Result<HostSpan> {
         self.check_queue(queue)?;
-        self.check_host_access(reading)?;
+        self.flags.check_host_access(reading, "an image")?;
         let (origin, region) = self.image_side(o, reading);
         let (origin, region) = coords(self.extent(), &origin, &region)?;
         let pitches = match o.rect {
@@ -642,15 +620,13 @@ fn no_offsets(o: &Transfer<'_>, what: &str) -> Result<()> {
 /// The host bytes a write moves: from `o.src_offset`, `o.byte_count` bytes or the rest.
 fn host_part<'b>(bytes: &'b [u8], o: &Transfer<'_>) -> Result<&'b [u8]> {
     no_image_offset(o.dst_offset, "an image write")?;
-    let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-    Ok(&bytes[a..b])
+    o.src_part(bytes)
 }
 
 /// The host bytes a read fills: from `o.dst_offset`, `o.byte_count` bytes or the rest.
 fn host_part_mut<'b>(bytes: &'b mut [u8], o: &Transfer<'_>) -> Result<&'b mut [u8]> {
     no_image_offset(o.src_offset, "an image read")?;
-    let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-    Ok(&mut bytes[a..b])
+    o.dst_part(bytes)
 }
 
 /// Refuses host pitches in a rectangle of a device-side copy (no side of it is host memory).

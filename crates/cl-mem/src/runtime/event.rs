@@ -1,7 +1,6 @@
 //! [`Event`]: completion of an enqueued command; [`UserEvent`]: one the host completes.
 
 use std::ffi::c_void;
-use std::fmt;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
@@ -351,16 +350,7 @@ impl Event {
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
 // `object()` names; `into_raw` gives that reference away and forgets the wrapper.
 unsafe impl crate::raw_handle::RawHandle for Event {
-    type Raw = sys::cl_event;
-    fn object() -> cl_raw::object::Object {
-        cl_raw::object::Object::Event
-    }
-
-    /// The raw handle (still owned by `self`).
-    #[inline]
-    fn as_raw(&self) -> sys::cl_event {
-        self.raw
-    }
+    crate::raw_handle::raw_handle_field!(Event: sys::cl_event);
 
     /// Gives the reference away without releasing it.
     fn into_raw(self) -> sys::cl_event {
@@ -401,11 +391,7 @@ impl Drop for Event {
 
 eq_by_handle!(raw: Event);
 
-impl fmt::Debug for Event {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Event").field("raw", &self.raw).finish()
-    }
-}
+crate::raw_handle::debug_fields!(Event: raw);
 
 /// A user event (OpenCL 1.1): commands can wait on it until the host completes it.
 ///

@@ -207,15 +207,10 @@ unsafe impl crate::raw_handle::RawHandle for Program {
         unsafe { adopt_or_release(Object::Program, raw, read) }
     }
 
-    /// Gives the reference away without releasing it (the `Program`'s context reference is
+    /// Gives a reference away without releasing it (the `Program`'s context reference is
     /// released; the driver's program keeps its context alive itself).
     fn into_raw(self) -> sys::cl_program {
-        let raw = self.raw;
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
-        // read (and dropped) once.
-        drop(unsafe { std::ptr::read(&this.context) });
-        raw
+        crate::raw_handle::retain_then_drop(self)
     }
 }
 

@@ -290,17 +290,10 @@ unsafe impl crate::raw_handle::RawHandle for Queue {
         unsafe { adopt_or_release(Object::Queue, raw, read) }
     }
 
-    /// Gives the reference away without releasing it (the context reference the `Queue` held
+    /// Gives a reference away without releasing it (the context reference the `Queue` held
     /// is released; the driver's queue keeps its context alive itself).
     fn into_raw(self) -> sys::cl_command_queue {
-        let raw = self.raw;
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again and its `Drop` never runs; the context field is
-        // read (and dropped) once, the other fields are `Copy`.
-        drop(unsafe { std::ptr::read(&this.context) });
-        // SAFETY: as above, for the live-count token (the wrapper is gone; the handle lives on).
-        drop(unsafe { std::ptr::read(&this._live) });
-        raw
+        crate::raw_handle::retain_then_drop(self)
     }
 }
 

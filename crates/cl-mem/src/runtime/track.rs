@@ -541,14 +541,7 @@ impl<Q: CommandQueue> Drop for Tracked<Q> {
     }
 }
 
-impl<Q: CommandQueue> fmt::Debug for Tracked<Q> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tracked")
-            .field("start", &self.start)
-            .field("end", &self.end)
-            .finish()
-    }
-}
+crate::raw_handle::debug_fields!(Tracked<Q: CommandQueue>: start, end);
 
 /// Extra wait-list entries a command needs, from [`Tracked::before`].
 pub(crate) type Waits<Q = Queue> = SmallVec<[<Q as CommandQueue>::Event; 2]>;
@@ -584,14 +577,7 @@ impl<Q: CommandQueue> Drop for Claim<Q> {
     }
 }
 
-impl<Q: CommandQueue> fmt::Debug for Claim<Q> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Claim")
-            .field("id", &self.id)
-            .field("on", &self.on)
-            .finish()
-    }
-}
+crate::raw_handle::debug_fields!(Claim<Q: CommandQueue>: id, on);
 
 impl<Q: CommandQueue> Tracked<Q> {
     /// Registers `span` (absolute bytes) in the record's maps (`ClaimOn::Map`) or commands being

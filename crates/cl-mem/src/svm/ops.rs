@@ -6,12 +6,11 @@
 //! free waits for it. A map whose guard was leaked (`mem::forget`) is unmapped first.
 
 use std::ffi::c_void;
-use std::ops::Range;
 
 use cl_raw::{queue as raw_queue, Version};
 
 use crate::buffer::tracked::MigrationFlags;
-use crate::buffer::transfer::{host_range, CopyPair, HostData, HostDataMut, Transfer};
+use crate::buffer::transfer::{host_range, host_transfers, CopyPair, Transfer};
 use crate::error::{check_range, Error, Result};
 use crate::pod::Pod;
 use crate::raw_handle::RawHandle;
@@ -71,18 +70,13 @@ fn fill_bytes_core(
             alignment: p,
         });
     }
+    let list = checked_list(queue, wait)?;
     // SAFETY: a 2.0+ platform (checked at allocation), a queue of its context; the range lies
     // in the live allocation (checked), which stays allocated until the command is done (the
     // queue is noted below); no host reference exists (host access needs `&mut`); the pattern
     // is copied by the driver before returning; we own the event.
     let ev = unsafe {
-        let ev = raw_queue::enqueue_svm_mem_fill(
-            queue.as_raw(),
-            dst,
-            pattern,
-            byte_count,
-            &checked_list(queue, wait)?,
-        );
+        let ev = raw_queue::enqueue_svm_mem_fill(queue.as_raw(), dst, pattern, byte_count, &list);
         Event::adopt(ev, "clEnqueueSVMMemFill")
     }?;
     core.note_use(queue);
@@ -214,101 +208,83 @@ pub fn enqueue_svm_migrate(
 }
 
 impl<T: Pod, G: Grain> SvmArray<T, G> {
-    /// Fills with copies of `pattern` (its bytes: `&[value]`, an array, a byte slice;
-    /// non-blocking) after `o`'s events: the whole allocation by default, or `o.byte_count` bytes
-    /// (default: the rest) at `o.dst_offset`. The pattern's size must be a power of two up to 128
-    /// (`clEnqueueSVMMemFill`'s pattern sizes).
-    ///
-    /// # Errors
-    ///
-    /// Checked first: [`Error::InvalidArgument`] for such a pattern size, a queue of another
-    /// context, or a rectangle or source offset in `o`; [`Error::Misaligned`] for an offset or
-    /// count that is not a multiple of the pattern; [`Error::OutOfBounds`] past the end. Then
-    /// [`Error::Cl`] from `clEnqueueSVMMemFill`.
-    pub fn fill<'a, P: HostData + ?Sized>(
-        &self,
-        queue: &Queue,
-        pattern: &P,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        let (offset, count) = o.fill_range("an SVM fill", self.size_bytes())?;
-        fill_bytes_core(
-            &self.core,
-            queue,
-            pattern.host_slice()?,
-            offset,
-            count,
-            o.wait,
-        )
-    }
-
-    /// Blocking copy of `src` (host memory: [`HostData`]) into the allocation at `o.dst_offset`
-    /// bytes (`o.src_offset` and `o.byte_count` pick part of `src`), after `o`'s events. Offsets
-    /// and count are whole values of `T`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Misaligned`] for an offset or count that is not a whole number of values,
-    /// [`Error::OutOfBounds`] past the end of either side, [`Error::InvalidArgument`] for a
-    /// queue of another context or a rectangle (checked first); [`Error::Cl`] from
-    /// `clEnqueueSVMMemcpy`.
-    pub fn write<'a, S: HostData + ?Sized>(
-        &self,
-        queue: &Queue,
-        src: &S,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        in_elements::<T>(&o)?;
-        self.core.check_queue(queue)?;
-        let bytes = src.host_slice()?;
-        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-        whole::<T>("SVM copy byte count", b - a)?;
-        let bytes = &bytes[a..b];
-        // SAFETY: `bytes` is read only during the blocking call.
-        unsafe {
-            self.memcpy_host(
+    host_transfers! {
+        /// Fills with copies of `pattern` (its bytes: `&[value]`, an array, a byte slice;
+        /// non-blocking) after `o`'s events: the whole allocation by default, or `o.byte_count`
+        /// bytes (default: the rest) at `o.dst_offset`. The pattern's size must be a power of two
+        /// up to 128 (`clEnqueueSVMMemFill`'s pattern sizes).
+        ///
+        /// # Errors
+        ///
+        /// Checked first: [`Error::InvalidArgument`] for such a pattern size, a queue of another
+        /// context, or a rectangle or source offset in `o`; [`Error::Misaligned`] for an offset or
+        /// count that is not a multiple of the pattern; [`Error::OutOfBounds`] past the end. Then
+        /// [`Error::Cl`] from `clEnqueueSVMMemFill`.
+        fill(self, queue, pattern, o) {
+            let (offset, count) = o.fill_range("an SVM fill", self.size_bytes())?;
+            fill_bytes_core(
+                &self.core,
                 queue,
-                "SVM write",
-                o.dst_offset,
-                bytes.len(),
+                pattern.host_slice()?,
+                offset,
+                count,
                 o.wait,
-                |svm| (svm, bytes.as_ptr().cast()),
             )
         }
-    }
 
-    /// Blocking copy from the allocation at `o.src_offset` bytes into `dst` (host memory:
-    /// [`HostDataMut`]; `o.dst_offset` and `o.byte_count` pick part of it), after `o`'s events.
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmArray::write`].
-    pub fn read<'a, D: HostDataMut + ?Sized>(
-        &self,
-        queue: &Queue,
-        dst: &mut D,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        in_elements::<T>(&o)?;
-        self.core.check_queue(queue)?;
-        let bytes = dst.host_slice_mut()?;
-        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-        whole::<T>("SVM copy byte count", b - a)?;
-        let bytes = &mut bytes[a..b];
-        let host = bytes.as_mut_ptr().cast();
-        // SAFETY: `bytes` is written only during the blocking call, through our exclusive borrow.
-        unsafe {
-            self.memcpy_host(
-                queue,
-                "SVM read",
-                o.src_offset,
-                bytes.len(),
-                o.wait,
-                |svm| (host, svm.cast_const()),
-            )
+        /// Blocking copy of `src` (host memory: [`HostData`](crate::HostData)) into the allocation
+        /// at `o.dst_offset` bytes (`o.src_offset` and `o.byte_count` pick part of `src`), after
+        /// `o`'s events. Offsets and count are whole values of `T`.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Misaligned`] for an offset or count that is not a whole number of values,
+        /// [`Error::OutOfBounds`] past the end of either side, [`Error::InvalidArgument`] for a
+        /// queue of another context or a rectangle (checked first); [`Error::Cl`] from
+        /// `clEnqueueSVMMemcpy`.
+        write(self, queue, src, o) {
+            in_elements::<T>(&o)?;
+            self.core.check_queue(queue)?;
+            let bytes = o.src_part(src.host_slice()?)?;
+            whole::<T>("SVM copy byte count", bytes.len())?;
+            // SAFETY: `bytes` is read only during the blocking call.
+            unsafe {
+                self.memcpy_host(
+                    queue,
+                    "SVM write",
+                    o.dst_offset,
+                    bytes.len(),
+                    o.wait,
+                    |svm| (svm, bytes.as_ptr().cast()),
+                )
+            }
+        }
+
+        /// Blocking copy from the allocation at `o.src_offset` bytes into `dst` (host memory:
+        /// [`HostDataMut`](crate::HostDataMut); `o.dst_offset` and `o.byte_count` pick part of it),
+        /// after `o`'s events.
+        ///
+        /// # Errors
+        ///
+        /// As [`SvmArray::write`].
+        read(self, queue, dst, o) {
+            in_elements::<T>(&o)?;
+            self.core.check_queue(queue)?;
+            let bytes = o.dst_part(dst.host_slice_mut()?)?;
+            whole::<T>("SVM copy byte count", bytes.len())?;
+            let host = bytes.as_mut_ptr().cast();
+            // SAFETY: `bytes` is written only during the blocking call, through our exclusive
+            // borrow.
+            unsafe {
+                self.memcpy_host(
+                    queue,
+                    "SVM read",
+                    o.src_offset,
+                    bytes.len(),
+                    o.wait,
+                    |svm| (host, svm.cast_const()),
+                )
+            }
         }
     }
 
@@ -336,18 +312,12 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         }
         self.core.unmap_leftovers()?;
         let (dst, src) = ends(offset_ptr(self.core.ptr(), off));
+        let list = checked_list(queue, wait)?;
         // SAFETY: valid queue and allocation of one context (checked by the callers); the range
         // is inside the allocation (checked); the host end is the caller's obligation; blocking;
         // we own the event.
         let ev = unsafe {
-            let ev = raw_queue::enqueue_svm_memcpy(
-                queue.as_raw(),
-                true,
-                dst,
-                src,
-                len,
-                &checked_list(queue, wait)?,
-            );
+            let ev = raw_queue::enqueue_svm_memcpy(queue.as_raw(), true, dst, src, len, &list);
             Event::adopt(ev, "clEnqueueSVMMemcpy")
         }?;
         ev.finished_if(true)
@@ -378,13 +348,6 @@ fn in_elements<T>(o: &Transfer<'_>) -> Result<(usize, usize, Option<usize>)> {
             .map(|n| whole::<T>("SVM copy byte count", n))
             .transpose()?,
     ))
-}
-
-/// The values of a host side of `len` values that a copy moves.
-fn host_part(len: usize, offset: usize, count: Option<usize>) -> Result<Range<usize>> {
-    let count = count.unwrap_or_else(|| len.saturating_sub(offset));
-    check_range("host slice", offset, count, len)?;
-    Ok(offset..offset + count)
 }
 
 impl<T: Pod, G: Grain> CopyPair for (&SvmArray<T, G>, &[T]) {
@@ -435,8 +398,8 @@ impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&SvmAr
         let (src, dst, count) = in_elements::<T>(&o)?;
         let buffer = self.1.as_buffer();
         let len = buffer.len_of::<T>();
-        let part = host_part(len, src, count)?;
-        let map = buffer.map::<T, _>(queue, crate::buffer::map::ReadOnly, part, o.wait)?;
+        let (a, b) = host_range(len, src, count)?;
+        let map = buffer.map::<T, _>(queue, crate::buffer::map::ReadOnly, a..b, o.wait)?;
         let ev = self.0.write(
             queue,
             &*map,
@@ -452,9 +415,9 @@ impl<T: Pod, G: Grain, B: crate::buffer::AsBuffer + ?Sized> CopyPair for (&B, &S
         let (src, dst, count) = in_elements::<T>(&o)?;
         let buffer = self.0.as_buffer();
         let len = buffer.len_of::<T>();
-        let part = host_part(len, dst, count)?;
+        let (a, b) = host_range(len, dst, count)?;
         let mut map =
-            buffer.map::<T, _>(queue, crate::buffer::map::MapFlags::WRITE, part, o.wait)?;
+            buffer.map::<T, _>(queue, crate::buffer::map::MapFlags::WRITE, a..b, o.wait)?;
         let ev = self.1.read(
             queue,
             &mut *map,

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use cl_raw::{mem as raw_mem, sys};
 
 use crate::buffer::tracked::enqueue_host;
-use crate::buffer::transfer::{host_range, HostData, HostDataMut, Transfer};
+use crate::buffer::transfer::{host_transfers, Transfer};
 use crate::error::{check_range, Error, Result};
 use crate::memory::MemFlags;
 use crate::raw_handle::{debug_fields, drop_releases, RawHandle};
 use crate::runtime::event::Event;
 use crate::runtime::kernel::{ArgValue, KeepAlive, KernelArg};
 use crate::runtime::queue::Queue;
-use crate::runtime::track::{Direction, Read, Write};
+use crate::runtime::track::{Access, Direction, Read, Write};
 
 use super::core::Core;
 
@@ -92,8 +92,9 @@ impl SvmBufferView<'_> {
     }
 
     /// What `read` and `write` share once the host bytes are picked: the queue and range checks
-    /// of `len` bytes at `offset` (naming `what`), then one blocking `clEnqueueReadBuffer`
-    /// (`D` = `Read`) or `clEnqueueWriteBuffer` (`D` = `Write`) through the buffer.
+    /// of `len` bytes at the view's side of `o` (`o.src_offset` for a read, `o.dst_offset` for a
+    /// write), then one blocking `clEnqueueReadBuffer` (`D` = `Read`) or `clEnqueueWriteBuffer`
+    /// (`D` = `Write`) through the buffer after `o`'s events.
     ///
     /// # Safety
     ///
@@ -102,12 +103,15 @@ impl SvmBufferView<'_> {
     unsafe fn transfer<D: Direction>(
         &self,
         queue: &Queue,
-        what: &'static str,
-        offset: usize,
+        o: &Transfer<'_>,
         host: D::Host,
         len: usize,
-        wait: &[&Event],
     ) -> Result<Event> {
+        let (what, offset) = match D::ACCESS {
+            Access::Read => ("SVM buffer view read", o.src_offset),
+            Access::Write => ("SVM buffer view write", o.dst_offset),
+        };
+        let wait = o.wait;
         self.core.check_queue(queue)?;
         check_range(what, offset, len, self.size)?;
         // SAFETY: a valid buffer and queue of one context; in bounds (checked); blocking, so the
@@ -115,68 +119,36 @@ impl SvmBufferView<'_> {
         unsafe { enqueue_host::<D>(queue, self.raw, None, true, offset, host, len, wait) }
     }
 
-    /// Blocking `clEnqueueReadBuffer` through the buffer into `dst`, placed as
-    /// [`Buffer::read`](crate::Buffer::read) places it (`o.src_offset` in the view; no
-    /// rectangle).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for a queue of another context or a rectangle,
-    /// [`Error::OutOfBounds`] past the end of either side (checked first); [`Error::Cl`] from
-    /// `clEnqueueReadBuffer`.
-    pub fn read<'a, D: HostDataMut + ?Sized>(
-        &self,
-        queue: &Queue,
-        dst: &mut D,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        o.no_rect("an SVM buffer view read")?;
-        let bytes = dst.host_slice_mut()?;
-        let (a, b) = host_range(bytes.len(), o.dst_offset, o.byte_count)?;
-        let out = &mut bytes[a..b];
-        // SAFETY: `out` is written only during the blocking call, through our exclusive borrow;
-        // it cannot alias the SVM (host access to it needs `&mut` of the array this view
-        // borrows).
-        unsafe {
-            self.transfer::<Read>(
-                queue,
-                "SVM buffer view read",
-                o.src_offset,
-                out.as_mut_ptr().cast(),
-                out.len(),
-                o.wait,
-            )
+    host_transfers! {
+        /// Blocking `clEnqueueReadBuffer` through the buffer into `dst`, placed as
+        /// [`Buffer::read`](crate::Buffer::read) places it (`o.src_offset` in the view; no
+        /// rectangle).
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidArgument`] for a queue of another context or a rectangle,
+        /// [`Error::OutOfBounds`] past the end of either side (checked first); [`Error::Cl`] from
+        /// `clEnqueueReadBuffer`.
+        read(self, queue, dst, o) {
+            o.no_rect("an SVM buffer view read")?;
+            let out = o.dst_part(dst.host_slice_mut()?)?;
+            // SAFETY: `out` is written only during the blocking call, through our exclusive borrow;
+            // it cannot alias the SVM (host access to it needs `&mut` of the array this view
+            // borrows).
+            unsafe { self.transfer::<Read>(queue, &o, out.as_mut_ptr().cast(), out.len()) }
         }
-    }
 
-    /// Blocking `clEnqueueWriteBuffer` of `src` through the buffer, placed as
-    /// [`Buffer::write`](crate::Buffer::write) places it.
-    ///
-    /// # Errors
-    ///
-    /// As [`SvmBufferView::read`], with `clEnqueueWriteBuffer`.
-    pub fn write<'a, S: HostData + ?Sized>(
-        &self,
-        queue: &Queue,
-        src: &S,
-        o: impl Into<Transfer<'a>>,
-    ) -> Result<Event> {
-        let o = o.into();
-        o.no_rect("an SVM buffer view write")?;
-        let bytes = src.host_slice()?;
-        let (a, b) = host_range(bytes.len(), o.src_offset, o.byte_count)?;
-        let data = &bytes[a..b];
-        // SAFETY: as for `read`; `data` is only read during the blocking call.
-        unsafe {
-            self.transfer::<Write>(
-                queue,
-                "SVM buffer view write",
-                o.dst_offset,
-                data.as_ptr().cast(),
-                data.len(),
-                o.wait,
-            )
+        /// Blocking `clEnqueueWriteBuffer` of `src` through the buffer, placed as
+        /// [`Buffer::write`](crate::Buffer::write) places it.
+        ///
+        /// # Errors
+        ///
+        /// As [`SvmBufferView::read`], with `clEnqueueWriteBuffer`.
+        write(self, queue, src, o) {
+            o.no_rect("an SVM buffer view write")?;
+            let data = o.src_part(src.host_slice()?)?;
+            // SAFETY: as for `read`; `data` is only read during the blocking call.
+            unsafe { self.transfer::<Write>(queue, &o, data.as_ptr().cast(), data.len()) }
         }
     }
 }
