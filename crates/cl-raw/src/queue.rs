@@ -16,7 +16,7 @@ use crate::{cl_bool, count, sys};
 /// # Safety
 ///
 /// 1. `call(num_events, event_list, event_out)` forwards to one `clEnqueue*` function.
-unsafe fn enqueue(
+pub(crate) unsafe fn enqueue(
     wait: &[sys::cl_event],
     call: impl FnOnce(sys::cl_uint, *const sys::cl_event, *mut sys::cl_event) -> sys::cl_int,
 ) -> Result<sys::cl_event, ClError> {
