@@ -178,23 +178,31 @@ fn w_items(ids: impl IntoIterator<Item = usize>, idx: impl Fn(usize) -> String) 
         .join(", ")
 }
 
+/// The example both devices share: a 16x16 array of 4-byte items read down its columns is an
+/// `n`x conflict of the work-items `ids` (at `[i, 0]`) on `bank`. Returns the estimate's warnings.
+fn assert_column_conflict(
+    dev: &DeviceProfile,
+    n: usize,
+    ids: impl IntoIterator<Item = usize>,
+    bank: usize,
+) -> Vec<Warning> {
+    let r = why_not_local_access_conflict_free(dev, 4, &[16, 16], None).unwrap();
+    assert_eq!(r.value.multiplicity, n);
+    assert_eq!(
+        r.value.explanation.unwrap(),
+        format!(
+            "{n}x conflict on axis 1 (from right, 0-based): {} access bank {bank}",
+            w_items(ids, |i| format!("[{i}, 0]"))
+        )
+    );
+    r.warnings
+}
+
 #[test]
 fn conflict_worked_examples_cc20() {
     let dev = load_profile("nvidia-cc2.0-tesla-c2050");
-    let r = why_not_local_access_conflict_free(&dev, 4, &[16, 16], None).unwrap();
-    assert_eq!(r.value.multiplicity, 8);
-    assert_eq!(
-        r.value.explanation.as_deref().unwrap(),
-        format!(
-            "8x conflict on axis 1 (from right, 0-based): {} access bank 16",
-            w_items((1..16).step_by(2), |i| format!("[{i}, 0]"))
-        )
-    );
-    assert!(
-        r.warnings.is_empty(),
-        "CC 2.0 is not a guess: {:?}",
-        r.warnings
-    );
+    let warnings = assert_column_conflict(&dev, 8, (1..16).step_by(2), 16);
+    assert!(warnings.is_empty(), "CC 2.0 is not a guess: {warnings:?}");
 
     let r = why_not_local_access_conflict_free(&dev, 4, &[16, 16], Some(&[16, 17])).unwrap();
     assert_eq!(
@@ -227,15 +235,7 @@ fn conflict_worked_examples_cc20() {
 #[test]
 fn conflict_worked_example_cc13() {
     let dev = load_profile("nvidia-cc1.3-tesla-c1060");
-    let r = why_not_local_access_conflict_free(&dev, 4, &[16, 16], None).unwrap();
-    assert_eq!(r.value.multiplicity, 16);
-    assert_eq!(
-        r.value.explanation.unwrap(),
-        format!(
-            "16x conflict on axis 1 (from right, 0-based): {} access bank 0",
-            w_items(0..16, |i| format!("[{i}, 0]"))
-        )
-    );
+    assert_column_conflict(&dev, 16, 0..16, 0);
 }
 
 #[test]

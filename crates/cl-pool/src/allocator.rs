@@ -77,6 +77,18 @@ pub trait Allocator: Send + Sync + 'static {
     }
 }
 
+/// The zero-size rule of [`Allocator::allocate`] in one place for this crate's allocators:
+/// `Ok(None)` for `size == 0`, else the block `allocate` makes.
+pub(crate) fn unless_zero<B, E>(
+    size: usize,
+    allocate: impl FnOnce() -> Result<B, E>,
+) -> Result<Option<B>, E> {
+    if size == 0 {
+        return Ok(None);
+    }
+    allocate().map(Some)
+}
+
 /// A shared allocator is an allocator: every call (the hooks included) goes to the one behind the
 /// `Arc`. Several pools can then draw on one allocator, and the caller keeps a handle to it (to
 /// read a test allocator's counters after the pool is gone, say), as PyOpenCL's pools share
@@ -186,25 +198,24 @@ impl Allocator for SimulatedAllocator {
     type Error = HostAllocError;
 
     fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
-        if size == 0 {
-            return Ok(None);
-        }
-        let capacity = self.capacity;
-        match self
-            .in_use
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-                used.checked_add(size).filter(|&n| n <= capacity)
-            }) {
-            Ok(_) => Ok(Some(HostBlock {
-                id: self.next_id.fetch_add(1, Ordering::Relaxed),
-                size,
-            })),
-            Err(in_use) => Err(HostAllocError::OutOfMemory {
-                requested: size,
-                in_use,
-                capacity,
-            }),
-        }
+        unless_zero(size, || {
+            let capacity = self.capacity;
+            match self
+                .in_use
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                    used.checked_add(size).filter(|&n| n <= capacity)
+                }) {
+                Ok(_) => Ok(HostBlock {
+                    id: self.next_id.fetch_add(1, Ordering::Relaxed),
+                    size,
+                }),
+                Err(in_use) => Err(HostAllocError::OutOfMemory {
+                    requested: size,
+                    in_use,
+                    capacity,
+                }),
+            }
+        })
     }
 
     fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {

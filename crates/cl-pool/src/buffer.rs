@@ -42,7 +42,7 @@ use cl_mem::{
     AsBuffer, AsKernelArg, Buffer, Context, Error, MemFlags, MigrationFlags, Queue, Version,
 };
 
-use crate::allocator::{Allocator, AllocatorError};
+use crate::allocator::{unless_zero, Allocator, AllocatorError};
 use crate::pool::{LocalBlock, PoolBlock};
 use cl_mem::RawHandle;
 
@@ -287,11 +287,10 @@ impl Allocator for DeferredAllocator {
     type Error = Error;
 
     fn allocate(&self, size: usize) -> Result<Option<BufferBlock>, Error> {
-        if size == 0 {
-            return Ok(None);
-        }
-        let buffer = Buffer::new(&self.context, self.flags, size)?;
-        Ok(Some(BufferBlock::new(buffer, Vec::new())))
+        unless_zero(size, || {
+            let buffer = Buffer::new(&self.context, self.flags, size)?;
+            Ok(BufferBlock::new(buffer, Vec::new()))
+        })
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
@@ -411,13 +410,12 @@ impl Allocator for ImmediateAllocator {
     type Error = Error;
 
     fn allocate(&self, size: usize) -> Result<Option<BufferBlock>, Error> {
-        if size == 0 {
-            return Ok(None);
-        }
-        let buffer = Buffer::new(self.queue.context(), self.flags, size)?;
-        // On failure `buffer` is dropped, i.e. released (PyOpenCL leaks it).
-        self.force(&buffer)?;
-        Ok(Some(BufferBlock::new(buffer, vec![self.queue.clone()])))
+        unless_zero(size, || {
+            let buffer = Buffer::new(self.queue.context(), self.flags, size)?;
+            // On failure `buffer` is dropped, i.e. released (PyOpenCL leaks it).
+            self.force(&buffer)?;
+            Ok(BufferBlock::new(buffer, vec![self.queue.clone()]))
+        })
     }
 
     fn free(&self, block: BufferBlock) -> Result<(), Error> {
@@ -448,11 +446,7 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
     ///
     /// As [`Buffer::read`].
     pub fn to_vec<T: cl_mem::Pod>(&self, queue: &Queue) -> Result<Vec<T>, Error> {
-        let len = self
-            .requested_bytes()
-            .checked_div(std::mem::size_of::<T>())
-            .unwrap_or(0);
-        self.block().0.buffer.read_vec_of(queue, len)
+        read_requested(&self.block().0.buffer, self.requested_bytes(), queue)
     }
 
     /// Makes the block safe to use on `queue`: work on `queue` enqueued after this call waits for
@@ -492,36 +486,25 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
     /// [`Error::OutOfBounds`] past the requested size, [`Error::InvalidArgument`] for an empty
     /// range, and as [`Buffer::sub_buffer`] (alignment, versions, the driver).
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PooledSlice<'_>, Error> {
+        // The end is checked against the requested bytes (the block may be larger); the rest
+        // (start, empty or reversed ranges) is `sub_buffer_range`'s.
         let len = self.requested_bytes();
-        let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.saturating_add(1),
-            Bound::Unbounded => 0,
-        };
         let end = match range.end_bound() {
             Bound::Included(&e) => e.saturating_add(1),
             Bound::Excluded(&e) => e,
             Bound::Unbounded => len,
         };
-        if end <= start {
-            return Err(Error::InvalidArgument(format!(
-                "empty slice {start}..{end} of a pooled buffer"
-            )));
-        }
         if end > len {
             return Err(Error::OutOfBounds {
                 what: "pooled buffer slice",
-                offset: start,
-                len: end - start,
+                offset: 0,
+                len: end,
                 size: len,
             });
         }
+        let range = (range.start_bound().cloned(), Bound::Excluded(end));
         Ok(PooledSlice {
-            buffer: self
-                .block()
-                .0
-                .buffer
-                .sub_buffer(start, end - start, MemFlags::empty())?,
+            buffer: self.block().0.buffer.sub_buffer_range(range)?,
             _block: PhantomData,
         })
     }
@@ -559,6 +542,17 @@ impl<A: Allocator<Block = BufferBlock>> AsKernelArg for PoolBlock<A> {
     }
 }
 
+/// The whole `T`s of the first `requested` bytes of a pooled `buffer`, read after every command
+/// enqueued before on `queue` (the `to_vec` of [`PoolBlock`] and [`LocalBlock`]).
+fn read_requested<T: cl_mem::Pod>(
+    buffer: &Buffer,
+    requested: usize,
+    queue: &Queue,
+) -> Result<Vec<T>, Error> {
+    let len = requested.checked_div(std::mem::size_of::<T>()).unwrap_or(0);
+    buffer.read_vec_of(queue, len)
+}
+
 impl<A: Allocator<Block = BufferBlock>> LocalBlock<'_, A> {
     /// The *requested* bytes read into a new vector of `T`, as [`PoolBlock::to_vec`].
     ///
@@ -566,11 +560,7 @@ impl<A: Allocator<Block = BufferBlock>> LocalBlock<'_, A> {
     ///
     /// As [`Buffer::read`].
     pub fn to_vec<T: cl_mem::Pod>(&self, queue: &Queue) -> Result<Vec<T>, Error> {
-        let len = self
-            .requested_bytes()
-            .checked_div(std::mem::size_of::<T>())
-            .unwrap_or(0);
-        self.block().0.buffer.read_vec_of(queue, len)
+        read_requested(&self.block().0.buffer, self.requested_bytes(), queue)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use cl_mem::{Error, PinnedMemory, Queue};
 
-use crate::allocator::Allocator;
+use crate::allocator::{unless_zero, Allocator};
 
 /// Pinned (`ALLOC_HOST_PTR`, mapped) host memory blocks, mapped on one queue.
 #[derive(Debug, Clone)]
@@ -26,10 +26,7 @@ impl Allocator for PinnedAllocator {
     type Error = Error;
 
     fn allocate(&self, size: usize) -> Result<Option<PinnedMemory<u8>>, Error> {
-        if size == 0 {
-            return Ok(None);
-        }
-        PinnedMemory::new(&self.queue, size).map(Some)
+        unless_zero(size, || PinnedMemory::new(&self.queue, size))
     }
 
     fn free(&self, block: PinnedMemory<u8>) -> Result<(), Error> {

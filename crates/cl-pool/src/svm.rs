@@ -19,7 +19,7 @@ use std::ops::{Deref, RangeBounds};
 use cl_mem::svm::{Coarse, DeviceGrain, SvmAllocation, SvmMapMode, SvmOptions};
 use cl_mem::{Error, Queue};
 
-use crate::allocator::Allocator;
+use crate::allocator::{unless_zero, Allocator};
 use crate::pool::PoolBlock;
 
 /// A pooled SVM allocation.
@@ -64,10 +64,9 @@ impl<G: DeviceGrain> Allocator for SvmAllocator<G> {
     type Error = Error;
 
     fn allocate(&self, size: usize) -> Result<Option<SvmAllocation<G>>, Error> {
-        if size == 0 {
-            return Ok(None);
-        }
-        cl_mem::svm::svm_empty::<u8, G>(&self.queue, self.options, size).map(Some)
+        unless_zero(size, || {
+            cl_mem::svm::svm_empty::<u8, G>(&self.queue, self.options, size)
+        })
     }
 
     fn free(&self, block: SvmAllocation<G>) -> Result<(), Error> {

@@ -139,12 +139,13 @@ fn sz(r: u64) -> usize {
 }
 
 /// One pool per round (1 or 4 shards) and `threads` scoped threads racing on it through `body`
-/// (thread number, pool, a sender and a shared receiver of blocks crossing threads); blocks still
-/// in flight are dropped after the scope. Returns the pool and its allocator for the checks.
+/// (thread number, the thread's [`rng`] state seeded from round and thread, pool, a sender and a
+/// shared receiver of blocks crossing threads); blocks still in flight are dropped after the
+/// scope. Returns the pool and its allocator for the checks.
 fn race(
     round: u64,
     threads: u64,
-    body: impl Fn(u64, &MemoryPool<TA>, &mpsc::Sender<G>, &Mutex<mpsc::Receiver<G>>) + Sync,
+    body: impl Fn(u64, &mut u64, &MemoryPool<TA>, &mpsc::Sender<G>, &Mutex<mpsc::Receiver<G>>) + Sync,
 ) -> (MemoryPool<TA>, TA) {
     let a = TA::default();
     let pool = MemoryPool::builder(a.clone())
@@ -158,7 +159,7 @@ fn race(
             let pool = pool.clone();
             let tx = tx.clone();
             let (rx, body) = (&rx, &body);
-            sc.spawn(move || body(t, &pool, &tx, rx));
+            sc.spawn(move || body(t, &mut (round * 131 + t + 1), &pool, &tx, rx));
         }
     });
     drop(tx);
@@ -199,11 +200,10 @@ fn trade(
 #[test]
 fn churn_threads_walks_and_crossing_blocks() {
     for round in 0..40u64 {
-        let (pool, a) = race(round, 6, |t, pool, tx, rx| {
-            let mut s = round * 131 + t + 1;
+        let (pool, a) = race(round, 6, |t, s, pool, tx, rx| {
             let mut mine = Vec::new();
             for step in 0..3000 {
-                let r = rng(&mut s);
+                let r = rng(s);
                 match r % 10 {
                     7 if t == 0 && step % 50 == 0 => pool.free_held(),
                     8 if t == 1 && step % 20 == 0 => {
@@ -442,11 +442,10 @@ fn stats_and_free_held_race_thread_exits() {
 fn policy_toggles_race_allocations() {
     use cl_pool::Policy;
     for round in 0..12u64 {
-        let (pool, a) = race(round, 24, |t, pool, tx, rx| {
-            let mut s = round * 131 + t + 1;
+        let (pool, a) = race(round, 24, |t, s, pool, tx, rx| {
             let mut mine = Vec::new();
             for step in 0..1500u32 {
-                let r = rng(&mut s);
+                let r = rng(s);
                 if t == 0 && step % 97 == 0 {
                     let p = match (r >> 3) % 4 {
                         0 => Policy::default(),

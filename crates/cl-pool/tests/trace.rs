@@ -32,6 +32,16 @@ fn hit_rate(r: &ReplayReport) -> f64 {
 /// The most bytes a pool manages (`Policy::managed_bytes_limit`'s documented bound).
 const MAX_MANAGED_BYTES: usize = isize::MAX as usize;
 
+/// `TraceEvent::Alloc` and `TraceEvent::Free` in short, so that a hand-written trace reads as
+/// the sequence of steps it is.
+fn alloc(id: u64, size: usize) -> TraceEvent {
+    TraceEvent::Alloc { id, size }
+}
+
+fn free(id: u64) -> TraceEvent {
+    TraceEvent::Free { id }
+}
+
 /// A straightforward re-computation of PyOpenCL's algorithm (reference section 10.2) over a
 /// simulated upstream: counts only, written independently of the pool.
 fn pyopencl_recompute(trace: &[TraceEvent], capacity: usize, l: u32) -> ReplayReport {
@@ -112,14 +122,14 @@ fn recorded_trace_roundtrips_through_json_lines_and_replays_to_the_same_figures(
     assert_eq!(
         trace,
         vec![
-            TraceEvent::Alloc { id: 1, size: 1000 },
-            TraceEvent::Alloc { id: 2, size: 1023 },
-            TraceEvent::Free { id: 1 },
-            TraceEvent::Alloc { id: 3, size: 1001 },
-            TraceEvent::Free { id: 2 },
-            TraceEvent::Free { id: 3 },
-            TraceEvent::Alloc { id: 4, size: 0 },
-            TraceEvent::Free { id: 4 },
+            alloc(1, 1000),
+            alloc(2, 1023),
+            free(1),
+            alloc(3, 1001),
+            free(2),
+            free(3),
+            alloc(4, 0),
+            free(4),
         ]
     );
     let text = to_json_lines(&trace);
@@ -250,12 +260,7 @@ fn a_1_25x_managed_limit_is_enforced_and_still_serves_85_percent_hits() {
 
 #[test]
 fn timeline_follows_the_gauges_and_plots_as_svg() {
-    let trace = vec![
-        TraceEvent::Alloc { id: 1, size: 1000 },
-        TraceEvent::Alloc { id: 2, size: 100 },
-        TraceEvent::Free { id: 1 },
-        TraceEvent::Free { id: 2 },
-    ];
+    let trace = vec![alloc(1, 1000), alloc(2, 100), free(1), free(2)];
     let report = replay(
         &trace,
         &ReplayConfig {
@@ -288,12 +293,12 @@ fn timeline_follows_the_gauges_and_plots_as_svg() {
 #[test]
 fn pytorch_snapshot_lists_segments_and_events() {
     let trace = vec![
-        TraceEvent::Alloc { id: 1, size: 1000 },
-        TraceEvent::Alloc { id: 2, size: 100 },
-        TraceEvent::Free { id: 1 },
-        TraceEvent::Alloc { id: 3, size: 1001 },
-        TraceEvent::Free { id: 2 },
-        TraceEvent::Free { id: 3 },
+        alloc(1, 1000),
+        alloc(2, 100),
+        free(1),
+        alloc(3, 1001),
+        free(2),
+        free(3),
     ];
     let snap = pytorch_snapshot(&trace, &ReplayConfig::default()).unwrap();
     let segs = snap["segments"].as_array().unwrap();
@@ -340,22 +345,13 @@ fn pytorch_snapshot_lists_segments_and_events() {
 #[test]
 fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
     let trace = [
-        TraceEvent::Alloc { id: 0, size: 8192 },
-        TraceEvent::Free { id: 0 },
-        TraceEvent::Alloc {
-            id: 1,
-            size: usize::MAX - 255,
-        },
-        TraceEvent::Free { id: 0 },
-        TraceEvent::Alloc {
-            id: 2,
-            size: MAX_MANAGED_BYTES / 2 + 1,
-        },
-        TraceEvent::Alloc {
-            id: 3,
-            size: MAX_MANAGED_BYTES / 2 + 1,
-        },
-        TraceEvent::Alloc { id: 4, size: 100 },
+        alloc(0, 8192),
+        free(0),
+        alloc(1, usize::MAX - 255),
+        free(0),
+        alloc(2, MAX_MANAGED_BYTES / 2 + 1),
+        alloc(3, MAX_MANAGED_BYTES / 2 + 1),
+        alloc(4, 100),
     ];
     let config = ReplayConfig {
         leading_bits: 5,
@@ -381,13 +377,10 @@ fn a_request_past_max_managed_bytes_fails_instead_of_overflowing() {
 #[test]
 fn per_thread_deltas_wrap_while_the_figures_stay_exact() {
     let trace = [
-        TraceEvent::Alloc { id: 1, size: 65282 },
-        TraceEvent::Free { id: 1 },
-        TraceEvent::Alloc {
-            id: 2,
-            size: MAX_MANAGED_BYTES,
-        },
-        TraceEvent::Free { id: 2 },
+        alloc(1, 65282),
+        free(1),
+        alloc(2, MAX_MANAGED_BYTES),
+        free(2),
     ];
     let config = ReplayConfig {
         leading_bits: 7,

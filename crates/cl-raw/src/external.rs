@@ -95,17 +95,30 @@ unsafe fn lookup<F: Copy>(platform: sys::cl_platform_id, name: &CStr) -> Option<
     Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
 }
 
-/// A wait list as pointer and count (null exactly when empty).
-fn wait_list(list: &[sys::cl_event]) -> Result<(sys::cl_uint, *const sys::cl_event), ClError> {
-    let n = crate::count(list.len())?;
-    Ok((
-        n,
-        if list.is_empty() {
-            std::ptr::null()
-        } else {
-            list.as_ptr()
-        },
-    ))
+/// Calls an entry point that takes a list of objects (an empty one is refused before the driver),
+/// the wait list and the event out-parameter: memory acquire/release, semaphore wait/signal.
+///
+/// # Safety
+///
+/// `call(n, objects, num_events, event_list, event_out)` forwards to one such entry point, with
+/// handles that meet the obligations of the method calling this.
+unsafe fn enqueue_objects<T>(
+    objects: &[T],
+    wait: &[sys::cl_event],
+    call: impl FnOnce(
+        sys::cl_uint,
+        *const T,
+        sys::cl_uint,
+        *const sys::cl_event,
+        *mut sys::cl_event,
+    ) -> sys::cl_int,
+) -> Result<sys::cl_event, ClError> {
+    if objects.is_empty() {
+        return Err(ClError::InvalidValue);
+    }
+    let n = crate::count(objects.len())?;
+    // SAFETY: the caller's obligation; `n` is the length of `objects`.
+    unsafe { crate::queue::enqueue(wait, |nw, w, ev| call(n, objects.as_ptr(), nw, w, ev)) }
 }
 
 /// The `cl_khr_external_memory` entry points of one platform. `Copy`: plain function pointers,
@@ -150,8 +163,9 @@ impl ExternalMemoryFns {
         mems: &[sys::cl_mem],
         wait: &[sys::cl_event],
     ) -> Result<sys::cl_event, ClError> {
+        let f = self.acquire;
         // SAFETY: obligations 1 and 2.
-        unsafe { enqueue_mems(self.acquire, queue, mems, wait) }
+        unsafe { enqueue_objects(mems, wait, |n, m, nw, w, ev| f(queue, n, m, nw, w, ev)) }
     }
 
     /// [`clEnqueueReleaseExternalMemObjectsKHR`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueReleaseExternalMemObjectsKHR.html):
@@ -170,31 +184,10 @@ impl ExternalMemoryFns {
         mems: &[sys::cl_mem],
         wait: &[sys::cl_event],
     ) -> Result<sys::cl_event, ClError> {
+        let f = self.release;
         // SAFETY: obligations 1 and 2.
-        unsafe { enqueue_mems(self.release, queue, mems, wait) }
+        unsafe { enqueue_objects(mems, wait, |n, m, nw, w, ev| f(queue, n, m, nw, w, ev)) }
     }
-}
-
-/// Calls an acquire or release entry point.
-///
-/// # Safety
-///
-/// As [`ExternalMemoryFns::enqueue_acquire`]; `f` is one of the two entry points.
-unsafe fn enqueue_mems(
-    f: EnqueueMemObjectsFn,
-    queue: sys::cl_command_queue,
-    mems: &[sys::cl_mem],
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    if mems.is_empty() {
-        return Err(ClError::InvalidValue);
-    }
-    let n = crate::count(mems.len())?;
-    let (nw, w) = wait_list(wait)?;
-    let mut ev = std::ptr::null_mut();
-    // SAFETY: the caller's obligations; lengths match their arrays.
-    check(unsafe { f(queue, n, mems.as_ptr(), nw, w, &mut ev) })?;
-    Ok(ev)
 }
 
 /// The `cl_khr_semaphore` / `cl_khr_external_semaphore` entry points of one platform.
@@ -277,8 +270,13 @@ impl SemaphoreFns {
         semaphores: &[cl_semaphore_khr],
         wait: &[sys::cl_event],
     ) -> Result<sys::cl_event, ClError> {
-        // SAFETY: obligations 1 and 2.
-        unsafe { enqueue_semaphores(self.wait, queue, semaphores, wait) }
+        let f = self.wait;
+        // SAFETY: obligations 1 and 2; binary semaphores take no payload list.
+        unsafe {
+            enqueue_objects(semaphores, wait, |n, s, nw, w, ev| {
+                f(queue, n, s, std::ptr::null(), nw, w, ev)
+            })
+        }
     }
 
     /// [`clEnqueueSignalSemaphoresKHR`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clEnqueueSignalSemaphoresKHR.html):
@@ -297,8 +295,13 @@ impl SemaphoreFns {
         semaphores: &[cl_semaphore_khr],
         wait: &[sys::cl_event],
     ) -> Result<sys::cl_event, ClError> {
-        // SAFETY: obligations 1 and 2.
-        unsafe { enqueue_semaphores(self.signal, queue, semaphores, wait) }
+        let f = self.signal;
+        // SAFETY: obligations 1 and 2; binary semaphores take no payload list.
+        unsafe {
+            enqueue_objects(semaphores, wait, |n, s, nw, w, ev| {
+                f(queue, n, s, std::ptr::null(), nw, w, ev)
+            })
+        }
     }
 
     /// [`clGetSemaphoreInfoKHR`](https://registry.khronos.org/OpenCL/sdk/3.0/docs/man/html/clGetSemaphoreInfoKHR.html):
@@ -391,39 +394,6 @@ impl SemaphoreFns {
         }
         Ok(fd)
     }
-}
-
-/// Calls a wait or signal entry point with no payloads (binary semaphores).
-///
-/// # Safety
-///
-/// As [`SemaphoreFns::enqueue_wait`]; `f` is one of the two entry points.
-unsafe fn enqueue_semaphores(
-    f: EnqueueSemaphoresFn,
-    queue: sys::cl_command_queue,
-    semaphores: &[cl_semaphore_khr],
-    wait: &[sys::cl_event],
-) -> Result<sys::cl_event, ClError> {
-    if semaphores.is_empty() {
-        return Err(ClError::InvalidValue);
-    }
-    let n = crate::count(semaphores.len())?;
-    let (nw, w) = wait_list(wait)?;
-    let mut ev = std::ptr::null_mut();
-    // SAFETY: the caller's obligations; lengths match their arrays; binary semaphores take no
-    // payload list.
-    check(unsafe {
-        f(
-            queue,
-            n,
-            semaphores.as_ptr(),
-            std::ptr::null(),
-            nw,
-            w,
-            &mut ev,
-        )
-    })?;
-    Ok(ev)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::{cl_bool, count, sys};
 /// # Safety
 ///
 /// 1. `call(num_events, event_list, event_out)` forwards to one `clEnqueue*` function.
-unsafe fn enqueue(
+pub(crate) unsafe fn enqueue(
     wait: &[sys::cl_event],
     call: impl FnOnce(sys::cl_uint, *const sys::cl_event, *mut sys::cl_event) -> sys::cl_int,
 ) -> Result<sys::cl_event, ClError> {
@@ -383,12 +383,10 @@ pub unsafe fn enqueue_map_buffer(
     wait: &[sys::cl_event],
 ) -> Result<(*mut c_void, sys::cl_event), ClError> {
     fault::check("clEnqueueMapBuffer")?;
-    let mut ptr = std::ptr::null_mut();
     // SAFETY: obligations 1-3 are forwarded to the call.
-    let event = unsafe {
-        enqueue(wait, |n, list, ev| {
-            let mut err = 0;
-            ptr = sys::clEnqueueMapBuffer(
+    unsafe {
+        enqueue_map(wait, |n, list, ev, err| {
+            sys::clEnqueueMapBuffer(
                 queue,
                 buffer,
                 cl_bool(blocking),
@@ -398,8 +396,34 @@ pub unsafe fn enqueue_map_buffer(
                 n,
                 list,
                 ev,
-                &mut err,
-            );
+                err,
+            )
+        })
+    }
+}
+
+/// As [`enqueue`], for a map call: it returns the host pointer and writes its status through its
+/// last parameter (`errcode_ret`).
+///
+/// # Safety
+///
+/// 1. `call(num_events, event_list, event_out, errcode_ret)` forwards to one `clEnqueueMap*`
+///    function.
+unsafe fn enqueue_map(
+    wait: &[sys::cl_event],
+    call: impl FnOnce(
+        sys::cl_uint,
+        *const sys::cl_event,
+        *mut sys::cl_event,
+        &mut sys::cl_int,
+    ) -> *mut c_void,
+) -> Result<(*mut c_void, sys::cl_event), ClError> {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: obligation 1.
+    let event = unsafe {
+        enqueue(wait, |n, list, ev| {
+            let mut err = 0;
+            ptr = call(n, list, ev, &mut err);
             err
         })
     }?;
@@ -441,12 +465,11 @@ pub unsafe fn enqueue_map_image(
     wait: &[sys::cl_event],
 ) -> Result<ImageMapping, ClError> {
     fault::check("clEnqueueMapImage")?;
-    let (mut ptr, mut row_pitch, mut slice_pitch) = (std::ptr::null_mut(), 0usize, 0usize);
+    let (mut row_pitch, mut slice_pitch) = (0usize, 0usize);
     // SAFETY: obligations 1-3 are forwarded; out-parameters are live locals.
-    let event = unsafe {
-        enqueue(wait, |n, list, ev| {
-            let mut err = 0;
-            ptr = sys::clEnqueueMapImage(
+    let (ptr, event) = unsafe {
+        enqueue_map(wait, |n, list, ev, err| {
+            sys::clEnqueueMapImage(
                 queue,
                 image,
                 cl_bool(blocking),
@@ -458,9 +481,8 @@ pub unsafe fn enqueue_map_image(
                 n,
                 list,
                 ev,
-                &mut err,
-            );
-            err
+                err,
+            )
         })
     }?;
     Ok(ImageMapping {
