@@ -214,7 +214,16 @@ pub(crate) fn drop_failed(call: &'static str, status: Option<ClError>, message: 
         .as_ref()
     {
         // A panicking hook must not unwind out of a Drop (possibly during another unwind).
-        crate::runtime::worker::run_contained("the drop-failure hook", || hook(&failure));
+        run_contained("the drop-failure hook", || hook(&failure));
+    }
+}
+
+/// Runs `f`, containing a panic (logged as `what` panicked): a callback's work or a hook must
+/// neither unwind into the driver (undefined behaviour across `extern "C"`), out of a `Drop`,
+/// nor end the worker.
+pub(crate) fn run_contained(what: &str, f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        tracing::error!("{what} panicked; the panic was contained");
     }
 }
 

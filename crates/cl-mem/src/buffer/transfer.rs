@@ -380,33 +380,63 @@ macro_rules! host_transfers {
     };
     (@write $(#[$doc:meta])* ($self:tt, $q:ident, $src:ident, $o:ident) $body:block) => {
         $(#[$doc])*
-        pub fn write<'a, S: $crate::HostData + ?Sized>(&$self, $q: &$crate::Queue, $src: &S,
-            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Event>
-        { let $o = $o.into(); $body }
+        pub fn write<'a, S: $crate::buffer::transfer::HostData + ?Sized>(
+            &$self,
+            $q: &$crate::runtime::queue::Queue,
+            $src: &S,
+            $o: impl Into<$crate::buffer::transfer::Transfer<'a>>,
+        ) -> $crate::error::Result<$crate::runtime::event::Event> {
+            let $o = $o.into();
+            $body
+        }
     };
     (@read $(#[$doc:meta])* ($self:tt, $q:ident, $dst:ident, $o:ident) $body:block) => {
         $(#[$doc])*
-        pub fn read<'a, D: $crate::HostDataMut + ?Sized>(&$self, $q: &$crate::Queue, $dst: &mut D,
-            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Event>
-        { let $o = $o.into(); $body }
+        pub fn read<'a, D: $crate::buffer::transfer::HostDataMut + ?Sized>(
+            &$self,
+            $q: &$crate::runtime::queue::Queue,
+            $dst: &mut D,
+            $o: impl Into<$crate::buffer::transfer::Transfer<'a>>,
+        ) -> $crate::error::Result<$crate::runtime::event::Event> {
+            let $o = $o.into();
+            $body
+        }
     };
     (@enqueue_write $(#[$doc:meta])* ($self:tt, $q:ident, $host:ident, $o:ident) $body:block) => {
         $(#[$doc])*
-        pub fn enqueue_write<'a, H: $crate::HostMemory>(&$self, $q: &$crate::Queue, $host: H,
-            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Pending<H>>
-        { let $o = $o.into(); $body }
+        pub fn enqueue_write<'a, H: $crate::buffer::transfer::HostMemory>(
+            &$self,
+            $q: &$crate::runtime::queue::Queue,
+            $host: H,
+            $o: impl Into<$crate::buffer::transfer::Transfer<'a>>,
+        ) -> $crate::error::Result<$crate::buffer::transfer::Pending<H>> {
+            let $o = $o.into();
+            $body
+        }
     };
     (@enqueue_read $(#[$doc:meta])* ($self:tt, $q:ident, $host:ident, $o:ident) $body:block) => {
         $(#[$doc])*
-        pub fn enqueue_read<'a, H: $crate::HostMemory>(&$self, $q: &$crate::Queue, mut $host: H,
-            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Pending<H>>
-        { let $o = $o.into(); $body }
+        pub fn enqueue_read<'a, H: $crate::buffer::transfer::HostMemory>(
+            &$self,
+            $q: &$crate::runtime::queue::Queue,
+            mut $host: H,
+            $o: impl Into<$crate::buffer::transfer::Transfer<'a>>,
+        ) -> $crate::error::Result<$crate::buffer::transfer::Pending<H>> {
+            let $o = $o.into();
+            $body
+        }
     };
     (@fill $(#[$doc:meta])* ($self:tt, $q:ident, $pattern:ident, $o:ident) $body:block) => {
         $(#[$doc])*
-        pub fn fill<'a, P: $crate::HostData + ?Sized>(&$self, $q: &$crate::Queue, $pattern: &P,
-            $o: impl Into<$crate::Transfer<'a>>) -> $crate::Result<$crate::Event>
-        { let $o = $o.into(); $body }
+        pub fn fill<'a, P: $crate::buffer::transfer::HostData + ?Sized>(
+            &$self,
+            $q: &$crate::runtime::queue::Queue,
+            $pattern: &P,
+            $o: impl Into<$crate::buffer::transfer::Transfer<'a>>,
+        ) -> $crate::error::Result<$crate::runtime::event::Event> {
+            let $o = $o.into();
+            $body
+        }
     };
 }
 pub(crate) use host_transfers;

@@ -290,7 +290,7 @@ extern "C" fn destroy_trampoline(_context: sys::cl_context, user_data: *mut c_vo
     // SAFETY: `user_data` is the `Box<DestroyCallback>` leaked by `Context::on_destroy`; the
     // driver calls each registered destructor callback exactly once.
     let callback = unsafe { Box::from_raw(user_data.cast::<DestroyCallback>()) };
-    crate::runtime::worker::run_contained("context destructor callback", callback);
+    crate::error::run_contained("context destructor callback", callback);
 }
 
 #[cfg(test)]

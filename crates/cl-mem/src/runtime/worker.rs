@@ -19,13 +19,13 @@
 //! is not thread-safe (docs/DEVICES.md#oclgrind-threads-release): the worker calling it beside
 //! the user's thread crashed it. Its callbacks' work runs in place, as the driver calls them.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::OnceLock;
 
 use cl_raw::object::{self, Object};
 use cl_raw::sys;
 
+use crate::error::run_contained;
 use crate::runtime::platform::Platform;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
@@ -102,14 +102,6 @@ impl Place {
             _ => job,
         };
         run_contained("a callback's work", job);
-    }
-}
-
-/// Runs `f`, containing a panic (logged as `what` panicked): a callback's work must neither
-/// unwind into the driver (undefined behaviour across `extern "C"`) nor end the worker.
-pub(crate) fn run_contained(what: &str, f: impl FnOnce()) {
-    if catch_unwind(AssertUnwindSafe(f)).is_err() {
-        tracing::error!("{what} panicked; the panic was contained");
     }
 }
 
