@@ -1,6 +1,7 @@
 //! A tight single-thread hit loop for profilers (`perf record`, `valgrind --tool=callgrind`):
 //! `cargo run --release -p cl-pool --example hit_loop [owned|local|mixed|device] [iterations]`.
-//! `mixed`: owned blocks of 64 sizes in turn.
+//! `mixed`: owned blocks of 64 sizes in turn. `latency`: `hit_latency`'s p50 loop (the handle taken out
+//! of the `Result` by `?`).
 //! `device`: a pooled buffer over `ImmediateAllocator` on the device `create_some_context` picks
 //! (what the criterion bench `pool_hit_alloc_free` measures).
 use std::hint::black_box;
@@ -41,6 +42,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
+        "latency" => {
+            // hit_latency's p50 loop: the handle taken out of the `Result` by `?`.
+            let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
+            t0 = std::time::Instant::now();
+            for _ in 0..n {
+                let b = pool.allocate(black_box(4096))?;
+                black_box(&b);
+            }
+        }
         "mixed" => {
             // 64 sizes in turn (criterion's `pool_host/hit_mixed_sizes`).
             let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
@@ -55,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let _ = black_box(pool.allocate(black_box(sizes[i])));
             }
         }
-        other => return Err(format!("unknown mode {other}: owned, local, mixed or device").into()),
+        other => return Err(format!("unknown mode {other}: owned, local, latency, mixed or device").into()),
     }
     #[expect(clippy::cast_precision_loss, reason = "a rate")]
     let ns = t0.elapsed().as_nanos() as f64 / n as f64;
