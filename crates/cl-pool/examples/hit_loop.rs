@@ -1,7 +1,7 @@
 //! A tight single-thread hit loop for profilers (`perf record`, `valgrind --tool=callgrind`):
-//! `cargo run --release -p cl-pool --example hit_loop [owned|local|mixed|device] [iterations]`.
-//! `mixed`: owned blocks of 64 sizes in turn. `latency`: `hit_latency`'s p50 loop (the handle taken out
-//! of the `Result` by `?`).
+//! `cargo run --release -p cl-pool --example hit_loop [owned|local|latency|mixed|device] [N]`.
+//! `mixed`: owned blocks of 64 sizes in turn. `latency`: `hit_latency`'s p50 loop (the handle
+//! taken out of the `Result` by `?`).
 //! `device`: a pooled buffer over `ImmediateAllocator` on the device `create_some_context` picks
 //! (what the criterion bench `pool_hit_alloc_free` measures).
 use std::hint::black_box;
@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let _ = black_box(pool.allocate(black_box(sizes[i])));
             }
         }
-        other => return Err(format!("unknown mode {other}: owned, local, latency, mixed or device").into()),
+        other => return Err(format!("unknown mode {other}: see the header").into()),
     }
     #[expect(clippy::cast_precision_loss, reason = "a rate")]
     let ns = t0.elapsed().as_nanos() as f64 / n as f64;
