@@ -193,10 +193,19 @@ where
 /// `into_raw` for wrappers that own more than the reference (a context reference, a staging
 /// cache, pending kernel arguments): one reference more for the caller, then `this` drops
 /// normally, where forgetting it would leak what its fields and its `Drop` free.
+///
+/// If the driver refuses the retain, `this` is forgotten instead: the caller then gets `this`'s
+/// own reference (its other fields leak, logged), never a handle that `Drop` released.
 pub(crate) fn retain_then_drop<T: RawHandle>(this: T) -> T::Raw {
     let raw = this.as_raw();
-    retain_for_clone(T::object(), raw.into());
-    drop(this);
+    // SAFETY: `this` holds a valid handle of kind `T::object()`.
+    match unsafe { object::retain(T::object(), raw.into()) } {
+        Ok(()) => drop(this),
+        Err(e) => {
+            tracing::error!(status = %e, "{} failed in into_raw; the wrapper leaks", names(T::object()).0);
+            std::mem::forget(this);
+        }
+    }
     raw
 }
 

@@ -216,7 +216,8 @@ impl Context {
 }
 
 // SAFETY: `as_raw` is the handle this wrapper owns one reference to while it lives, of the kind
-// `object()` names; `into_raw` gives that reference away and forgets the wrapper.
+// `object()` names; `into_raw` retains one more for the caller and drops the wrapper
+// (`retain_then_drop`; if the retain fails, it forgets the wrapper instead).
 unsafe impl crate::raw_handle::RawHandle for Context {
     crate::raw_handle::raw_handle_field!(Context: sys::cl_context);
 
