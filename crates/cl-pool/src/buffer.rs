@@ -486,25 +486,36 @@ impl<A: Allocator<Block = BufferBlock>> PoolBlock<A> {
     /// [`Error::OutOfBounds`] past the requested size, [`Error::InvalidArgument`] for an empty
     /// range, and as [`Buffer::sub_buffer`] (alignment, versions, the driver).
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PooledSlice<'_>, Error> {
-        // The end is checked against the requested bytes (the block may be larger); the rest
-        // (start, empty or reversed ranges) is `sub_buffer_range`'s.
         let len = self.requested_bytes();
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
         let end = match range.end_bound() {
             Bound::Included(&e) => e.saturating_add(1),
             Bound::Excluded(&e) => e,
             Bound::Unbounded => len,
         };
+        if end <= start {
+            return Err(Error::InvalidArgument(format!(
+                "empty slice {start}..{end} of a pooled buffer"
+            )));
+        }
         if end > len {
             return Err(Error::OutOfBounds {
                 what: "pooled buffer slice",
-                offset: 0,
-                len: end,
+                offset: start,
+                len: end - start,
                 size: len,
             });
         }
-        let range = (range.start_bound().cloned(), Bound::Excluded(end));
         Ok(PooledSlice {
-            buffer: self.block().0.buffer.sub_buffer_range(range)?,
+            buffer: self
+                .block()
+                .0
+                .buffer
+                .sub_buffer(start, end - start, MemFlags::empty())?,
             _block: PhantomData,
         })
     }

@@ -158,7 +158,17 @@ fn pooled_buffers_slice_and_migrate(dev: &TestDevice) -> TestResult {
     // bin's exact size, so the block has room past n that a slice must not reach).
     assert!(b.allocated_bytes() > n);
     assert!(matches!(b.slice(0..n + 1), Err(Error::OutOfBounds { .. })));
+    // The error names the slice asked for, not the whole range up to its end.
+    assert!(matches!(
+        b.slice(100..n + 1),
+        Err(Error::OutOfBounds { offset: 100, len, size, .. }) if len == n + 1 - 100 && size == n
+    ));
     assert!(matches!(b.slice(5..5), Err(Error::InvalidArgument(_))));
+    // Reversed past the end is a reversed range first, as an empty one.
+    assert!(matches!(
+        b.slice(n + 10..n + 8),
+        Err(Error::InvalidArgument(_))
+    ));
     if dev.device.version() >= cl_mem::Version::V1_2
         && dev.device.platform_version() >= cl_mem::Version::V1_2
     {
