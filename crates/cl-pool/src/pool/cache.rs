@@ -393,10 +393,8 @@ impl<A: Allocator> ThreadCache<A> {
         if cb.len == cb.places.len() {
             cb.places.push(None);
         }
-        if let Some(place) = cb.places.get_mut(cb.len) {
-            std::mem::swap(place, block);
-            cb.len += 1;
-        }
+        std::mem::swap(&mut cb.places[cb.len], block);
+        cb.len += 1;
         sub(&st.active_bytes, size);
         sub(&c.active, 1);
         sub(&c.requested, size);
@@ -415,10 +413,10 @@ impl<A: Allocator> ThreadCache<A> {
     #[inline(never)]
     fn overflow(&mut self, inner: &Inner<A>, i: usize, bin: BinNumber) {
         let cb = &mut self.bins[i];
-        let n = (cb.len / 2).max(1).min(cb.len);
+        let n = (cb.len / 2).max(1);
         cb.len -= n;
         let moved: Vec<A::Block> = cb.places.drain(..n).flatten().collect();
-        let bytes = n * inner.layout.alloc_size(bin);
+        let bytes = n * cb.bytes;
         self.blocks -= n;
         let _moving = inner.moves.read();
         if let Some(c) = self.stripe.bins.get(i) {
