@@ -29,8 +29,10 @@ else
   cp "$NEW/crates/cl-pool/examples/hit_latency.rs" "$BASE_WT/crates/cl-pool/examples/hit_latency.rs"
 fi
 
-# hit_loop's source has not changed the pool API it uses since the base: today's on both sides.
-cp "$NEW/crates/cl-pool/examples/hit_loop.rs" "$BASE_WT/crates/cl-pool/examples/hit_loop.rs"
+# hit_loop's source uses no pool API newer than 9ad71cd: today's on both sides (HIT_LOOP_REV
+# names an older source for an older base; a base without hit_loop.rs gets none).
+git -C "$root" show "${HIT_LOOP_REV:-HEAD}:crates/cl-pool/examples/hit_loop.rs" \
+  > "$BASE_WT/crates/cl-pool/examples/hit_loop.rs"
 
 # $1 worktree, $2 target dir, $3 out dir
 build_set() {
@@ -54,9 +56,11 @@ for l in sys.stdin:
 }
 
 build_set "$BASE_WT" "$BASE_TARGET" "$DEST/base"
-git -C "$BASE_WT" checkout -q -- crates/cl-pool/examples/hit_latency.rs crates/cl-pool/examples/hit_loop.rs
+git -C "$BASE_WT" checkout -q -- crates/cl-pool/examples/hit_latency.rs
+git -C "$BASE_WT" checkout -q -- crates/cl-pool/examples/hit_loop.rs 2>/dev/null \
+  || rm -f "$BASE_WT/crates/cl-pool/examples/hit_loop.rs"
 build_set "$NEW" "$NEW/target" "$DEST/new"
-cp "$root/tools/ab/pool.sh" "$root/tools/ab/calls.sh" "$DEST/"
+cp "$root/tools/ab/pool.sh" "$root/tools/ab/calls.sh" "$root/tools/ab/medians.py" "$DEST/"
 cp "$root"/.devrun/ocl-icd-libopencl1_*.deb "$DEST/" 2>/dev/null || echo "note: no ICD loader .deb in .devrun (run cargo xtask device-bundle first)"
 ls -la "$DEST" "$DEST/base" "$DEST/new"
 cat "$DEST/base/commit.txt" "$DEST/new/commit.txt"
