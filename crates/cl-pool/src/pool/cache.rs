@@ -145,21 +145,22 @@ where
     }
 }
 
-/// A cached block (`Some`, moved whole) and, for an owned one, a spare pool handle.
-pub(super) type Hit<A> = (Option<<A as Allocator>::Block>, Option<Arc<Inner<A>>>);
+/// A cached block and, for an owned one, a spare pool handle.
+pub(super) type Hit<A> = (<A as Allocator>::Block, Option<Arc<Inner<A>>>);
 
 /// A hit from this thread's cache of `inner`'s pool, with a spare pool handle for an owned
-/// block when there is one; `None` sends the request down the full path. (`OWNED` a parameter
-/// of the type: each caller gets a `try_with` of its own, which the compiler then inlines.)
+/// block when there is one. `None` is a miss (the request takes the full path), or the
+/// allocator's hand-out hook failed, which leaves its error in `err` and the block on top of
+/// its bin. (`OWNED` a parameter of the type: each caller gets a `try_with` of its own.)
 #[inline(always)]
 pub(super) fn hit<A: Allocator, const OWNED: bool>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
+    err: &mut Option<A::Error>,
 ) -> Option<Hit<A>> {
     with(inner, |tc, inner| {
-        let mut block = None;
-        tc.take(inner, bin, size, &mut block)?;
+        let block = tc.take(inner, bin, size, err)?;
         Some((block, if OWNED { tc.spare() } else { None }))
     })
     .ok()
@@ -295,21 +296,28 @@ impl<A: Allocator> ThreadCache<A> {
         inner.return_stripe(Arc::clone(&self.stripe));
     }
 
-    /// A hit: the newest cached block of `bin` for a request of `size` bytes into `out`, an
-    /// empty place, left so on a miss (the request is counted only on a hit).
+    /// A hit: the newest cached block of `bin` for a request of `size` bytes, after the
+    /// allocator's hand-out hook ran on it in its place. A miss, or a failed (or panicking) hook,
+    /// changes nothing: the block stays on top of its bin and the request is not counted.
     #[inline(always)]
     pub(super) fn take(
         &mut self,
         inner: &Inner<A>,
         bin: BinNumber,
         size: usize,
-        out: &mut Option<A::Block>,
-    ) -> Option<()> {
+        err: &mut Option<A::Error>,
+    ) -> Option<A::Block> {
         let i = usize::try_from(bin).ok()?;
         let cb = self.bins.get_mut(i)?;
         let top = cb.len.checked_sub(1)?;
-        std::mem::swap(cb.places.get_mut(top)?, out);
-        out.as_ref()?;
+        let place = cb.places.get_mut(top)?;
+        if let Err(e) = inner.allocator.hand_out_existing_block(place.as_mut()?) {
+            *err = Some(e);
+            return None;
+        }
+        // Moved whole (see `CacheBin::places`).
+        let mut out = None;
+        std::mem::swap(place, &mut out);
         cb.len = top;
         let bytes = cb.bytes;
         let st = &*self.stripe;
@@ -324,7 +332,7 @@ impl<A: Allocator> ThreadCache<A> {
         c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
         sub(&st.held_bytes, bytes);
         inner.note_active(st, size);
-        Some(())
+        out
     }
 
     /// A return: keeps the block in `block` (taken, counted back in) unless there is none or

@@ -301,29 +301,18 @@ impl<A: Allocator> MemoryPool<A> {
     #[inline(always)]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
-        let Some((block, spare)) = cache::hit::<A, true>(&self.inner, bin, size) else {
-            return self.allocate_uncached(size);
+        let mut err = None;
+        let Some((block, spare)) = cache::hit::<A, true>(&self.inner, bin, size, &mut err) else {
+            return self.allocate_uncached(size, err);
         };
-        // As in `allocate_local`.
-        let mut guard = PoolBlock {
+        // Built once, from values: a handle filled in and then moved is copied in 16-byte pieces
+        // across its 8-byte stores (store-forwarding stalls, `tools/sf`).
+        Ok(PoolBlock {
             pool: Some(match spare {
                 Some(p) => p,
                 None => self.new_handle(),
             }),
-            block,
-            requested: size,
-            bin: WideBin::new(bin),
-            trace_id: 0,
-        };
-        if let Err(e) = self.hand_out(guard.block_mut()) {
-            return Err(hand_out_failed(guard, e));
-        }
-        let (pool, block) = (guard.pool.take(), guard.block.take());
-        // Empty now: nothing to return or release.
-        std::mem::forget(guard);
-        Ok(PoolBlock {
-            pool,
-            block,
+            block: Some(block),
             requested: size,
             bin: WideBin::new(bin),
             trace_id: self.trace_alloc(size),
@@ -332,7 +321,14 @@ impl<A: Allocator> MemoryPool<A> {
 
     /// [`allocate`](Self::allocate) past this thread's cache.
     #[inline(never)]
-    fn allocate_uncached(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
+    fn allocate_uncached(
+        &self,
+        size: usize,
+        hook_failed: Option<A::Error>,
+    ) -> Result<PoolBlock<A>, PoolError<A::Error>> {
+        if let Some(e) = hook_failed {
+            return Err(PoolError::Allocator(e));
+        }
         let got = self.take(size, true)?;
         let mut out = PoolBlock {
             pool: Some(match got.spare {
@@ -369,27 +365,14 @@ impl<A: Allocator> MemoryPool<A> {
     #[inline]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
-        let Some((block, _)) = cache::hit::<A, false>(&self.inner, bin, size) else {
-            return self.allocate_local_uncached(size);
+        let mut err = None;
+        let Some((block, _)) = cache::hit::<A, false>(&self.inner, bin, size, &mut err) else {
+            return self.allocate_local_uncached(size, err);
         };
-        // The hook runs with the block in a handle (a failing or panicking hook drops it, which
-        // returns the block); the handle given out is then built whole (`tools/sf`).
-        let mut guard = LocalBlock {
-            inner: &self.inner,
-            block,
-            requested: size,
-            bin: WideBin::new(bin),
-            trace_id: 0,
-        };
-        if let Err(e) = self.hand_out(guard.block_mut()) {
-            return Err(hand_out_failed(guard, e));
-        }
-        let block = guard.block.take();
-        // Empty now: nothing to return (a `LocalBlock` owns nothing else).
-        std::mem::forget(guard);
+        // As in `allocate`.
         Ok(LocalBlock {
             inner: &self.inner,
-            block,
+            block: Some(block),
             requested: size,
             bin: WideBin::new(bin),
             trace_id: self.trace_alloc(size),
@@ -401,7 +384,11 @@ impl<A: Allocator> MemoryPool<A> {
     fn allocate_local_uncached(
         &self,
         size: usize,
+        hook_failed: Option<A::Error>,
     ) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
+        if let Some(e) = hook_failed {
+            return Err(PoolError::Allocator(e));
+        }
         let got = self.take(size, false)?;
         let mut out = LocalBlock {
             inner: &self.inner,
@@ -419,10 +406,12 @@ impl<A: Allocator> MemoryPool<A> {
         Ok(out)
     }
 
-    /// The allocator's hook for a held block handed out again, run with the block already in
-    /// its handle: a hook that fails (or panics) drops the handle (see [`hand_out_failed`]),
-    /// which returns the block on top of this thread's cache (or of its shared bin), so the
-    /// next request gets it again (PyOpenCL's LIFO).
+    /// The allocator's hook for a block of the shared bins handed out again, run with the block
+    /// already in its handle: a hook that fails (or panics) drops the handle (see
+    /// [`hand_out_failed`]), which returns the block on top of this thread's cache (or of its
+    /// shared bin), so the next request gets it again (PyOpenCL's LIFO). A block of this
+    /// thread's cache runs the hook in its place there (`ThreadCache::take`), with the same
+    /// outcome.
     #[inline]
     fn hand_out(&self, block: &mut A::Block) -> Result<(), A::Error> {
         self.inner.allocator.hand_out_existing_block(block)
@@ -435,20 +424,9 @@ impl<A: Allocator> MemoryPool<A> {
     fn take(&self, size: usize, owned: bool) -> Result<Got<A>, PoolError<A::Error>> {
         let inner = &self.inner;
         let bin = inner.layout.bin_number(size);
-        match cache::with(inner, |tc, inner| {
-            let mut block = None;
-            match tc.take(inner, bin, size, &mut block).and(block) {
-                Some(block) => Ok(Got {
-                    block,
-                    bin,
-                    hit: true,
-                    spare: if owned { tc.spare() } else { None },
-                }),
-                None => {
-                    let tick = tc.stripe.next_tick();
-                    self.take_uncached(tc, bin, size, tick, owned)
-                }
-            }
+        match cache::with(inner, |tc, _| {
+            let tick = tc.stripe.next_tick();
+            self.take_uncached(tc, bin, size, tick, owned)
         }) {
             Ok(r) => r,
             Err(_) => self.take_lent(bin, size),
