@@ -564,6 +564,28 @@ fn svm_rejects_bad_input_before_the_driver(dev: &TestDevice) -> TestResult {
         a.as_buffer(MemFlags::COPY_HOST_PTR).map(drop),
         "COPY_HOST_PTR view",
     );
+    // A view the host may not read or write: refused as a buffer's transfer is, before the
+    // driver (whose answer is CL_INVALID_OPERATION).
+    for (flags, reads, writes) in [
+        (MemFlags::HOST_NO_ACCESS, false, false),
+        (MemFlags::HOST_READ_ONLY, true, false),
+        (MemFlags::HOST_WRITE_ONLY, false, true),
+    ] {
+        let view = a.as_buffer(MemFlags::READ_WRITE | flags)?;
+        let mut out = [0u32; 4];
+        let read = view.read(&q, &mut out[..], &[]).map(drop);
+        let write = view.write(&q, &[5u32; 4][..], &[]).map(drop);
+        if reads {
+            read?;
+        } else {
+            invalid(read, "a read through a view the host may not read");
+        }
+        if writes {
+            write?;
+        } else {
+            invalid(write, "a write through a view the host may not write");
+        }
+    }
     // Nothing above reached the allocation.
     a.with_map(
         &q,

@@ -112,6 +112,8 @@ impl SvmBufferView<'_> {
             Access::Write => ("SVM buffer view write", o.dst_offset),
         };
         let wait = o.wait;
+        self.flags
+            .check_host_access(D::ACCESS == Access::Read, "an SVM buffer view")?;
         self.core.check_queue(queue)?;
         check_range(what, offset, len, self.size)?;
         // SAFETY: a valid buffer and queue of one context; in bounds (checked); blocking, so the
@@ -126,7 +128,9 @@ impl SvmBufferView<'_> {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidArgument`] for a queue of another context or a rectangle,
+        /// [`Error::InvalidArgument`] for a queue of another context, a rectangle, or a view
+        /// whose flags forbid the host this access (`HOST_NO_ACCESS`, `HOST_WRITE_ONLY` for a
+        /// read, `HOST_READ_ONLY` for a write),
         /// [`Error::OutOfBounds`] past the end of either side (checked first); [`Error::Cl`] from
         /// `clEnqueueReadBuffer`.
         read(self, queue, dst, o) {
