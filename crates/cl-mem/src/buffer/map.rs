@@ -474,13 +474,12 @@ pub(crate) fn check_map_flags(buffer: MemFlags, flags: MapFlags) -> Result<()> {
     }
     let reads = flags.contains(MapFlags::READ);
     let writes = flags.intersects(MapFlags::WRITE | MapFlags::WRITE_INVALIDATE_REGION);
-    if buffer.contains(MemFlags::HOST_NO_ACCESS)
-        || (reads && buffer.contains(MemFlags::HOST_WRITE_ONLY))
-        || (writes && buffer.contains(MemFlags::HOST_READ_ONLY))
-    {
-        return Err(Error::InvalidArgument(format!(
-            "a {flags:?} map of memory created with {buffer:?}"
-        )));
+    // A known, non-empty set reads or writes (or both).
+    if reads {
+        buffer.check_host_access(true, "mapped memory")?;
+    }
+    if writes {
+        buffer.check_host_access(false, "mapped memory")?;
     }
     Ok(())
 }
