@@ -4,12 +4,12 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-use cl_raw::object::{self, Object};
+use cl_raw::object::Object;
 use cl_raw::{event as raw, sys, ClError};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::raw_handle::{eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
+use crate::raw_handle::{self, eq_by_handle, release_in_drop, retain_for_clone, RawHandle};
 use crate::runtime::context::Context;
 use crate::runtime::worker::Place;
 pub(crate) mod future;
@@ -165,6 +165,14 @@ impl Event {
         Ok(unsafe { Event::from_raw(raw) })
     }
 
+    /// `clGetEventInfo` of `param`, one of the OpenCL 1.1 event parameters (`CL_EVENT_CONTEXT`,
+    /// `CL_EVENT_COMMAND_QUEUE`, `CL_EVENT_COMMAND_TYPE`, `CL_EVENT_COMMAND_EXECUTION_STATUS`),
+    /// which every platform knows.
+    fn info<T: cl_raw::InfoValue>(&self, param: u32) -> Result<T> {
+        // SAFETY: a valid event; a 1.1 parameter (its callers pass no other).
+        unsafe { raw_handle::get_info(Object::Event, self.raw, param) }
+    }
+
     /// `CL_EVENT_CONTEXT` as a raw handle (not retained), cached after the first query.
     ///
     /// # Errors
@@ -175,10 +183,7 @@ impl Event {
         if !cached.is_null() {
             return Ok(cached.cast());
         }
-        // SAFETY: a valid event; a 1.1 parameter.
-        let ctx: sys::cl_context =
-            unsafe { object::get_info(Object::Event, self.raw, sys::CL_EVENT_CONTEXT) }
-                .map_err(Error::cl("clGetEventInfo"))?;
+        let ctx: sys::cl_context = self.info(sys::CL_EVENT_CONTEXT)?;
         self.context.store(ctx.cast(), Ordering::Relaxed);
         Ok(ctx)
     }
@@ -222,15 +227,7 @@ impl Event {
     ///
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn status(&self) -> Result<EventStatus> {
-        // SAFETY: a valid event; a 1.0 parameter.
-        let s: sys::cl_int = unsafe {
-            object::get_info(
-                Object::Event,
-                self.raw,
-                sys::CL_EVENT_COMMAND_EXECUTION_STATUS,
-            )
-        }
-        .map_err(Error::cl("clGetEventInfo"))?;
+        let s: sys::cl_int = self.info(sys::CL_EVENT_COMMAND_EXECUTION_STATUS)?;
         Ok(EventStatus::from_raw(s))
     }
 
@@ -241,9 +238,7 @@ impl Event {
     ///
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn command_queue_raw(&self) -> Result<sys::cl_command_queue> {
-        // SAFETY: a valid event; a 1.0 parameter.
-        unsafe { object::get_info(Object::Event, self.raw, sys::CL_EVENT_COMMAND_QUEUE) }
-            .map_err(Error::cl("clGetEventInfo"))
+        self.info(sys::CL_EVENT_COMMAND_QUEUE)
     }
 
     /// `CL_EVENT_CONTEXT`, as a new owning [`Context`].
@@ -263,9 +258,7 @@ impl Event {
     ///
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn command_type(&self) -> Result<sys::cl_command_type> {
-        // SAFETY: a valid event; a 1.0 parameter.
-        unsafe { object::get_info(Object::Event, self.raw, sys::CL_EVENT_COMMAND_TYPE) }
-            .map_err(Error::cl("clGetEventInfo"))
+        self.info(sys::CL_EVENT_COMMAND_TYPE)
     }
 
     /// All four profiling timestamps.
