@@ -119,16 +119,7 @@ where
     let mut p = Some(p);
     let r = CACHES.try_with(|c| {
         let mut list = c.0.try_borrow_mut().ok()?;
-        let inner: &Arc<Inner<A>> = p.as_ref()?.borrow();
-        let key = Arc::as_ptr(inner).addr();
-        // The pool used last is first in the list.
-        if list.first().is_none_or(|e| e.key != key) {
-            find_entry(&mut list, inner)?;
-        }
-        let tc = list.first_mut()?.cache.downcast_mut::<ThreadCache<A>>()?;
-        if tc.seen != inner.hot.gen.load(Relaxed) {
-            tc.sync(inner);
-        }
+        let tc = cache_of(&mut list, p.as_ref()?.borrow())?;
         let p = p.take()?;
         Some(f(tc, p))
     });
@@ -145,6 +136,25 @@ where
     }
 }
 
+/// The cache of `inner`'s pool in the thread's list (made on first use), having read the
+/// pool's messages.
+#[inline(always)]
+fn cache_of<'l, A: Allocator>(
+    list: &'l mut Vec<Entry>,
+    inner: &Arc<Inner<A>>,
+) -> Option<&'l mut ThreadCache<A>> {
+    let key = Arc::as_ptr(inner).addr();
+    // The pool used last is first in the list.
+    if list.first().is_none_or(|e| e.key != key) {
+        find_entry(list, inner)?;
+    }
+    let tc = list.first_mut()?.cache.downcast_mut::<ThreadCache<A>>()?;
+    if tc.seen != inner.hot.gen.load(Relaxed) {
+        tc.sync(inner);
+    }
+    Some(tc)
+}
+
 /// A cached block and, for an owned one, a spare pool handle.
 pub(super) type Hit<A> = (<A as Allocator>::Block, Option<Arc<Inner<A>>>);
 
@@ -159,12 +169,15 @@ pub(super) fn hit<A: Allocator, const OWNED: bool>(
     size: usize,
     err: &mut Option<A::Error>,
 ) -> Option<Hit<A>> {
-    with(inner, |tc, inner| {
-        let block = tc.take(inner, bin, size, err)?;
-        Some((block, if OWNED { tc.spare() } else { None }))
-    })
-    .ok()
-    .flatten()
+    CACHES
+        .try_with(|c| {
+            let mut list = c.0.try_borrow_mut().ok()?;
+            let tc = cache_of(&mut list, inner)?;
+            let block = tc.take(inner, bin, size, err)?;
+            Some((block, if OWNED { tc.spare() } else { None }))
+        })
+        .ok()
+        .flatten()
 }
 
 #[cold]
