@@ -1,7 +1,7 @@
 //! A hit moves a block of one word by value and a larger block in place (`MemoryPool::allocate`,
 //! 2026-11-26): the two paths must make the same decisions, keep the same counters and give
-//! every block back, also when the allocator's hand-out hook fails or panics. The crate's own
-//! host allocators have 16-byte blocks, so these tests bring a one-word one.
+//! every block back, also when the allocator's hand-out hook fails, panics or re-enters the
+//! pool. The crate's own host allocators have 16-byte blocks, so these tests bring a one-word one.
 #![expect(
     clippy::unwrap_used,
     reason = "test helpers outside #[test] fns; a failed unwrap is a failed test"
@@ -9,9 +9,11 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use cl_pool::{Allocator, HostAllocError, MemoryPool, PoolError, PoolStats};
+use cl_pool::{
+    Allocator, HostAllocError, HostBlock, MemoryPool, PoolError, PoolStats, SimulatedAllocator,
+};
 
 /// What an allocator saw, shared with the test.
 #[derive(Default)]
@@ -208,4 +210,57 @@ fn a_failing_or_panicking_hand_out_hook_returns_a_one_word_block() {
 #[test]
 fn a_failing_or_panicking_hand_out_hook_returns_a_larger_block() {
     hook_failures_return_the_block(WideAllocator);
+}
+
+/// A cached hit runs the hand-out hook on the block in its place, while this thread's cache is in
+/// use: a hook that re-enters its own pool (allocates, returns, frees everything held) is served
+/// by the shared bins, and every figure balances afterwards.
+#[test]
+fn a_hand_out_hook_that_reenters_its_pool_leaves_the_figures_balanced() {
+    struct Hostile {
+        inner: SimulatedAllocator,
+        pool: Mutex<Option<MemoryPool<Hostile>>>,
+        depth: AtomicUsize,
+    }
+    impl Allocator for Hostile {
+        type Block = HostBlock;
+        type Error = HostAllocError;
+        fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
+            self.inner.allocate(size)
+        }
+        fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
+            self.inner.free(block)
+        }
+        fn hand_out_existing_block(&self, _block: &mut HostBlock) -> Result<(), HostAllocError> {
+            let pool = self.pool.lock().unwrap().clone();
+            if let (Some(pool), 0) = (pool, self.depth.fetch_add(1, Ordering::SeqCst)) {
+                let other = pool.allocate(3000).unwrap();
+                drop(pool.allocate_local(5000).unwrap());
+                pool.free_held();
+                drop(other);
+            }
+            self.depth.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+    let pool = MemoryPool::new(Hostile {
+        inner: SimulatedAllocator::new(usize::MAX),
+        pool: Mutex::new(None),
+        depth: AtomicUsize::new(0),
+    });
+    for _ in 0..3 {
+        drop(pool.allocate(1000).unwrap()); // into this thread's cache
+        *pool.allocator().pool.lock().unwrap() = Some(pool.clone());
+        let b = pool.allocate(1000).unwrap(); // a cached hit: the hook re-enters
+        assert_eq!((b.requested_bytes(), pool.active_blocks()), (1000, 1));
+        drop(b);
+        pool.allocator().pool.lock().unwrap().take();
+        assert_eq!(pool.active_blocks(), 0);
+    }
+    pool.free_held();
+    let s = pool.stats();
+    assert_eq!((s.held_blocks, s.managed_bytes), (0, 0));
+    // 1000 and 3000 once (the hook's 3000 goes back after its `free_held` and is hit again), 5000
+    // in each round (freed by that round's `free_held`).
+    assert_eq!((s.upstream_allocations, s.upstream_frees), (5, 5));
 }
