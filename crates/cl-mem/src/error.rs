@@ -269,9 +269,9 @@ pub(crate) fn check_range(
     }
 }
 
-/// [`Error::Misaligned`] (naming `what`) unless the driver's `ptr` is non-null and aligned for
-/// `T`: the check of a mapped pointer before any `[T]` is formed over it.
-pub(crate) fn check_mapped_ptr<T>(what: &'static str, ptr: *mut std::ffi::c_void) -> Result<()> {
+/// [`Error::Misaligned`] (naming `what`) unless `ptr` (a mapped pointer, pinned or host memory)
+/// is non-null and aligned for `T`: the check before any `[T]` is formed over it.
+pub(crate) fn check_aligned_ptr<T>(what: &'static str, ptr: *mut std::ffi::c_void) -> Result<()> {
     let alignment = std::mem::align_of::<T>();
     if ptr.is_null() || !(ptr as usize).is_multiple_of(alignment) {
         return Err(Error::Misaligned {

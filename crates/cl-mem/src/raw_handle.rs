@@ -239,8 +239,8 @@ pub(crate) unsafe fn adopt_or_release<T>(
     adopted
 }
 
-/// Retains one more reference for a `Clone` (or an `into_raw` that then drops `self`), logging failure: a retain failing on a valid handle
-/// means a broken driver, and `Clone` cannot report it.
+/// Retains one more reference for a `Clone`, logging failure: a retain failing on a valid
+/// handle means a broken driver, and `Clone` cannot report it.
 #[inline]
 pub(crate) fn retain_for_clone(object: Object, raw: *mut std::ffi::c_void) {
     // SAFETY: callers hold a valid handle of kind `object`.
@@ -282,8 +282,9 @@ macro_rules! clone_retains {
 pub(crate) use clone_retains;
 
 /// `Debug` as `Type { field: value, .. }` over the named fields, in order; a last `..` ends it
-/// with `finish_non_exhaustive` (for fields left out). A generic type names its parameters with
-/// their bounds (`PinnedMemory<T: Pod>: ptr, len`), the fields need not be `Debug`-bounded on them.
+/// with `finish_non_exhaustive` (for fields left out). A generic type names its one type
+/// parameter with its one bound (`PinnedMemory<T: Pod>: ptr, len`); no `T: Debug` bound is added,
+/// so the fields named must be `Debug` for every `T`.
 macro_rules! debug_fields {
     ($ty:ident $(<$lt:lifetime>)?: $($field:ident),+, ..) => {
         $crate::raw_handle::debug_fields!(

@@ -81,7 +81,7 @@ impl<T: Pod> PinnedMemory<T> {
             len,
         };
         // On error `this` unmaps when dropped.
-        crate::error::check_mapped_ptr::<T>("pinned memory", ptr)?;
+        crate::error::check_aligned_ptr::<T>("pinned memory", ptr)?;
         // SAFETY: the map completed (blocking) and covers `bytes` writable bytes; zeroing them
         // makes every `T: Pod` valid and initialised before any slice is formed.
         unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };

@@ -284,7 +284,7 @@ impl Buffer {
             ev.wait()?;
         }
         // On error `map` unmaps when dropped here.
-        crate::error::check_mapped_ptr::<T>("mapped pointer", ptr)?;
+        crate::error::check_aligned_ptr::<T>("mapped pointer", ptr)?;
         Ok((map, end - start, ev))
     }
 

@@ -347,14 +347,7 @@ impl Buffer {
                 self.size
             )));
         }
-        let align = std::mem::align_of::<T>();
-        if !(self.info.host_ptr as usize).is_multiple_of(align) {
-            return Err(Error::Misaligned {
-                what: "host memory",
-                value: self.info.host_ptr as usize,
-                alignment: align,
-            });
-        }
+        crate::error::check_aligned_ptr::<T>("host memory", self.info.host_ptr.cast())?;
         // SAFETY: the host memory is owned by the buffer (moved in by `use_host_memory`, or the
         // adopter's promise) and lives while `self` does; it holds `size` initialised bytes,
         // aligned for `T`, and `T: Pod` accepts any bytes; obligations 1-2 exclude writers.

@@ -517,7 +517,7 @@ impl Buffer {
     ///
     /// # Errors
     ///
-    /// As [`Buffer::write`], and [`Error::InvalidArgument`] for options the path cannot take. for reads.
+    /// As [`Buffer::read`]; [`Error::InvalidArgument`] for options the path cannot take.
     pub(crate) fn read_bytes_with(
         &self,
         queue: &Queue,

@@ -1,7 +1,7 @@
 //! The recorded driver commands that the dispatching transfers (`transfer.rs`, `fill.rs`) and
 //! the staged paths (`staged.rs`, `between.rs`) share: host reads and writes of a byte range
-//! through an allocation's command record, and the driver's migration of memory objects with
-//! its checks. Below both, so that the dispatchers import the staged paths and never the reverse.
+//! through an allocation's command record, the unmap of a buffer or image map, and the driver's
+//! migration of memory objects with its checks. Below both, so that the dispatchers import the staged paths and never the reverse.
 
 use std::sync::Arc;
 
@@ -22,9 +22,9 @@ use crate::runtime::track::{enqueue_tracked, Access, ArgMemory, Direction, Track
 /// (`D` = `Write`) of `len` bytes between `host` and `offset_bytes` of `mem`, after `wait`; a
 /// 0-byte transfer is a marker (OpenCL refuses size 0). With `track`, the command is checked
 /// against the buffer's live maps, ordered after the conflicting commands on other queues and
-/// recorded. The one buffer transfer call behind `Buffer::read`/`write`, their `enqueue_` forms,
-/// the staged paths and `SvmBufferView::read`/`write`, which check their arguments first, each in
-/// its own order.
+/// recorded. The one buffer transfer call behind `Buffer::read`/`write` and their `enqueue_`
+/// forms (checked by `Buffer::enqueue_bytes`), the staged paths (checked by their plan) and
+/// `SvmBufferView::read`/`write`.
 ///
 /// # Errors
 ///

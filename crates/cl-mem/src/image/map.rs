@@ -107,14 +107,8 @@ impl ImageMapping<'_> {
                 "a row of {row_bytes} bytes is not a whole number of {size}-byte values"
             )));
         }
-        let addr = self.ptr as usize + offset;
-        if !addr.is_multiple_of(std::mem::align_of::<T>()) {
-            return Err(Error::Misaligned {
-                what: "mapped image row",
-                value: addr,
-                alignment: std::mem::align_of::<T>(),
-            });
-        }
+        let row = self.ptr.wrapping_add(offset).cast();
+        crate::error::check_aligned_ptr::<T>("mapped image row", row)?;
         Ok(row_bytes / size)
     }
 
@@ -262,6 +256,8 @@ impl Image {
         };
         // On failure `guard` unmaps (after the map: an in-order queue) when dropped here.
         map_event.wait()?;
+        // No slice is formed over a null pointer a driver might return.
+        crate::error::check_aligned_ptr::<u8>("mapped image", mapped.ptr)?;
         let elem = self.element_size;
         let row = mapped.row_pitch.max(r[0] * elem);
         let len = match self.desc.image_type {

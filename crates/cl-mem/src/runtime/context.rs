@@ -258,7 +258,7 @@ unsafe impl crate::raw_handle::RawHandle for Context {
         unsafe { adopt_or_release(Object::Context, raw, read) }
     }
 
-    /// Gives the reference away without releasing it.
+    /// Gives the caller a reference of its own (one retain), then drops the wrapper.
     fn into_raw(self) -> sys::cl_context {
         // `Drop` frees the staging cache too.
         crate::raw_handle::retain_then_drop(self)

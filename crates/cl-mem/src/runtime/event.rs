@@ -165,11 +165,13 @@ impl Event {
         Ok(unsafe { Event::from_raw(raw) })
     }
 
-    /// `clGetEventInfo` of `param`, one of the OpenCL 1.1 event parameters (`CL_EVENT_CONTEXT`,
-    /// `CL_EVENT_COMMAND_QUEUE`, `CL_EVENT_COMMAND_TYPE`, `CL_EVENT_COMMAND_EXECUTION_STATUS`),
-    /// which every platform knows.
-    fn info<T: cl_raw::InfoValue>(&self, param: u32) -> Result<T> {
-        // SAFETY: a valid event; a 1.1 parameter (its callers pass no other).
+    /// `clGetEventInfo` of `param`.
+    ///
+    /// # Safety
+    ///
+    /// `param` is an OpenCL 1.1 event parameter (every platform knows those) whose value is a `T`.
+    unsafe fn info<T: cl_raw::InfoValue>(&self, param: u32) -> Result<T> {
+        // SAFETY: a valid event; the caller's obligation for `param`.
         unsafe { raw_handle::get_info(Object::Event, self.raw, param) }
     }
 
@@ -183,7 +185,8 @@ impl Event {
         if !cached.is_null() {
             return Ok(cached.cast());
         }
-        let ctx: sys::cl_context = self.info(sys::CL_EVENT_CONTEXT)?;
+        // SAFETY: a 1.1 event parameter whose value is a cl_context.
+        let ctx: sys::cl_context = unsafe { self.info(sys::CL_EVENT_CONTEXT) }?;
         self.context.store(ctx.cast(), Ordering::Relaxed);
         Ok(ctx)
     }
@@ -227,7 +230,8 @@ impl Event {
     ///
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn status(&self) -> Result<EventStatus> {
-        let s: sys::cl_int = self.info(sys::CL_EVENT_COMMAND_EXECUTION_STATUS)?;
+        // SAFETY: a 1.1 event parameter whose value is a cl_int.
+        let s: sys::cl_int = unsafe { self.info(sys::CL_EVENT_COMMAND_EXECUTION_STATUS) }?;
         Ok(EventStatus::from_raw(s))
     }
 
@@ -238,7 +242,8 @@ impl Event {
     ///
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn command_queue_raw(&self) -> Result<sys::cl_command_queue> {
-        self.info(sys::CL_EVENT_COMMAND_QUEUE)
+        // SAFETY: a 1.1 event parameter whose value is a cl_command_queue.
+        unsafe { self.info(sys::CL_EVENT_COMMAND_QUEUE) }
     }
 
     /// `CL_EVENT_CONTEXT`, as a new owning [`Context`].
@@ -258,7 +263,8 @@ impl Event {
     ///
     /// [`Error::Cl`] from `clGetEventInfo`.
     pub fn command_type(&self) -> Result<sys::cl_command_type> {
-        self.info(sys::CL_EVENT_COMMAND_TYPE)
+        // SAFETY: a 1.1 event parameter whose value is a cl_command_type.
+        unsafe { self.info(sys::CL_EVENT_COMMAND_TYPE) }
     }
 
     /// All four profiling timestamps.

@@ -107,18 +107,17 @@ impl SvmBufferView<'_> {
         host: D::Host,
         len: usize,
     ) -> Result<Event> {
-        let (what, offset) = match D::ACCESS {
-            Access::Read => ("SVM buffer view read", o.src_offset),
-            Access::Write => ("SVM buffer view write", o.dst_offset),
+        let (what, offset, reading) = match D::ACCESS {
+            Access::Read => ("SVM buffer view read", o.src_offset, true),
+            Access::Write => ("SVM buffer view write", o.dst_offset, false),
         };
-        let wait = o.wait;
         self.flags
-            .check_host_access(D::ACCESS == Access::Read, "an SVM buffer view")?;
+            .check_host_access(reading, "an SVM buffer view")?;
         self.core.check_queue(queue)?;
         check_range(what, offset, len, self.size)?;
         // SAFETY: a valid buffer and queue of one context; in bounds (checked); blocking, so the
         // caller's obligation covers `host`.
-        unsafe { enqueue_host::<D>(queue, self.raw, None, true, offset, host, len, wait) }
+        unsafe { enqueue_host::<D>(queue, self.raw, None, true, offset, host, len, o.wait) }
     }
 
     host_transfers! {
