@@ -326,7 +326,10 @@ impl<A: Allocator> MemoryPool<A> {
         size: usize,
         hook_failed: Option<A::Error>,
     ) -> Result<PoolBlock<A>, PoolError<A::Error>> {
-        let got = self.take(size, true, hook_failed)?;
+        if let Some(e) = hook_failed {
+            return Err(PoolError::Allocator(e));
+        }
+        let got = self.take(size, true)?;
         let mut out = PoolBlock {
             pool: Some(match got.spare {
                 Some(p) => p,
@@ -383,7 +386,10 @@ impl<A: Allocator> MemoryPool<A> {
         size: usize,
         hook_failed: Option<A::Error>,
     ) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
-        let got = self.take(size, false, hook_failed)?;
+        if let Some(e) = hook_failed {
+            return Err(PoolError::Allocator(e));
+        }
+        let got = self.take(size, false)?;
         let mut out = LocalBlock {
             inner: &self.inner,
             block: Some(got.block),
@@ -411,19 +417,11 @@ impl<A: Allocator> MemoryPool<A> {
         self.inner.allocator.hand_out_existing_block(block)
     }
 
-    /// A block for a request of `size` bytes that this thread's cache did not serve (`owned`:
-    /// with a spare pool handle if the cache has one): the shared bins and the allocator, or the
-    /// error of a hand-out hook that failed on a cached block (`hook_failed`).
+    /// A block for a request of `size` bytes (`owned`: with a spare pool handle if this thread's
+    /// cache has one): this thread's cache, else the shared bins and the allocator. The cached
+    /// hit is inlined into the caller; everything else is out of line.
     #[inline]
-    fn take(
-        &self,
-        size: usize,
-        owned: bool,
-        hook_failed: Option<A::Error>,
-    ) -> Result<Got<A>, PoolError<A::Error>> {
-        if let Some(e) = hook_failed {
-            return Err(PoolError::Allocator(e));
-        }
+    fn take(&self, size: usize, owned: bool) -> Result<Got<A>, PoolError<A::Error>> {
         let inner = &self.inner;
         let bin = inner.layout.bin_number(size);
         match cache::with(inner, |tc, _| {
