@@ -65,7 +65,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let _ = black_box(pool.allocate(black_box(sizes[i])));
             }
         }
-        other => return Err(format!("unknown mode {other}: see the header").into()),
+        other => {
+            return Err(
+                format!("unknown mode {other}: owned, local, latency, mixed or device").into(),
+            )
+        }
     }
     #[expect(clippy::cast_precision_loss, reason = "a rate")]
     let ns = t0.elapsed().as_nanos() as f64 / n as f64;

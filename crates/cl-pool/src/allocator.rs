@@ -68,9 +68,17 @@ pub trait Allocator: Send + Sync + 'static {
     /// The place for cross-queue synchronisation: a block last used on another queue must not be
     /// overwritten by new work before the old work completes. The default does nothing.
     ///
+    /// Runs while the calling thread's cache is in use: a pool call the hook makes (of any pool)
+    /// is served without that thread's cached blocks, as if from another thread (so an
+    /// out-of-memory reclaim there cannot free them, and a `free_held` frees them at the
+    /// thread's next call).
+    ///
     /// # Errors
     ///
-    /// An error puts the block back into its bin and is returned to the caller of `allocate`.
+    /// An error (or a panic) leaves the block on top of its bin and is returned to the caller of
+    /// `allocate`. A block of the calling thread's cache is then not counted at all; a block of
+    /// the shared bins has been counted as a hit and is counted back as returned (onto the top
+    /// of the thread's cache).
     fn hand_out_existing_block(&self, block: &mut Self::Block) -> Result<(), Self::Error> {
         let _ = block;
         Ok(())

@@ -46,8 +46,10 @@ impl fmt::Display for OomReport {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum PoolError<E> {
-    /// The allocator failed with an error that is not out-of-memory (or the pool's hand-out hook
-    /// failed); it is passed on unchanged and the pool's counters are as before the call.
+    /// The allocator failed with an error that is not out-of-memory, or its hand-out hook failed;
+    /// it is passed on unchanged. The pool's counters are as before the call, except after a
+    /// hook that failed on a block of the shared bins (see
+    /// [`Allocator::hand_out_existing_block`](crate::Allocator::hand_out_existing_block)).
     Allocator(E),
     /// The upstream stayed out of memory after every held block was freed (PyOpenCL's
     /// `MemoryError("memory_pool::allocate", MEM_OBJECT_ALLOCATION_FAILURE, "failed to free memory

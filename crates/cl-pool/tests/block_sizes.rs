@@ -1,7 +1,7 @@
-//! A hit moves a block of one word by value and a larger block in place (`MemoryPool::allocate`,
-//! 2026-11-26): the two paths must make the same decisions, keep the same counters and give
-//! every block back, also when the allocator's hand-out hook fails, panics or re-enters the
-//! pool. The crate's own host allocators have 16-byte blocks, so these tests bring a one-word one.
+//! Blocks of one word and wider blocks (the crate's own host allocators have 16-byte blocks, so
+//! these tests bring a one-word one) move through the pool alike: the same decisions, the same
+//! counters, every block back, also when the allocator's hand-out hook fails, panics or re-enters
+//! the pool. (Until 1ff80b6 the two widths took different hit paths.)
 #![expect(
     clippy::unwrap_used,
     reason = "test helpers outside #[test] fns; a failed unwrap is a failed test"
@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cl_pool::{
-    Allocator, HostAllocError, HostBlock, MemoryPool, PoolError, PoolStats, SimulatedAllocator,
+    Allocator, HostAllocError, HostBlock, MemoryPool, Policy, PoolError, PoolStats,
+    SimulatedAllocator,
 };
 
 /// What an allocator saw, shared with the test.
@@ -166,14 +167,27 @@ fn one_word_blocks_and_larger_blocks_make_the_same_decisions() {
     }
 }
 
-/// A hand-out hook that fails or panics on a cached hit leaves the block in the pool, counted
-/// as held, for blocks of either size (found by review: the first one-word path ran the hook
-/// before the handle existed, so a panic leaked the block and the pool).
+/// A hand-out hook that fails or panics on a hit leaves the block in the pool, counted as held,
+/// for blocks of either size, from the thread's cache or (`shared`) the shared bins (a panic once
+/// leaked the block and the pool, when a one-word block left its cache before the hook ran).
 fn hook_failures_return_the_block<A: Allocator<Error = HostAllocError>>(
     make: impl Fn(Arc<Seen>) -> A,
 ) {
+    for shared in [false, true] {
+        hook_failures_return_the_block_from(&make, shared);
+    }
+}
+
+fn hook_failures_return_the_block_from<A: Allocator<Error = HostAllocError>>(
+    make: &impl Fn(Arc<Seen>) -> A,
+    shared: bool,
+) {
     let seen = Arc::new(Seen::default());
     let pool = MemoryPool::new(make(Arc::clone(&seen)));
+    pool.set_policy(Policy {
+        shared_bins_only: shared,
+        ..Policy::default()
+    });
     drop(pool.allocate(100).unwrap());
     assert_eq!((pool.held_blocks(), pool.active_blocks()), (1, 0));
 

@@ -557,8 +557,9 @@ fn solo_tick_after_caches_off() {
     );
 }
 
-/// hand_out_existing_block fails: the block goes to the shared bin below the thread's cached
-/// blocks, so the next request gets another block (PyOpenCL / shared_bins_only: the same one).
+/// hand_out_existing_block fails: the block stays on top of its bin, so the next request gets it
+/// (PyOpenCL's LIFO), with caches on and off. A failure on a block of the thread's cache counts
+/// nothing; one on a block of the shared bins counts a hit and a return.
 #[test]
 fn hand_out_failure_keeps_lifo() {
     for shared in [true, false] {
@@ -577,8 +578,8 @@ fn hand_out_failure_keeps_lifo() {
             c.block().id
         );
         assert_eq!(c.block().id, ib, "shared_bins_only={shared}");
-        // The same through allocate_local (its cached hit builds a LocalBlock in place): the
-        // failed block goes back on top, the next request gets it, and nothing stays active.
+        // The same through allocate_local: the failed block stays on top, the next request gets
+        // it, and nothing stays active.
         drop(c);
         pool.allocator().fail_next_hand_out(1);
         assert!(pool.allocate_local(1000).is_err());
@@ -591,6 +592,13 @@ fn hand_out_failure_keeps_lifo() {
         assert_eq!(
             (s.active_blocks, s.held_blocks),
             (0, 2),
+            "shared_bins_only={shared}"
+        );
+        // Two misses and two hits served; the two failed hand-outs count as hits only where the
+        // block came from a shared bin.
+        assert_eq!(
+            (s.misses, s.hits),
+            (2, if shared { 4 } else { 2 }),
             "shared_bins_only={shared}"
         );
     }

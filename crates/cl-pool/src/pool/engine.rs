@@ -71,8 +71,9 @@ impl<B> Shard<B> {
 }
 
 // Counters with one writer at a time (a stripe's owner, or the shard lock's holder): a load and a
-// store, no locked instruction; anyone may read them. Wrapping: a stripe's figures are deltas
-// (a block taken on one thread and returned on another), only their sums are real figures.
+// store, no locked instruction; anyone may read them. The gauges wrap: a stripe's figures are
+// deltas (a block taken on one thread and returned on another), only their sums are real figures.
+// The counts (`hits`, `requests`) only grow, in u64.
 
 #[inline]
 pub(super) fn add(c: &AtomicUsize, d: usize) -> usize {

@@ -410,8 +410,8 @@ impl<A: Allocator> MemoryPool<A> {
     /// already in its handle: a hook that fails (or panics) drops the handle (see
     /// [`hand_out_failed`]), which returns the block on top of this thread's cache (or of its
     /// shared bin), so the next request gets it again (PyOpenCL's LIFO). A block of this
-    /// thread's cache runs the hook in its place there (`ThreadCache::take`), with the same
-    /// outcome.
+    /// thread's cache runs the hook in its place there (`ThreadCache::take`): the block stays on
+    /// top as well, and nothing is counted.
     #[inline]
     fn hand_out(&self, block: &mut A::Block) -> Result<(), A::Error> {
         self.inner.allocator.hand_out_existing_block(block)
