@@ -430,4 +430,57 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn empty_semaphore_lists_are_refused_before_the_driver() {
+        // Stand-ins that must never be called.
+        unsafe extern "C" fn never(
+            _: sys::cl_command_queue,
+            _: sys::cl_uint,
+            _: *const cl_semaphore_khr,
+            _: *const cl_semaphore_payload_khr,
+            _: sys::cl_uint,
+            _: *const sys::cl_event,
+            _: *mut sys::cl_event,
+        ) -> sys::cl_int {
+            unreachable!("called the driver")
+        }
+        unsafe extern "C" fn never_create(
+            _: sys::cl_context,
+            _: *const cl_semaphore_properties_khr,
+            _: *mut sys::cl_int,
+        ) -> cl_semaphore_khr {
+            unreachable!("called the driver")
+        }
+        unsafe extern "C" fn never_ref(_: cl_semaphore_khr) -> sys::cl_int {
+            unreachable!("called the driver")
+        }
+        unsafe extern "C" fn never_info(
+            _: cl_semaphore_khr,
+            _: cl_semaphore_info_khr,
+            _: usize,
+            _: *mut c_void,
+            _: *mut usize,
+        ) -> sys::cl_int {
+            unreachable!("called the driver")
+        }
+        let fns = SemaphoreFns {
+            create: never_create,
+            wait: never,
+            signal: never,
+            info: never_info,
+            release: never_ref,
+            retain: never_ref,
+            export_handle: None,
+        };
+        let null = std::ptr::null_mut();
+        // SAFETY: refused before any handle is used.
+        unsafe {
+            assert_eq!(fns.enqueue_wait(null, &[], &[]), Err(ClError::InvalidValue));
+            assert_eq!(
+                fns.enqueue_signal(null, &[], &[]),
+                Err(ClError::InvalidValue)
+            );
+        }
+    }
 }
