@@ -247,7 +247,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
             self.core.check_queue(queue)?;
             let bytes = o.src_part(src.host_slice()?)?;
             whole::<T>("SVM copy byte count", bytes.len())?;
-            // SAFETY: `bytes` is read only during the blocking call.
+            // SAFETY: the queue is checked above; `bytes` is read only during the blocking call.
             unsafe {
                 self.memcpy_host(
                     queue,
@@ -273,8 +273,8 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
             let bytes = o.dst_part(dst.host_slice_mut()?)?;
             whole::<T>("SVM copy byte count", bytes.len())?;
             let host = bytes.as_mut_ptr().cast();
-            // SAFETY: `bytes` is written only during the blocking call, through our exclusive
-            // borrow.
+            // SAFETY: the queue is checked above; `bytes` is written only during the blocking
+            // call, through our exclusive borrow.
             unsafe {
                 self.memcpy_host(
                     queue,
@@ -295,8 +295,10 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
     ///
     /// # Safety
     ///
-    /// `ends(svm)` gives `svm` as one end and, as the other, host memory valid for `len` bytes
-    /// of writes (as `dst`) or reads (as `src`) that nothing else accesses during the call.
+    /// 1. `queue` is of the allocation's context (the callers check it first, so that its error
+    ///    comes before the host side's).
+    /// 2. `ends(svm)` gives `svm` as one end and, as the other, host memory valid for `len` bytes
+    ///    of writes (as `dst`) or reads (as `src`) that nothing else accesses during the call.
     unsafe fn memcpy_host(
         &self,
         queue: &Queue,
@@ -313,7 +315,7 @@ impl<T: Pod, G: Grain> SvmArray<T, G> {
         self.core.unmap_leftovers()?;
         let (dst, src) = ends(offset_ptr(self.core.ptr(), off));
         let list = checked_list(queue, wait)?;
-        // SAFETY: valid queue and allocation of one context (checked by the callers); the range
+        // SAFETY: valid queue and allocation of one context (obligation 1); the range
         // is inside the allocation (checked); the host end is the caller's obligation; blocking;
         // we own the event.
         let ev = unsafe {
