@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use cl_pool::trace::{
     from_json_lines, replay, to_json_lines, ReplayConfig, ReplayReport, TraceEvent,
 };
-use cl_pool::{BinLayout, Eviction, MemoryPool, Policy};
+use cl_pool::{BinLayout, Eviction, MemoryPool};
 
 mod support;
 use support::TestAllocator;
@@ -17,7 +17,9 @@ use support::TestAllocator;
 // The trace tools of the examples (random traces, plots, snapshots), tested here.
 #[path = "../examples/support/mod.rs"]
 mod trace_tools;
-use trace_tools::{pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape};
+use trace_tools::{
+    capped_policy, pytorch_snapshot, random_trace, ratio, timeline_svg, RandomTraceShape,
+};
 
 /// `peak managed / peak active`: the memory a replay held at its peak per byte in use.
 fn managed_to_active_at_peak(r: &ReplayReport) -> f64 {
@@ -230,16 +232,11 @@ fn a_1_25x_managed_limit_is_enforced_and_still_serves_85_percent_hits() {
         let capped = replay(
             &trace,
             &ReplayConfig {
-                policy: Policy {
-                    // The 1.25x bound is the limit's (with room up to 1.5x the pool fills it:
-                    // 1.4998x on seed 1), so the ratio check below tests that the limit is
-                    // enforced; what the policies add is that the trace still runs without a
-                    // failure and with >= 85 % hits under it.
-                    managed_bytes_limit: Some(shape.active_cap / 4 * 5),
-                    larger_bins: 8,
-                    eviction: Eviction::FullestBinFirst,
-                    ..Policy::default()
-                },
+                // The 1.25x bound is the limit's (with room up to 1.5x the pool fills it: 1.4998x
+                // on seed 1), so the ratio check below tests that the limit is enforced; what the
+                // policies add is that the trace still runs without a failure and with >= 85 %
+                // hits under it.
+                policy: capped_policy(shape.active_cap, 8, Eviction::FullestBinFirst),
                 ..ReplayConfig::default()
             },
         )
