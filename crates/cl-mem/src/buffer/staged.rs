@@ -274,9 +274,10 @@ fn finish_workers(scope: std::thread::Result<()>, slots: Vec<PinnedChunk>, queue
 type Fill<'a> = dyn Fn(usize, &mut [u8]) -> usize + Sync + 'a;
 
 /// Enqueues the command moving piece `i` between the buffer and `len` bytes of pinned memory at
-/// `pinned` (non-blocking, under the enqueue lock). Only [`run_writes`] and [`run_reads`] call it,
-/// with a pinned chunk that stays alive and untouched by the host until the command completed.
-type SendPiece<'a> = dyn Fn(usize, &Mutex<()>, *mut u8, usize) -> Result<Event> + Sync + 'a;
+/// `pinned` (non-blocking). Only [`run_writes`] and [`run_reads`] call it, under their enqueue
+/// lock, with a pinned chunk that stays alive and untouched by the host until the command
+/// completed.
+type SendPiece<'a> = dyn Fn(usize, *mut u8, usize) -> Result<Event> + Sync + 'a;
 
 /// The host side of a staged read: the destination slices of each piece (one for a plain read,
 /// a row each for a rectangle), grouped per worker.
@@ -316,7 +317,13 @@ fn run_writes(queue: &Queue, plan: Plan, fill: &Fill<'_>, send: &SendPiece<'_>) 
                         let len = fill(i, pinned.as_mut_slice());
                         // The chunk stays alive and untouched until the command completed
                         // (waited for before its next use and before the chunks go back).
-                        match send(i, enqueue_lock, pinned.as_mut_ptr(), len) {
+                        let sent = {
+                            let _one_enqueuer = enqueue_lock
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            send(i, pinned.as_mut_ptr(), len)
+                        };
+                        match sent {
                             Ok(e) => pending[slot] = Some(e),
                             Err(e) => {
                                 failure.record(e);
@@ -367,7 +374,13 @@ fn run_reads(queue: &Queue, plan: Plan, parts: ReadParts<'_>, send: &SendPiece<'
                             let len = dst.iter().map(|d| d.len()).sum();
                             let pinned: &mut PinnedChunk = &mut mine[slot];
                             // Written by the command, read by us only after its event completed.
-                            match send(i, enqueue_lock, pinned.as_mut_ptr(), len) {
+                            let sent = {
+                                let _one_enqueuer = enqueue_lock
+                                    .lock()
+                                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                                send(i, pinned.as_mut_ptr(), len)
+                            };
+                            match sent {
                                 Ok(e) => inflight.push_back((slot, e, dst)),
                                 Err(e) => {
                                     failure.record(e);
@@ -494,13 +507,12 @@ impl Buffer {
             pinned[..part.len()].copy_from_slice(part);
             part.len()
         };
-        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, len: usize| {
+        let send = |i: usize, pinned: *mut u8, len: usize| {
             // SAFETY: `pinned` holds `len` bytes that stay alive and untouched until the command
             // completed (`run_writes`); the range is inside the buffer (checked by `plan`).
             unsafe {
                 self.enqueue_chunk::<Write>(
                     queue,
-                    lock,
                     offset_bytes + i * chunk,
                     pinned.cast_const().cast(),
                     len,
@@ -548,13 +560,12 @@ impl Buffer {
         for (i, p) in out.chunks_mut(chunk).enumerate() {
             parts[i % w].push((i, vec![p]));
         }
-        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, len: usize| {
+        let send = |i: usize, pinned: *mut u8, len: usize| {
             // SAFETY: `pinned` holds `len` bytes written by the command and read by the host only
             // after it completed (`run_reads`); the range is inside the buffer (`plan`).
             unsafe {
                 self.enqueue_chunk::<Read>(
                     queue,
-                    lock,
                     offset_bytes + i * chunk,
                     pinned.cast(),
                     len,
@@ -602,11 +613,8 @@ impl Buffer {
             }
             pc.rows * width
         };
-        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, _len: usize| {
+        let send = |i: usize, pinned: *mut u8, _len: usize| {
             let (piece, pp) = pieces[i].on_buffer(width, rect.dst_origin, p.buffer, false);
-            let _g = lock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // SAFETY: the piece lies inside the checked rectangle (so inside the buffer, with
             // its pitches), the pinned chunk holds its packed rows and stays alive and untouched
             // until the command completed (`run_writes`).
@@ -669,11 +677,8 @@ impl Buffer {
         for (i, pc) in pieces.iter().enumerate() {
             parts[i % w].push((i, rows.by_ref().take(pc.rows).collect()));
         }
-        let send = |i: usize, lock: &Mutex<()>, pinned: *mut u8, _len: usize| {
+        let send = |i: usize, pinned: *mut u8, _len: usize| {
             let (piece, pp) = pieces[i].on_buffer(width, rect.src_origin, p.buffer, true);
-            let _g = lock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // SAFETY: as in `write_rect_with`; the pinned chunk is read by the host only after
             // the command completed (`run_reads`).
             unsafe { self.enqueue_rect_host::<Read>(queue, false, &piece, pp, pinned.cast(), wait) }
@@ -784,8 +789,8 @@ impl Buffer {
         })
     }
 
-    /// One chunk command of a staged transfer (non-blocking, tracked), enqueued under `lock` so
-    /// that one thread at a time is in the driver's enqueue path.
+    /// One chunk command of a staged transfer (non-blocking, tracked; its caller holds the
+    /// enqueue lock, so that one thread at a time is in the driver's enqueue path).
     ///
     /// # Safety
     ///
@@ -796,15 +801,11 @@ impl Buffer {
     unsafe fn enqueue_chunk<D: Direction>(
         &self,
         queue: &Queue,
-        lock: &Mutex<()>,
         offset: usize,
         host: D::Host,
         len: usize,
         wait: &[&Event],
     ) -> Result<Event> {
-        let _guard = lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: obligations 1 and 2; the buffer's handle and record are valid while `self` is.
         unsafe {
             tracked::enqueue_host::<D>(
