@@ -2,8 +2,7 @@
 //! every thread publishes ([`Stripe`]), the pool-wide figures, and every move of a block between a
 //! shared bin, a caller and the allocator. Knows nothing of the thread caches (`cache.rs`).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,31 +27,12 @@ pub(super) struct Bin<B> {
     pub(super) stats: BinStats,
 }
 
-/// Bin numbers are small distinct integers: one multiplication spreads them well enough.
-#[derive(Default, Clone, Copy)]
-pub(super) struct BinHasher(u64);
-
-impl Hasher for BinHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// The shared bins' locks, each on cache lines of its own.
 pub(super) type Shards<B> = Box<[CachePadded<Mutex<Shard<B>>>]>;
 
 pub(super) struct Shard<B> {
-    pub(super) bins: HashMap<BinNumber, Bin<B>, BuildHasherDefault<BinHasher>>,
+    /// A shard holds a few bins (`bin % shards`): a B-tree finds one in a compare or two.
+    pub(super) bins: BTreeMap<BinNumber, Bin<B>>,
     /// Bytes held in this shard's bins.
     pub(super) held_bytes: usize,
 }
@@ -262,7 +242,7 @@ impl<A: Allocator> Inner<A> {
             shards: (0..shards)
                 .map(|_| {
                     CachePadded::new(Mutex::new(Shard {
-                        bins: HashMap::default(),
+                        bins: BTreeMap::new(),
                         held_bytes: 0,
                     }))
                 })
