@@ -4,15 +4,15 @@
 //!
 //! mimalloc's thread-owned heaps and tcmalloc's per-thread caches, in safe Rust:
 //!
-//! - A thread's caches live in a `std` thread-local (`CACHES`): one [`ThreadCache`] per pool,
-//!   found by the pool's address and downcast to its type. No other thread can reach them, so a
-//!   hit and a return take no lock and no locked instruction. Their figures are published in the
-//!   thread's [`Stripe`] (counters with one writer, summed by the readers of statistics).
+//! - A thread's caches live in a list of its own (`CACHES`): one [`ThreadCache`] per pool,
+//!   found by the pool's address. No other thread can reach them, so a hit and a return take no
+//!   lock and no locked instruction. Their figures are published in the thread's [`Stripe`]
+//!   (counters with one writer, summed by the readers of statistics).
 //! - Other threads reach a cache only by messages: a pool-wide generation (`Hot::gen`) that every
 //!   pool call of the thread compares with the one it last saw (one load of a line that only rare
 //!   events write). A change makes the thread give its blocks back to the shared bins (or free
 //!   them, after `free_held` or `stop_holding`) and read the pool's state again (caches on or
-//!   off, closed). At thread exit the `CACHES` destructor does the same for every pool.
+//!   off, closed). At thread exit `Exit`'s destructor does the same for every pool.
 //! - A block returned on another thread goes into *that* thread's cache (tcmalloc's way): a block
 //!   belongs to a bin, not to a thread, so no remote-free queue is needed; a thread's figures are
 //!   deltas (a block counted out by one stripe and in by another), whose sums are exact.
@@ -28,14 +28,14 @@
 //! the next thread given the same id), so a thread's exit could not give its blocks back, and a
 //! pool call from another thread-local's destructor, after the crate's own id guard is gone,
 //! panics inside that destructor (tests/threads.rs,
-//! `a_block_from_a_thread_local_destructor_keeps_its_pool`). `std`'s `try_with` reports that case
-//! and the request takes the shared bins with a lent stripe.
+//! `a_block_from_a_thread_local_destructor_keeps_its_pool`); and a cache reached through its
+//! pool could not keep that pool's handles as spares.
 
 use std::any::Any;
 use std::borrow::Borrow;
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::allocator::Allocator;
 use crate::bins::BinNumber;
@@ -46,31 +46,117 @@ use super::engine::{add, raise, sub, Inner, Stripe};
 const SPARES: usize = 64;
 
 thread_local! {
-    static CACHES: Caches = const { Caches(RefCell::new(Vec::new())) };
+    /// The thread's caches while no call of this thread uses them: a call takes the list out, so
+    /// a nested call (from an allocator or a hand-out hook) finds none and takes the shared bins.
+    /// With no destructor of its own, reading it is one load, inlined into every hit (a
+    /// `try_with` closure was not, and its call and copies were much of the hit).
+    static CACHES: Cell<Option<&'static mut Vec<Entry>>> = const { Cell::new(None) };
+    /// Whether the thread has had its list (then a missing one is in use, or the thread exits).
+    static STARTED: Cell<bool> = const { Cell::new(false) };
+    static EXIT: Exit = const { Exit };
 }
 
-/// The calling thread's caches, one per pool.
-struct Caches(RefCell<Vec<Entry>>);
+/// Lists of exited threads, emptied, for new threads: each list is allocated once, so there are
+/// at most as many as threads that used a pool at the same time.
+static LISTS: Mutex<Vec<&'static mut Vec<Entry>>> = Mutex::new(Vec::new());
+
+/// The thread's list, taken out for one call; put back when dropped (by a panic too).
+struct Lease(Option<&'static mut Vec<Entry>>);
+
+impl Drop for Lease {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let list = self.0.take();
+        CACHES.with(|c| c.set(list));
+    }
+}
+
+#[inline(always)]
+fn lease() -> Option<Lease> {
+    match CACHES.with(Cell::take) {
+        Some(list) => Some(Lease(Some(list))),
+        None => first_lease(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn first_lease() -> Option<Lease> {
+    if STARTED.replace(true) {
+        return None;
+    }
+    // Registers the destructor that gives the caches back (fails while the thread exits).
+    EXIT.try_with(|_| ()).ok()?;
+    let reused = LISTS.lock().unwrap_or_else(PoisonError::into_inner).pop();
+    Some(Lease(Some(reused.unwrap_or_else(|| Box::leak(Box::default())))))
+}
+
+/// At thread exit, gives every cache back, then the list to [`LISTS`]. A pool call made
+/// meanwhile or later (an allocator's `free`, another thread-local's destructor) finds no list
+/// and takes the shared bins with a lent stripe.
+struct Exit;
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        if let Some(list) = CACHES.with(Cell::take) {
+            for mut e in std::mem::take(list) {
+                (e.retire)(&mut e.cache);
+            }
+            LISTS.lock().unwrap_or_else(PoisonError::into_inner).push(list);
+        }
+    }
+}
 
 struct Entry {
     /// The pool's address (kept from reuse by the cache's `Weak`).
     key: usize,
-    /// A `ThreadCache<A>`.
-    cache: Box<dyn Any>,
-    /// `ThreadCache::<A>::retire`, for the type-erased entry.
-    retire: fn(&mut dyn Any),
-    dead: fn(&dyn Any) -> bool,
+    cache: Slot,
+    /// `ThreadCache::<A>::retire` and whether the pool closed, for the type-erased entry.
+    retire: fn(&mut Slot),
+    dead: fn(&mut Slot) -> bool,
 }
 
-impl Drop for Caches {
-    fn drop(&mut self) {
-        // The thread exits. A pool call made meanwhile (an allocator's `free`) finds no cache:
-        // `try_with` fails while this runs.
-        for mut e in std::mem::take(self.0.get_mut()) {
-            (e.retire)(&mut *e.cache);
+/// Declares [`Slot`]: a thread cache stored by value, one variant per allocator of this crate,
+/// and boxed behind `dyn Any` for any other. A variant's type is known where it is matched, so
+/// the `Any` check of [`Slot::get`] folds to a compare of the variant's tag: the type check of
+/// a `Box<dyn Any>` (a call through its vtable and a 16-byte compare) is paid only by
+/// allocators of other crates.
+macro_rules! slots {
+    ($($variant:ident($alloc:ty)),* $(,)?) => {
+        enum Slot {
+            $($variant(ThreadCache<$alloc>),)*
+            Other(Box<dyn Any + Send>),
         }
-    }
+
+        impl Slot {
+            fn new<A: Allocator>(cache: ThreadCache<A>) -> Slot {
+                let mut cache = Some(cache);
+                let any: &mut dyn Any = &mut cache;
+                $(if let Some(c) = any.downcast_mut::<Option<ThreadCache<$alloc>>>().and_then(Option::take) {
+                    return Slot::$variant(c);
+                })*
+                Slot::Other(Box::new(cache))
+            }
+
+            #[inline(always)]
+            fn get<A: Allocator>(&mut self) -> Option<&mut ThreadCache<A>> {
+                match self {
+                    $(Slot::$variant(c) => (c as &mut dyn Any).downcast_mut(),)*
+                    Slot::Other(c) => c.downcast_mut::<Option<ThreadCache<A>>>()?.as_mut(),
+                }
+            }
+        }
+    };
 }
+
+slots!(
+    Simulated(crate::SimulatedAllocator),
+    Immediate(crate::ImmediateAllocator),
+    Deferred(crate::DeferredAllocator),
+    Pinned(crate::PinnedAllocator),
+    SvmCoarse(crate::SvmAllocator<cl_mem::svm::Coarse>),
+    SvmFine(crate::SvmAllocator<cl_mem::svm::Fine>),
+);
 
 /// One thread's cache of one pool. Aligned as [`Stripe`]: its thread writes it on every hit and
 /// return, and no other thread's data shares its lines.
@@ -116,23 +202,10 @@ where
     A: Allocator,
     P: Borrow<Arc<Inner<A>>>,
 {
-    let mut p = Some(p);
-    let r = CACHES.try_with(|c| {
-        let mut list = c.0.try_borrow_mut().ok()?;
-        let tc = cache_of(&mut list, p.as_ref()?.borrow())?;
-        let p = p.take()?;
-        Some(f(tc, p))
-    });
-    match r {
-        Ok(Some(r)) => {
-            // `p` went to `f`: nothing is left to drop (and no check of it is compiled in).
-            std::mem::forget(p);
-            Ok(r)
-        }
-        _ => match p {
-            Some(p) => Err(p),
-            None => unreachable!("`p` is taken only to run `f`"),
-        },
+    let mut lease = lease();
+    match lease.as_mut().and_then(|l| cache_of(l.0.as_deref_mut()?, p.borrow())) {
+        Some(tc) => Ok(f(tc, p)),
+        None => Err(p),
     }
 }
 
@@ -148,7 +221,7 @@ fn cache_of<'l, A: Allocator>(
     if list.first().is_none_or(|e| e.key != key) {
         find_entry(list, inner)?;
     }
-    let tc = list.first_mut()?.cache.downcast_mut::<ThreadCache<A>>()?;
+    let tc = list.first_mut()?.cache.get::<A>()?;
     if tc.seen != inner.hot.gen.load(Relaxed) {
         tc.sync(inner);
     }
@@ -161,9 +234,8 @@ pub(super) type Hit<A> = (<A as Allocator>::Block, Option<Arc<Inner<A>>>);
 /// A hit from this thread's cache of `inner`'s pool, with a spare pool handle for an owned
 /// block when there is one. `None` is a miss (the request takes the full path), or the
 /// allocator's hand-out hook failed, which leaves its error in `err` and the block on top of
-/// its bin. (`OWNED` a parameter of the type: each caller gets a `try_with` of its own.) Not
-/// through [`with`]: the pool is borrowed here, so nothing is handed back on a miss, and the
-/// hand-back cost the hit path instructions (e383f38).
+/// its bin. Not through [`with`]: the pool is borrowed here, so nothing is handed back on a
+/// miss.
 #[inline(always)]
 pub(super) fn hit<A: Allocator, const OWNED: bool>(
     inner: &Arc<Inner<A>>,
@@ -171,15 +243,10 @@ pub(super) fn hit<A: Allocator, const OWNED: bool>(
     size: usize,
     err: &mut Option<A::Error>,
 ) -> Option<Hit<A>> {
-    CACHES
-        .try_with(|c| {
-            let mut list = c.0.try_borrow_mut().ok()?;
-            let tc = cache_of(&mut list, inner)?;
-            let block = tc.take(inner, bin, size, err)?;
-            Some((block, if OWNED { tc.spare() } else { None }))
-        })
-        .ok()
-        .flatten()
+    let mut lease = lease()?;
+    let tc = cache_of(lease.0.as_deref_mut()?, inner)?;
+    let block = tc.take(inner, bin, size, err)?;
+    Some((block, if OWNED { tc.spare() } else { None }))
 }
 
 #[cold]
@@ -199,9 +266,9 @@ fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Opti
         return None;
     }
     list.retain_mut(|e| {
-        let dead = (e.dead)(&*e.cache);
+        let dead = (e.dead)(&mut e.cache);
         if dead {
-            (e.retire)(&mut *e.cache);
+            (e.retire)(&mut e.cache);
         }
         !dead
     });
@@ -219,16 +286,13 @@ fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Opti
     };
     list.push(Entry {
         key: Arc::as_ptr(inner).addr(),
-        cache: Box::new(cache),
+        cache: Slot::new(cache),
         retire: |c| {
-            if let Some(c) = c.downcast_mut::<ThreadCache<A>>() {
+            if let Some(c) = c.get::<A>() {
                 c.retire();
             }
         },
-        dead: |c| {
-            c.downcast_ref::<ThreadCache<A>>()
-                .is_none_or(|c| c.pool.is_none())
-        },
+        dead: |c| c.get::<A>().is_none_or(|c| c.pool.is_none()),
     });
     Some(list.len() - 1)
 }
