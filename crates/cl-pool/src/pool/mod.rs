@@ -712,42 +712,25 @@ impl<A: Allocator> MemoryPool<A> {
         let mut s = PoolStats::default();
         // No block moves between a cache and the shared bins while the figures are read.
         let quiet = inner.moves.write();
-        for shard in inner.shards.iter() {
-            let shard = shard.lock();
-            s.held_bytes += shard.held_bytes;
-            for b in shard.bins.values() {
-                let st = &b.stats;
-                s.held_blocks += b.blocks.len();
-                s.active_blocks = s.active_blocks.wrapping_add(st.active_blocks);
-                s.active_rounded_bytes = s
-                    .active_rounded_bytes
-                    .wrapping_add(st.active_blocks.wrapping_mul(st.block_bytes));
-                s.hits += st.hits;
-                s.misses += st.misses;
-                s.upstream_allocations += st.upstream_allocations;
-                s.upstream_frees += st.upstream_frees;
-                if !b.blocks.is_empty() {
-                    s.largest_held_block = s.largest_held_block.max(st.block_bytes);
-                }
+        for b in self.bins_quiet() {
+            s.held_blocks += b.held_blocks;
+            s.active_blocks = s.active_blocks.wrapping_add(b.active_blocks);
+            s.active_rounded_bytes = s
+                .active_rounded_bytes
+                .wrapping_add(b.active_blocks.wrapping_mul(b.block_bytes));
+            s.hits += b.hits;
+            s.misses += b.misses;
+            s.upstream_allocations += b.upstream_allocations;
+            s.upstream_frees += b.upstream_frees;
+            if b.held_blocks > 0 {
+                s.largest_held_block = s.largest_held_block.max(b.block_bytes);
             }
         }
+        s.held_bytes = inner.shared_held_bytes();
         for st in inner.stripes() {
             s.tick += st.requests.load(Relaxed);
             s.active_bytes = s.active_bytes.wrapping_add(st.active_bytes.load(Relaxed));
             s.held_bytes = s.held_bytes.wrapping_add(st.held_bytes.load(Relaxed));
-            for (bin, c) in (0..).zip(st.bins.iter()) {
-                let bytes = inner.layout.alloc_size(bin);
-                let (held, active) = (c.held.load(Relaxed), c.active.load(Relaxed));
-                s.held_blocks += held;
-                s.active_blocks = s.active_blocks.wrapping_add(active);
-                s.active_rounded_bytes = s
-                    .active_rounded_bytes
-                    .wrapping_add(active.wrapping_mul(bytes));
-                s.hits += c.hits.load(Relaxed);
-                if held > 0 {
-                    s.largest_held_block = s.largest_held_block.max(bytes);
-                }
-            }
         }
         // Frees out of a cache count their managed bytes under `moves` too.
         s.managed_bytes = inner.managed_bytes.load(Relaxed);
@@ -767,8 +750,13 @@ impl<A: Allocator> MemoryPool<A> {
 
     /// Per-bin figures, ascending by bin, for every bin a block was ever allocated for.
     pub fn bin_stats(&self) -> Vec<BinStats> {
+        let _quiet = self.inner.moves.write();
+        self.bins_quiet()
+    }
+
+    /// [`bin_stats`](Self::bin_stats), with `moves` held by the caller.
+    fn bins_quiet(&self) -> Vec<BinStats> {
         let inner = &*self.inner;
-        let quiet = inner.moves.write();
         let mut v: Vec<BinStats> = Vec::new();
         for shard in inner.shards.iter() {
             v.extend(shard.lock().bins.values().map(|b| BinStats {
@@ -794,7 +782,6 @@ impl<A: Allocator> MemoryPool<A> {
                 b.last_used_tick = b.last_used_tick.max(c.last_tick.load(Relaxed));
             }
         }
-        drop(quiet);
         v
     }
 
