@@ -24,12 +24,11 @@
 //!   the pool closes it gives its blocks back and lets the pool go, at its thread's next call or
 //!   exit. Entries of closed pools are dropped when the thread next adds one.
 //!
-//! Why not `thread_local::ThreadLocal` in the pool: its values outlive their thread (they pass to
-//! the next thread given the same id), so a thread's exit could not give its blocks back, and a
-//! pool call from another thread-local's destructor, after the crate's own id guard is gone,
-//! panics inside that destructor (tests/threads.rs,
+//! Why not `thread_local::ThreadLocal` in the pool: its values pass to the next thread given the
+//! same id, so an exit could not give its blocks back; a pool call from another thread-local's
+//! destructor, after that crate's id guard is gone, panics (tests/threads.rs,
 //! `a_block_from_a_thread_local_destructor_keeps_its_pool`); and a cache reached through its
-//! pool could not keep that pool's handles as spares.
+//! pool cannot keep that pool's handles as spares.
 
 use std::any::Any;
 use std::borrow::Borrow;
@@ -111,16 +110,13 @@ struct Entry {
     /// The pool's address (kept from reuse by the cache's `Weak`).
     key: usize,
     cache: Slot,
-    /// `ThreadCache::<A>::retire` and whether the pool closed, for the type-erased entry.
+    /// `ThreadCache::<A>::retire`, and whether the pool closed, for the entry's `A`.
     retire: fn(&mut Slot),
     dead: fn(&mut Slot) -> bool,
 }
 
-/// Declares [`Slot`]: a thread cache stored by value, one variant per allocator of this crate,
-/// and boxed behind `dyn Any` for any other. A variant's type is known where it is matched, so
-/// the `Any` check of [`Slot::get`] folds to a compare of the variant's tag: the type check of
-/// a `Box<dyn Any>` (a call through its vtable and a 16-byte compare) is paid only by
-/// allocators of other crates.
+/// Declares [`Slot`]: a cache by value, a variant per allocator of this crate (matched, its
+/// `Any` check folds to the tag compare), boxed as `dyn Any` for other crates' allocators.
 macro_rules! slots {
     ($($variant:ident($alloc:ty)),* $(,)?) => {
         enum Slot {

@@ -242,15 +242,9 @@ impl<A: Allocator> Sink<'_, A> {
     }
 }
 
-/// A block on its way out, before it is wrapped.
-struct Got<A: Allocator> {
-    block: A::Block,
-    bin: BinNumber,
-    /// From a held block (the allocator's hand-out hook is due).
-    hit: bool,
-    /// A pool handle for an owned block, spared by this thread's cache.
-    spare: Option<Arc<Inner<A>>>,
-}
+/// A block on its way out, before it is wrapped, with a pool handle for an owned block that
+/// this thread's cache spared.
+type Got<A> = (Found<<A as Allocator>::Block>, Option<Arc<Inner<A>>>);
 
 impl<A: Allocator> MemoryPool<A> {
     /// A pool with PyOpenCL's defaults (`leading_bits_in_bin_id = 4`, no policy).
@@ -329,9 +323,9 @@ impl<A: Allocator> MemoryPool<A> {
         if let Some(e) = hook_failed {
             return Err(PoolError::Allocator(e));
         }
-        let got = self.take(size, true)?;
+        let (got, spare) = self.take(size, true)?;
         let mut out = PoolBlock {
-            pool: Some(match got.spare {
+            pool: Some(match spare {
                 Some(p) => p,
                 None => self.new_handle(),
             }),
@@ -389,7 +383,7 @@ impl<A: Allocator> MemoryPool<A> {
         if let Some(e) = hook_failed {
             return Err(PoolError::Allocator(e));
         }
-        let got = self.take(size, false)?;
+        let (got, _) = self.take(size, false)?;
         let mut out = LocalBlock {
             inner: &self.inner,
             block: Some(got.block),
@@ -443,28 +437,18 @@ impl<A: Allocator> MemoryPool<A> {
         tick: u64,
         owned: bool,
     ) -> Result<Got<A>, PoolError<A::Error>> {
-        let f = self.acquire(Sink::Thread(tc), bin, size, tick)?;
-        Ok(Got {
-            block: f.block,
-            bin: f.bin,
-            hit: f.hit,
-            spare: if owned { tc.spare() } else { None },
-        })
+        let found = self.acquire(Sink::Thread(tc), bin, size, tick)?;
+        Ok((found, if owned { tc.spare() } else { None }))
     }
 
     /// No cache on this thread now: the shared bins and the allocator, counted in a lent stripe.
     #[cold]
     #[inline(never)]
     fn take_lent(&self, bin: BinNumber, size: usize) -> Result<Got<A>, PoolError<A::Error>> {
-        let f = self
+        let found = self
             .inner
             .lend_stripe(|st| self.acquire(Sink::Lent(st), bin, size, st.next_tick()))?;
-        Ok(Got {
-            block: f.block,
-            bin: f.bin,
-            hit: f.hit,
-            spare: None,
-        })
+        Ok((found, None))
     }
 
     /// The shared bin of `bin`, else [`miss`](Self::miss): `true` with a held block.
@@ -507,29 +491,32 @@ impl<A: Allocator> MemoryPool<A> {
             inner.release_idle_before(tick.saturating_sub(age), Some(bin));
         }
         let rounded = inner.layout.alloc_size(bin);
-        let mut last = match inner.upstream_allocate(rounded) {
-            Ok(block) => {
-                inner.count_fresh(sink.stripe(), bin, size, tick);
-                return Ok(Found {
-                    block,
-                    bin,
-                    hit: false,
-                });
+        let (mut reclaiming, mut retried_once) = (false, false);
+        let last = loop {
+            let failed = match inner.upstream_allocate(rounded) {
+                Ok(block) => {
+                    inner.count_fresh(sink.stripe(), bin, size, tick);
+                    return Ok(Found {
+                        block,
+                        bin,
+                        hit: false,
+                    });
+                }
+                Err(Upstream::Fatal(e)) => return Err(e),
+                Err(other) => other,
+            };
+            if !reclaiming {
+                // Out of memory (or over the limit): PyOpenCL's reclaim path.
+                reclaiming = true;
+                inner.oom_events.fetch_add(1, Relaxed);
+                inner.allocator.try_release_blocks();
+                // This thread's cached blocks are held: the reclaim must see them. Other
+                // threads' caches are asked for theirs.
+                if let Sink::Thread(tc) = &mut sink {
+                    tc.drain(inner);
+                }
+                inner.message_caches(false);
             }
-            Err(Upstream::Fatal(e)) => return Err(e),
-            Err(other) => other,
-        };
-        // Out of memory (or over the limit): PyOpenCL's reclaim path.
-        inner.oom_events.fetch_add(1, Relaxed);
-        inner.allocator.try_release_blocks();
-        // This thread's cached blocks are held: the reclaim must see them. Other threads'
-        // caches are asked for theirs.
-        if let Sink::Thread(tc) = &mut sink {
-            tc.drain(inner);
-        }
-        inner.message_caches(false);
-        let mut retried_once = false;
-        loop {
             // Look again: the release hook (or another thread) may have returned a block.
             if let Some(block) = inner.take_shared(sink.stripe(), bin, size, tick) {
                 return Ok(Found {
@@ -555,21 +542,9 @@ impl<A: Allocator> MemoryPool<A> {
                 OomMode::FreeAllRetryOnce => false,
             };
             if !freed {
-                break;
+                break failed;
             }
-            match inner.upstream_allocate(rounded) {
-                Ok(block) => {
-                    inner.count_fresh(sink.stripe(), bin, size, tick);
-                    return Ok(Found {
-                        block,
-                        bin,
-                        hit: false,
-                    });
-                }
-                Err(Upstream::Fatal(e)) => return Err(e),
-                Err(other) => last = other,
-            }
-        }
+        };
         inner.oom_failures.fetch_add(1, Relaxed);
         let report =
             Box::new(inner.oom_report(size, rounded, self.active_bytes(), self.held_bytes()));
