@@ -215,7 +215,11 @@ fn hook_failures_return_the_block_from<A: Allocator<Error = HostAllocError>>(
     // After the panics this thread still has its cache: the block just returned is held there,
     // where another thread cannot take it (with shared bins only, it can).
     let before = pool.stats().upstream_allocations;
-    std::thread::scope(|s| s.spawn(|| drop(pool.allocate(100).unwrap())).join().unwrap());
+    std::thread::scope(|s| {
+        s.spawn(|| drop(pool.allocate(100).unwrap()))
+            .join()
+            .unwrap()
+    });
     let fresh = pool.stats().upstream_allocations - before;
     assert_eq!(fresh, u64::from(!shared), "shared bins only: {shared}");
     drop(pool);

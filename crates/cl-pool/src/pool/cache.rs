@@ -45,10 +45,9 @@ use super::engine::{add, raise, sub, Inner, Stripe};
 const SPARES: usize = 64;
 
 thread_local! {
-    /// The thread's caches while no call of this thread uses them: a call takes the list out, so
-    /// a nested call (from an allocator or a hand-out hook) finds none and takes the shared bins.
-    /// With no destructor of its own, reading it is one load, inlined into every hit (a
-    /// `try_with` closure was not, and its call and copies were much of the hit).
+    /// The thread's caches while no call of this thread uses them: a call takes them out, so a
+    /// nested call (allocator, hand-out hook) takes the shared bins. No destructor: reading it is
+    /// one load, inlined into the hit (a `try_with` closure was not).
     static CACHES: Cell<Option<&'static mut Vec<Entry>>> = const { Cell::new(None) };
     /// Whether the thread has had its list (then a missing one is in use, or the thread exits).
     static STARTED: Cell<bool> = const { Cell::new(false) };
@@ -87,7 +86,8 @@ fn first_lease() -> Option<Lease> {
     // Registers the destructor that gives the caches back (fails while the thread exits).
     EXIT.try_with(|_| ()).ok()?;
     let reused = LISTS.lock().unwrap_or_else(PoisonError::into_inner).pop();
-    Some(Lease(Some(reused.unwrap_or_else(|| Box::leak(Box::default())))))
+    let list = reused.unwrap_or_else(|| Box::leak(Box::default()));
+    Some(Lease(Some(list)))
 }
 
 /// At thread exit, gives every cache back, then the list to [`LISTS`]. A pool call made
@@ -101,7 +101,8 @@ impl Drop for Exit {
             for mut e in std::mem::take(list) {
                 (e.retire)(&mut e.cache);
             }
-            LISTS.lock().unwrap_or_else(PoisonError::into_inner).push(list);
+            let mut lists = LISTS.lock().unwrap_or_else(PoisonError::into_inner);
+            lists.push(list);
         }
     }
 }
@@ -199,7 +200,10 @@ where
     P: Borrow<Arc<Inner<A>>>,
 {
     let mut lease = lease();
-    match lease.as_mut().and_then(|l| cache_of(l.0.as_deref_mut()?, p.borrow())) {
+    match lease
+        .as_mut()
+        .and_then(|l| cache_of(l.0.as_deref_mut()?, p.borrow()))
+    {
         Some(tc) => Ok(f(tc, p)),
         None => Err(p),
     }

@@ -320,9 +320,7 @@ impl<A: Allocator> MemoryPool<A> {
         size: usize,
         hook_failed: Option<A::Error>,
     ) -> Result<PoolBlock<A>, PoolError<A::Error>> {
-        if let Some(e) = hook_failed {
-            return Err(PoolError::Allocator(e));
-        }
+        hook_failed.map_or(Ok(()), |e| Err(PoolError::Allocator(e)))?;
         let (got, spare) = self.take(size, true)?;
         let mut out = PoolBlock {
             pool: Some(match spare {
@@ -380,9 +378,7 @@ impl<A: Allocator> MemoryPool<A> {
         size: usize,
         hook_failed: Option<A::Error>,
     ) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
-        if let Some(e) = hook_failed {
-            return Err(PoolError::Allocator(e));
-        }
+        hook_failed.map_or(Ok(()), |e| Err(PoolError::Allocator(e)))?;
         let (got, _) = self.take(size, false)?;
         let mut out = LocalBlock {
             inner: &self.inner,
