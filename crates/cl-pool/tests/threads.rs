@@ -390,6 +390,28 @@ fn thread_caches_are_held_freed_from_other_threads_and_given_back_at_exit() {
     }
 }
 
+/// Threads that come and go one after another each get a cache list (an exited thread's, reused)
+/// and give every cached block back at exit: a reused list brings none of them along.
+#[test]
+fn threads_one_after_another_give_their_caches_back() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    // This thread has its own list before the others come and go.
+    drop(pool.allocate(1).unwrap());
+    for round in 1..=40 {
+        let p = pool.clone();
+        let t = std::thread::spawn(move || drop(p.allocate(1000 * round).unwrap()));
+        t.join().unwrap();
+        let s = pool.stats();
+        assert_eq!(
+            (s.active_blocks, s.held_blocks as u64),
+            (0, s.upstream_allocations)
+        );
+    }
+    // Every block is in the shared bins, which this thread's free_held frees at once.
+    pool.free_held();
+    assert_eq!(pool.allocator().in_use(), 0);
+}
+
 // Exactness when the per-thread caches switch off at run time, and the stop_holding race: found
 // by a review of issue 12's caches (2026-11-26); each failed before the fix in engine.rs
 // (`refresh_cache_on` serialised and folding the caches back) and mod.rs (a failed hand-out goes
