@@ -76,6 +76,29 @@ macro_rules! handle_common {
             pub fn requested_bytes(&self) -> usize {
                 self.requested
             }
+
+            /// This new handle, its trace id set, after the allocator's hand-out hook for a block
+            /// of the shared bins (`hit`). A hook that fails (or panics) drops the handle, which
+            /// returns the block on top of this thread's cache (or of its shared bin), so the next
+            /// request gets it again (PyOpenCL's LIFO). A block of the thread's cache runs the
+            /// hook in its place there (`ThreadCache::take`), uncounted.
+            pub(super) fn handed_out(
+                mut self,
+                pool: &super::MemoryPool<A>,
+                hit: bool,
+            ) -> Result<Self, crate::PoolError<A::Error>> {
+                if hit {
+                    let hook = pool
+                        .inner
+                        .allocator
+                        .hand_out_existing_block(self.block_mut());
+                    if let Err(e) = hook {
+                        return Err(super::hand_out_failed(self, e));
+                    }
+                }
+                self.trace_id = pool.trace_alloc(self.requested);
+                Ok(self)
+            }
         }
     };
 }

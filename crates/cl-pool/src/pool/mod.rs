@@ -322,23 +322,14 @@ impl<A: Allocator> MemoryPool<A> {
     ) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         hook_failed.map_or(Ok(()), |e| Err(PoolError::Allocator(e)))?;
         let (got, spare) = self.take(size, true)?;
-        let mut out = PoolBlock {
-            pool: Some(match spare {
-                Some(p) => p,
-                None => self.new_handle(),
-            }),
+        PoolBlock {
+            pool: Some(spare.unwrap_or_else(|| self.new_handle())),
             block: Some(got.block),
             requested: size,
             bin: WideBin::new(got.bin),
             trace_id: 0,
-        };
-        if got.hit {
-            if let Err(e) = self.hand_out(out.block_mut()) {
-                return Err(hand_out_failed(out, e));
-            }
         }
-        out.trace_id = self.trace_alloc(size);
-        Ok(out)
+        .handed_out(self, got.hit)
     }
 
     /// A pool handle for an owned block when this thread's cache has no spare.
@@ -380,31 +371,14 @@ impl<A: Allocator> MemoryPool<A> {
     ) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
         hook_failed.map_or(Ok(()), |e| Err(PoolError::Allocator(e)))?;
         let (got, _) = self.take(size, false)?;
-        let mut out = LocalBlock {
+        LocalBlock {
             inner: &self.inner,
             block: Some(got.block),
             requested: size,
             bin: WideBin::new(got.bin),
             trace_id: 0,
-        };
-        if got.hit {
-            if let Err(e) = self.hand_out(out.block_mut()) {
-                return Err(hand_out_failed(out, e));
-            }
         }
-        out.trace_id = self.trace_alloc(size);
-        Ok(out)
-    }
-
-    /// The allocator's hook for a block of the shared bins handed out again, run with the block
-    /// already in its handle: a hook that fails (or panics) drops the handle (see
-    /// [`hand_out_failed`]), which returns the block on top of this thread's cache (or of its
-    /// shared bin), so the next request gets it again (PyOpenCL's LIFO). A block of this
-    /// thread's cache runs the hook in its place there (`ThreadCache::take`): the block stays on
-    /// top as well, and nothing is counted.
-    #[inline]
-    fn hand_out(&self, block: &mut A::Block) -> Result<(), A::Error> {
-        self.inner.allocator.hand_out_existing_block(block)
+        .handed_out(self, got.hit)
     }
 
     /// A block for a request of `size` bytes (`owned`: with a spare pool handle if this thread's
