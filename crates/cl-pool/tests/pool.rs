@@ -688,3 +688,82 @@ fn one_random_trace(seed: u64) {
         assert_eq!(pool.allocator().in_use(), 0);
     }
 }
+
+// Found by a review of the leased cache list (each test failed before its fix).
+
+/// `stats()` is one snapshot: while another thread takes and returns blocks of the shared bins
+/// (here past the thread caches' size limit), its held bytes are the sum of its held blocks.
+#[test]
+fn stats_held_bytes_match_held_blocks_under_shared_bin_traffic() {
+    let size = 8 << 20;
+    let pool = MemoryPool::new(TestAllocator::new());
+    let rounded = pool.allocate(size).unwrap().allocated_bytes();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut wrong = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                drop((pool.allocate(size).unwrap(), pool.allocate(size).unwrap()));
+            }
+        });
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_millis(500) && wrong.len() < 3 {
+            let st = pool.stats();
+            if st.held_bytes != st.held_blocks * rounded {
+                wrong.push((st.held_blocks, st.held_bytes));
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    assert!(wrong.is_empty(), "(held blocks, held bytes): {wrong:?}");
+}
+
+/// An allocator that panics leaves no managed bytes reserved for its call.
+#[test]
+fn a_panicking_allocate_gives_its_managed_bytes_back() {
+    struct Panicky(TestAllocator);
+    impl Allocator for Panicky {
+        type Block = HostBlock;
+        type Error = HostAllocError;
+        fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
+            assert!(size < 4096, "allocate panics (on purpose)");
+            self.0.allocate(size)
+        }
+        fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
+            self.0.free(block)
+        }
+    }
+    let pool = MemoryPool::new(Panicky(TestAllocator::new()));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.allocate(5000)));
+    assert!(r.is_err());
+    assert_eq!((pool.managed_bytes(), pool.allocator().0.in_use()), (0, 0));
+}
+
+/// A closed pool whose blocks a thread still caches is let go (its allocator and blocks) when
+/// that thread first uses another new pool, as `MemoryPool`'s docs say, not at the thread's exit.
+#[test]
+fn a_closed_pool_is_let_go_when_its_thread_first_uses_another_new_pool() {
+    let alloc = Arc::new(TestAllocator::new());
+    let pool = MemoryPool::new(Arc::clone(&alloc));
+    let (to_thread, from_main) = std::sync::mpsc::channel::<()>();
+    let (to_main, from_thread) = std::sync::mpsc::channel::<()>();
+    let p = pool.clone();
+    let t = std::thread::spawn(move || {
+        drop(p.allocate(1000).unwrap()); // cached on this thread
+        drop(p);
+        to_main.send(()).unwrap();
+        from_main.recv().unwrap(); // the pool closed meanwhile
+        let other = MemoryPool::new(TestAllocator::new());
+        drop(other.allocate(10).unwrap());
+        to_main.send(()).unwrap();
+        from_main.recv().unwrap(); // alive until the figures are read
+    });
+    from_thread.recv().unwrap();
+    drop(pool); // the last handle
+    to_thread.send(()).unwrap();
+    from_thread.recv().unwrap();
+    let figures = (alloc.in_use(), Arc::strong_count(&alloc));
+    to_thread.send(()).unwrap();
+    t.join().unwrap();
+    assert_eq!(figures, (0, 1));
+}

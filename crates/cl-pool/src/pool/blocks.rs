@@ -93,7 +93,8 @@ macro_rules! handle_common {
                         .allocator
                         .hand_out_existing_block(self.block_mut());
                     if let Err(e) = hook {
-                        return Err(super::hand_out_failed(self, e));
+                        drop(self);
+                        return Err(crate::PoolError::Allocator(e));
                     }
                 }
                 self.trace_id = pool.trace_alloc(self.requested);

@@ -99,7 +99,7 @@ impl Drop for Exit {
     fn drop(&mut self) {
         if let Some(list) = CACHES.with(Cell::take) {
             for mut e in std::mem::take(list) {
-                (e.retire)(&mut e.cache);
+                (e.retire)(&mut e.cache, true);
             }
             let mut lists = LISTS.lock().unwrap_or_else(PoisonError::into_inner);
             lists.push(list);
@@ -111,9 +111,8 @@ struct Entry {
     /// The pool's address (kept from reuse by the cache's `Weak`).
     key: usize,
     cache: Slot,
-    /// `ThreadCache::<A>::retire`, and whether the pool closed, for the entry's `A`.
-    retire: fn(&mut Slot),
-    dead: fn(&mut Slot) -> bool,
+    /// Retires the cache if told to or if its pool closed (`true`: it did), for the entry's `A`.
+    retire: fn(&mut Slot, bool) -> bool,
 }
 
 /// Declares [`Slot`]: a cache by value, a variant per allocator of this crate (matched, its
@@ -265,13 +264,7 @@ fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Opti
     if inner.closed.load(Relaxed) {
         return None;
     }
-    list.retain_mut(|e| {
-        let dead = (e.dead)(&mut e.cache);
-        if dead {
-            (e.retire)(&mut e.cache);
-        }
-        !dead
-    });
+    list.retain_mut(|e| !(e.retire)(&mut e.cache, false));
     let cache = ThreadCache {
         pool: Some(Arc::clone(inner)),
         key: Arc::downgrade(inner),
@@ -287,12 +280,16 @@ fn add_entry<A: Allocator>(list: &mut Vec<Entry>, inner: &Arc<Inner<A>>) -> Opti
     list.push(Entry {
         key: Arc::as_ptr(inner).addr(),
         cache: Slot::new(cache),
-        retire: |c| {
-            if let Some(c) = c.get::<A>() {
+        // A closed pool is let go (with its allocator and held blocks) when the thread next
+        // adds an entry, not at its exit.
+        retire: |c, now| {
+            let Some(c) = c.get::<A>() else { return true };
+            let go = now || c.pool.as_ref().is_none_or(|p| p.closed.load(Relaxed));
+            if go {
                 c.retire();
             }
+            go
         },
-        dead: |c| c.get::<A>().is_none_or(|c| c.pool.is_none()),
     });
     Some(list.len() - 1)
 }

@@ -64,9 +64,7 @@ pub(super) fn add(c: &AtomicUsize, d: usize) -> usize {
 
 #[inline]
 pub(super) fn sub(c: &AtomicUsize, d: usize) -> usize {
-    let v = c.load(Relaxed).wrapping_sub(d);
-    c.store(v, Relaxed);
-    v
+    add(c, d.wrapping_neg())
 }
 
 #[inline]
@@ -207,6 +205,15 @@ pub(super) struct Found<B> {
     pub(super) block: B,
     pub(super) bin: BinNumber,
     pub(super) hit: bool,
+}
+
+/// Managed bytes reserved for an allocator call, given back when dropped.
+struct Reservation<'a>(&'a AtomicUsize, usize);
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Relaxed);
+    }
 }
 
 pub(super) enum Upstream<E> {
@@ -579,14 +586,17 @@ impl<A: Allocator> Inner<A> {
         let Ok(before) = reserved else {
             return Err(Upstream::Limit);
         };
+        // Given back unless a block comes: on an error, and if the allocator panics.
+        let reservation = Reservation(&self.managed_bytes, rounded);
         let t0 = Instant::now();
         let r = self.allocator.allocate(rounded);
         self.timings.lock().allocate.record(t0.elapsed());
         if let Ok(Some(block)) = r {
+            std::mem::forget(reservation);
             self.note_managed(before + rounded);
             return Ok(block);
         }
-        self.managed_bytes.fetch_sub(rounded, Relaxed);
+        drop(reservation);
         Err(match r {
             Ok(_) => Upstream::Fatal(PoolError::NoBlock { size: rounded }),
             Err(e) if e.is_out_of_memory() => Upstream::Oom(e),

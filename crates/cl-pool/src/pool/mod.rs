@@ -217,15 +217,6 @@ impl<A: Allocator> PoolBuilder<A> {
     }
 }
 
-/// The allocator's hand-out hook failed: the handle goes (its block back to the pool) out of
-/// the hit's line.
-#[cold]
-#[inline(never)]
-fn hand_out_failed<H, E>(handle: H, e: E) -> PoolError<E> {
-    drop(handle);
-    PoolError::Allocator(e)
-}
-
 /// Where a request that its thread's cache could not serve is counted: the thread's stripe (and
 /// its cache, which an out-of-memory reclaim empties first), or a stripe lent for the request.
 enum Sink<'a, A: Allocator> {
@@ -657,7 +648,8 @@ impl<A: Allocator> MemoryPool<A> {
         let mut s = PoolStats::default();
         // No block moves between a cache and the shared bins while the figures are read.
         let quiet = inner.moves.write();
-        for b in self.bins_quiet() {
+        let (bins, shared_held_bytes) = self.bins_quiet();
+        for b in bins {
             s.held_blocks += b.held_blocks;
             s.active_blocks = s.active_blocks.wrapping_add(b.active_blocks);
             s.active_rounded_bytes = s
@@ -671,7 +663,7 @@ impl<A: Allocator> MemoryPool<A> {
                 s.largest_held_block = s.largest_held_block.max(b.block_bytes);
             }
         }
-        s.held_bytes = inner.shared_held_bytes();
+        s.held_bytes = shared_held_bytes;
         for st in inner.stripes() {
             s.tick += st.requests.load(Relaxed);
             s.active_bytes = s.active_bytes.wrapping_add(st.active_bytes.load(Relaxed));
@@ -696,15 +688,18 @@ impl<A: Allocator> MemoryPool<A> {
     /// Per-bin figures, ascending by bin, for every bin a block was ever allocated for.
     pub fn bin_stats(&self) -> Vec<BinStats> {
         let _quiet = self.inner.moves.write();
-        self.bins_quiet()
+        self.bins_quiet().0
     }
 
-    /// [`bin_stats`](Self::bin_stats), with `moves` held by the caller.
-    fn bins_quiet(&self) -> Vec<BinStats> {
+    /// [`bin_stats`](Self::bin_stats) and the shared held bytes, each shard read under one lock
+    /// (shared-bin hits take no `moves`); `moves` held by the caller.
+    fn bins_quiet(&self) -> (Vec<BinStats>, usize) {
         let inner = &*self.inner;
-        let mut v: Vec<BinStats> = Vec::new();
+        let (mut v, mut shared_held_bytes) = (Vec::<BinStats>::new(), 0);
         for shard in inner.shards.iter() {
-            v.extend(shard.lock().bins.values().map(|b| BinStats {
+            let shard = shard.lock();
+            shared_held_bytes += shard.held_bytes;
+            v.extend(shard.bins.values().map(|b| BinStats {
                 held_blocks: b.blocks.len(),
                 ..b.stats
             }));
@@ -727,7 +722,7 @@ impl<A: Allocator> MemoryPool<A> {
                 b.last_used_tick = b.last_used_tick.max(c.last_tick.load(Relaxed));
             }
         }
-        v
+        (v, shared_held_bytes)
     }
 
     /// Resets the peaks to the current values.
