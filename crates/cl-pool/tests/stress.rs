@@ -107,6 +107,7 @@ fn quiescent(p: &MemoryPool<TA>, what: &str) {
         let s = p.stats();
         let held: usize = p.bin_stats().iter().map(|b| b.held_blocks).sum();
         s.managed_bytes == p.allocator().0.in_use.load(SeqCst)
+            && s.managed_bytes == s.held_bytes
             && s.active_blocks == 0
             && held == s.held_blocks
             && s.held_blocks as u64 == s.upstream_allocations - s.upstream_frees
