@@ -16,6 +16,8 @@ use cl_pool::{
     SimulatedAllocator,
 };
 
+mod support;
+
 /// What an allocator saw, shared with the test.
 #[derive(Default)]
 struct Seen {
@@ -248,14 +250,7 @@ fn a_hand_out_hook_that_reenters_its_pool_leaves_the_figures_balanced() {
         depth: AtomicUsize,
     }
     impl Allocator for Hostile {
-        type Block = HostBlock;
-        type Error = HostAllocError;
-        fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
-            self.inner.allocate(size)
-        }
-        fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
-            self.inner.free(block)
-        }
+        host_blocks_from!(inner);
         fn hand_out_existing_block(&self, _block: &mut HostBlock) -> Result<(), HostAllocError> {
             let pool = self.pool.lock().unwrap().clone();
             if let (Some(pool), 0) = (pool, self.depth.fetch_add(1, Ordering::SeqCst)) {

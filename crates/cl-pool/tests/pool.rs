@@ -198,14 +198,7 @@ struct HookAllocator {
 }
 
 impl Allocator for HookAllocator {
-    type Block = HostBlock;
-    type Error = HostAllocError;
-    fn allocate(&self, size: usize) -> Result<Option<HostBlock>, HostAllocError> {
-        self.inner.allocate(size)
-    }
-    fn free(&self, block: HostBlock) -> Result<(), HostAllocError> {
-        self.inner.free(block)
-    }
+    host_blocks_from!(inner);
     fn try_release_blocks(&self) {
         let stash = std::mem::take(&mut *self.stash.lock().unwrap());
         drop(stash);

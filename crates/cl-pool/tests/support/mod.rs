@@ -244,3 +244,22 @@ pub(crate) fn rng(s: &mut u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+/// The `Allocator` items of a test allocator that hands `allocate` and `free` to its host
+/// allocator field `$inner` (its other hooks are the test's own), written once.
+#[macro_export]
+macro_rules! host_blocks_from {
+    ($inner:ident) => {
+        type Block = cl_pool::HostBlock;
+        type Error = cl_pool::HostAllocError;
+        fn allocate(
+            &self,
+            size: usize,
+        ) -> Result<Option<cl_pool::HostBlock>, cl_pool::HostAllocError> {
+            self.$inner.allocate(size)
+        }
+        fn free(&self, block: cl_pool::HostBlock) -> Result<(), cl_pool::HostAllocError> {
+            self.$inner.free(block)
+        }
+    };
+}
