@@ -279,6 +279,21 @@ type Fill<'a> = dyn Fn(usize, &mut [u8]) -> usize + Sync + 'a;
 /// completed.
 type SendPiece<'a> = dyn Fn(usize, *mut u8, usize) -> Result<Event> + Sync + 'a;
 
+/// `send` of piece `i` under the transfer's enqueue lock: one worker at a time in the driver's
+/// enqueue path.
+fn send_alone(
+    lock: &Mutex<()>,
+    send: &SendPiece<'_>,
+    i: usize,
+    pinned: *mut u8,
+    len: usize,
+) -> Result<Event> {
+    let _one_enqueuer = lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    send(i, pinned, len)
+}
+
 /// The host side of a staged read: the destination slices of each piece (one for a plain read,
 /// a row each for a rectangle), grouped per worker.
 type ReadParts<'o> = Vec<Vec<(usize, Vec<&'o mut [u8]>)>>;
@@ -317,13 +332,7 @@ fn run_writes(queue: &Queue, plan: Plan, fill: &Fill<'_>, send: &SendPiece<'_>) 
                         let len = fill(i, pinned.as_mut_slice());
                         // The chunk stays alive and untouched until the command completed
                         // (waited for before its next use and before the chunks go back).
-                        let sent = {
-                            let _one_enqueuer = enqueue_lock
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            send(i, pinned.as_mut_ptr(), len)
-                        };
-                        match sent {
+                        match send_alone(enqueue_lock, send, i, pinned.as_mut_ptr(), len) {
                             Ok(e) => pending[slot] = Some(e),
                             Err(e) => {
                                 failure.record(e);
@@ -374,13 +383,7 @@ fn run_reads(queue: &Queue, plan: Plan, parts: ReadParts<'_>, send: &SendPiece<'
                             let len = dst.iter().map(|d| d.len()).sum();
                             let pinned: &mut PinnedChunk = &mut mine[slot];
                             // Written by the command, read by us only after its event completed.
-                            let sent = {
-                                let _one_enqueuer = enqueue_lock
-                                    .lock()
-                                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                                send(i, pinned.as_mut_ptr(), len)
-                            };
-                            match sent {
+                            match send_alone(enqueue_lock, send, i, pinned.as_mut_ptr(), len) {
                                 Ok(e) => inflight.push_back((slot, e, dst)),
                                 Err(e) => {
                                     failure.record(e);

@@ -1,7 +1,8 @@
 //! The recorded driver commands that the dispatching transfers (`transfer.rs`, `fill.rs`) and
 //! the staged paths (`staged.rs`, `between.rs`) share: host reads and writes of a byte range
 //! through an allocation's command record, the unmap of a buffer or image map, and the driver's
-//! migration of memory objects with its checks. Below both, so that the dispatchers import the staged paths and never the reverse.
+//! migration of memory objects with its checks. Below both, so that the dispatchers import the
+//! staged paths and never the reverse.
 
 use std::sync::Arc;
 
