@@ -145,7 +145,7 @@ impl BufferBlock {
 /// The spare is what keeps the common "cached kernel, fresh block per call" pattern reusing
 /// memory: the kernel's slot holds the previous call's memory until the argument is replaced, so
 /// two memories alternate and no call allocates.
-#[inline]
+#[inline(always)]
 fn ready_for_hand_out(
     block: &mut BufferBlock,
     allocate: impl FnOnce(usize) -> Result<Option<BufferBlock>, Error>,
@@ -193,7 +193,7 @@ fn take_unreachable_memory(
 }
 
 /// Synchronises a block's old queues with `to` (or with the host when `None`), then records `to`.
-#[inline]
+#[inline(always)]
 fn sync_to(queues: &mut Vec<Queue>, to: Option<&Queue>) -> Result<(), Error> {
     // The pool-hit fast path: already bound to `to` alone (or to nothing). No driver call, no
     // allocation: in-order semantics order the new work after the old.
@@ -301,6 +301,7 @@ impl Allocator for DeferredAllocator {
         true
     }
 
+    #[inline(always)]
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
         ready_for_hand_out(block, |size| self.allocate(size))?;
         // No queue of our own: wait on the host for the old queues (PyOpenCL's SVM rule).
@@ -422,7 +423,7 @@ impl Allocator for ImmediateAllocator {
         block.release()
     }
 
-    #[inline]
+    #[inline(always)]
     fn hand_out_existing_block(&self, block: &mut BufferBlock) -> Result<(), Error> {
         ready_for_hand_out(block, |size| self.allocate(size))?;
         sync_to(&mut block.0.queues, Some(&self.queue))

@@ -30,7 +30,7 @@
 //! `a_block_from_a_thread_local_destructor_keeps_its_pool`); and a cache reached through its
 //! pool cannot keep that pool's handles as spares.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::borrow::Borrow;
 use std::cell::Cell;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
@@ -134,12 +134,15 @@ macro_rules! slots {
                 Slot::Other(Box::new(cache))
             }
 
+            /// One tag compare for a crate allocator (the guards fold; a `match` made a jump table).
             #[inline(always)]
             fn get<A: Allocator>(&mut self) -> Option<&mut ThreadCache<A>> {
-                match self {
-                    $(Slot::$variant(c) => (c as &mut dyn Any).downcast_mut(),)*
-                    Slot::Other(c) => c.downcast_mut::<Option<ThreadCache<A>>>()?.as_mut(),
-                }
+                $(if TypeId::of::<A>() == TypeId::of::<$alloc>() {
+                    let Slot::$variant(c) = self else { return None };
+                    return (c as &mut dyn Any).downcast_mut();
+                })*
+                let Slot::Other(c) = self else { return None };
+                c.downcast_mut::<Option<ThreadCache<A>>>()?.as_mut()
             }
         }
     };
@@ -231,21 +234,19 @@ fn cache_of<'l, A: Allocator>(
 pub(super) type Hit<A> = (<A as Allocator>::Block, Option<Arc<Inner<A>>>);
 
 /// A hit from this thread's cache of `inner`'s pool, with a spare pool handle for an owned
-/// block when there is one. `None` is a miss (the request takes the full path), or the
-/// allocator's hand-out hook failed, which leaves its error in `err` and the block on top of
-/// its bin. Not through [`with`]: the pool is borrowed here, so nothing is handed back on a
-/// miss.
+/// block when there is one. `Err(None)` is a miss (the request takes the full path);
+/// `Err(Some(e))`: the allocator's hand-out hook failed, and the block stays on top of its bin.
+/// Not through [`with`]: the pool is borrowed here, so nothing is handed back on a miss.
 #[inline(always)]
 pub(super) fn hit<A: Allocator, const OWNED: bool>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
-    err: &mut Option<A::Error>,
-) -> Option<Hit<A>> {
-    let mut lease = lease()?;
-    let tc = cache_of(lease.0.as_deref_mut()?, inner)?;
-    let block = tc.take(inner, bin, size, err)?;
-    Some((block, if OWNED { tc.spare() } else { None }))
+) -> Result<Hit<A>, Option<A::Error>> {
+    let mut lease = lease().ok_or(None)?;
+    let tc = cache_of(lease.0.as_deref_mut().ok_or(None)?, inner).ok_or(None)?;
+    let block = tc.take(inner, bin, size)?;
+    Ok((block, if OWNED { tc.spare() } else { None }))
 }
 
 #[cold]
@@ -381,16 +382,15 @@ impl<A: Allocator> ThreadCache<A> {
         inner: &Inner<A>,
         bin: BinNumber,
         size: usize,
-        err: &mut Option<A::Error>,
-    ) -> Option<A::Block> {
-        let i = usize::try_from(bin).ok()?;
-        let cb = self.bins.get_mut(i)?;
-        let top = cb.len.checked_sub(1)?;
-        let place = cb.places.get_mut(top)?;
-        if let Err(e) = inner.allocator.hand_out_existing_block(place.as_mut()?) {
-            *err = Some(e);
-            return None;
-        }
+    ) -> Result<A::Block, Option<A::Error>> {
+        let i = usize::try_from(bin).map_err(|_| None)?;
+        let cb = self.bins.get_mut(i).ok_or(None)?;
+        let top = cb.len.checked_sub(1).ok_or(None)?;
+        let place = cb.places.get_mut(top).ok_or(None)?;
+        inner
+            .allocator
+            .hand_out_existing_block(place.as_mut().ok_or(None)?)
+            .map_err(Some)?;
         // Moved whole (see `CacheBin::places`).
         let mut out = None;
         std::mem::swap(place, &mut out);
@@ -408,7 +408,7 @@ impl<A: Allocator> ThreadCache<A> {
         c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
         sub(&st.held_bytes, bytes);
         inner.note_active(st, size);
-        out
+        out.ok_or(None)
     }
 
     /// A return: keeps the block in `block` (taken, counted back in) unless there is none or

@@ -395,7 +395,7 @@ impl<A: Allocator> Inner<A> {
     /// The active bytes grew by `size` through `st`: the pool-wide figure as that stripe sees it
     /// (exact when one thread uses the pool) raises the peaks. Shared lines are only read unless
     /// a peak rises.
-    #[inline]
+    #[inline(always)]
     pub(super) fn note_active(&self, st: &Stripe, size: usize) {
         // Signed: a wrapped (below-zero) sum is below every peak, as `clamp` would make it, in
         // one compare fewer. The managed bytes are at most `isize::MAX`.

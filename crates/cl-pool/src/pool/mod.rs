@@ -286,9 +286,9 @@ impl<A: Allocator> MemoryPool<A> {
     #[inline(always)]
     pub fn allocate(&self, size: usize) -> Result<PoolBlock<A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
-        let mut err = None;
-        let Some((block, spare)) = cache::hit::<A, true>(&self.inner, bin, size, &mut err) else {
-            return self.allocate_uncached(size, err);
+        let (block, spare) = match cache::hit::<A, true>(&self.inner, bin, size) {
+            Ok(hit) => hit,
+            Err(hook_failed) => return self.allocate_uncached(size, hook_failed),
         };
         // Built once, from values: a handle filled in and then moved is copied in 16-byte pieces
         // across its 8-byte stores (store-forwarding stalls, `tools/sf`).
@@ -339,9 +339,9 @@ impl<A: Allocator> MemoryPool<A> {
     #[inline]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
-        let mut err = None;
-        let Some((block, _)) = cache::hit::<A, false>(&self.inner, bin, size, &mut err) else {
-            return self.allocate_local_uncached(size, err);
+        let (block, _) = match cache::hit::<A, false>(&self.inner, bin, size) {
+            Ok(hit) => hit,
+            Err(hook_failed) => return self.allocate_local_uncached(size, hook_failed),
         };
         // As in `allocate`.
         Ok(LocalBlock {
