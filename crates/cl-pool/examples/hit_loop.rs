@@ -1,7 +1,7 @@
 //! A tight single-thread hit loop for profilers (`perf record`, `valgrind --tool=callgrind`):
 //! `cargo run --release -p cl-pool --example hit_loop [owned|local|latency|mixed|device] [N]`.
 //! `mixed`: owned blocks of 64 sizes in turn. `latency`: `hit_latency`'s p50 loop (the handle
-//! taken out of the `Result` by `?`).
+//! taken out of the `Result` by `?`); `latency_local`: the same with `allocate_local`.
 //! `device`: a pooled buffer over `ImmediateAllocator` on the device `create_some_context` picks
 //! (what the criterion bench `pool_hit_alloc_free` measures).
 use std::hint::black_box;
@@ -51,6 +51,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 black_box(&b);
             }
         }
+        "latency_local" => {
+            // hit_latency's allocate_local p50 loop.
+            let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
+            t0 = std::time::Instant::now();
+            for _ in 0..n {
+                let b = pool.allocate_local(black_box(4096))?;
+                black_box(&b);
+            }
+        }
         "mixed" => {
             // 64 sizes in turn (criterion's `pool_host/hit_mixed_sizes`).
             let pool = MemoryPool::new(SimulatedAllocator::new(usize::MAX));
@@ -66,9 +75,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         other => {
-            return Err(
-                format!("unknown mode {other}: owned, local, latency, mixed or device").into(),
+            return Err(format!(
+                "unknown mode {other}: owned, local, latency, latency_local, mixed or device"
             )
+            .into())
         }
     }
     #[expect(clippy::cast_precision_loss, reason = "a rate")]
