@@ -183,9 +183,9 @@ pub(super) struct ThreadCache<A: Allocator> {
 /// One bin of a thread's cache.
 struct CacheBin<B> {
     /// The first `len` places hold its blocks, newest last (the rest are `None`). A block moves
-    /// in and out by `mem::swap` of whole `Option`s, so that its loads match its stores in
-    /// width: `Vec::push` and `pop` stored it as two words and loaded it as one, a
-    /// store-forwarding stall on every hit (counted by `tools/sf`).
+    /// in by `mem::swap` and out by `Option::take` of whole `Option`s (`tools/sf`: `Vec::push` and
+    /// `pop` stored it as two words and loaded it as one, a store-forwarding stall on every hit;
+    /// a `take` in, or a `swap` out, cost instructions or stalls).
     places: Vec<Option<B>>,
     len: usize,
     /// The bin's block size (`alloc_size`), kept so that a hit and a return do not compute it.
@@ -391,9 +391,8 @@ impl<A: Allocator> ThreadCache<A> {
             .allocator
             .hand_out_existing_block(place.as_mut().ok_or(None)?)
             .map_err(Some)?;
-        // Moved whole (see `CacheBin::places`).
-        let mut out = None;
-        std::mem::swap(place, &mut out);
+        // Taken whole (see `CacheBin::places`).
+        let out = place.take();
         cb.len = top;
         let bytes = cb.bytes;
         let st = &*self.stripe;
