@@ -2,9 +2,11 @@
 //! out-of-memory retries, the context cache, deferred allocators.
 
 use super::{immediate_pool, Capture};
-use cl_mem::{ClError, Error, MemFlags, RawHandle};
+use cl_mem::svm::{Coarse, Fine, SvmOptions};
+use cl_mem::{ClError, Error, MemFlags, RawHandle, SvmCapabilities};
 use cl_pool::{
-    Allocator, BufferBlock, DeferredAllocator, ImmediateAllocator, MemoryPool, PoolError,
+    Allocator, BufferBlock, DeferredAllocator, ImmediateAllocator, MemoryPool, PinnedAllocator,
+    PoolError, SvmAllocator,
 };
 use cl_tests::{device_test, fail, TestDevice, TestResult};
 use std::time::{Duration, Instant};
@@ -356,4 +358,52 @@ fn deferred_allocator_pool_warns(dev: &TestDevice) -> TestResult {
         "{after_deferred:?}"
     );
     Ok(())
+}
+
+device_test!(every_allocator_caches_a_returned_block_on_its_thread);
+/// A block returned on a thread stays in that thread's cache, for each allocator of cl-pool (a
+/// typed cache slot each) and a user's allocator (a boxed slot): another thread misses, the
+/// returning thread hits. A slot that did not find its cache would give the block to the shared
+/// bins, where the other thread would hit it.
+fn every_allocator_caches_a_returned_block_on_its_thread(dev: &TestDevice) -> TestResult {
+    let q = dev.queue();
+    let flags = MemFlags::READ_WRITE;
+    cached_on_its_thread("immediate", &immediate_pool(&q)?)?;
+    let deferred = DeferredAllocator::new(q.context(), flags)?;
+    cached_on_its_thread("deferred", &MemoryPool::new(deferred))?;
+    cached_on_its_thread("pinned", &MemoryPool::new(PinnedAllocator::new(&q)))?;
+    let user = Failing {
+        inner: ImmediateAllocator::new(&q, flags)?,
+        fail_next: 0.into(),
+    };
+    cached_on_its_thread("a user's allocator", &MemoryPool::new(user))?;
+    let caps = dev.device.svm_capabilities()?;
+    if caps.contains(SvmCapabilities::COARSE_GRAIN_BUFFER) {
+        let svm = SvmAllocator::<Coarse>::new(&q, SvmOptions::default());
+        cached_on_its_thread("coarse-grain SVM", &MemoryPool::new(svm))?;
+    }
+    if caps.contains(SvmCapabilities::FINE_GRAIN_BUFFER) {
+        let svm = SvmAllocator::<Fine>::new(&q, SvmOptions::default());
+        cached_on_its_thread("fine-grain SVM", &MemoryPool::new(svm))?;
+    }
+    Ok(())
+}
+
+/// One block returned here, asked for on another thread (a miss), then here again (a hit).
+fn cached_on_its_thread<A: Allocator>(what: &str, pool: &MemoryPool<A>) -> TestResult {
+    let take = || pool.allocate(4096).map(drop).map_err(|e| e.to_string());
+    take().map_err(fail)?;
+    std::thread::scope(|s| s.spawn(take).join())
+        .map_err(|_| fail(format!("{what}: the other thread panicked")))?
+        .map_err(fail)?;
+    take().map_err(fail)?;
+    let s = pool.stats();
+    if (s.misses, s.hits) == (2, 1) {
+        Ok(())
+    } else {
+        Err(fail(format!(
+            "{what}: {} misses and {} hits, expected 2 and 1 (the block left this thread's cache)",
+            s.misses, s.hits
+        )))
+    }
 }
