@@ -230,23 +230,21 @@ fn cache_of<'l, A: Allocator>(
     Some(tc)
 }
 
-/// A cached block and, for an owned one, a spare pool handle.
-pub(super) type Hit<A> = (<A as Allocator>::Block, Option<Arc<Inner<A>>>);
-
-/// A hit from this thread's cache of `inner`'s pool, with a spare pool handle for an owned
-/// block when there is one. `Err(None)` is a miss (the request takes the full path);
+/// A hit from this thread's cache of `inner`'s pool, and what `spare` takes from the cache (an
+/// owned block's pool handle). `Err(None)` is a miss (the request takes the full path);
 /// `Err(Some(e))`: the allocator's hand-out hook failed, and the block stays on top of its bin.
 /// Not through [`with`]: the pool is borrowed here, so nothing is handed back on a miss.
 #[inline(always)]
-pub(super) fn hit<A: Allocator, const OWNED: bool>(
+pub(super) fn hit<A: Allocator, S>(
     inner: &Arc<Inner<A>>,
     bin: BinNumber,
     size: usize,
-) -> Result<Hit<A>, Option<A::Error>> {
+    spare: impl FnOnce(&mut ThreadCache<A>) -> S,
+) -> Result<(A::Block, S), Option<A::Error>> {
     let mut lease = lease().ok_or(None)?;
     let tc = cache_of(lease.0.as_deref_mut().ok_or(None)?, inner).ok_or(None)?;
     let block = tc.take(inner, bin, size)?;
-    Ok((block, if OWNED { tc.spare() } else { None }))
+    Ok((block, spare(tc)))
 }
 
 #[cold]

@@ -233,8 +233,7 @@ impl<A: Allocator> Sink<'_, A> {
     }
 }
 
-/// A block on its way out, before it is wrapped, with a pool handle for an owned block that
-/// this thread's cache spared.
+/// A block on its way out and, for an owned one, a pool handle this thread's cache spared.
 type Got<A> = (Found<<A as Allocator>::Block>, Option<Arc<Inner<A>>>);
 
 impl<A: Allocator> MemoryPool<A> {
@@ -279,8 +278,7 @@ impl<A: Allocator> MemoryPool<A> {
     ///
     /// - [`PoolError::OutOfMemory`] when the allocator stays out of memory with nothing held;
     /// - [`PoolError::LimitReached`] when the managed-bytes limit (or `isize::MAX`, the bound of
-    ///   [`Policy::managed_bytes_limit`])
-    ///   cannot be kept;
+    ///   [`Policy::managed_bytes_limit`]) cannot be kept;
     /// - [`PoolError::Allocator`] for any other allocator error (counters untouched);
     /// - [`PoolError::NoBlock`] when the allocator returns no block for a non-zero size.
     #[inline(always)]
@@ -288,7 +286,7 @@ impl<A: Allocator> MemoryPool<A> {
         let bin = self.inner.layout.bin_number(size);
         // Built from values on both paths, wrapped last: a `Result` merged in memory is copied
         // in 16-byte pieces across its 8-byte stores (store-forwarding stalls, `tools/sf`).
-        let b = match cache::hit::<A, true>(&self.inner, bin, size) {
+        let b = match cache::hit(&self.inner, bin, size, ThreadCache::spare) {
             Ok((block, spare)) => PoolBlock {
                 pool: Some(match spare {
                     Some(p) => p,
@@ -339,42 +337,46 @@ impl<A: Allocator> MemoryPool<A> {
     #[inline(always)]
     pub fn allocate_local(&self, size: usize) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
         let bin = self.inner.layout.bin_number(size);
-        let (block, _) = match cache::hit::<A, false>(&self.inner, bin, size) {
-            Ok(hit) => hit,
-            Err(hook_failed) => return self.allocate_local_uncached(size, hook_failed),
+        // Built once, from values on both paths (see `allocate`).
+        let (block, bin, trace_id) = match cache::hit(&self.inner, bin, size, |_| ()) {
+            Ok((block, _)) => (block, bin, self.trace_alloc(size)),
+            Err(hook_failed) => self.allocate_local_uncached(size, hook_failed)?,
         };
-        // Not built as in `allocate`: here that made more stalls (`hit_loop local`).
         Ok(LocalBlock {
             inner: &self.inner,
             block: Some(block),
             requested: size,
             bin: WideBin::new(bin),
-            trace_id: self.trace_alloc(size),
+            trace_id,
         })
     }
 
-    /// [`allocate_local`](Self::allocate_local) past this thread's cache.
+    /// [`allocate_local`](Self::allocate_local) past this thread's cache: block, bin, trace id.
     #[inline(never)]
     fn allocate_local_uncached(
         &self,
         size: usize,
         hook_failed: Option<A::Error>,
-    ) -> Result<LocalBlock<'_, A>, PoolError<A::Error>> {
+    ) -> Result<(A::Block, BinNumber, u64), PoolError<A::Error>> {
         hook_failed.map_or(Ok(()), |e| Err(PoolError::Allocator(e)))?;
         let (got, _) = self.take(size, false)?;
-        LocalBlock {
+        let handle = LocalBlock {
             inner: &self.inner,
             block: Some(got.block),
             requested: size,
             bin: WideBin::new(got.bin),
             trace_id: 0,
-        }
-        .handed_out(self, got.hit)
+        };
+        // Taken apart: nothing but the block in it owns anything.
+        let mut handle = std::mem::ManuallyDrop::new(handle.handed_out(self, got.hit)?);
+        let Some(block) = handle.block.take() else {
+            blocks::unreachable_block()
+        };
+        Ok((block, handle.bin.get(), handle.trace_id))
     }
 
-    /// A block for a request of `size` bytes (`owned`: with a spare pool handle if this thread's
-    /// cache has one): this thread's cache, else the shared bins and the allocator. The cached
-    /// hit is inlined into the caller; everything else is out of line.
+    /// A block from the shared bins or the allocator for a request of `size` bytes (`owned`:
+    /// with a spare pool handle if this thread's cache has one).
     #[inline]
     fn take(&self, size: usize, owned: bool) -> Result<Got<A>, PoolError<A::Error>> {
         let inner = &self.inner;
