@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Pool speed, base against new (tools/ab/build.sh), side by side in one lease on the GPU host.
 # Device runner, carry [".devrun"]: OUT=$OUT bash .devrun/ab/pool.sh   # or: bash pool.sh BASE_DIR NEW_DIR
+# Knobs: ALT (hit_loop rounds, 15), MODES (hit_loop modes, "device owned local"), CROUNDS (criterion rounds, 3).
 # About 4 minutes: hit_loop alternated (ALT rounds), criterion (device hit + 3 host hits, 1 s warm-up + 2 s each, 3 rounds
 # alternated, pinned to one core), then hit_latency twice each, alternated (1-16 threads, caches
 # on and off). Logs in $OUT.
@@ -34,7 +35,7 @@ CORE=${CORE:-5}
 # median of the per-round ratios is the figure (the host's clock moves between runs).
 ALT=${ALT:-15}
 for r in $(seq 1 "$ALT"); do
-  for mode in device owned local; do
+  for mode in ${MODES:-device owned local}; do
     for v in base new; do
       dir=$BASE; [ $v = new ] && dir=$NEW
       ns=$(timeout 60 taskset -c "$CORE" "$dir/hit_loop" "$mode" 10000000 2>/dev/null | sed -n 's/.* hit: \([0-9.]*\) ns/\1/p')
@@ -45,7 +46,7 @@ done
 python3 "$here/medians.py" "$OUT/hit_loop.txt" 2>/dev/null || true
 
 FILTER='^pool_hit_alloc_free/1024$|^pool_host/(hit_repeated_size|hit_local|hit_mixed_sizes)$'
-for round in 1 2 3; do
+for round in $(seq 1 "${CROUNDS:-3}"); do
   for v in base new; do
     dir=$BASE; [ $v = new ] && dir=$NEW
     echo "== criterion round $round: $v"
