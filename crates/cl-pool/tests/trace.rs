@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use cl_pool::trace::{
     from_json_lines, replay, to_json_lines, ReplayConfig, ReplayReport, TraceEvent,
 };
-use cl_pool::{BinLayout, Eviction, MemoryPool};
+use cl_pool::{BinLayout, Eviction, MemoryPool, Policy};
 
 mod support;
 use support::TestAllocator;
@@ -147,6 +147,38 @@ fn recorded_trace_roundtrips_through_json_lines_and_replays_to_the_same_figures(
         (r.hits, r.upstream_allocations, r.peak_managed_bytes),
         (1, 3, 2047)
     );
+}
+
+/// Local blocks are recorded as owned ones, from the thread's cache and from the shared bins (the
+/// path that returns a block, its bin and its trace id before the handle is built).
+#[test]
+fn local_blocks_are_recorded_on_every_path() {
+    for shared_bins_only in [false, true] {
+        let pool = MemoryPool::new(TestAllocator::new());
+        pool.set_policy(Policy {
+            shared_bins_only,
+            ..Policy::default()
+        });
+        pool.start_recording();
+        let a = pool.allocate_local(1000).unwrap();
+        drop(a);
+        let b = pool.allocate_local(1001).unwrap();
+        let c = pool.allocate_local(1002).unwrap();
+        drop((c, b));
+        assert_eq!(
+            pool.stop_recording(),
+            vec![
+                alloc(1, 1000),
+                free(1),
+                alloc(2, 1001),
+                alloc(3, 1002),
+                free(3),
+                free(2),
+            ],
+            "shared_bins_only={shared_bins_only}"
+        );
+        assert_eq!((pool.stats().hits, pool.stats().misses), (1, 2));
+    }
 }
 
 #[test]
