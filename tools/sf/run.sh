@@ -11,4 +11,4 @@ here=$(cd "$(dirname "$0")" && pwd)
 trace=$(mktemp)
 trap 'rm -f "$trace"' EXIT
 valgrind --tool=lackey --trace-mem=yes --log-file="$trace" "$@" >/dev/null 2>&1
-python3 "$here/store_forwarding.py" "$trace"
+python3 "$here/store_forwarding.py" "$trace" 48 "$(stat -c %s "$1")"
