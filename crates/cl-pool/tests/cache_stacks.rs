@@ -110,3 +110,23 @@ fn a_shared_allocator_forwards_every_hook() {
     drop(pool);
     assert_eq!(counting.in_use(), 0);
 }
+
+/// A thread that returns another thread's blocks counts them in as deltas (its own active
+/// figure goes below zero): its hits must not raise the bin's peak to a wrapped figure.
+#[test]
+fn returns_from_another_thread_keep_the_peak_sane() {
+    let pool = MemoryPool::new(TestAllocator::new());
+    let blocks: Vec<_> = (0..3).map(|_| pool.allocate(1000).unwrap()).collect();
+    let p = pool.clone();
+    std::thread::spawn(move || {
+        drop(blocks);
+        let again: Vec<_> = (0..2).map(|_| p.allocate(1000).unwrap()).collect();
+        let bin = p.bin_stats()[0];
+        assert_eq!((bin.active_blocks, bin.peak_active_blocks), (2, 3));
+        drop(again);
+    })
+    .join()
+    .unwrap();
+    let s = pool.stats();
+    assert_eq!((s.active_blocks, s.held_blocks, s.hits), (0, 3, 2));
+}

@@ -398,11 +398,7 @@ impl<A: Allocator> ThreadCache<A> {
         let c = &st.bins[i];
         self.blocks -= 1;
         sub(&c.held, 1);
-        let a = add(&c.active, 1);
-        add(&c.requested, size);
-        raise(&c.peak_active, a);
-        c.last_tick.store(tick, Relaxed);
-        c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
+        c.count_out(size, tick, true);
         sub(&st.held_bytes, bytes);
         inner.note_active(st, size);
         out.ok_or(None)

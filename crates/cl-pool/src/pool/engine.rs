@@ -67,9 +67,10 @@ pub(super) fn sub(c: &AtomicUsize, d: usize) -> usize {
     add(c, d.wrapping_neg())
 }
 
+/// Raises a peak to `v`, compared signed: a wrapped (below-zero) figure raises nothing.
 #[inline]
 pub(super) fn raise(c: &AtomicUsize, v: usize) {
-    if v > c.load(Relaxed) {
+    if v.cast_signed() > c.load(Relaxed).cast_signed() {
         c.store(v, Relaxed);
     }
 }
@@ -80,6 +81,19 @@ pub(super) fn clamp(v: usize) -> usize {
         v
     } else {
         0
+    }
+}
+
+impl BinCounters {
+    /// A request of this bin was served (`hit`: from a held block) for `size` bytes, as request
+    /// `tick`. Written once for a hit from the thread's cache and one from the shared bin.
+    #[inline(always)]
+    pub(super) fn count_out(&self, size: usize, tick: u64, hit: bool) {
+        raise(&self.peak_active, add(&self.active, 1));
+        add(&self.requested, size);
+        self.last_tick.store(tick, Relaxed);
+        self.hits
+            .store(self.hits.load(Relaxed) + u64::from(hit), Relaxed);
     }
 }
 
@@ -370,13 +384,7 @@ impl<A: Allocator> Inner<A> {
     ) {
         match st.bin(bin) {
             Some(c) => {
-                let a = add(&c.active, 1);
-                add(&c.requested, size);
-                raise(&c.peak_active, clamp(a));
-                c.last_tick.store(tick, Relaxed);
-                if hit {
-                    c.hits.store(c.hits.load(Relaxed) + 1, Relaxed);
-                }
+                c.count_out(size, tick, hit);
                 if let Some(b) = shard.bins.get(&bin) {
                     c.shared_seen.store(b.blocks.len(), Relaxed);
                 }
