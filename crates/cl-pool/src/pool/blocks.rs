@@ -1,14 +1,15 @@
 //! The handles a caller holds: [`PoolBlock`] (owning a pool handle) and [`LocalBlock`]
 //! (borrowing the pool).
 
-use std::borrow::Borrow;
 use std::fmt;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use crate::allocator::Allocator;
 use crate::bins::BinNumber;
+use crate::trace::TraceEvent;
 
-use super::cache;
+use super::cache::{self, Spare};
 use super::engine::Inner;
 
 /// A block handed out by a [`MemoryPool`](super::MemoryPool); returns to the pool on drop.
@@ -165,32 +166,28 @@ impl<A: Allocator> Drop for PoolBlock<A> {
     }
 }
 
-/// What an owned block's pool handle is when the thread's cache takes it as a spare.
-pub(super) trait Spare<A: Allocator>: Borrow<Arc<Inner<A>>> {
-    /// The handle, for a cache to keep; `None` for a borrowed one.
-    fn into_spare(self) -> Option<Arc<Inner<A>>>;
-}
-
-impl<A: Allocator> Spare<A> for Arc<Inner<A>> {
-    #[inline]
-    fn into_spare(self) -> Option<Arc<Inner<A>>> {
-        Some(self)
-    }
-}
-
-impl<A: Allocator> Spare<A> for &Arc<Inner<A>> {
-    #[inline]
-    fn into_spare(self) -> Option<Arc<Inner<A>>> {
-        None
-    }
-}
-
 /// A handed-out block comes back (PyOpenCL's `free(block, size)`): into the returning thread's
 /// cache, else onto its shared bin. `p` names the pool: an owned block's handle (which the cache
 /// keeps as a spare) or a local block's borrowed one. The block is moved once, from its handle
-/// (`block`) to where it goes.
+/// (`block`) to where it goes. The common case makes no call ([`cache::put_fast`]).
 #[inline]
 pub(super) fn release<A: Allocator, P: Spare<A>>(
+    p: P,
+    block: &mut Option<A::Block>,
+    bin: BinNumber,
+    size: usize,
+    trace_id: u64,
+) {
+    if trace_id != 0 {
+        release_slow(p, block, bin, size, trace_id);
+    } else if let Err(p) = cache::put_fast(p, block, bin, size) {
+        release_slow(p, block, bin, size, 0);
+    }
+}
+
+/// [`release`] where it may call: a trace to record, a cache to find or sync, a limit passed.
+#[inline(never)]
+fn release_slow<A: Allocator, P: Spare<A>>(
     p: P,
     block: &mut Option<A::Block>,
     bin: BinNumber,
@@ -224,15 +221,8 @@ pub(super) fn release<A: Allocator, P: Spare<A>>(
 
 #[cold]
 fn trace_free<A: Allocator>(inner: &Inner<A>, trace_id: u64) {
-    if inner
-        .hot
-        .recording
-        .load(std::sync::atomic::Ordering::Relaxed)
-    {
-        inner
-            .trace
-            .lock()
-            .push(crate::trace::TraceEvent::Free { id: trace_id });
+    if inner.hot.recording.load(Relaxed) {
+        inner.trace.lock().push(TraceEvent::Free { id: trace_id });
     }
 }
 

@@ -182,12 +182,12 @@ pub(super) struct ThreadCache<A: Allocator> {
 
 /// One bin of a thread's cache.
 struct CacheBin<B> {
-    /// The first `len` places hold its blocks, newest last (the rest are `None`). A block moves
-    /// in by `mem::swap` and out by `Option::take` of whole `Option`s (`tools/sf`: `Vec::push` and
-    /// `pop` stored it as two words and loaded it as one, a store-forwarding stall on every hit;
-    /// a `take` in, or a `swap` out, cost instructions or stalls).
+    /// The first `held` places hold its blocks, newest last (the rest are `None`), where `held`
+    /// is the bin's published counter (`BinCounters::held`): the length is kept once. A block
+    /// moves in by `mem::swap` and out by `Option::take` of whole `Option`s (`tools/sf`:
+    /// `Vec::push` and `pop` stored it as two words and loaded it as one, a store-forwarding
+    /// stall on every hit; a `take` in, or a `swap` out, cost instructions or stalls).
     places: Vec<Option<B>>,
-    len: usize,
     /// The bin's block size (`alloc_size`), kept so that a hit and a return do not compute it.
     bytes: usize,
 }
@@ -245,6 +245,76 @@ pub(super) fn hit<A: Allocator, S>(
     let tc = cache_of(lease.0.as_deref_mut().ok_or(None)?, inner).ok_or(None)?;
     let block = tc.take(inner, bin, size)?;
     Ok((block, spare(tc)))
+}
+
+/// What an owned block's pool handle is when the thread's cache takes it as a spare.
+pub(super) trait Spare<A: Allocator>: Borrow<Arc<Inner<A>>> {
+    /// The handle, for a cache to keep; `None` for a borrowed one.
+    fn into_spare(self) -> Option<Arc<Inner<A>>>;
+}
+
+impl<A: Allocator> Spare<A> for Arc<Inner<A>> {
+    #[inline]
+    fn into_spare(self) -> Option<Arc<Inner<A>>> {
+        Some(self)
+    }
+}
+
+impl<A: Allocator> Spare<A> for &Arc<Inner<A>> {
+    #[inline]
+    fn into_spare(self) -> Option<Arc<Inner<A>>> {
+        None
+    }
+}
+
+/// A return that makes no call: the block on top of its bin in the cache of the pool used
+/// last, which holds that bin with a free place and no message waiting, when no limit would be
+/// passed; an owned block's handle kept as a spare. `Err` gives `p` back, nothing done: the
+/// full path decides.
+#[inline(always)]
+pub(super) fn put_fast<A: Allocator, P: Spare<A>>(
+    p: P,
+    block: &mut Option<A::Block>,
+    bin: BinNumber,
+    size: usize,
+) -> Result<(), P> {
+    let mut lease = Lease(CACHES.with(Cell::take));
+    let list = lease.0.as_deref_mut();
+    let Some(tc) = list.and_then(|l| keep_fast(l, p.borrow(), block, bin, size)) else {
+        return Err(p);
+    };
+    let extra = p.into_spare().and_then(|h| tc.keep_spare(h));
+    drop(lease);
+    drop(extra);
+    Ok(())
+}
+
+#[inline(always)]
+fn keep_fast<'l, A: Allocator>(
+    list: &'l mut [Entry],
+    inner: &Arc<Inner<A>>,
+    block: &mut Option<A::Block>,
+    bin: BinNumber,
+    size: usize,
+) -> Option<&'l mut ThreadCache<A>> {
+    let e = list
+        .first_mut()
+        .filter(|e| e.key == Arc::as_ptr(inner).addr())?;
+    let tc = e
+        .cache
+        .get::<A>()
+        .filter(|tc| tc.seen == inner.hot.gen.load(Relaxed))?;
+    let i = usize::try_from(bin).ok()?;
+    let (cb, c) = (tc.bins.get(i)?, tc.stripe.bins.get(i)?);
+    let len = c.held.load(Relaxed);
+    let lim = &inner.limits;
+    (block.is_some()
+        && len < cb.places.len()
+        && tc.blocks < lim.max_blocks
+        && (lim.max_bytes.checked_sub(cb.bytes))
+            .is_some_and(|m| tc.stripe.held_bytes.load(Relaxed) <= m))
+    .then(|| tc.keep(block, i, len, size))?;
+    Some(tc)
 }
 
 #[cold]
@@ -328,26 +398,15 @@ impl<A: Allocator> ThreadCache<A> {
             if self.blocks == 0 {
                 return;
             }
-            for (i, cb) in self.bins.iter_mut().enumerate() {
-                let (Ok(bin), Some(c)) = (BinNumber::try_from(i), self.stripe.bins.get(i)) else {
-                    continue;
-                };
-                let n = std::mem::take(&mut cb.len);
-                if n == 0 {
+            for (i, bin) in (0..self.bins.len()).zip(0..) {
+                let (v, bytes) = self.out(i, self.stripe.bins[i].held.load(Relaxed));
+                if v.is_empty() {
                     continue;
                 }
-                let v: Vec<A::Block> = cb
-                    .places
-                    .iter_mut()
-                    .take(n)
-                    .filter_map(Option::take)
-                    .collect();
-                let bytes = n * cb.bytes;
-                sub(&c.held, n);
-                sub(&self.stripe.held_bytes, bytes);
                 let mut shard = inner.shard(bin);
                 if free {
-                    shard.bin_entry(bin, inner.layout).stats.upstream_frees += n as u64;
+                    let frees = &mut shard.bin_entry(bin, inner.layout).stats.upstream_frees;
+                    *frees += v.len() as u64;
                     inner.managed_bytes.fetch_sub(bytes, Relaxed);
                     to_free.extend(v);
                 } else {
@@ -355,7 +414,6 @@ impl<A: Allocator> ThreadCache<A> {
                 }
             }
         }
-        self.blocks = 0;
         for block in to_free {
             inner.free_upstream(block);
         }
@@ -383,7 +441,9 @@ impl<A: Allocator> ThreadCache<A> {
     ) -> Result<A::Block, Option<A::Error>> {
         let i = usize::try_from(bin).map_err(|_| None)?;
         let cb = self.bins.get_mut(i).ok_or(None)?;
-        let top = cb.len.checked_sub(1).ok_or(None)?;
+        let st = &*self.stripe;
+        let c = st.bins.get(i).ok_or(None)?;
+        let top = c.held.load(Relaxed).checked_sub(1).ok_or(None)?;
         let place = cb.places.get_mut(top).ok_or(None)?;
         inner
             .allocator
@@ -391,22 +451,18 @@ impl<A: Allocator> ThreadCache<A> {
             .map_err(Some)?;
         // Taken whole (see `CacheBin::places`).
         let out = place.take();
-        cb.len = top;
+        c.held.store(top, Relaxed);
         let bytes = cb.bytes;
-        let st = &*self.stripe;
         let tick = st.next_tick();
-        let c = &st.bins[i];
         self.blocks -= 1;
-        sub(&c.held, 1);
         c.count_out(size, tick, true);
         sub(&st.held_bytes, bytes);
         inner.note_active(st, size);
         out.ok_or(None)
     }
 
-    /// A return: keeps the block in `block` (taken, counted back in) unless there is none or
-    /// its bin is not cached (`false`: left there).
-    #[inline(always)]
+    /// A return (the full path): keeps the block in `block` (taken, counted back in) unless
+    /// there is none or its bin is not cached (`false`: left there).
     pub(super) fn put(
         &mut self,
         inner: &Inner<A>,
@@ -414,73 +470,45 @@ impl<A: Allocator> ThreadCache<A> {
         bin: BinNumber,
         size: usize,
     ) -> bool {
-        if block.is_none() {
+        let i = usize::try_from(bin).unwrap_or(usize::MAX);
+        if block.is_none() || !(i < self.bins.len() || self.caching && i < inner.cache_bins) {
             return false;
         }
-        match usize::try_from(bin) {
-            Ok(i) if i < self.bins.len() => {
-                self.keep(inner, block, i, bin, size);
-                true
-            }
-            _ => self.put_new_bin(inner, block, bin, size),
+        while self.bins.len() <= i {
+            let bytes =
+                BinNumber::try_from(self.bins.len()).map_or(0, |b| inner.layout.alloc_size(b));
+            self.bins.push(CacheBin {
+                places: Vec::new(),
+                bytes,
+            });
         }
+        let len = self.stripe.bins[i].held.load(Relaxed);
+        if len == self.bins[i].places.len() {
+            self.bins[i].places.push(None);
+        }
+        self.keep(block, i, len, size);
+        if self.blocks > inner.limits.max_blocks
+            || self.stripe.held_bytes.load(Relaxed) > inner.limits.max_bytes
+        {
+            self.overflow(inner, i, bin);
+        }
+        true
     }
 
-    /// A return to a bin this cache has not kept a block of since caching started.
-    #[cold]
-    #[inline(never)]
-    fn put_new_bin(
-        &mut self,
-        inner: &Inner<A>,
-        block: &mut Option<A::Block>,
-        bin: BinNumber,
-        size: usize,
-    ) -> bool {
-        match usize::try_from(bin) {
-            Ok(i) if self.caching && i < inner.cache_bins => {
-                while self.bins.len() <= i {
-                    let bytes = BinNumber::try_from(self.bins.len())
-                        .map_or(0, |b| inner.layout.alloc_size(b));
-                    self.bins.push(CacheBin {
-                        places: Vec::new(),
-                        len: 0,
-                        bytes,
-                    });
-                }
-                self.keep(inner, block, i, bin, size);
-                true
-            }
-            _ => false,
-        }
-    }
-
+    /// The block in `block` to place `len` of bin `i` (which has it), counted back in.
     #[inline(always)]
-    fn keep(
-        &mut self,
-        inner: &Inner<A>,
-        block: &mut Option<A::Block>,
-        i: usize,
-        bin: BinNumber,
-        size: usize,
-    ) {
+    fn keep(&mut self, block: &mut Option<A::Block>, i: usize, len: usize, size: usize) {
         let st = &*self.stripe;
         let c = &st.bins[i];
         let cb = &mut self.bins[i];
-        let bytes = cb.bytes;
-        if cb.len == cb.places.len() {
-            cb.places.push(None);
-        }
-        std::mem::swap(&mut cb.places[cb.len], block);
-        cb.len += 1;
+        std::mem::swap(&mut cb.places[len], block);
+        c.held.store(len + 1, Relaxed);
         sub(&st.active_bytes, size);
         sub(&c.active, 1);
         sub(&c.requested, size);
         self.blocks += 1;
-        raise(&c.peak_held, add(&c.held, 1) + c.shared_seen.load(Relaxed));
-        let held = add(&st.held_bytes, bytes);
-        if self.blocks > inner.limits.max_blocks || held > inner.limits.max_bytes {
-            self.overflow(inner, i, bin);
-        }
+        raise(&c.peak_held, len + 1 + c.shared_seen.load(Relaxed));
+        add(&st.held_bytes, cb.bytes);
     }
 
     /// Past a limit: the oldest half of bin `i` (at least one block) to the top of its shared
@@ -489,19 +517,20 @@ impl<A: Allocator> ThreadCache<A> {
     #[cold]
     #[inline(never)]
     fn overflow(&mut self, inner: &Inner<A>, i: usize, bin: BinNumber) {
-        let cb = &mut self.bins[i];
-        let n = (cb.len / 2).max(1);
-        cb.len -= n;
+        let _moving = inner.moves.read();
+        let (moved, _) = self.out(i, (self.stripe.bins[i].held.load(Relaxed) / 2).max(1));
+        inner.push_shared(&self.stripe, &mut inner.shard(bin), bin, moved);
+    }
+
+    /// The `n` oldest blocks of bin `i` taken out (caller holds `moves`), and their bytes.
+    fn out(&mut self, i: usize, n: usize) -> (Vec<A::Block>, usize) {
+        let (cb, c) = (&mut self.bins[i], &self.stripe.bins[i]);
         let moved: Vec<A::Block> = cb.places.drain(..n).flatten().collect();
         let bytes = n * cb.bytes;
         self.blocks -= n;
-        let _moving = inner.moves.read();
-        if let Some(c) = self.stripe.bins.get(i) {
-            sub(&c.held, n);
-        }
+        sub(&c.held, n);
         sub(&self.stripe.held_bytes, bytes);
-        let mut shard = inner.shard(bin);
-        inner.push_shared(&self.stripe, &mut shard, bin, moved);
+        (moved, bytes)
     }
 
     /// A spare pool handle for an owned hit, if there is one.

@@ -164,6 +164,7 @@ struct Stripes {
 }
 
 /// What every request reads: one cache line, written only by rare events.
+#[derive(Default)]
 pub(super) struct Hot {
     /// Bumped by every message to the thread caches (see `cache.rs`).
     pub(super) gen: AtomicU64,
@@ -244,17 +245,13 @@ impl<A: Allocator> Inner<A> {
         policy: PolicyCell,
         limits: ThreadCacheLimits,
     ) -> Self {
+        // Bins are ordered by size: the cacheable ones are a prefix.
+        let b = layout.bin_number(limits.max_block_bytes);
+        let fits = usize::from(layout.alloc_size(b) <= limits.max_block_bytes);
+        let n = usize::try_from(b).map_or(usize::MAX, |n| n.saturating_add(fits));
         let cache_bins = if limits.max_blocks == 0 {
             0
         } else {
-            // Bins are ordered by size: the cacheable ones are a prefix.
-            let b = layout.bin_number(limits.max_block_bytes);
-            let n = usize::try_from(b).unwrap_or(usize::MAX);
-            let n = if layout.alloc_size(b) <= limits.max_block_bytes {
-                n.saturating_add(1)
-            } else {
-                n
-            };
             n.min(CACHE_BIN_LIMIT)
         };
         Inner {
@@ -271,12 +268,7 @@ impl<A: Allocator> Inner<A> {
             policy,
             limits,
             cache_bins,
-            hot: CachePadded::new(Hot {
-                gen: AtomicU64::new(0),
-                peak_active: AtomicUsize::new(0),
-                scopes_open: AtomicUsize::new(0),
-                recording: AtomicBool::new(false),
-            }),
+            hot: CachePadded::default(),
             free_gen: AtomicU64::new(0),
             cache_on: AtomicBool::new(false),
             stop_holding: AtomicBool::new(false),
@@ -347,9 +339,7 @@ impl<A: Allocator> Inner<A> {
         if free {
             self.free_gen.fetch_add(1, Relaxed);
         }
-        self.hot
-            .gen
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.hot.gen.fetch_add(1, SeqCst);
     }
 
     /// Recomputes whether the thread caches may hold blocks; when that changes, every cache
@@ -439,7 +429,7 @@ impl<A: Allocator> Inner<A> {
         bin: BinNumber,
         size: usize,
         tick: u64,
-    ) -> Option<A::Block> {
+    ) -> Option<Found<A::Block>> {
         let mut shard = self.shard(bin);
         let sh = &mut *shard;
         let b = sh.bins.get_mut(&bin)?;
@@ -455,7 +445,8 @@ impl<A: Allocator> Inner<A> {
         self.count_out(st, sh, bin, size, true, tick);
         drop(shard);
         self.note_active(st, size);
-        Some(block)
+        let hit = true;
+        Some(Found { block, bin, hit })
     }
 
     /// Under the larger-bins policy: a held block from one of the `n` bins above `bin`.
@@ -472,13 +463,9 @@ impl<A: Allocator> Inner<A> {
         let last = self.layout.bin_number(usize::MAX);
         for k in 1..=n.min(last.saturating_sub(bin)) {
             let from = bin.checked_add(k)?;
-            if let Some(block) = self.take_shared(st, from, size, tick) {
+            if let Some(found) = self.take_shared(st, from, size, tick) {
                 self.larger_bin_hits.fetch_add(1, Relaxed);
-                return Some(Found {
-                    block,
-                    bin: from,
-                    hit: true,
-                });
+                return Some(found);
             }
         }
         None

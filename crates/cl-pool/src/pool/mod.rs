@@ -424,11 +424,7 @@ impl<A: Allocator> MemoryPool<A> {
         tick: u64,
     ) -> Result<Found<A::Block>, PoolError<A::Error>> {
         match self.inner.take_shared(sink.stripe(), bin, size, tick) {
-            Some(block) => Ok(Found {
-                block,
-                bin,
-                hit: true,
-            }),
+            Some(found) => Ok(found),
             None => self.miss(sink, bin, size, tick),
         }
     }
@@ -459,11 +455,8 @@ impl<A: Allocator> MemoryPool<A> {
             let failed = match inner.upstream_allocate(rounded) {
                 Ok(block) => {
                     inner.count_fresh(sink.stripe(), bin, size, tick);
-                    return Ok(Found {
-                        block,
-                        bin,
-                        hit: false,
-                    });
+                    let hit = false;
+                    return Ok(Found { block, bin, hit });
                 }
                 Err(Upstream::Fatal(e)) => return Err(e),
                 Err(other) => other,
@@ -481,12 +474,8 @@ impl<A: Allocator> MemoryPool<A> {
                 inner.message_caches(false);
             }
             // Look again: the release hook (or another thread) may have returned a block.
-            if let Some(block) = inner.take_shared(sink.stripe(), bin, size, tick) {
-                return Ok(Found {
-                    block,
-                    bin,
-                    hit: true,
-                });
+            if let Some(found) = inner.take_shared(sink.stripe(), bin, size, tick) {
+                return Ok(found);
             }
             if policy.larger_bins > 0 {
                 if let Some(f) =
