@@ -179,20 +179,20 @@ pub(super) fn release<A: Allocator, P: Spare<A>>(
     trace_id: u64,
 ) {
     if trace_id != 0 {
-        release_slow(p, block, bin, size, trace_id);
+        release_slow(trace_id, p, block, bin, size);
     } else if let Err(p) = cache::put_fast(p, block, bin, size) {
-        release_slow(p, block, bin, size, 0);
+        release_slow(0, p, block, bin, size);
     }
 }
 
-/// [`release`] where it may call: a trace to record, a cache to find or sync, a limit passed.
+/// [`release`] where it may call: a trace to record (first), a cache to find or sync, a limit.
 #[inline(never)]
 fn release_slow<A: Allocator, P: Spare<A>>(
+    trace_id: u64,
     p: P,
     block: &mut Option<A::Block>,
     bin: BinNumber,
     size: usize,
-    trace_id: u64,
 ) {
     if trace_id != 0 {
         trace_free(p.borrow(), trace_id);
