@@ -1,6 +1,6 @@
-//! The per-thread caches' fixed-place stacks (issue 12, 2026-11-26): a bin's blocks past its 16
-//! places and a slot's spare references past `SPARE_MAX` (64), with the host allocator shared
-//! through an `Arc` (which forwards every call, also tested here).
+//! The per-thread caches: a bin's blocks past the cache's limits, spare pool handles past their
+//! 64, counters of blocks returned on another thread, and the host allocator shared through an
+//! `Arc` (which forwards every call, also tested here).
 #![allow(clippy::unwrap_used)]
 use cl_pool::MemoryPool;
 use std::sync::Arc;
@@ -8,12 +8,19 @@ use std::sync::Arc;
 mod support;
 use support::TestAllocator;
 
-/// 50 blocks of one bin freed oldest first pass the 16-block cache twice over: the next
-/// allocations must come back newest first (PyOpenCL LIFO), with exact held figures.
+/// Up to 100 blocks of one bin freed oldest first pass a 16-block cache several times over: the
+/// next allocations must come back newest first (PyOpenCL LIFO), with exact held figures.
 #[test]
 fn lifo_and_held_figures_through_overflow() {
+    let limits = cl_pool::ThreadCacheLimits {
+        max_blocks: 16,
+        ..cl_pool::ThreadCacheLimits::default()
+    };
     for n in [15usize, 16, 17, 18, 33, 50, 100] {
-        let pool = MemoryPool::new(TestAllocator::new());
+        let pool = MemoryPool::builder(TestAllocator::new())
+            .thread_cache(limits)
+            .build()
+            .unwrap();
         let blocks: Vec<_> = (0..n).map(|_| pool.allocate(1000).unwrap()).collect();
         let ids: Vec<u64> = blocks.iter().map(|b| b.block().id).collect();
         let per = pool.alloc_size(pool.bin_number(1000));
@@ -129,4 +136,54 @@ fn returns_from_another_thread_keep_the_peak_sane() {
     .unwrap();
     let s = pool.stats();
     assert_eq!((s.active_blocks, s.held_blocks, s.hits), (0, 3, 2));
+}
+
+/// A return that would pass a thread-cache limit moves the oldest half of its bin to the shared
+/// bins, also when the bin has a free place (where a return makes no call): another thread's
+/// `free_held` then frees those two at once. At the limit exactly, nothing moves.
+#[test]
+fn a_return_past_a_cache_limit_overflows_even_with_a_free_place() {
+    use cl_pool::ThreadCacheLimits;
+    use std::sync::Barrier;
+    let shared_after = |limits: ThreadCacheLimits| {
+        let pool = MemoryPool::builder(TestAllocator::new())
+            .thread_cache(limits)
+            .build()
+            .unwrap();
+        let (returned, done) = (Barrier::new(2), Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                drop(
+                    (0..4)
+                        .map(|_| pool.allocate(1000).unwrap())
+                        .collect::<Vec<_>>(),
+                );
+                let one = pool.allocate(1000).unwrap(); // leaves a free place in its bin
+                drop(pool.allocate(5000).unwrap()); // another bin: the cache is full again
+                drop(one);
+                returned.wait();
+                done.wait(); // alive, and away from the pool, while the other thread frees
+            });
+            returned.wait();
+            pool.free_held();
+            let frees = pool.stats().upstream_frees;
+            done.wait();
+            frees
+        })
+    };
+    let probe = MemoryPool::new(TestAllocator::new());
+    let size = |s| probe.alloc_size(probe.bin_number(s));
+    let (s1, s2) = (size(1000), size(5000));
+    let blocks = |max_blocks| ThreadCacheLimits {
+        max_blocks,
+        ..ThreadCacheLimits::default()
+    };
+    let bytes = |max_bytes| ThreadCacheLimits {
+        max_bytes,
+        ..ThreadCacheLimits::default()
+    };
+    assert_eq!(shared_after(blocks(4)), 2);
+    assert_eq!(shared_after(blocks(5)), 0);
+    assert_eq!(shared_after(bytes(4 * s1 + s2 - 1)), 2);
+    assert_eq!(shared_after(bytes(4 * s1 + s2)), 0);
 }
