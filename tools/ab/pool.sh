@@ -65,9 +65,12 @@ for round in 1 2; do
 done
 
 # One line per criterion bench: the median estimate of each round, base then new.
-echo "== summary (criterion middle estimate per round)"
+# Criterion's middle estimate per round (`base|new ROUND NAME VALUE UNIT`, as hit_loop.txt), then
+# medians and the median of the per-round ratios. Two runs' criterion.txt files concatenated, the
+# second's rounds renumbered (awk '{$2 += 100} 1'), give the figures of both together.
+echo "== summary (criterion)"
 for v in base new; do
-  echo "-- $v"
-  awk '/^pool_/{name=$1} /time:/{print name, $(NF-3), $(NF-2)}' "$OUT/criterion-$v.txt"
-done
+  awk -v v=$v '/^pool_/{name=$1} /time:/{print v, ++r[name], name, $(NF-3), $(NF-2)}' "$OUT/criterion-$v.txt"
+done | tee "$OUT/criterion.txt"
+python3 "$here/medians.py" "$OUT/criterion.txt" 2>/dev/null || true
 echo "pool.sh: done (logs in $OUT)"
